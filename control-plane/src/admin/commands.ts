@@ -1,0 +1,108 @@
+import { z } from "zod";
+import { createAccount, resolveAccount, topUp } from "../services/accounts.ts";
+import { createApiKey, listApiKeys, revokeApiKey } from "../services/api-keys.ts";
+import type { ServiceContext } from "../services/context.ts";
+import { formatAmount, parseAmount } from "../services/money.ts";
+
+// The admin commands, independent of how they arrive (CLI argv straight on the database, or the running
+// server's admin endpoint). Inputs are validated here, once, so both paths refuse the same things.
+
+const amount = z.string().transform((s, ctx) => {
+  try {
+    return parseAmount(s);
+  } catch (err) {
+    ctx.addIssue({ code: "custom", message: (err as Error).message });
+    return z.NEVER;
+  }
+});
+const list = z.string().transform((s) => s.split(",").map((x) => x.trim()).filter(Boolean));
+const positiveInt = z.string().regex(/^\d+$/, "must be a positive integer").transform(Number).refine((n) => n > 0, "must be a positive integer");
+const iso = z.string().refine((s) => !Number.isNaN(Date.parse(s)), "must be an ISO 8601 date-time").transform((s) => new Date(s));
+const cidr = /^([0-9.]+|[0-9a-fA-F:.]+)(\/\d{1,3})?$/;
+
+export const commandSchemas = {
+  "account create": z.object({ name: z.string().min(1), email: z.string().email().optional(), balance: amount.optional() }),
+  "account topup": z.object({ account: z.string().min(1), amount }),
+  "key create": z.object({
+    account: z.string().min(1),
+    name: z.string().min(1).optional(),
+    models: list.optional(),
+    "ip-allowlist": list.refine((l) => l.every((c) => cidr.test(c)), "must be IP addresses or CIDRs separated by commas").optional(),
+    quota: amount.optional(),
+    expires: iso.optional(),
+    rpm: positiveInt.optional(),
+    tpm: positiveInt.optional(),
+    concurrency: positiveInt.optional(),
+  }),
+  "key revoke": z.object({ id: z.string().uuid("must be a key id (UUID)") }),
+  "key list": z.object({ account: z.string().min(1) }),
+} as const;
+
+export type CommandName = keyof typeof commandSchemas;
+export const commandNames = Object.keys(commandSchemas) as CommandName[];
+
+export class UsageError extends Error {}
+
+export function parseCommandArgs<N extends CommandName>(name: N, args: Record<string, unknown>): z.output<(typeof commandSchemas)[N]> {
+  const r = (commandSchemas[name] as z.ZodType).safeParse(args);
+  if (!r.success) {
+    throw new UsageError(r.error.issues.map((i) => `--${i.path.join(".") || "?"}: ${i.message}`).join("; "));
+  }
+  return r.data as z.output<(typeof commandSchemas)[N]>;
+}
+
+const keyView = (k: Awaited<ReturnType<typeof listApiKeys>>[number]) => ({
+  id: k.id,
+  name: k.name,
+  prefix: k.prefix,
+  status: k.status,
+  quota: k.quotaMicro === null ? null : formatAmount(k.quotaMicro),
+  spent: formatAmount(k.spentMicro),
+  expiresAt: k.expiresAt?.toISOString() ?? null,
+  allowedModels: k.allowedModels,
+  ipAllowlist: k.ipAllowlist,
+  rpm: k.rpm,
+  tpm: k.tpm,
+  concurrency: k.concurrency,
+  createdAt: k.createdAt.toISOString(),
+});
+
+export async function runAdminCommand(ctx: ServiceContext, name: CommandName, rawArgs: Record<string, unknown>): Promise<unknown> {
+  switch (name) {
+    case "account create": {
+      const a = parseCommandArgs("account create", rawArgs);
+      const account = await createAccount(ctx, { name: a.name, email: a.email, balanceMicro: a.balance });
+      return { id: account.id, name: account.name, balance: formatAmount(account.balanceMicro) };
+    }
+    case "account topup": {
+      const a = parseCommandArgs("account topup", rawArgs);
+      const account = await topUp(ctx, (await resolveAccount(ctx, a.account)).id, a.amount, "top-up by operator");
+      return { id: account.id, name: account.name, balance: formatAmount(account.balanceMicro) };
+    }
+    case "key create": {
+      const a = parseCommandArgs("key create", rawArgs);
+      const account = await resolveAccount(ctx, a.account);
+      const { row, key } = await createApiKey(ctx, account.id, {
+        name: a.name,
+        allowedModels: a.models,
+        ipAllowlist: a["ip-allowlist"],
+        quotaMicro: a.quota,
+        expiresAt: a.expires,
+        rpm: a.rpm,
+        tpm: a.tpm,
+        concurrency: a.concurrency,
+      });
+      return { id: row.id, key, name: row.name, accountId: account.id };
+    }
+    case "key revoke": {
+      const a = parseCommandArgs("key revoke", rawArgs);
+      const row = await revokeApiKey(ctx, a.id);
+      return { id: row.id, status: row.status };
+    }
+    case "key list": {
+      const a = parseCommandArgs("key list", rawArgs);
+      const account = await resolveAccount(ctx, a.account);
+      return (await listApiKeys(ctx, account.id)).map(keyView);
+    }
+  }
+}

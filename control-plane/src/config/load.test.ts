@@ -1,0 +1,34 @@
+import { describe, expect, it } from "vitest";
+import { parseConfig } from "./load.ts";
+
+const yaml = `
+upstreams:
+  - name: openai-main
+    protocol: openai
+    baseUrl: http://127.0.0.1:9000/v1
+    apiKey: \${OPENAI_API_KEY}
+models:
+  - id: gpt-4o-mini-2024-07-18
+    reasoning: false
+    price: { input: 0.15, output: 0.60 }
+    routes: [{ upstream: openai-main, model: gpt-4o-mini-2024-07-18, weight: 1 }]
+`;
+
+describe("config file", () => {
+  it("parses the documented YAML shape and reads ${VAR} from the environment", () => {
+    const c = parseConfig(yaml, { OPENAI_API_KEY: "sk-up" });
+    expect(c.upstreams[0]).toEqual({ name: "openai-main", protocol: "openai", baseUrl: "http://127.0.0.1:9000/v1", apiKey: "sk-up" });
+    expect(c.models[0]!.price).toEqual({ input: 0.15, output: 0.6 });
+    expect(c.models[0]!.routes[0]).toEqual({ upstream: "openai-main", model: "gpt-4o-mini-2024-07-18", weight: 1, priority: 0 });
+  });
+  it("accepts JSON too", () => {
+    const c = parseConfig(JSON.stringify({ upstreams: [{ name: "u", protocol: "anthropic", baseUrl: "http://h/v1" }], models: [] }));
+    expect(c.upstreams[0]!.protocol).toBe("anthropic");
+  });
+  it("refuses a missing variable, an unknown upstream and unknown fields, naming them", () => {
+    expect(() => parseConfig(yaml, {})).toThrow(/OPENAI_API_KEY/);
+    expect(() => parseConfig(yaml.replace("upstream: openai-main", "upstream: nope"), { OPENAI_API_KEY: "x" })).toThrow(/unknown upstream nope/);
+    expect(() => parseConfig("upstreams:\n  - name: a\n    protocol: openai\n    baseUrl: http://h/v1\n    colour: red\n")).toThrow(/upstreams.0/);
+    expect(() => parseConfig("upstreams:\n  - name: a\n    protocol: grpc\n    baseUrl: http://h/v1\n")).toThrow(/protocol/);
+  });
+});

@@ -1,0 +1,64 @@
+import { seal } from "@modelgate/data-plane/crypto/secret-box";
+import { parseAmount } from "../services/money.ts";
+import type { ServiceContext } from "../services/context.ts";
+import type { GatewayConfig } from "./schema.ts";
+
+export const DEMO_MODEL_ID = "demo-chat-2025-01-01";
+
+/** With no config at all, the built-in demo upstream and model, so the first call works offline. */
+export const demoConfig = (): GatewayConfig => ({
+  upstreams: [{ name: "demo", protocol: "demo", baseUrl: "demo://local" }],
+  models: [
+    {
+      id: DEMO_MODEL_ID,
+      displayName: "Demo chat",
+      reasoning: false,
+      price: { input: 0.5, output: 1.5 },
+      routes: [{ upstream: "demo", model: DEMO_MODEL_ID, weight: 1, priority: 0 }],
+    },
+  ],
+});
+
+/**
+ * Makes the database match the config file: upstreams and models named there are created or updated and
+ * their routes replaced; records the file once declared but no longer does are removed. Records created
+ * through the API (source "api") are left alone, so the file and the API can edit side by side.
+ */
+export async function syncConfig(ctx: ServiceContext, config: GatewayConfig, source: "config" | "builtin" = "config"): Promise<void> {
+  await ctx.prisma.$transaction(async (tx) => {
+    const upstreamIds = new Map<string, string>();
+    for (const u of config.upstreams) {
+      const data = {
+        protocol: u.protocol,
+        baseUrl: u.baseUrl,
+        apiKeyEnc: u.apiKey ? seal(ctx.masterKey, u.apiKey) : null,
+        connectTimeoutMs: u.timeouts?.connectMs ?? 5_000,
+        firstByteTimeoutMs: u.timeouts?.firstByteMs ?? 60_000,
+        idleTimeoutMs: u.timeouts?.idleMs ?? 120_000,
+        enabled: true,
+        source,
+      };
+      const row = await tx.upstream.upsert({ where: { name: u.name }, create: { name: u.name, ...data }, update: data });
+      upstreamIds.set(u.name, row.id);
+    }
+    for (const m of config.models) {
+      const data = {
+        displayName: m.displayName ?? null,
+        reasoning: m.reasoning,
+        inputPriceMicro: parseAmount(m.price.input),
+        outputPriceMicro: parseAmount(m.price.output),
+        cachedInputPriceMicro: m.price.cachedInput === undefined ? null : parseAmount(m.price.cachedInput),
+        enabled: true,
+        source,
+      };
+      await tx.model.upsert({ where: { id: m.id }, create: { id: m.id, ...data }, update: data });
+      await tx.route.deleteMany({ where: { modelId: m.id } });
+      await tx.route.createMany({
+        data: m.routes.map((r) => ({ modelId: m.id, upstreamId: upstreamIds.get(r.upstream)!, upstreamModel: r.model, weight: r.weight, priority: r.priority })),
+      });
+    }
+    await tx.model.deleteMany({ where: { source, id: { notIn: config.models.map((m) => m.id) } } });
+    await tx.upstream.deleteMany({ where: { source, name: { notIn: config.upstreams.map((u) => u.name) } } });
+  });
+  ctx.snapshotChanged();
+}

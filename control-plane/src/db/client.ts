@@ -1,0 +1,93 @@
+import { mkdirSync } from "node:fs";
+import { PrismaClient } from "../generated/prisma/client.ts";
+
+export type Db = InstanceType<typeof PrismaClient>;
+
+/** Runs raw SQL for the migration runner; each driver brings its own. */
+export interface SqlRunner {
+  /** Runs several statements in one transaction (all or nothing). */
+  transaction<T>(fn: (tx: SqlTx) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+export interface SqlTx {
+  exec(sql: string): Promise<void>;
+  query<R = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<R[]>;
+}
+
+export interface Database {
+  prisma: Db;
+  sql: SqlRunner;
+  kind: "postgres" | "pglite";
+  close(): Promise<void>;
+}
+
+/** Postgres when a URL is given (distributed mode), else PGlite files under dataDir (embedded mode). */
+export async function openDatabase(opts: { databaseUrl?: string; dataDir?: string }): Promise<Database> {
+  if (opts.databaseUrl) return openPostgres(opts.databaseUrl);
+  return openPglite(opts.dataDir ?? "./data");
+}
+
+async function openPostgres(url: string): Promise<Database> {
+  const [{ PrismaPg }, pg] = await Promise.all([import("@prisma/adapter-pg"), import("pg")]);
+  const pool = new pg.default.Pool({ connectionString: url, max: 10 });
+  const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
+  const sql: SqlRunner = {
+    async transaction(fn) {
+      const client = await pool.connect();
+      try {
+        await client.query("BEGIN");
+        const result = await fn({
+          exec: async (s) => void (await client.query(s)),
+          query: async (s, p) => (await client.query(s, p as unknown[])).rows,
+        });
+        await client.query("COMMIT");
+        return result;
+      } catch (err) {
+        await client.query("ROLLBACK").catch(() => undefined);
+        throw err;
+      } finally {
+        client.release();
+      }
+    },
+    close: async () => undefined,
+  };
+  return {
+    prisma,
+    sql,
+    kind: "postgres",
+    async close() {
+      await prisma.$disconnect();
+      await pool.end();
+    },
+  };
+}
+
+async function openPglite(dataDir: string): Promise<Database> {
+  const [{ PGlite }, { PrismaPGlite }] = await Promise.all([
+    import("@electric-sql/pglite"),
+    import("pglite-prisma-adapter"),
+  ]);
+  const dir = `${dataDir}/pglite`;
+  mkdirSync(dir, { recursive: true });
+  const pglite = await PGlite.create(dir);
+  const prisma = new PrismaClient({ adapter: new PrismaPGlite(pglite) });
+  const sql: SqlRunner = {
+    transaction: (fn) =>
+      pglite.transaction((tx) =>
+        fn({
+          exec: async (s) => void (await tx.exec(s)),
+          query: async <R>(s: string, p?: unknown[]) => (await tx.query<R>(s, p as unknown[])).rows,
+        }),
+      ),
+    close: async () => undefined,
+  };
+  return {
+    prisma,
+    sql,
+    kind: "pglite",
+    async close() {
+      await prisma.$disconnect();
+      await pglite.close();
+    },
+  };
+}

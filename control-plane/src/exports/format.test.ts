@@ -1,0 +1,42 @@
+import { describe, expect, it } from "vitest";
+import { COLUMNS, csvCell, csvHeader, csvLine, jsonLine, type ExportRow } from "./format.ts";
+
+const row: ExportRow = {
+  startedAt: new Date("2026-01-02T03:04:05.678Z"),
+  requestId: "req_1",
+  apiKeyId: "k1",
+  model: "acme-chat-2025-01-01",
+  protocol: "openai",
+  status: 200,
+  errorCode: null,
+  promptTokens: 10,
+  completionTokens: 5,
+  reasoningTokens: 0,
+  cachedTokens: 0,
+  costMicro: 1_500n,
+  latencyMs: 120,
+  ttftMs: null,
+  stream: false,
+};
+
+describe("export lines", () => {
+  it("quotes CSV cells and defuses formulas", () => {
+    expect(csvCell('a,"b"')).toBe('"a,""b"""');
+    expect(csvCell("=SUM(A1)")).toBe("'=SUM(A1)");
+    expect(csvCell(-5)).toBe("-5");
+    expect(csvCell(null)).toBe("");
+    expect(csvCell("line\nbreak")).toBe('"line\nbreak"');
+  });
+  it("writes one CSV line per row in the header's column order", () => {
+    expect(csvHeader().trim().split(",")).toEqual([...COLUMNS]);
+    expect(csvLine(row, "prod, main")).toBe(
+      '2026-01-02T03:04:05.678Z,req_1,k1,"prod, main",acme-chat-2025-01-01,openai,200,,10,5,0,0,15,0.0015,120,,false\r\n',
+    );
+  });
+  it("writes JSONL with money as decimal text", () => {
+    const parsed = JSON.parse(jsonLine(row, null)) as Record<string, unknown>;
+    expect(parsed.amount).toBe("0.0015");
+    expect(parsed.total_tokens).toBe(15);
+    expect(parsed.api_key_name).toBeNull();
+  });
+});

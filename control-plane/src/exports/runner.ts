@@ -1,0 +1,173 @@
+import { createWriteStream, type WriteStream } from "node:fs";
+import { mkdir, rename, rm } from "node:fs/promises";
+import { join } from "node:path";
+import type { ExportFormat, Prisma } from "../generated/prisma/client.ts";
+import type { ServiceContext } from "../services/context.ts";
+import { AppError } from "../services/errors.ts";
+import { usageWhere, type UsageFilter } from "../stats/usage-log.ts";
+import { csvHeader, csvLine, jsonLine } from "./format.ts";
+
+// Exports run in the background: the usage log is read in keyset-paginated batches ordered by (started_at, id)
+// and streamed to a file with back-pressure, so memory stays flat however many rows there are.
+
+export const BATCH = 2_000;
+export const MAX_ACTIVE_PER_ACCOUNT = 2;
+
+type Ctx = ServiceContext & { dataDir: string };
+
+export interface StoredFilters {
+  from?: string;
+  to?: string;
+  apiKeyId?: string;
+  model?: string;
+  status?: number;
+  success?: boolean;
+}
+
+export function storeFilters(f: UsageFilter): StoredFilters {
+  const out: StoredFilters = {};
+  if (f.from) out.from = f.from.toISOString();
+  if (f.to) out.to = f.to.toISOString();
+  if (f.apiKeyId) out.apiKeyId = f.apiKeyId;
+  if (f.model) out.model = f.model;
+  if (f.status !== null && f.status !== undefined) out.status = f.status;
+  if (f.success !== null && f.success !== undefined) out.success = f.success;
+  return out;
+}
+
+export const loadFilters = (s: StoredFilters): UsageFilter => ({
+  from: s.from ? new Date(s.from) : null,
+  to: s.to ? new Date(s.to) : null,
+  apiKeyId: s.apiKeyId ?? null,
+  model: s.model ?? null,
+  status: s.status ?? null,
+  success: s.success ?? null,
+});
+
+export const exportDir = (dataDir: string) => join(dataDir, "exports");
+
+const running = new Set<Promise<void>>();
+/** Resolves when every export started by this process has finished (tests and graceful shutdown). */
+export const exportsIdle = async () => {
+  while (running.size) await Promise.allSettled([...running]);
+};
+
+export async function startExport(
+  ctx: Ctx,
+  input: { accountId: string; userId: string; format: ExportFormat; filter: UsageFilter },
+) {
+  usageWhere(input.accountId, input.filter); // validates the filter before anything is stored
+  const active = await ctx.prisma.export.count({
+    where: { accountId: input.accountId, status: { in: ["pending", "running"] } },
+  });
+  if (active >= MAX_ACTIVE_PER_ACCOUNT) {
+    throw new AppError("TOO_MANY_REQUESTS", "wait for the running exports to finish before starting another");
+  }
+  const row = await ctx.prisma.export.create({
+    data: {
+      accountId: input.accountId,
+      userId: input.userId,
+      format: input.format,
+      filters: storeFilters(input.filter) as Prisma.InputJsonValue,
+    },
+  });
+  schedule(ctx, row.id);
+  return row;
+}
+
+function schedule(ctx: Ctx, id: string) {
+  const job = runExport(ctx, id)
+    .catch(async (err: unknown) => {
+      await ctx.prisma.export
+        .update({
+          where: { id },
+          data: { status: "failed", error: err instanceof Error ? err.message.slice(0, 500) : "export failed", finishedAt: new Date() },
+        })
+        .catch(() => undefined);
+    })
+    .finally(() => running.delete(job));
+  running.add(job);
+}
+
+/** Picks up exports left pending or running by a previous process (call once at start-up). */
+export async function resumeExports(ctx: Ctx) {
+  const stale = await ctx.prisma.export.findMany({ where: { status: { in: ["pending", "running"] } }, select: { id: true } });
+  for (const e of stale) schedule(ctx, e.id);
+  return stale.length;
+}
+
+const write = (out: WriteStream, chunk: string) =>
+  new Promise<void>((resolve, reject) => {
+    const onError = (err: Error) => reject(err);
+    out.once("error", onError);
+    if (out.write(chunk)) {
+      out.off("error", onError);
+      resolve();
+    } else {
+      out.once("drain", () => {
+        out.off("error", onError);
+        resolve();
+      });
+    }
+  });
+
+export async function runExport(ctx: Ctx, id: string) {
+  const claimed = await ctx.prisma.export.updateMany({
+    where: { id, status: { in: ["pending", "running"] } },
+    data: { status: "running", rowCount: 0 },
+  });
+  if (claimed.count !== 1) return;
+  const job = await ctx.prisma.export.findUniqueOrThrow({ where: { id } });
+  const dir = exportDir(ctx.dataDir);
+  await mkdir(dir, { recursive: true });
+  const fileName = `${job.id}.${job.format}`;
+  const final = join(dir, fileName);
+  const partial = `${final}.part`;
+  const keyNames = new Map(
+    (await ctx.prisma.apiKey.findMany({ where: { accountId: job.accountId }, select: { id: true, name: true } })).map((k) => [
+      k.id,
+      k.name,
+    ]),
+  );
+  const base = usageWhere(job.accountId, loadFilters(job.filters as StoredFilters));
+  const line = job.format === "csv" ? csvLine : jsonLine;
+  const out = createWriteStream(partial, { mode: 0o600 });
+  let count = 0;
+  try {
+    if (job.format === "csv") await write(out, csvHeader());
+    let cursor: { startedAt: Date; id: string } | null = null;
+    for (;;) {
+      const rows: Awaited<ReturnType<typeof ctx.prisma.usageLog.findMany>> = await ctx.prisma.usageLog.findMany({
+        where: cursor
+          ? {
+              AND: [
+                base,
+                { OR: [{ startedAt: { gt: cursor.startedAt } }, { startedAt: cursor.startedAt, id: { gt: cursor.id } }] },
+              ],
+            }
+          : base,
+        orderBy: [{ startedAt: "asc" }, { id: "asc" }],
+        take: BATCH,
+      });
+      if (rows.length === 0) break;
+      let chunk = "";
+      for (const r of rows) chunk += line(r, r.apiKeyId ? (keyNames.get(r.apiKeyId) ?? null) : null);
+      await write(out, chunk);
+      count += rows.length;
+      const last = rows[rows.length - 1]!;
+      cursor = { startedAt: last.startedAt, id: last.id };
+      await ctx.prisma.export.update({ where: { id }, data: { rowCount: count } });
+      if (rows.length < BATCH) break;
+    }
+    await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
+    await rename(partial, final);
+  } catch (err) {
+    out.destroy();
+    await rm(partial, { force: true });
+    throw err;
+  }
+  await ctx.prisma.export.update({
+    where: { id },
+    data: { status: "ready", rowCount: count, filePath: fileName, finishedAt: new Date() },
+  });
+}

@@ -1,0 +1,15 @@
+import type { Principal, RequestAuth } from "../auth/principal.ts";
+import type { Mailer } from "../mail/mailer.ts";
+import type { ServiceContext } from "../services/context.ts";
+
+/** What the process hands the API: services plus mail, the data directory and deployment switches. */
+export type AppContext = ServiceContext & { mail: Mailer; dataDir: string; secureCookies: boolean; dev: boolean };
+
+/** Per-request GraphQL context. */
+export interface GqlContext {
+  app: AppContext;
+  auth: RequestAuth;
+  principal: Principal | null;
+  /** sets (token) or clears (null) the session cookie on the response */
+  setSessionCookie(token: string | null): void;
+}

@@ -1,0 +1,24 @@
+import { builder } from "../builder.ts";
+
+export const UserRoleEnum = builder.enumType("UserRole", { values: ["member", "owner", "operator"] as const });
+export const AccountKindEnum = builder.enumType("AccountKind", { values: ["standard", "trial"] as const });
+export const AccountStatusEnum = builder.enumType("AccountStatus", { values: ["active", "disabled"] as const });
+export const ApiKeyStatusEnum = builder.enumType("ApiKeyStatus", { values: ["active", "revoked"] as const });
+export const LedgerKindEnum = builder.enumType("LedgerKind", { values: ["topup", "charge", "refund", "adjustment"] as const });
+export const UpstreamProtocolEnum = builder.enumType("UpstreamProtocol", {
+  values: ["openai", "anthropic", "gemini", "demo"] as const,
+});
+export const ConfigSourceEnum = builder.enumType("ConfigSource", { values: ["config", "api", "builtin"] as const });
+export const ExportFormatEnum = builder.enumType("ExportFormat", {
+  values: { CSV: { value: "csv" }, JSONL: { value: "jsonl" } } as const,
+});
+export const ExportStatusEnum = builder.enumType("ExportStatus", {
+  values: ["pending", "running", "ready", "failed"] as const,
+});
+export const GranularityEnum = builder.enumType("Granularity", {
+  values: { HOUR: { value: "hour" }, DAY: { value: "day" } } as const,
+});
+export const TokenScopeEnum = builder.enumType("TokenScope", {
+  description: "read: queries; write: mutations; operator: operator operations (operators only).",
+  values: ["read", "write", "operator"] as const,
+});

@@ -1,0 +1,37 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { commandNames, runAdminCommand, UsageError, type CommandName } from "../admin/commands.ts";
+import { sameToken } from "../admin/token.ts";
+import { NotFoundError } from "../services/accounts.ts";
+import type { ServiceContext } from "../services/context.ts";
+
+const json = (res: ServerResponse, status: number, body: unknown) => {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+  res.end(text);
+};
+
+/** POST /api/admin: {command, args} with `Authorization: Bearer <admin token>`; what the CLI calls. */
+export function createAdminRoute(ctx: ServiceContext, token: string) {
+  return async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
+    if (req.url !== "/api/admin") return false;
+    if (req.method !== "POST") return json(res, 405, { error: "use POST" }), true;
+    const auth = req.headers.authorization ?? "";
+    if (!auth.startsWith("Bearer ") || !sameToken(auth.slice(7), token)) return json(res, 401, { error: "bad admin token" }), true;
+    let body: { command?: string; args?: Record<string, unknown> };
+    try {
+      const chunks: Buffer[] = [];
+      for await (const c of req as AsyncIterable<Buffer>) chunks.push(c);
+      body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+    } catch {
+      return json(res, 400, { error: "body must be JSON" }), true;
+    }
+    if (!commandNames.includes(body.command as CommandName)) return json(res, 400, { error: `unknown command ${body.command}` }), true;
+    try {
+      json(res, 200, { result: await runAdminCommand(ctx, body.command as CommandName, body.args ?? {}) });
+    } catch (err) {
+      const status = err instanceof UsageError ? 400 : err instanceof NotFoundError ? 404 : (err as { code?: string }).code === "P2025" ? 404 : 500;
+      json(res, status, { error: status === 500 ? "internal error" : (err as Error).message });
+    }
+    return true;
+  };
+}

@@ -1,0 +1,33 @@
+import type { Logger } from "pino";
+import { loadConfigFile } from "../config/load.ts";
+import { demoConfig, syncConfig } from "../config/sync.ts";
+import { openDatabase, type Database } from "../db/client.ts";
+import { migrate } from "../db/migrate.ts";
+import type { ServiceContext } from "../services/context.ts";
+import type { SnapshotBus } from "../snapshot/publisher.ts";
+import { SnapshotPublisher } from "../snapshot/publisher.ts";
+import type { Settings } from "./settings.ts";
+
+export interface ControlPlaneCore {
+  db: Database;
+  ctx: ServiceContext;
+  publisher: SnapshotPublisher;
+}
+
+/** Database up to date, config file applied, first snapshot published: what both modes start with. */
+export async function bootControlPlane(settings: Settings, bus: SnapshotBus, logger: Logger): Promise<ControlPlaneCore> {
+  const db = await openDatabase({ databaseUrl: settings.databaseUrl, dataDir: settings.dataDir });
+  const applied = await migrate(db.sql);
+  if (applied.length) logger.info({ applied }, "migrations applied");
+  const publisher = new SnapshotPublisher(db.prisma, bus, 25, (err) => logger.error({ err }, "snapshot publish failed"));
+  const ctx: ServiceContext = { prisma: db.prisma, snapshotChanged: publisher.changed, masterKey: settings.masterKey };
+  if (settings.configPath) {
+    await syncConfig(ctx, loadConfigFile(settings.configPath));
+    await syncConfig(ctx, { upstreams: [], models: [] }, "builtin"); // a configured gateway has no demo model
+    logger.info({ config: settings.configPath }, "config file applied");
+  } else {
+    await syncConfig(ctx, demoConfig(), "builtin");
+  }
+  await publisher.start();
+  return { db, ctx, publisher };
+}

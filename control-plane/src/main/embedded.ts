@@ -1,0 +1,68 @@
+import { createServer } from "node:http";
+import { SnapshotStore } from "@modelgate/data-plane/snapshot/store";
+import { InProcessUsageSink } from "@modelgate/data-plane/usage/sink";
+import { createDataPlaneHandler } from "@modelgate/data-plane/server/app";
+import { UndiciTransport } from "@modelgate/data-plane/upstreams/transport";
+import { DemoTransport } from "@modelgate/data-plane/upstreams/demo";
+import { createLogger } from "@modelgate/data-plane/logger";
+import { ensureAdminToken } from "../admin/token.ts";
+import { DEMO_MODEL_ID } from "../config/sync.ts";
+import { chain, notFound } from "../http/app.ts";
+import { createAdminRoute } from "../http/admin-route.ts";
+import { createStaticRoute } from "../http/static.ts";
+import { settleUsage } from "../usage/settle.ts";
+import { bootControlPlane } from "./bootstrap.ts";
+import { readSettings } from "./settings.ts";
+import { onShutdown } from "./shutdown.ts";
+
+// Embedded mode: control plane, data plane and console in one process, PGlite under ./data, in-process bus.
+
+const logger = createLogger("modelgate");
+const settings = readSettings(process.env, 8080);
+settings.databaseUrl = undefined; // embedded mode always uses PGlite; DATABASE_URL selects distributed mode
+
+const store = new SnapshotStore();
+let version = 0;
+const core = await bootControlPlane(settings, { publish: async (s) => void store.apply(s), nextVersion: async () => ++version }, logger);
+const usage = new InProcessUsageSink(
+  async (e) => {
+    await settleUsage(core.db.prisma, e);
+    core.publisher.changed(); // balances and spend moved
+  },
+  (err, e) => logger.error({ err, requestId: e.requestId }, "usage settlement failed"),
+);
+let draining = false;
+const transport = new UndiciTransport();
+const dataPlane = createDataPlaneHandler(
+  { store, usage, transport, demo: new DemoTransport(), logger, masterKey: settings.masterKey, maxBodyBytes: settings.maxBodyBytes, ready: () => !draining },
+  false,
+);
+const adminToken = ensureAdminToken(settings.dataDir, process.env.MODELGATE_ADMIN_TOKEN);
+const handler = chain([dataPlane, createAdminRoute(core.ctx, adminToken), createStaticRoute()], notFound);
+const server = createServer((req, res) => void handler(req, res));
+server.keepAliveTimeout = 65_000;
+server.listen(settings.port, settings.host, () => {
+  const base = `http://localhost:${settings.port}`;
+  console.log(`
+modelgate is running (embedded mode, data in ${settings.dataDir})
+  API base URL   ${base}/v1
+  Console        ${base}/
+  Health         ${base}/healthz
+Get a key:
+  npm run admin -- account create --name demo --balance 10
+  npm run admin -- key create --account demo
+First call:
+  curl ${base}/v1/chat/completions -H "Authorization: Bearer <API_KEY>" -H "Content-Type: application/json" \\
+    -d '{"model":"${settings.configPath ? "<model id>" : DEMO_MODEL_ID}","messages":[{"role":"user","content":"Hello"}]}'
+`);
+});
+
+onShutdown(logger, async () => {
+  draining = true;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  await usage.flush();
+  await core.publisher.flush();
+  core.publisher.stop();
+  await transport.close();
+  await core.db.close();
+}, server);

@@ -1,0 +1,57 @@
+import type { ServiceContext } from "./context.ts";
+
+const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export class NotFoundError extends Error {}
+
+/** Operators and scripts name accounts either way; a UUID-shaped name is looked up as both. */
+export async function resolveAccount(ctx: ServiceContext, nameOrId: string) {
+  const account = await ctx.prisma.account.findFirst({
+    where: uuid.test(nameOrId) ? { OR: [{ id: nameOrId }, { name: nameOrId }] } : { name: nameOrId },
+  });
+  if (!account) throw new NotFoundError(`no account named or with id ${nameOrId}`);
+  return account;
+}
+
+export async function createAccount(
+  ctx: ServiceContext,
+  input: { name: string; email?: string | null; balanceMicro?: bigint; kind?: "standard" | "trial" },
+) {
+  const account = await ctx.prisma.$transaction(async (tx) => {
+    const created = await tx.account.create({
+      data: { name: input.name, email: input.email ?? null, kind: input.kind ?? "standard" },
+    });
+    const opening = input.balanceMicro ?? 0n;
+    if (opening === 0n) return created;
+    return applyLedger(tx, created.id, "topup", opening, "opening balance");
+  });
+  ctx.snapshotChanged();
+  return account;
+}
+
+type Tx = Parameters<Parameters<ServiceContext["prisma"]["$transaction"]>[0]>[0];
+
+/** Moves the balance and writes the ledger row in the same transaction, so the two never disagree. */
+export async function applyLedger(
+  tx: Tx,
+  accountId: string,
+  kind: "topup" | "refund" | "adjustment",
+  amountMicro: bigint,
+  note: string | null,
+) {
+  const account = await tx.account.update({
+    where: { id: accountId },
+    data: { balanceMicro: { increment: amountMicro } },
+  });
+  await tx.ledgerEntry.create({
+    data: { accountId, kind, amountMicro, balanceAfterMicro: account.balanceMicro, note },
+  });
+  return account;
+}
+
+export async function topUp(ctx: ServiceContext, accountId: string, amountMicro: bigint, note?: string) {
+  if (amountMicro <= 0n) throw new Error("a top-up must be positive");
+  const account = await ctx.prisma.$transaction((tx) => applyLedger(tx, accountId, "topup", amountMicro, note ?? null));
+  ctx.snapshotChanged();
+  return account;
+}

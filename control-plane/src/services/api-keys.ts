@@ -1,0 +1,81 @@
+import { createHash, randomBytes } from "node:crypto";
+import type { ServiceContext } from "./context.ts";
+
+const KEY_PREFIX = "sk-mg-";
+const ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+
+/** 40 base62 characters ≈ 238 bits of entropy; the value is shown once and only its hash is kept. */
+export function generateApiKey(): string {
+  const bytes = randomBytes(48);
+  let out = "";
+  for (let i = 0; out.length < 40 && i < bytes.length; i++) {
+    const b = bytes[i]!;
+    if (b < 248) out += ALPHABET[b % 62]; // 248 = 4 × 62: rejection keeps the characters uniform
+  }
+  return KEY_PREFIX + out.padEnd(40, "0");
+}
+
+export const hashApiKey = (key: string): string => createHash("sha256").update(key).digest("hex");
+export const displayPrefix = (key: string): string => `${key.slice(0, KEY_PREFIX.length + 4)}…${key.slice(-4)}`;
+
+export interface KeyRestrictions {
+  name?: string;
+  allowedModels?: string[];
+  ipAllowlist?: string[];
+  quotaMicro?: bigint | null;
+  expiresAt?: Date | null;
+  rpm?: number | null;
+  tpm?: number | null;
+  concurrency?: number | null;
+}
+
+export async function createApiKey(ctx: ServiceContext, accountId: string, r: KeyRestrictions) {
+  const key = generateApiKey();
+  const row = await ctx.prisma.apiKey.create({
+    data: {
+      accountId,
+      name: r.name ?? "default",
+      keyHash: hashApiKey(key),
+      prefix: displayPrefix(key),
+      allowedModels: r.allowedModels ?? [],
+      ipAllowlist: r.ipAllowlist ?? [],
+      quotaMicro: r.quotaMicro ?? null,
+      expiresAt: r.expiresAt ?? null,
+      rpm: r.rpm ?? null,
+      tpm: r.tpm ?? null,
+      concurrency: r.concurrency ?? null,
+    },
+  });
+  ctx.snapshotChanged();
+  return { row, key };
+}
+
+export async function updateApiKey(ctx: ServiceContext, id: string, r: KeyRestrictions) {
+  const row = await ctx.prisma.apiKey.update({
+    where: { id },
+    data: {
+      name: r.name,
+      allowedModels: r.allowedModels,
+      ipAllowlist: r.ipAllowlist,
+      quotaMicro: r.quotaMicro,
+      expiresAt: r.expiresAt,
+      rpm: r.rpm,
+      tpm: r.tpm,
+      concurrency: r.concurrency,
+    },
+  });
+  ctx.snapshotChanged();
+  return row;
+}
+
+export async function revokeApiKey(ctx: ServiceContext, id: string) {
+  const row = await ctx.prisma.apiKey.update({
+    where: { id },
+    data: { status: "revoked", revokedAt: new Date() },
+  });
+  ctx.snapshotChanged();
+  return row;
+}
+
+export const listApiKeys = (ctx: ServiceContext, accountId: string) =>
+  ctx.prisma.apiKey.findMany({ where: { accountId }, orderBy: { createdAt: "asc" } });

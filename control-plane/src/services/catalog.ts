@@ -1,0 +1,221 @@
+import { seal } from "@modelgate/data-plane/crypto/secret-box";
+import type { AccountStatus, UpstreamProtocol } from "../generated/prisma/client.ts";
+import { applyLedger } from "./accounts.ts";
+import type { ServiceContext } from "./context.ts";
+import { AppError, badInput, notFound } from "./errors.ts";
+import { parseAmount } from "./money.ts";
+
+// Operator-side writes: price contracts, models, upstreams, routes, account limits and balance adjustments.
+// Prices are typed as decimal text per one million tokens and stored as micro-units.
+
+export function price(text: string, field: string): bigint {
+  let v: bigint;
+  try {
+    v = parseAmount(text);
+  } catch (err) {
+    throw badInput((err as Error).message, field);
+  }
+  if (v < 0n) throw badInput("a price cannot be negative", field);
+  return v;
+}
+const optionalPrice = (text: string | null | undefined, field: string) =>
+  text === null || text === undefined ? null : price(text, field);
+
+export async function setPriceContract(
+  ctx: ServiceContext,
+  input: { accountId: string; modelId: string; inputPrice: string; outputPrice: string; cachedInputPrice?: string | null },
+) {
+  const data = {
+    inputPriceMicro: price(input.inputPrice, "inputPrice"),
+    outputPriceMicro: price(input.outputPrice, "outputPrice"),
+    cachedInputPriceMicro: optionalPrice(input.cachedInputPrice, "cachedInputPrice"),
+  };
+  if (!(await ctx.prisma.model.findUnique({ where: { id: input.modelId } }))) throw notFound("model");
+  if (!(await ctx.prisma.account.findUnique({ where: { id: input.accountId } }))) throw notFound("account");
+  const row = await ctx.prisma.priceContract.upsert({
+    where: { accountId_modelId: { accountId: input.accountId, modelId: input.modelId } },
+    create: { accountId: input.accountId, modelId: input.modelId, ...data },
+    update: data,
+  });
+  ctx.snapshotChanged();
+  return row;
+}
+
+export async function deletePriceContract(ctx: ServiceContext, accountId: string, modelId: string) {
+  const done = await ctx.prisma.priceContract.deleteMany({ where: { accountId, modelId } });
+  if (done.count === 0) throw notFound("price contract");
+  ctx.snapshotChanged();
+}
+
+/** Full model IDs end in a date: acme-chat-2025-01-01 or claude-x-20250929. */
+export const MODEL_ID = /^[A-Za-z0-9][A-Za-z0-9._:/-]*-\d{4}-?\d{2}-?\d{2}$/;
+
+export async function upsertModel(
+  ctx: ServiceContext,
+  input: {
+    id: string;
+    displayName?: string | null;
+    reasoning?: boolean | null;
+    inputPrice: string;
+    outputPrice: string;
+    cachedInputPrice?: string | null;
+    enabled?: boolean | null;
+  },
+) {
+  if (!MODEL_ID.test(input.id) || input.id.length > 200) {
+    throw badInput("a model ID is a full ID ending in a date, e.g. acme-chat-2025-01-01", "id");
+  }
+  const existing = await ctx.prisma.model.findUnique({ where: { id: input.id } });
+  if (existing && existing.source === "config") throw new AppError("CONFLICT", "this model is managed by the configuration file");
+  const data = {
+    displayName: input.displayName ?? null,
+    reasoning: input.reasoning ?? false,
+    inputPriceMicro: price(input.inputPrice, "inputPrice"),
+    outputPriceMicro: price(input.outputPrice, "outputPrice"),
+    cachedInputPriceMicro: optionalPrice(input.cachedInputPrice, "cachedInputPrice"),
+    enabled: input.enabled ?? true,
+  };
+  const row = await ctx.prisma.model.upsert({
+    where: { id: input.id },
+    create: { id: input.id, source: "api", ...data },
+    update: data,
+  });
+  ctx.snapshotChanged();
+  return row;
+}
+
+export async function deleteModel(ctx: ServiceContext, id: string) {
+  const existing = await ctx.prisma.model.findUnique({ where: { id } });
+  if (!existing) throw notFound("model");
+  if (existing.source === "config") throw new AppError("CONFLICT", "this model is managed by the configuration file");
+  await ctx.prisma.model.delete({ where: { id } });
+  ctx.snapshotChanged();
+}
+
+function checkBaseUrl(url: string) {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw badInput("not a URL", "baseUrl");
+  }
+  if (u.protocol !== "http:" && u.protocol !== "https:") throw badInput("the base URL must be http or https", "baseUrl");
+  return url.replace(/\/+$/, "");
+}
+
+export async function upsertUpstream(
+  ctx: ServiceContext,
+  input: {
+    id?: string | null;
+    name: string;
+    protocol: UpstreamProtocol;
+    baseUrl: string;
+    /** undefined: keep; null: remove; text: replace */
+    apiKey?: string | null;
+    enabled?: boolean | null;
+    connectTimeoutMs?: number | null;
+    firstByteTimeoutMs?: number | null;
+    idleTimeoutMs?: number | null;
+  },
+) {
+  const name = input.name.trim();
+  if (!name || name.length > 100) throw badInput("a name of 1 to 100 characters is needed", "name");
+  const timeouts: Record<string, number> = {};
+  for (const f of ["connectTimeoutMs", "firstByteTimeoutMs", "idleTimeoutMs"] as const) {
+    const v = input[f];
+    if (v === null || v === undefined) continue;
+    if (!Number.isInteger(v) || v < 100 || v > 3_600_000) throw badInput(`${f} must be between 100 and 3600000`, f);
+    timeouts[f] = v;
+  }
+  const data = {
+    name,
+    protocol: input.protocol,
+    baseUrl: checkBaseUrl(input.baseUrl),
+    enabled: input.enabled ?? true,
+    ...timeouts,
+    ...(input.apiKey === undefined ? {} : { apiKeyEnc: input.apiKey === null ? null : seal(ctx.masterKey, input.apiKey) }),
+  };
+  let row;
+  if (input.id) {
+    const existing = await ctx.prisma.upstream.findUnique({ where: { id: input.id } });
+    if (!existing) throw notFound("upstream");
+    if (existing.source === "config") throw new AppError("CONFLICT", "this upstream is managed by the configuration file");
+    row = await ctx.prisma.upstream.update({ where: { id: input.id }, data });
+  } else {
+    row = await ctx.prisma.upstream.create({ data: { ...data, source: "api" } });
+  }
+  ctx.snapshotChanged();
+  return row;
+}
+
+export async function deleteUpstream(ctx: ServiceContext, id: string) {
+  const existing = await ctx.prisma.upstream.findUnique({ where: { id } });
+  if (!existing) throw notFound("upstream");
+  if (existing.source === "config") throw new AppError("CONFLICT", "this upstream is managed by the configuration file");
+  await ctx.prisma.upstream.delete({ where: { id } });
+  ctx.snapshotChanged();
+}
+
+export async function upsertRoute(
+  ctx: ServiceContext,
+  input: { modelId: string; upstreamId: string; upstreamModel: string; weight?: number | null; priority?: number | null },
+) {
+  const weight = input.weight ?? 1;
+  const priority = input.priority ?? 0;
+  if (!Number.isInteger(weight) || weight < 0 || weight > 1000) throw badInput("weight must be 0..1000", "weight");
+  if (!Number.isInteger(priority) || Math.abs(priority) > 1000) throw badInput("priority must be -1000..1000", "priority");
+  if (!input.upstreamModel.trim()) throw badInput("the upstream model name is needed", "upstreamModel");
+  if (!(await ctx.prisma.model.findUnique({ where: { id: input.modelId } }))) throw notFound("model");
+  if (!(await ctx.prisma.upstream.findUnique({ where: { id: input.upstreamId } }))) throw notFound("upstream");
+  const key = { modelId: input.modelId, upstreamId: input.upstreamId, upstreamModel: input.upstreamModel.trim() };
+  const row = await ctx.prisma.route.upsert({
+    where: { modelId_upstreamId_upstreamModel: key },
+    create: { ...key, weight, priority },
+    update: { weight, priority },
+  });
+  ctx.snapshotChanged();
+  return row;
+}
+
+export async function deleteRoute(ctx: ServiceContext, id: string) {
+  const done = await ctx.prisma.route.deleteMany({ where: { id } });
+  if (done.count === 0) throw notFound("route");
+  ctx.snapshotChanged();
+}
+
+const limit = (v: number | null | undefined, field: string) => {
+  if (v !== null && v !== undefined && (!Number.isInteger(v) || v <= 0)) throw badInput(`${field} must be positive`, field);
+  return v;
+};
+
+export async function setAccountLimits(
+  ctx: ServiceContext,
+  accountId: string,
+  input: { rpm?: number | null; tpm?: number | null; concurrency?: number | null },
+) {
+  const row = await ctx.prisma.account.update({
+    where: { id: accountId },
+    data: { rpm: limit(input.rpm, "rpm"), tpm: limit(input.tpm, "tpm"), concurrency: limit(input.concurrency, "concurrency") },
+  });
+  ctx.snapshotChanged();
+  return row;
+}
+
+export async function setAccountStatus(ctx: ServiceContext, accountId: string, status: AccountStatus) {
+  const row = await ctx.prisma.account.update({ where: { id: accountId }, data: { status } });
+  if (status === "disabled") {
+    // sign the customer's users out at once
+    await ctx.prisma.session.updateMany({ where: { user: { accountId }, revokedAt: null }, data: { revokedAt: new Date() } });
+  }
+  ctx.snapshotChanged();
+  return row;
+}
+
+/** A signed correction (credit or debit) with a mandatory note, written to the ledger. */
+export async function adjustBalance(ctx: ServiceContext, accountId: string, amountMicro: bigint, note: string) {
+  if (amountMicro === 0n) throw badInput("the adjustment cannot be zero", "amount");
+  if (!note.trim()) throw badInput("an adjustment needs a note", "note");
+  const row = await ctx.prisma.$transaction((tx) => applyLedger(tx, accountId, "adjustment", amountMicro, note.trim()));
+  ctx.snapshotChanged();
+  return row;
+}

@@ -1,0 +1,10 @@
+import type { Db } from "../db/client.ts";
+
+/** What every control-plane service needs: the database and a way to say "the snapshot is stale". */
+export interface ServiceContext {
+  prisma: Db;
+  /** Schedules a snapshot publication; cheap to call after every write. */
+  snapshotChanged(): void;
+  /** Master key for upstream credentials and TOTP secrets (AES-256-GCM). */
+  masterKey: Buffer;
+}

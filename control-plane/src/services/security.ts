@@ -1,0 +1,192 @@
+import { open, seal } from "@modelgate/data-plane/crypto/secret-box";
+import { checkSecondFactor, normaliseEmail } from "../auth/login.ts";
+import { hashPassword, passwordProblem, verifyPassword } from "../auth/password.ts";
+import { TOKEN_SCOPES, type TokenScope } from "../auth/principal.ts";
+import { revokeOtherSessions } from "../auth/sessions.ts";
+import { hmacCode, PAT_PREFIX, randomToken, recoveryCode, safeEqualHex, sha256, sixDigitCode } from "../auth/tokens.ts";
+import { newTotpSecret, totpUri, verifyTotp } from "../auth/totp.ts";
+import type { Mailer } from "../mail/mailer.ts";
+import { passwordChangedMail, verificationMail } from "../mail/templates.ts";
+import type { ServiceContext } from "./context.ts";
+import { AppError, badInput, notFound } from "./errors.ts";
+import { checkEmail } from "./users.ts";
+
+type Ctx = ServiceContext & { mail: Mailer };
+
+// ---- password ----
+
+/** Needs the current password; signs out every other session of the user (the current one stays). */
+export async function changePassword(
+  ctx: Ctx,
+  userId: string,
+  currentSessionId: string | null,
+  current: string,
+  next: string,
+) {
+  const user = await ctx.prisma.user.findUniqueOrThrow({ where: { id: userId } });
+  if (!user.passwordHash || !(await verifyPassword(current, user.passwordHash))) {
+    throw badInput("the current password is wrong", "currentPassword");
+  }
+  const problem = passwordProblem(next);
+  if (problem) throw badInput(problem, "newPassword");
+  if (current === next) throw badInput("the new password must differ from the current one", "newPassword");
+  await ctx.prisma.user.update({ where: { id: userId }, data: { passwordHash: await hashPassword(next) } });
+  await revokeOtherSessions(ctx.prisma, userId, currentSessionId);
+  await ctx.mail.send(passwordChangedMail(user.email)).catch(() => undefined);
+}
+
+// ---- e-mail binding ----
+
+export const EMAIL_CODE_MINUTES = 15;
+export const EMAIL_CODE_ATTEMPTS = 5;
+const EMAIL_SENDS_PER_HOUR = 5;
+
+/** Mails a six-digit code to the address; binding happens when the code comes back (verifyEmail). */
+export async function requestEmailVerification(ctx: Ctx, userId: string, address?: string | null) {
+  const user = await ctx.prisma.user.findUniqueOrThrow({ where: { id: userId } });
+  const target = address ? checkEmail(address) : user.email;
+  if (target !== user.email && (await ctx.prisma.user.findUnique({ where: { email: target } }))) {
+    throw new AppError("CONFLICT", "this e-mail address belongs to another user");
+  }
+  if (target === user.email && user.emailVerifiedAt) throw badInput("this address is already verified", "email");
+  const recent = await ctx.prisma.emailVerification.count({
+    where: { userId, createdAt: { gt: new Date(Date.now() - 3600_000) } },
+  });
+  if (recent >= EMAIL_SENDS_PER_HOUR) throw new AppError("TOO_MANY_REQUESTS", "too many codes requested; try again later");
+  const code = sixDigitCode();
+  // a new code supersedes the old ones
+  await ctx.prisma.emailVerification.updateMany({ where: { userId, consumedAt: null }, data: { consumedAt: new Date() } });
+  const row = await ctx.prisma.emailVerification.create({
+    data: {
+      userId,
+      email: target,
+      codeHash: "",
+      expiresAt: new Date(Date.now() + EMAIL_CODE_MINUTES * 60_000),
+    },
+  });
+  await ctx.prisma.emailVerification.update({
+    where: { id: row.id },
+    data: { codeHash: hmacCode(ctx.masterKey, `email:${row.id}`, code) },
+  });
+  await ctx.mail.send(verificationMail(target, code, EMAIL_CODE_MINUTES));
+  return { email: target, expiresAt: row.expiresAt };
+}
+
+export async function verifyEmail(ctx: Ctx, userId: string, code: string) {
+  const row = await ctx.prisma.emailVerification.findFirst({
+    where: { userId, consumedAt: null },
+    orderBy: { createdAt: "desc" },
+  });
+  if (!row || row.expiresAt.getTime() <= Date.now()) throw badInput("no code is pending; request a new one", "code");
+  if (row.attempts >= EMAIL_CODE_ATTEMPTS) throw badInput("too many wrong codes; request a new one", "code");
+  const ok = safeEqualHex(row.codeHash, hmacCode(ctx.masterKey, `email:${row.id}`, code.trim()));
+  if (!ok) {
+    const after = await ctx.prisma.emailVerification.update({ where: { id: row.id }, data: { attempts: { increment: 1 } } });
+    const left = Math.max(0, EMAIL_CODE_ATTEMPTS - after.attempts);
+    throw new AppError("BAD_USER_INPUT", `the code is wrong (${left} attempts left)`, { field: "code", attemptsLeft: left });
+  }
+  return ctx.prisma.$transaction(async (tx) => {
+    await tx.emailVerification.update({ where: { id: row.id }, data: { consumedAt: new Date() } });
+    const taken = await tx.user.findUnique({ where: { email: row.email } });
+    if (taken && taken.id !== userId) throw new AppError("CONFLICT", "this e-mail address belongs to another user");
+    return tx.user.update({
+      where: { id: userId },
+      data: { email: normaliseEmail(row.email), emailVerifiedAt: new Date() },
+      include: { account: true },
+    });
+  });
+}
+
+// ---- two-step verification (TOTP) ----
+
+export const RECOVERY_CODE_COUNT = 10;
+
+/** Starts enrolment: a fresh secret is stored sealed, not yet enabled until confirmTotp. */
+export async function enrollTotp(ctx: Ctx, userId: string) {
+  const user = await ctx.prisma.user.findUniqueOrThrow({ where: { id: userId } });
+  if (user.totpEnabledAt) throw badInput("two-step verification is already on; disable it first");
+  const secret = newTotpSecret();
+  await ctx.prisma.user.update({ where: { id: userId }, data: { totpSecretEnc: seal(ctx.masterKey, secret) } });
+  return { secret, uri: totpUri(secret, user.email) };
+}
+
+async function issueRecoveryCodes(ctx: Ctx, userId: string): Promise<string[]> {
+  const codes = Array.from({ length: RECOVERY_CODE_COUNT }, recoveryCode);
+  await ctx.prisma.$transaction([
+    ctx.prisma.recoveryCode.deleteMany({ where: { userId } }),
+    ctx.prisma.recoveryCode.createMany({
+      data: codes.map((c) => ({ userId, codeHash: hmacCode(ctx.masterKey, "recovery", c) })),
+    }),
+  ]);
+  return codes;
+}
+
+/** Proves the authenticator works, switches TOTP on and returns the recovery codes (shown once). */
+export async function confirmTotp(ctx: Ctx, userId: string, code: string) {
+  const user = await ctx.prisma.user.findUniqueOrThrow({ where: { id: userId } });
+  if (user.totpEnabledAt) throw badInput("two-step verification is already on");
+  if (!user.totpSecretEnc) throw badInput("start enrolment first");
+  if (!verifyTotp(open(ctx.masterKey, user.totpSecretEnc), code)) throw badInput("the code is not valid", "code");
+  await ctx.prisma.user.update({ where: { id: userId }, data: { totpEnabledAt: new Date() } });
+  return issueRecoveryCodes(ctx, userId);
+}
+
+/** Needs a current TOTP or recovery code. */
+export async function disableTotp(ctx: Ctx, userId: string, code: string) {
+  const user = await ctx.prisma.user.findUniqueOrThrow({ where: { id: userId } });
+  if (!user.totpEnabledAt) throw badInput("two-step verification is not on");
+  if (!(await checkSecondFactor(ctx.prisma, ctx.masterKey, userId, code))) throw badInput("the code is not valid", "code");
+  await ctx.prisma.$transaction([
+    ctx.prisma.user.update({ where: { id: userId }, data: { totpEnabledAt: null, totpSecretEnc: null } }),
+    ctx.prisma.recoveryCode.deleteMany({ where: { userId } }),
+  ]);
+}
+
+export async function regenerateRecoveryCodes(ctx: Ctx, userId: string, code: string) {
+  const user = await ctx.prisma.user.findUniqueOrThrow({ where: { id: userId } });
+  if (!user.totpEnabledAt) throw badInput("two-step verification is not on");
+  if (!(await checkSecondFactor(ctx.prisma, ctx.masterKey, userId, code))) throw badInput("the code is not valid", "code");
+  return issueRecoveryCodes(ctx, userId);
+}
+
+export const remainingRecoveryCodes = (ctx: ServiceContext, userId: string) =>
+  ctx.prisma.recoveryCode.count({ where: { userId, usedAt: null } });
+
+// ---- personal access tokens ----
+
+export async function createPersonalAccessToken(
+  ctx: ServiceContext,
+  user: { id: string; role: string },
+  input: { name: string; scopes: string[]; expiresAt?: Date | null },
+) {
+  const name = input.name.trim();
+  if (!name || name.length > 100) throw badInput("a name of 1 to 100 characters is needed", "name");
+  const scopes = [...new Set(input.scopes)];
+  if (scopes.length === 0) throw badInput("at least one scope is needed", "scopes");
+  for (const s of scopes) {
+    if (!(TOKEN_SCOPES as readonly string[]).includes(s)) throw badInput(`unknown scope ${s}`, "scopes");
+  }
+  if (scopes.includes("operator") && user.role !== "operator") throw badInput("only operators may hold the operator scope", "scopes");
+  if (input.expiresAt && input.expiresAt.getTime() <= Date.now()) throw badInput("the expiry is in the past", "expiresAt");
+  const token = randomToken(PAT_PREFIX);
+  const row = await ctx.prisma.personalAccessToken.create({
+    data: {
+      userId: user.id,
+      name,
+      tokenHash: sha256(token),
+      prefix: `${token.slice(0, PAT_PREFIX.length + 4)}…${token.slice(-4)}`,
+      scopes: scopes as TokenScope[],
+      expiresAt: input.expiresAt ?? null,
+    },
+  });
+  return { token, row };
+}
+
+export async function revokePersonalAccessToken(ctx: ServiceContext, userId: string, id: string) {
+  const done = await ctx.prisma.personalAccessToken.updateMany({
+    where: { id, userId, revokedAt: null },
+    data: { revokedAt: new Date() },
+  });
+  if (done.count !== 1) throw notFound("access token");
+  return ctx.prisma.personalAccessToken.findUniqueOrThrow({ where: { id } });
+}

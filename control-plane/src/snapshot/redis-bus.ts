@@ -1,0 +1,35 @@
+import type { Redis } from "ioredis";
+import type { Snapshot } from "@modelgate/data-plane/contract/index";
+import { SNAPSHOT_CHANNEL, SNAPSHOT_KEY } from "@modelgate/data-plane/snapshot/redis-source";
+import type { SnapshotBus } from "./publisher.ts";
+
+const SNAPSHOT_SEQ = "modelgate:snapshot:seq";
+/** Writers that are not the publisher (the admin CLI) ask for a rebuild here. */
+export const CHANGED_CHANNEL = "modelgate:control:changed";
+
+/** Writes the full snapshot, then announces its version; replicas that hear it reload. */
+export class RedisSnapshotBus implements SnapshotBus {
+  constructor(private readonly redis: Redis) {}
+  async publish(snapshot: Snapshot): Promise<void> {
+    // Compare-and-set in one script: a slower build with a lower version never overwrites a newer one.
+    const written = await this.redis.eval(
+      `local cur = redis.call('GET', KEYS[1])
+       if cur then
+         local v = tonumber(string.match(cur, '"version":(%d+)'))
+         if v and v >= tonumber(ARGV[2]) then return 0 end
+       end
+       redis.call('SET', KEYS[1], ARGV[1])
+       redis.call('PUBLISH', KEYS[2], ARGV[2])
+       return 1`,
+      2,
+      SNAPSHOT_KEY,
+      SNAPSHOT_CHANNEL,
+      JSON.stringify(snapshot),
+      String(snapshot.version),
+    );
+    void written;
+  }
+  nextVersion(): Promise<number> {
+    return this.redis.incr(SNAPSHOT_SEQ);
+  }
+}

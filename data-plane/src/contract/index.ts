@@ -1,0 +1,2 @@
+export * from "./snapshot.ts";
+export * from "./usage.ts";

@@ -1,0 +1,98 @@
+import { z } from "zod";
+
+// The snapshot the control plane publishes and every data-plane replica serves from.
+// Money is integer micro-units carried as decimal strings (JSON has no 64-bit integers); prices are
+// micro-units per one million tokens.
+
+export const microString = z.string().regex(/^-?\d+$/, "integer micro-units as a decimal string");
+
+export const priceSchema = z.object({
+  input: microString,
+  output: microString,
+  cachedInput: microString.nullable(),
+});
+export type Price = z.infer<typeof priceSchema>;
+
+export const protocolSchema = z.enum(["openai", "anthropic", "gemini", "demo"]);
+export type UpstreamProtocol = z.infer<typeof protocolSchema>;
+
+export const routeSchema = z.object({
+  upstream: z.string(),
+  protocol: protocolSchema,
+  baseUrl: z.string(),
+  /** AES-256-GCM ciphertext (see crypto/secret-box); decrypted only in data-plane memory */
+  apiKeyEnc: z.string().nullable(),
+  upstreamModel: z.string(),
+  weight: z.number().int().nonnegative(),
+  priority: z.number().int(),
+  connectTimeoutMs: z.number().int().positive(),
+  firstByteTimeoutMs: z.number().int().positive(),
+  idleTimeoutMs: z.number().int().positive(),
+});
+export type RouteSnapshot = z.infer<typeof routeSchema>;
+
+export const modelSchema = z.object({
+  id: z.string(),
+  displayName: z.string().nullable(),
+  reasoning: z.boolean(),
+  price: priceSchema,
+  routes: z.array(routeSchema),
+  createdAt: z.string(),
+});
+export type ModelSnapshot = z.infer<typeof modelSchema>;
+
+export const rateLimitsSchema = z.object({
+  rpm: z.number().int().positive().nullable(),
+  tpm: z.number().int().positive().nullable(),
+  concurrency: z.number().int().positive().nullable(),
+});
+export type RateLimits = z.infer<typeof rateLimitsSchema>;
+
+export const accountSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  status: z.enum(["active", "disabled"]),
+  balance: microString,
+  /**
+   * Cumulative settled spend of the account (never lowered by top-ups). Optional for compatibility; the data
+   * plane needs it to tell which part of its running spend counter the balance already reflects (see
+   * data-plane/src/billing/spend.ts). When absent, balance is enforced from the snapshot alone.
+   */
+  spent: microString.optional(),
+  limits: rateLimitsSchema,
+  /** per-model contract prices; models absent here bill at list price */
+  contracts: z.record(z.string(), priceSchema),
+});
+export type AccountSnapshot = z.infer<typeof accountSchema>;
+
+export const keySchema = z.object({
+  id: z.string(),
+  accountId: z.string(),
+  name: z.string(),
+  status: z.enum(["active", "revoked"]),
+  expiresAt: z.string().nullable(),
+  quota: microString.nullable(),
+  spent: microString,
+  allowedModels: z.array(z.string()),
+  ipAllowlist: z.array(z.string()),
+  limits: rateLimitsSchema,
+});
+export type KeySnapshot = z.infer<typeof keySchema>;
+
+export const snapshotSchema = z.object({
+  version: z.number().int().nonnegative(),
+  generatedAt: z.string(),
+  /** keyed by the SHA-256 hex of the key value */
+  keys: z.record(z.string(), keySchema),
+  accounts: z.record(z.string(), accountSchema),
+  models: z.record(z.string(), modelSchema),
+});
+export type Snapshot = z.infer<typeof snapshotSchema>;
+
+export const emptySnapshot = (): Snapshot => ({
+  version: 0,
+  generatedAt: new Date(0).toISOString(),
+  keys: {},
+  accounts: {},
+  models: {},
+});

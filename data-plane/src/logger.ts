@@ -1,0 +1,12 @@
+import { pino, type Logger } from "pino";
+
+/** Structured JSON logs; the redaction paths keep credentials out even if a header object is logged by mistake. */
+export const createLogger = (name: string, level = process.env.LOG_LEVEL ?? "info"): Logger =>
+  pino({
+    name,
+    level,
+    redact: {
+      paths: ["req.headers.authorization", "req.headers['x-api-key']", "req.headers['x-goog-api-key']", "headers.authorization", "key", "apiKey"],
+      censor: "[redacted]",
+    },
+  });

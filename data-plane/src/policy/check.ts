@@ -1,0 +1,132 @@
+import type { AccountSnapshot, KeySnapshot } from "../contract/snapshot.ts";
+import { GatewayError } from "../errors.ts";
+import { compileAllowlist, type IpMatcher } from "./ip.ts";
+
+/** Spend the snapshot does not reflect yet (see billing/spend.ts), in micro-units. */
+export interface UnsettledSpend {
+  keySpent: bigint;
+  accountSpent: bigint;
+}
+
+export interface PolicyInput {
+  key: KeySnapshot;
+  account: AccountSnapshot;
+  /** the full model id the request names */
+  model: string;
+  /** the resolved client address (policy/client-ip.ts); null when unknown */
+  clientIp: string | null;
+  /** epoch milliseconds */
+  now: number;
+  spend: UnsettledSpend;
+}
+
+// Parsed forms of the snapshot's strings, built on first use and kept as long as the snapshot object lives:
+// a snapshot is immutable, so each key is compiled once per snapshot version rather than per request.
+interface CompiledKey {
+  expiresAt: number;
+  quota: bigint | null;
+  spent: bigint;
+  models: ReadonlySet<string> | null;
+  ip: IpMatcher | null;
+}
+const compiledKeys = new WeakMap<KeySnapshot, CompiledKey>();
+const balances = new WeakMap<AccountSnapshot, bigint>();
+
+export function compileKey(key: KeySnapshot): CompiledKey {
+  let c = compiledKeys.get(key);
+  if (c === undefined) {
+    // An unparsable expiry counts as already expired: fail closed.
+    const expiresAt = key.expiresAt === null ? Infinity : Date.parse(key.expiresAt);
+    c = {
+      expiresAt: Number.isNaN(expiresAt) ? -Infinity : expiresAt,
+      quota: key.quota === null ? null : BigInt(key.quota),
+      spent: BigInt(key.spent),
+      models: key.allowedModels.length === 0 ? null : new Set(key.allowedModels),
+      ip: compileAllowlist(key.ipAllowlist),
+    };
+    compiledKeys.set(key, c);
+  }
+  return c;
+}
+
+function balanceOf(account: AccountSnapshot): bigint {
+  let b = balances.get(account);
+  if (b === undefined) {
+    b = BigInt(account.balance);
+    balances.set(account, b);
+  }
+  return b;
+}
+
+/** Whether the key may call the model (an empty allowed list means every model); for GET /v1/models too. */
+export function isModelAllowed(key: KeySnapshot, model: string): boolean {
+  const models = compileKey(key).models;
+  return models === null || models.has(model);
+}
+
+/**
+ * Decides whether a key may make this call, before any rate limiting or upstream work. Returns null when it may
+ * (no allocation on the success path) or the GatewayError to answer with. Checks run from the cheapest and
+ * most fundamental to the money checks, so a refused caller learns as little as possible: a revoked key hears
+ * only that, and an address outside the allowlist hears nothing about models or balance.
+ *
+ * Money: the key's quota is reached when snapshot spent + unsettled key spend ≥ quota; the account's balance
+ * is exhausted when snapshot balance − unsettled account spend ≤ 0. A call is let through with any positive
+ * remainder, so one burst can overrun by at most (concurrent calls in flight) × (cost of the largest call);
+ * see policy/README.md.
+ */
+export function checkKeyPolicy(input: PolicyInput): GatewayError | null {
+  const { key, account } = input;
+  if (key.status !== "active") {
+    return new GatewayError("authentication", "key_revoked", "This API key has been revoked.");
+  }
+  const c = compileKey(key);
+  if (input.now >= c.expiresAt) {
+    return new GatewayError(
+      "authentication",
+      "key_expired",
+      key.expiresAt === null || c.expiresAt === -Infinity
+        ? "This API key has expired."
+        : `This API key expired at ${key.expiresAt}.`,
+    );
+  }
+  if (account.status !== "active") {
+    return new GatewayError("permission", "account_disabled", "The account of this API key is disabled.");
+  }
+  if (c.ip !== null && (input.clientIp === null || !c.ip.matches(input.clientIp))) {
+    return new GatewayError(
+      "permission",
+      "ip_not_allowed",
+      input.clientIp === null
+        ? "This API key only accepts requests from allowed addresses, and the client address is unknown."
+        : `This API key does not accept requests from ${input.clientIp}.`,
+    );
+  }
+  if (c.models !== null && !c.models.has(input.model)) {
+    return new GatewayError(
+      "permission",
+      "model_not_allowed",
+      `This API key may not use the model '${input.model}'; GET /v1/models lists the models it may use.`,
+      "model",
+    );
+  }
+  if (c.quota !== null && c.spent + input.spend.keySpent >= c.quota) {
+    return new GatewayError(
+      "rate_limit",
+      "insufficient_quota",
+      "This API key has used up its spending quota; ask the account operator to raise it.",
+      null,
+      // The official OpenAI and Anthropic SDKs retry a 429 unless told otherwise; a spent quota does not come
+      // back by waiting.
+      { "x-should-retry": "false" },
+    );
+  }
+  if (balanceOf(account) - input.spend.accountSpent <= 0n) {
+    return new GatewayError(
+      "payment_required",
+      "insufficient_balance",
+      "The account's balance is exhausted; top it up to continue.",
+    );
+  }
+  return null;
+}

@@ -1,0 +1,111 @@
+// Anthropic Messages responses: upstream JSON → canonical, canonical → client JSON.
+
+import type { AssistantPart, CanonicalResponse, FinishReason, Usage } from "../canonical.ts";
+import { type Json, arr, nowSeconds, num, obj, str } from "../shared.ts";
+import type { ClientResponseContext } from "../types.ts";
+
+export const finishOfAnthropic = (reason: unknown): FinishReason => {
+  switch (reason) {
+    case "max_tokens":
+    case "model_context_window_exceeded":
+      return "length";
+    case "tool_use":
+      return "tool_calls";
+    case "refusal":
+      return "content_filter";
+    default: // end_turn, stop_sequence, pause_turn
+      return "stop";
+  }
+};
+
+export const anthropicStopReason = (reason: FinishReason, stopSequence: string | null | undefined): string => {
+  switch (reason) {
+    case "length":
+      return "max_tokens";
+    case "tool_calls":
+      return "tool_use";
+    case "content_filter":
+      return "refusal";
+    default:
+      return stopSequence ? "stop_sequence" : "end_turn";
+  }
+};
+
+/** Anthropic's input_tokens excludes cache reads and writes; canonical promptTokens includes them. */
+export function usageOfAnthropic(u: unknown): Usage {
+  const o = obj(u);
+  const cacheRead = num(o.cache_read_input_tokens);
+  const cacheCreation = num(o.cache_creation_input_tokens);
+  const usage: Usage = {
+    promptTokens: num(o.input_tokens) + cacheRead + cacheCreation,
+    completionTokens: num(o.output_tokens),
+    reasoningTokens: 0, // Anthropic does not report thinking tokens apart from output_tokens
+    cachedTokens: cacheRead,
+  };
+  if (cacheCreation > 0) usage.cacheCreationTokens = cacheCreation;
+  return usage;
+}
+
+/** Never counts cached tokens twice: input_tokens = prompt − cache reads − cache writes. */
+export function anthropicUsage(u: Usage): Json {
+  const creation = u.cacheCreationTokens ?? 0;
+  return {
+    input_tokens: Math.max(0, u.promptTokens - u.cachedTokens - creation),
+    cache_creation_input_tokens: creation,
+    cache_read_input_tokens: u.cachedTokens,
+    output_tokens: u.completionTokens,
+  };
+}
+
+export function parseAnthropicResponse(body: unknown): CanonicalResponse {
+  const b = obj(body);
+  const content: AssistantPart[] = [];
+  for (const raw of arr(b.content)) {
+    const block = obj(raw);
+    if (block.type === "text") content.push({ type: "text", text: str(block.text) ?? "" });
+    else if (block.type === "thinking") {
+      const signature = str(block.signature);
+      const text = str(block.thinking) ?? "";
+      content.push(signature ? { type: "thinking", text, signature } : { type: "thinking", text });
+    } else if (block.type === "tool_use") {
+      content.push({ type: "tool_call", id: str(block.id) ?? "", name: str(block.name) ?? "", arguments: JSON.stringify(block.input ?? {}) });
+    }
+  }
+  return {
+    id: str(b.id) ?? "",
+    model: str(b.model) ?? "",
+    created: nowSeconds(),
+    content,
+    finishReason: finishOfAnthropic(b.stop_reason),
+    stopSequence: str(b.stop_sequence) ?? null,
+    usage: usageOfAnthropic(b.usage),
+  };
+}
+
+export function anthropicBlocks(parts: readonly AssistantPart[]): Json[] {
+  return parts.map((p) => {
+    if (p.type === "text") return { type: "text", text: p.text };
+    // Anthropic's SDK types a thinking block's signature as a string: other vendors' reasoning gets "".
+    if (p.type === "thinking") return { type: "thinking", thinking: p.text, signature: p.signature ?? "" };
+    let input: unknown;
+    try {
+      input = JSON.parse(p.arguments === "" ? "{}" : p.arguments);
+    } catch {
+      input = {};
+    }
+    return { type: "tool_use", id: p.id, name: p.name, input };
+  });
+}
+
+export function renderAnthropicResponse(res: CanonicalResponse, ctx: ClientResponseContext): Json {
+  return {
+    id: res.id,
+    type: "message",
+    role: "assistant",
+    model: ctx.model,
+    content: anthropicBlocks(res.content),
+    stop_reason: anthropicStopReason(res.finishReason, res.stopSequence),
+    stop_sequence: res.stopSequence ?? null,
+    usage: anthropicUsage(res.usage),
+  };
+}

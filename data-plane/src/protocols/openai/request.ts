@@ -1,0 +1,309 @@
+// OpenAI Chat Completions requests: client body → canonical, canonical → upstream body.
+
+import { z } from "zod";
+import type {
+  AssistantPart,
+  CanonicalMessage,
+  CanonicalRequest,
+  ReasoningConfig,
+  ResponseFormat,
+  ToolChoice,
+  UserPart,
+} from "../canonical.ts";
+import { dataUrlOf, effortOfBudget, imageSourceOfUrl, invalid, unsupported } from "../shared.ts";
+import { parseBody } from "../validate.ts";
+import type { UpstreamRequest } from "../types.ts";
+
+const textPart = z.looseObject({ type: z.literal("text"), text: z.string() });
+const imagePart = z.looseObject({
+  type: z.literal("image_url"),
+  image_url: z.looseObject({ url: z.string(), detail: z.string().optional() }),
+});
+// Other part types (input_audio, file) are kept loose here and refused below with a precise message.
+const otherPart = z.looseObject({ type: z.string() });
+const contentPart = z.union([textPart, imagePart, otherPart]);
+const content = z.union([z.string(), z.array(contentPart)]);
+
+const toolCall = z.looseObject({
+  id: z.string(),
+  type: z.literal("function").optional(),
+  function: z.looseObject({ name: z.string(), arguments: z.string() }),
+});
+
+const message = z.discriminatedUnion("role", [
+  z.looseObject({ role: z.literal("system"), content }),
+  z.looseObject({ role: z.literal("developer"), content }),
+  z.looseObject({ role: z.literal("user"), content }),
+  z.looseObject({
+    role: z.literal("assistant"),
+    content: content.nullish(),
+    tool_calls: z.array(toolCall).nullish(),
+    reasoning_content: z.string().nullish(),
+    refusal: z.string().nullish(),
+  }),
+  z.looseObject({ role: z.literal("tool"), tool_call_id: z.string(), content }),
+]);
+
+const tool = z.looseObject({
+  type: z.literal("function"),
+  function: z.looseObject({
+    name: z.string().min(1),
+    description: z.string().optional(),
+    parameters: z.record(z.string(), z.unknown()).optional(),
+    strict: z.boolean().nullish(),
+  }),
+});
+
+const toolChoice = z.union([
+  z.enum(["none", "auto", "required"]),
+  z.looseObject({ type: z.literal("function"), function: z.looseObject({ name: z.string() }) }),
+]);
+
+const responseFormat = z.discriminatedUnion("type", [
+  z.looseObject({ type: z.literal("text") }),
+  z.looseObject({ type: z.literal("json_object") }),
+  z.looseObject({
+    type: z.literal("json_schema"),
+    json_schema: z.looseObject({
+      name: z.string(),
+      description: z.string().optional(),
+      schema: z.record(z.string(), z.unknown()).optional(),
+      strict: z.boolean().nullish(),
+    }),
+  }),
+]);
+
+const schema = z.looseObject({
+  model: z.string().min(1),
+  messages: z.array(message).min(1),
+  tools: z.array(tool).nullish(),
+  tool_choice: toolChoice.nullish(),
+  parallel_tool_calls: z.boolean().nullish(),
+  stream: z.boolean().nullish(),
+  stream_options: z.looseObject({ include_usage: z.boolean().optional() }).nullish(),
+  max_tokens: z.number().int().min(1).nullish(),
+  max_completion_tokens: z.number().int().min(1).nullish(),
+  temperature: z.number().min(0).max(2).nullish(),
+  top_p: z.number().min(0).max(1).nullish(),
+  stop: z.union([z.string(), z.array(z.string()).max(4)]).nullish(),
+  n: z.number().int().min(1).nullish(),
+  response_format: responseFormat.nullish(),
+  user: z.string().nullish(),
+  seed: z.number().int().nullish(),
+  presence_penalty: z.number().min(-2).max(2).nullish(),
+  frequency_penalty: z.number().min(-2).max(2).nullish(),
+  logprobs: z.boolean().nullish(),
+  reasoning_effort: z.enum(["none", "minimal", "low", "medium", "high"]).nullish(),
+});
+
+type Content = z.infer<typeof content>;
+
+function userParts(c: Content, param: string): UserPart[] {
+  if (typeof c === "string") return [{ type: "text", text: c }];
+  return c.map((p, i): UserPart => {
+    if (p.type === "text") return { type: "text", text: (p as z.infer<typeof textPart>).text };
+    if (p.type === "image_url") {
+      const img = (p as z.infer<typeof imagePart>).image_url;
+      return { type: "image", source: imageSourceOfUrl(img.url, img.detail) };
+    }
+    throw invalid("invalid_value", `Content part type '${p.type}' is not supported.`, `${param}[${i}].type`);
+  });
+}
+
+function textOnly(c: Content, param: string): string {
+  return userParts(c, param)
+    .map((p, i) => {
+      if (p.type !== "text") throw invalid("invalid_value", "Only text content is allowed here.", `${param}[${i}]`);
+      return p.text;
+    })
+    .join("");
+}
+
+function reasoningOf(effort: z.infer<typeof schema>["reasoning_effort"]): ReasoningConfig | undefined {
+  if (effort == null) return undefined;
+  if (effort === "none") return { enabled: false };
+  return { enabled: true, effort };
+}
+
+function responseFormatOf(rf: z.infer<typeof responseFormat>): ResponseFormat {
+  if (rf.type !== "json_schema") return { type: rf.type };
+  const js = (rf as { json_schema: { name: string; description?: string; schema?: Record<string, unknown>; strict?: boolean | null } })
+    .json_schema;
+  const out: ResponseFormat = { type: "json_schema", name: js.name, schema: js.schema ?? {} };
+  if (js.strict != null) out.strict = js.strict;
+  if (js.description !== undefined) out.description = js.description;
+  return out;
+}
+
+function toolChoiceOf(tc: z.infer<typeof toolChoice>): ToolChoice {
+  if (typeof tc === "string") return { type: tc };
+  return { type: "tool", name: tc.function.name };
+}
+
+export function parseOpenAIRequest(body: unknown): CanonicalRequest {
+  const b = parseBody(schema, body);
+  const system: string[] = [];
+  const messages: CanonicalMessage[] = [];
+  b.messages.forEach((m, i) => {
+    const param = `messages[${i}].content`;
+    switch (m.role) {
+      case "system":
+      case "developer":
+        system.push(textOnly(m.content, param));
+        break;
+      case "user":
+        messages.push({ role: "user", content: userParts(m.content, param) });
+        break;
+      case "assistant": {
+        const parts: AssistantPart[] = [];
+        if (m.reasoning_content) parts.push({ type: "thinking", text: m.reasoning_content });
+        if (m.content != null) {
+          const text = textOnlyAssistant(m.content, param);
+          if (text !== "") parts.push({ type: "text", text });
+        }
+        for (const tc of m.tool_calls ?? []) {
+          parts.push({ type: "tool_call", id: tc.id, name: tc.function.name, arguments: tc.function.arguments });
+        }
+        messages.push({ role: "assistant", content: parts });
+        break;
+      }
+      case "tool":
+        messages.push({ role: "tool", toolCallId: m.tool_call_id, content: [{ type: "text", text: textOnly(m.content, param) }] });
+        break;
+    }
+  });
+
+  const req: CanonicalRequest = { model: b.model, system, messages, stream: b.stream === true };
+  if (b.tools) req.tools = b.tools.map((t) => ({ name: t.function.name, ...optional(t.function) }));
+  if (b.tool_choice != null) req.toolChoice = toolChoiceOf(b.tool_choice);
+  if (b.parallel_tool_calls != null) req.parallelToolCalls = b.parallel_tool_calls;
+  if (b.stop != null) req.stop = typeof b.stop === "string" ? [b.stop] : b.stop;
+  if (b.temperature != null) req.temperature = b.temperature;
+  if (b.top_p != null) req.topP = b.top_p;
+  const max = b.max_completion_tokens ?? b.max_tokens;
+  if (max != null) req.maxOutputTokens = max;
+  if (b.response_format != null) req.responseFormat = responseFormatOf(b.response_format);
+  const reasoning = reasoningOf(b.reasoning_effort);
+  if (reasoning) req.reasoning = reasoning;
+  if (b.n != null) req.n = b.n;
+  if (b.seed != null) req.seed = b.seed;
+  if (b.presence_penalty != null) req.presencePenalty = b.presence_penalty;
+  if (b.frequency_penalty != null) req.frequencyPenalty = b.frequency_penalty;
+  if (b.logprobs != null) req.logprobs = b.logprobs;
+  if (b.user != null) req.user = b.user;
+  if (req.stream && b.stream_options?.include_usage === true) req.streamIncludeUsage = true;
+  return req;
+}
+
+/** Assistant content may also hold refusal parts, which are text the model said. */
+function textOnlyAssistant(c: Content, param: string): string {
+  if (typeof c === "string") return c;
+  return c
+    .map((p, i) => {
+      if (p.type === "text") return (p as { text: string }).text;
+      const refusal = (p as Record<string, unknown>).refusal;
+      if (p.type === "refusal" && typeof refusal === "string") return refusal;
+      throw invalid("invalid_value", "Only text content is allowed in assistant messages.", `${param}[${i}]`);
+    })
+    .join("");
+}
+
+function optional(f: { description?: string | undefined; parameters?: Record<string, unknown> | undefined }) {
+  const out: { description?: string; parameters?: Record<string, unknown> } = {};
+  if (f.description !== undefined) out.description = f.description;
+  if (f.parameters !== undefined) out.parameters = f.parameters;
+  return out;
+}
+
+// ---- canonical → OpenAI upstream ----
+
+function userContentOut(parts: UserPart[]): string | Record<string, unknown>[] {
+  if (parts.length === 1 && parts[0]?.type === "text") return parts[0].text;
+  return parts.map((p) =>
+    p.type === "text"
+      ? { type: "text", text: p.text }
+      : {
+          type: "image_url",
+          image_url:
+            p.source.kind === "url"
+              ? { url: p.source.url, ...(p.source.detail ? { detail: p.source.detail } : {}) }
+              : { url: dataUrlOf(p.source.mediaType, p.source.data) },
+        },
+  );
+}
+
+function messagesOut(req: CanonicalRequest): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = req.system.map((s) => ({ role: "system", content: s }));
+  req.messages.forEach((m, i) => {
+    if (m.role === "user") {
+      out.push({ role: "user", content: userContentOut(m.content) });
+    } else if (m.role === "assistant") {
+      // Thinking is not sent back: OpenAI-style upstreams reject or ignore reasoning in the input.
+      const text = m.content.flatMap((p) => (p.type === "text" ? [p.text] : [])).join("");
+      const calls = m.content.flatMap((p) =>
+        p.type === "tool_call" ? [{ id: p.id, type: "function", function: { name: p.name, arguments: p.arguments } }] : [],
+      );
+      const msg: Record<string, unknown> = { role: "assistant", content: text === "" && calls.length > 0 ? null : text };
+      if (calls.length > 0) msg.tool_calls = calls;
+      out.push(msg);
+    } else {
+      const text = m.content
+        .map((p, j) => {
+          if (p.type !== "text") throw unsupported(`messages[${i}].content[${j}]`, "OpenAI", "tool results can only hold text");
+          return p.text;
+        })
+        .join("");
+      out.push({ role: "tool", tool_call_id: m.toolCallId, content: text });
+    }
+  });
+  return out;
+}
+
+export function buildOpenAIRequest(req: CanonicalRequest, upstreamModel: string, opts: { stream: boolean }): UpstreamRequest {
+  if (req.topK !== undefined) throw unsupported("top_k", "OpenAI");
+  const body: Record<string, unknown> = { model: upstreamModel, messages: messagesOut(req) };
+  if (req.tools) {
+    body.tools = req.tools.map((t) => ({
+      type: "function",
+      function: { name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), parameters: t.parameters ?? { type: "object", properties: {} } },
+    }));
+  }
+  if (req.toolChoice) {
+    body.tool_choice = req.toolChoice.type === "tool" ? { type: "function", function: { name: req.toolChoice.name } } : req.toolChoice.type;
+  }
+  if (req.parallelToolCalls !== undefined) body.parallel_tool_calls = req.parallelToolCalls;
+  if (req.stop) body.stop = req.stop;
+  if (req.temperature !== undefined) body.temperature = req.temperature;
+  if (req.topP !== undefined) body.top_p = req.topP;
+  // max_completion_tokens, not the deprecated max_tokens: reasoning models reject the latter.
+  if (req.maxOutputTokens !== undefined) body.max_completion_tokens = req.maxOutputTokens;
+  if (req.responseFormat) body.response_format = responseFormatOut(req.responseFormat);
+  if (req.reasoning) {
+    // "Disabled" and "let the model decide" are the model's default; sending an effort to a model without
+    // reasoning is an upstream 400, so only an explicit effort or budget is forwarded.
+    const r = req.reasoning;
+    if (r.enabled && r.effort) body.reasoning_effort = r.effort;
+    else if (r.enabled && r.budgetTokens !== undefined) body.reasoning_effort = effortOfBudget(r.budgetTokens);
+  }
+  if (req.n !== undefined && req.n > 1) throw unsupported("n", "OpenAI", "only one choice can be translated");
+  if (req.seed !== undefined) body.seed = req.seed;
+  if (req.presencePenalty !== undefined) body.presence_penalty = req.presencePenalty;
+  if (req.frequencyPenalty !== undefined) body.frequency_penalty = req.frequencyPenalty;
+  if (req.logprobs !== undefined) body.logprobs = req.logprobs;
+  if (req.user !== undefined) body.user = req.user;
+  if (opts.stream) {
+    body.stream = true;
+    // Always: the gateway bills from the stream's usage chunk, whatever the client asked for.
+    body.stream_options = { include_usage: true };
+  }
+  return { path: "/chat/completions", body, headers: { "content-type": "application/json" } };
+}
+
+function responseFormatOut(rf: ResponseFormat): Record<string, unknown> {
+  if (rf.type !== "json_schema") return { type: rf.type };
+  const js: Record<string, unknown> = { name: rf.name };
+  if (rf.description !== undefined) js.description = rf.description;
+  js.schema = rf.schema;
+  if (rf.strict !== undefined) js.strict = rf.strict;
+  return { type: "json_schema", json_schema: js };
+}

@@ -1,0 +1,156 @@
+// Constants and small helpers used by more than one protocol translator.
+
+import { GatewayError, type GatewayErrorKind } from "../errors.ts";
+import type { ImageSource, ReasoningConfig, ReasoningEffort, ToolMessage, UserPart } from "./canonical.ts";
+
+/**
+ * Anthropic requires max_tokens; OpenAI and Gemini clients may omit it. 4096 is what Anthropic's own
+ * examples use and is accepted by every current Claude model.
+ */
+export const DEFAULT_ANTHROPIC_MAX_TOKENS = 4096;
+
+/**
+ * reasoning_effort → thinking budget (tokens). 1024 is Anthropic's minimum budget; 24576 is Gemini 2.5
+ * Flash's maximum thinking budget, so "high" is valid on every upstream.
+ */
+export const REASONING_BUDGET: Record<ReasoningEffort, number> = {
+  minimal: 1024,
+  low: 1024,
+  medium: 8192,
+  high: 24576,
+};
+
+/** The reverse mapping, for an OpenAI upstream asked for a token budget: the smallest effort that covers it. */
+export const effortOfBudget = (budget: number): ReasoningEffort =>
+  budget <= REASONING_BUDGET.low ? "low" : budget <= REASONING_BUDGET.medium ? "medium" : "high";
+
+/** The budget to send to a vendor that wants tokens; undefined means "let the model decide". */
+export const budgetOf = (r: ReasoningConfig): number | undefined =>
+  r.budgetTokens ?? (r.effort ? REASONING_BUDGET[r.effort] : undefined);
+
+export const invalid = (code: string, message: string, param: string | null = null): GatewayError =>
+  new GatewayError("invalid_request", code, message, param);
+
+/** A parameter the upstream protocol cannot honour and that would change the answer: refuse, never drop. */
+export const unsupported = (param: string, upstream: string, detail = ""): GatewayError =>
+  invalid(
+    "unsupported_parameter",
+    `'${param}' is not supported by this model's ${upstream} upstream${detail ? `: ${detail}` : ""}.`,
+    param,
+  );
+
+const DATA_URL = /^data:([^;,]+)(?:;[^,]*)?;base64,(.*)$/s;
+
+/** OpenAI carries inline images as data: URLs; the other protocols want media type and base64 apart. */
+export function imageSourceOfUrl(url: string, detail?: string): ImageSource {
+  const m = DATA_URL.exec(url);
+  if (m) return { kind: "base64", mediaType: m[1] ?? "application/octet-stream", data: m[2] ?? "" };
+  return detail === undefined ? { kind: "url", url } : { kind: "url", url, detail };
+}
+
+export const dataUrlOf = (mediaType: string, data: string): string => `data:${mediaType};base64,${data}`;
+
+/** Tool arguments travel as JSON text in OpenAI and as objects elsewhere. */
+export function parseArguments(args: string, param: string): Record<string, unknown> {
+  if (args.trim() === "") return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(args);
+  } catch {
+    throw invalid("invalid_value", "Tool call arguments must be a JSON object.", param);
+  }
+  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
+    throw invalid("invalid_value", "Tool call arguments must be a JSON object.", param);
+  }
+  return parsed as Record<string, unknown>;
+}
+
+/** Lenient variant for upstream output: a model may emit broken JSON; keep the text rather than fail. */
+export function parseArgumentsLenient(args: string): Record<string, unknown> {
+  try {
+    const parsed: unknown = JSON.parse(args === "" ? "{}" : args);
+    if (parsed !== null && typeof parsed === "object" && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
+  } catch {
+    // fall through
+  }
+  return { _raw: args };
+}
+
+export const textOf = (parts: readonly UserPart[]): string =>
+  parts.map((p) => (p.type === "text" ? p.text : "")).join("");
+
+/**
+ * Gemini answers tool calls by name, not id. Resolve each tool message's name from the assistant call
+ * it answers (OpenAI and Anthropic only carry the id).
+ */
+export function toolNameResolver(): { noteCall(id: string, name: string): void; nameOf(m: ToolMessage): string | undefined } {
+  const names = new Map<string, string>();
+  return {
+    noteCall: (id, name) => void names.set(id, name),
+    nameOf: (m) => m.name ?? names.get(m.toolCallId),
+  };
+}
+
+export const nowSeconds = (): number => Math.floor(Date.now() / 1000);
+
+// Upstream JSON is untrusted and loosely typed; these readers never throw.
+export type Json = Record<string, unknown>;
+export const obj = (v: unknown): Json => (v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Json) : {});
+export const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+export const str = (v: unknown): string | undefined => (typeof v === "string" ? v : undefined);
+export const num = (v: unknown): number => (typeof v === "number" && Number.isFinite(v) ? v : 0);
+
+/** The gateway error kind an upstream HTTP status corresponds to, whatever the vendor called it. */
+export function kindOfStatus(status: number): GatewayErrorKind {
+  switch (status) {
+    case 400:
+    case 422:
+      return "invalid_request";
+    case 401:
+      return "authentication";
+    case 402:
+      return "payment_required";
+    case 403:
+      return "permission";
+    case 404:
+      return "not_found";
+    case 413:
+      return "too_large";
+    case 429:
+      return "rate_limit";
+    case 408:
+    case 504:
+      return "timeout";
+    case 503:
+    case 529:
+      return "unavailable";
+    default:
+      return status >= 500 ? "upstream" : "invalid_request";
+  }
+}
+
+/** Parses an error body that may not be JSON at all (proxies answer HTML). */
+export function parseJsonLoose(body: string): unknown {
+  try {
+    return JSON.parse(body) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A mid-stream error carries a vendor type name but no HTTP status: classify it by name. */
+export function kindOfErrorName(name: string | undefined): GatewayErrorKind {
+  if (!name) return "upstream";
+  if (name.includes("rate_limit") || name === "RESOURCE_EXHAUSTED") return "rate_limit";
+  if (name.includes("overloaded") || name === "UNAVAILABLE") return "unavailable";
+  if (name.includes("timeout") || name === "DEADLINE_EXCEEDED") return "timeout";
+  if (name.includes("invalid_request") || name === "INVALID_ARGUMENT") return "invalid_request";
+  if (name.includes("authentication") || name === "invalid_api_key" || name === "UNAUTHENTICATED") return "authentication";
+  if (name.includes("permission") || name === "PERMISSION_DENIED") return "permission";
+  if (name.includes("not_found") || name === "NOT_FOUND") return "not_found";
+  return "upstream";
+}
+
+/** The error event a decoder emits for an upstream stream that failed or was cut short. */
+export const upstreamStreamError = (kind: GatewayErrorKind, code: string, message: string): GatewayError =>
+  new GatewayError(kind, code, message);

@@ -1,0 +1,356 @@
+import { randomBytes } from "node:crypto";
+import type { Redis, Result } from "ioredis";
+import type { RateLimits } from "../contract/snapshot.ts";
+import { MemoryRateLimiter } from "./memory.ts";
+import { chargedUnits } from "./gcra.ts";
+import {
+  hasAnyLimit,
+  NO_INFO,
+  type AcquireResult,
+  type LimitKind,
+  type LimitScope,
+  type LimitState,
+  type RateLimitGrant,
+  type RateLimiter,
+  type RateLimitInfo,
+  type RateLimitRequest,
+} from "./types.ts";
+
+// One round trip checks and takes all six limits (rpm, tpm, concurrency × key, account) atomically.
+// The GCRA lines mirror gcra.ts; TATs are stored with %.17g so nothing is lost between calls.
+// Concurrency: a sorted set of leases scored by expiry, so a replica that dies without releasing loses its
+// slots after the lease TTL instead of leaking them; live replicas renew their leases (see heartbeat).
+const ACQUIRE_LUA = `
+local P = 60000
+local EPS = 0.01
+local now = tonumber(ARGV[1])
+local est = tonumber(ARGV[2])
+local leaseId = ARGV[3]
+local leaseTtl = tonumber(ARGV[4])
+local concRetry = tonumber(ARGV[11])
+local limits = {tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])}
+local costs = {1, est, 0, 1, est, 0}
+local tats, newTats, rem, reset = {}, {}, {0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}
+local denyRetry, denyIdx, denyLimit, denyRem = -1, 0, 0, 0
+
+local function gcra(tat, limit, cost)
+  local interval = P / limit
+  if cost > limit then cost = limit end
+  local base = tat
+  if now > base then base = now end
+  local newTat = base + cost * interval
+  local allowAt = newTat - P
+  if allowAt - now > EPS then
+    return false, tat, math.ceil(allowAt - now - EPS), math.max(0, math.floor((P - (base - now)) / interval + EPS)), math.ceil(base - now - EPS)
+  end
+  return true, newTat, 0, math.max(0, math.floor((P - (newTat - now)) / interval + EPS)), math.ceil(newTat - now - EPS)
+end
+
+for i = 1, 6 do
+  local limit = limits[i]
+  if limit > 0 then
+    if i == 3 or i == 6 then
+      redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now)
+      if redis.call('ZCARD', KEYS[i]) >= limit and concRetry > denyRetry then
+        denyRetry, denyIdx, denyLimit, denyRem = concRetry, i, limit, 0
+      end
+    else
+      local tat = tonumber(redis.call('GET', KEYS[i]) or '0')
+      tats[i] = tat
+      local ok, nt, retry, r, rs = gcra(tat, limit, costs[i])
+      newTats[i], rem[i], reset[i] = nt, r, rs
+      if not ok and retry > denyRetry then
+        denyRetry, denyIdx, denyLimit, denyRem = retry, i, limit, r
+      end
+    end
+  end
+end
+
+if denyIdx > 0 then
+  for _, i in ipairs({1, 2, 4, 5}) do
+    if limits[i] > 0 then
+      local ok, nt, retry, r, rs = gcra(tats[i], limits[i], 0)
+      rem[i], reset[i] = r, rs
+    end
+  end
+  return {0, denyIdx, denyRetry, denyLimit, denyRem, rem[1], reset[1], rem[2], reset[2], rem[4], reset[4], rem[5], reset[5]}
+end
+
+for i = 1, 6 do
+  local limit = limits[i]
+  if limit > 0 then
+    if i == 3 or i == 6 then
+      redis.call('ZADD', KEYS[i], now + leaseTtl, leaseId)
+      redis.call('PEXPIRE', KEYS[i], leaseTtl * 2)
+    else
+      redis.call('SET', KEYS[i], string.format('%.17g', newTats[i]), 'PX', math.ceil(newTats[i] - now) + 1000)
+    end
+  end
+end
+return {1, 0, 0, 0, 0, rem[1], reset[1], rem[2], reset[2], rem[4], reset[4], rem[5], reset[5]}
+`;
+
+// Frees the leases and corrects both TPM charges to the actual token count (mirrors correctTat in gcra.ts).
+const RELEASE_LUA = `
+local P = 60000
+local now = tonumber(ARGV[1])
+for i = 1, 2 do
+  local limit = tonumber(ARGV[2 + i])
+  local delta = tonumber(ARGV[4 + i])
+  if limit > 0 and delta ~= 0 then
+    local tat = tonumber(redis.call('GET', KEYS[i]) or '0')
+    local nt
+    if delta > 0 then
+      if now > tat then tat = now end
+      nt = tat + delta * (P / limit)
+    else
+      nt = tat + delta * (P / limit)
+      if nt < now then nt = now end
+    end
+    if nt > now then
+      redis.call('SET', KEYS[i], string.format('%.17g', nt), 'PX', math.ceil(nt - now) + 1000)
+    else
+      redis.call('DEL', KEYS[i])
+    end
+  end
+end
+redis.call('ZREM', KEYS[3], ARGV[2])
+redis.call('ZREM', KEYS[4], ARGV[2])
+return 1
+`;
+
+// Renews the leases this replica still holds; XX so a lease released meanwhile is not re-created.
+const RENEW_LUA = `
+local expiry = tonumber(ARGV[1])
+for i = 1, #KEYS do
+  redis.call('ZADD', KEYS[i], 'XX', expiry, ARGV[i + 1])
+end
+return 1
+`;
+
+declare module "ioredis" {
+  interface RedisCommander<Context> {
+    modelgateRlAcquire(...args: (string | number)[]): Result<number[], Context>;
+    modelgateRlRelease(...args: (string | number)[]): Result<number, Context>;
+    modelgateRlRenew(...args: (string | number)[]): Result<number, Context>;
+  }
+}
+
+export interface RedisRateLimiterOptions {
+  /** key prefix, e.g. per deployment or per test run; default "mg:rl:" */
+  prefix?: string;
+  /** a lease outlives a dead replica by at most this; live replicas renew every third of it; default 60000 */
+  leaseTtlMs?: number;
+  concurrencyRetryMs?: number;
+  /** used while Redis cannot be reached: each replica then enforces every limit on its own */
+  fallback?: RateLimiter;
+  onError?: (err: unknown) => void;
+  clock?: () => number;
+}
+
+const KINDS: readonly (readonly [LimitScope, LimitKind])[] = [
+  ["key", "rpm"],
+  ["key", "rpm"],
+  ["key", "tpm"],
+  ["key", "concurrency"],
+  ["account", "rpm"],
+  ["account", "tpm"],
+  ["account", "concurrency"],
+];
+
+const lim = (n: number | null): number => n ?? 0;
+
+function tighter(kLimit: number | null, kRem: number, kReset: number, aLimit: number | null, aRem: number, aReset: number): LimitState | null {
+  if (kLimit === null && aLimit === null) return null;
+  const useKey = aLimit === null || (kLimit !== null && (kRem < aRem || (kRem === aRem && kLimit <= aLimit)));
+  return useKey ? { limit: kLimit!, remaining: kRem, resetMs: kReset } : { limit: aLimit!, remaining: aRem, resetMs: aReset };
+}
+
+function infoFrom(r: number[], kl: RateLimits, al: RateLimits): RateLimitInfo {
+  return {
+    requests: tighter(kl.rpm, r[5]!, r[6]!, al.rpm, r[9]!, r[10]!),
+    tokens: tighter(kl.tpm, r[7]!, r[8]!, al.tpm, r[11]!, r[12]!),
+  };
+}
+
+interface Lease {
+  keyConc: string | null;
+  accountConc: string | null;
+}
+
+/**
+ * The distributed limiter: every replica shares the counters in Redis; one EVALSHA per acquire, one per
+ * release. All keys of one call carry the account's hash tag ({acct:<id>}) so the script also runs on Redis
+ * Cluster. The caller's `now` is the clock: replicas should run NTP (skew of s ms shifts a limit by s ms).
+ */
+export class RedisRateLimiter implements RateLimiter {
+  private readonly prefix: string;
+  private readonly leaseTtlMs: number;
+  private readonly concurrencyRetryMs: number;
+  private readonly fallback: RateLimiter;
+  private readonly onError: (err: unknown) => void;
+  private readonly clock: () => number;
+  private readonly instance = randomBytes(6).toString("hex");
+  private seq = 0;
+  private readonly leases = new Map<string, Lease>();
+  private readonly heartbeat: NodeJS.Timeout;
+
+  constructor(
+    private readonly redis: Redis,
+    options: RedisRateLimiterOptions = {},
+  ) {
+    this.prefix = options.prefix ?? "mg:rl:";
+    this.leaseTtlMs = options.leaseTtlMs ?? 60_000;
+    this.concurrencyRetryMs = options.concurrencyRetryMs ?? 1000;
+    this.fallback = options.fallback ?? new MemoryRateLimiter({ concurrencyRetryMs: this.concurrencyRetryMs });
+    this.onError = options.onError ?? (() => {});
+    this.clock = options.clock ?? Date.now;
+    redis.defineCommand("modelgateRlAcquire", { numberOfKeys: 6, lua: ACQUIRE_LUA });
+    redis.defineCommand("modelgateRlRelease", { numberOfKeys: 4, lua: RELEASE_LUA });
+    this.heartbeat = setInterval(() => void this.renewLeases(), Math.max(1, Math.floor(this.leaseTtlMs / 3)));
+    this.heartbeat.unref();
+  }
+
+  async acquire(req: RateLimitRequest): Promise<AcquireResult> {
+    const kl = req.keyLimits;
+    const al = req.accountLimits;
+    if (!hasAnyLimit(kl) && !hasAnyLimit(al)) return UNLIMITED_GRANT;
+    const tag = `${this.prefix}{acct:${req.accountId}}:`;
+    const keyBase = `${tag}k:${req.keyId}:`;
+    const leaseId = `${this.instance}:${++this.seq}`;
+    let r: number[];
+    try {
+      r = await this.redis.modelgateRlAcquire(
+        `${keyBase}rpm`,
+        `${keyBase}tpm`,
+        `${keyBase}conc`,
+        `${tag}a:rpm`,
+        `${tag}a:tpm`,
+        `${tag}a:conc`,
+        req.now,
+        req.estimatedTokens,
+        leaseId,
+        this.leaseTtlMs,
+        lim(kl.rpm),
+        lim(kl.tpm),
+        lim(kl.concurrency),
+        lim(al.rpm),
+        lim(al.tpm),
+        lim(al.concurrency),
+        this.concurrencyRetryMs,
+      );
+    } catch (err) {
+      this.onError(err);
+      return this.fallback.acquire(req);
+    }
+    const info = infoFrom(r, kl, al);
+    if (r[0] !== 1) {
+      const [scope, kind] = KINDS[r[1]!]!;
+      return { ok: false, retryAfterMs: r[2]!, limit: r[3]!, remaining: r[4]!, scope, kind, info };
+    }
+    const lease: Lease = {
+      keyConc: kl.concurrency === null ? null : `${keyBase}conc`,
+      accountConc: al.concurrency === null ? null : `${tag}a:conc`,
+    };
+    if (lease.keyConc !== null || lease.accountConc !== null) this.leases.set(leaseId, lease);
+    return new RedisGrant(this, info, leaseId, keyBase, tag, kl.tpm, al.tpm, req.estimatedTokens);
+  }
+
+  /** @internal */
+  async release(
+    leaseId: string,
+    keyBase: string,
+    tag: string,
+    keyTpm: number | null,
+    accountTpm: number | null,
+    estimated: number,
+    actual: number,
+    now: number,
+  ): Promise<void> {
+    this.leases.delete(leaseId);
+    const kDelta = keyTpm === null ? 0 : actual - chargedUnits(keyTpm, estimated);
+    const aDelta = accountTpm === null ? 0 : actual - chargedUnits(accountTpm, estimated);
+    try {
+      await this.redis.modelgateRlRelease(
+        `${keyBase}tpm`,
+        `${tag}a:tpm`,
+        `${keyBase}conc`,
+        `${tag}a:conc`,
+        now,
+        leaseId,
+        lim(keyTpm),
+        lim(accountTpm),
+        kDelta,
+        aDelta,
+      );
+    } catch (err) {
+      // The lease expires by itself; the TPM correction is lost, which errs by |actual − estimate| tokens.
+      this.onError(err);
+    }
+  }
+
+  /** Extends every lease this replica holds; runs on a timer, exposed for tests. */
+  async renewLeases(): Promise<void> {
+    if (this.leases.size === 0) return;
+    const expiry = this.clock() + this.leaseTtlMs;
+    // One script per account tag: keys of one script must share a hash slot on Redis Cluster.
+    const byTag = new Map<string, { keys: string[]; ids: string[] }>();
+    for (const [id, lease] of this.leases) {
+      for (const key of [lease.keyConc, lease.accountConc]) {
+        if (key === null) continue;
+        const tag = key.slice(0, key.indexOf("}") + 1);
+        let group = byTag.get(tag);
+        if (group === undefined) byTag.set(tag, (group = { keys: [], ids: [] }));
+        group.keys.push(key);
+        group.ids.push(id);
+      }
+    }
+    try {
+      const pipeline = this.redis.pipeline();
+      for (const { keys, ids } of byTag.values()) {
+        pipeline.eval(RENEW_LUA, keys.length, ...keys, expiry, ...ids);
+      }
+      await pipeline.exec();
+    } catch (err) {
+      this.onError(err);
+    }
+  }
+
+  /** Stops renewing; leases still held expire after the lease TTL. Does not close the Redis connection. */
+  async close(): Promise<void> {
+    clearInterval(this.heartbeat);
+    await this.fallback.close();
+  }
+}
+
+const UNLIMITED_GRANT: RateLimitGrant = Object.freeze({ ok: true as const, info: NO_INFO, release() {} });
+
+class RedisGrant implements RateLimitGrant {
+  readonly ok = true as const;
+  private released = false;
+  constructor(
+    private readonly limiter: RedisRateLimiter,
+    readonly info: RateLimitInfo,
+    private readonly leaseId: string,
+    private readonly keyBase: string,
+    private readonly tag: string,
+    private readonly keyTpm: number | null,
+    private readonly accountTpm: number | null,
+    private readonly estimated: number,
+  ) {}
+
+  release(actualTokens: number, now: number = Date.now()): Promise<void> {
+    if (this.released) return Promise.resolve();
+    this.released = true;
+    return this.limiter.release(
+      this.leaseId,
+      this.keyBase,
+      this.tag,
+      this.keyTpm,
+      this.accountTpm,
+      this.estimated,
+      actualTokens,
+      now,
+    );
+  }
+}

@@ -1,0 +1,62 @@
+import type { RateLimits } from "../contract/snapshot.ts";
+
+export type LimitScope = "key" | "account";
+export type LimitKind = "rpm" | "tpm" | "concurrency";
+
+export interface RateLimitRequest {
+  keyId: string;
+  accountId: string;
+  keyLimits: RateLimits;
+  accountLimits: RateLimits;
+  /** tokens the call is expected to use (prompt estimate + max output); corrected by release() */
+  estimatedTokens: number;
+  /** epoch milliseconds */
+  now: number;
+}
+
+/** One limit's state for the x-ratelimit-* headers. */
+export interface LimitState {
+  limit: number;
+  remaining: number;
+  /** milliseconds until the limit is fully replenished */
+  resetMs: number;
+}
+
+/** For each of requests and tokens, the tighter of the key's and the account's limits (null: neither set). */
+export interface RateLimitInfo {
+  requests: LimitState | null;
+  tokens: LimitState | null;
+}
+
+export interface RateLimitGrant {
+  ok: true;
+  info: RateLimitInfo;
+  /**
+   * Ends the call: frees its concurrency slot and corrects the token charge to the actual count. Idempotent;
+   * call it exactly when the call ends (success, error or client abort). Never throws: a failure to reach a
+   * shared store is logged by the implementation and the lease expires on its own. now defaults to the clock.
+   */
+  release(actualTokens: number, now?: number): void | Promise<void>;
+}
+
+export interface RateLimitDenial {
+  ok: false;
+  retryAfterMs: number;
+  limit: number;
+  remaining: number;
+  scope: LimitScope;
+  kind: LimitKind;
+  info: RateLimitInfo;
+}
+
+export type AcquireResult = RateLimitGrant | RateLimitDenial;
+
+export interface RateLimiter {
+  /** Checks and takes rpm, tpm and concurrency of the key and its account together: all or nothing. */
+  acquire(req: RateLimitRequest): AcquireResult | Promise<AcquireResult>;
+  close(): Promise<void>;
+}
+
+export const NO_INFO: RateLimitInfo = Object.freeze({ requests: null, tokens: null });
+
+export const hasAnyLimit = (l: RateLimits): boolean => l.rpm !== null || l.tpm !== null || l.concurrency !== null;

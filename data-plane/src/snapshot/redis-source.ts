@@ -1,0 +1,61 @@
+import type { Redis } from "ioredis";
+import { snapshotSchema } from "../contract/index.ts";
+import type { SnapshotStore } from "./store.ts";
+
+export const SNAPSHOT_KEY = "modelgate:snapshot:full";
+export const SNAPSHOT_CHANNEL = "modelgate:snapshot:version";
+
+/**
+ * Keeps a SnapshotStore in step with Redis: the control plane writes the full snapshot under one key and
+ * publishes its version; a replica that hears a newer version (or finds one on its periodic check, in case a
+ * message was missed during a disconnect) reloads it. While Redis is down the store keeps its last snapshot.
+ */
+export class RedisSnapshotSource {
+  private timer: NodeJS.Timeout | undefined;
+  private loading: Promise<void> | null = null;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly subscriber: Redis,
+    private readonly store: SnapshotStore,
+    private readonly pollMs = 2_000,
+    private readonly onError: (err: unknown) => void = () => undefined,
+  ) {}
+
+  async start(): Promise<void> {
+    this.subscriber.on("message", (_channel: string, message: string) => {
+      if (Number(message) > this.store.version || !this.store.loaded) void this.reload();
+    });
+    await this.subscriber.subscribe(SNAPSHOT_CHANNEL);
+    await this.reload();
+    this.timer = setInterval(() => void this.reload(), this.pollMs);
+    this.timer.unref();
+  }
+
+  reload(): Promise<void> {
+    this.loading ??= this.load().finally(() => {
+      this.loading = null;
+    });
+    return this.loading;
+  }
+
+  private async load(): Promise<void> {
+    try {
+      const raw = await this.redis.get(SNAPSHOT_KEY);
+      if (raw === null) return;
+      const version = Number(/"version":(\d+)/.exec(raw)?.[1] ?? -1);
+      if (this.store.loaded && version === this.store.version) {
+        this.store.touch();
+        return;
+      }
+      this.store.apply(snapshotSchema.parse(JSON.parse(raw)));
+    } catch (err) {
+      this.onError(err);
+    }
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    await this.subscriber.unsubscribe(SNAPSHOT_CHANNEL).catch(() => undefined);
+  }
+}

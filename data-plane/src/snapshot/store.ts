@@ -1,0 +1,56 @@
+import type { AccountSnapshot, KeySnapshot, ModelSnapshot, Snapshot } from "../contract/index.ts";
+import { emptySnapshot } from "../contract/index.ts";
+
+/**
+ * The data plane's only source of truth on the hot path: the last snapshot it was given.
+ * If the control plane or Redis goes away the store keeps serving what it has (fail static) and
+ * reports its age, so /readyz and metrics can say how stale it is.
+ */
+export class SnapshotStore {
+  private snapshot: Snapshot = emptySnapshot();
+  private receivedAt = 0;
+  private readonly listeners = new Set<(s: Snapshot) => void>();
+
+  get current(): Snapshot {
+    return this.snapshot;
+  }
+  get version(): number {
+    return this.snapshot.version;
+  }
+  /** Milliseconds since the last snapshot arrived (Infinity before the first). */
+  ageMs(now = Date.now()): number {
+    return this.receivedAt === 0 ? Number.POSITIVE_INFINITY : now - this.receivedAt;
+  }
+  get loaded(): boolean {
+    return this.receivedAt !== 0;
+  }
+
+  /** Older versions are ignored, so a late or duplicated message can never roll policy back. */
+  apply(next: Snapshot): boolean {
+    this.receivedAt = Date.now();
+    if (this.loaded && next.version < this.snapshot.version) return false;
+    this.snapshot = next;
+    for (const l of this.listeners) l(next);
+    return true;
+  }
+
+  /** Marks the current snapshot as confirmed fresh (the source checked and nothing changed). */
+  touch(): void {
+    if (this.receivedAt !== 0) this.receivedAt = Date.now();
+  }
+
+  onChange(listener: (s: Snapshot) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  key(hash: string): KeySnapshot | undefined {
+    return this.snapshot.keys[hash];
+  }
+  account(id: string): AccountSnapshot | undefined {
+    return this.snapshot.accounts[id];
+  }
+  model(id: string): ModelSnapshot | undefined {
+    return this.snapshot.models[id];
+  }
+}

@@ -1,0 +1,70 @@
+import { Agent, type Dispatcher } from "undici";
+
+/** What the proxy needs back from an upstream call: status, headers and the body as it arrives. */
+export interface UpstreamResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: AsyncIterable<Buffer>;
+  /** Reads the whole body (non-streaming answers and error bodies). */
+  text(): Promise<string>;
+}
+
+export interface UpstreamRequest {
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+  signal: AbortSignal;
+  connectTimeoutMs: number;
+  firstByteTimeoutMs: number;
+  idleTimeoutMs: number;
+}
+
+export interface UpstreamTransport {
+  send(req: UpstreamRequest): Promise<UpstreamResponse>;
+  close(): Promise<void>;
+}
+
+/**
+ * undici with keep-alive pools per origin. Timeouts: connect, first byte (headersTimeout) and idle between
+ * body chunks (bodyTimeout), each per upstream.
+ */
+export class UndiciTransport implements UpstreamTransport {
+  private readonly agents = new Map<number, Agent>();
+
+  private agent(connectTimeoutMs: number): Agent {
+    let a = this.agents.get(connectTimeoutMs);
+    if (!a) {
+      a = new Agent({ connect: { timeout: connectTimeoutMs }, keepAliveTimeout: 30_000, connections: 256, pipelining: 1 });
+      this.agents.set(connectTimeoutMs, a);
+    }
+    return a;
+  }
+
+  async send(req: UpstreamRequest): Promise<UpstreamResponse> {
+    const res = await this.agent(req.connectTimeoutMs).request({
+      origin: new URL(req.url).origin,
+      path: pathOf(req.url),
+      method: "POST",
+      headers: req.headers,
+      body: req.body,
+      signal: req.signal,
+      headersTimeout: req.firstByteTimeoutMs,
+      bodyTimeout: req.idleTimeoutMs,
+    } as Dispatcher.RequestOptions);
+    return {
+      status: res.statusCode,
+      headers: res.headers,
+      body: res.body,
+      text: () => res.body.text(),
+    };
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.agents.values()].map((a) => a.close()));
+  }
+}
+
+const pathOf = (url: string): string => {
+  const u = new URL(url);
+  return u.pathname + u.search;
+};

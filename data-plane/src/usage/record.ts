@@ -1,0 +1,72 @@
+import type { ClientProtocol, Price, UsageEvent } from "../contract/index.ts";
+
+export interface TokenUsage {
+  promptTokens: number;
+  completionTokens: number;
+  reasoningTokens: number;
+  cachedTokens: number;
+}
+
+export const zeroUsage = (): TokenUsage => ({ promptTokens: 0, completionTokens: 0, reasoningTokens: 0, cachedTokens: 0 });
+
+/**
+ * Cost in integer micro-units: prices are micro-units per 1M tokens, so the exact cost is
+ * Σ tokens × price / 1e6, rounded half up once per call. Cached prompt tokens bill at the cached price
+ * where one is set; reasoning tokens are part of completion tokens and bill as output.
+ */
+export function costOf(u: TokenUsage, price: Price): bigint {
+  const cached = BigInt(Math.min(u.cachedTokens, u.promptTokens));
+  const uncached = BigInt(u.promptTokens) - cached;
+  const cachedPrice = BigInt(price.cachedInput ?? price.input);
+  const numerator = uncached * BigInt(price.input) + cached * cachedPrice + BigInt(u.completionTokens) * BigInt(price.output);
+  return (numerator + 500_000n) / 1_000_000n;
+}
+
+export interface CallRecord {
+  requestId: string;
+  keyId: string;
+  accountId: string;
+  model: string;
+  protocol: ClientProtocol;
+  upstream: string | null;
+  stream: boolean;
+  clientIp: string | null;
+  startedAt: number;
+  firstByteAt: number | null;
+}
+
+export function usageEvent(
+  call: CallRecord,
+  usage: TokenUsage,
+  price: Price | null,
+  status: number,
+  errorCode: string | null,
+  /** defaults to "the call succeeded"; a stream cut off after delivering tokens is charged for them */
+  charge = status >= 200 && status < 300,
+): UsageEvent {
+  const now = Date.now();
+  return {
+    requestId: call.requestId,
+    keyId: call.keyId,
+    accountId: call.accountId,
+    model: call.model,
+    protocol: call.protocol,
+    upstream: call.upstream,
+    stream: call.stream,
+    promptTokens: usage.promptTokens,
+    completionTokens: usage.completionTokens,
+    reasoningTokens: usage.reasoningTokens,
+    cachedTokens: usage.cachedTokens,
+    // Failed upstream calls are never charged; a successful one always is, at the price of its tokens.
+    cost: charge && price ? costOf(usage, price).toString() : "0",
+    status,
+    errorCode,
+    latencyMs: now - call.startedAt,
+    ttftMs: call.firstByteAt === null ? null : call.firstByteAt - call.startedAt,
+    clientIp: call.clientIp,
+    startedAt: new Date(call.startedAt).toISOString(),
+  };
+}
+
+/** When an upstream reports no usage (or a stream is cut short) the gateway counts what it delivered. */
+export const estimateTokens = (text: string): number => (text.length === 0 ? 0 : Math.ceil(text.length / 4));

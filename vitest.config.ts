@@ -1,0 +1,39 @@
+import { defineConfig } from "vitest/config";
+
+// Three projects:
+// - unit: pure module tests beside the code (no Postgres or Redis needed), plus golden translator fixtures;
+// - embedded: the single-process product (PGlite, in-process bus) driven end to end;
+// - services: everything that needs the real Postgres and Redis (distributed mode, Redis-backed contracts).
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: "unit",
+          include: ["data-plane/src/**/*.test.ts", "control-plane/src/**/*.test.ts", "test/unit/**/*.test.ts"],
+          exclude: ["**/*.services.test.ts", "**/node_modules/**"],
+          testTimeout: 20_000,
+        },
+      },
+      {
+        test: {
+          name: "embedded",
+          include: ["test/embedded/**/*.test.ts"],
+          testTimeout: 120_000,
+          hookTimeout: 180_000,
+          fileParallelism: false,
+        },
+      },
+      {
+        test: {
+          name: "services",
+          include: ["**/src/**/*.services.test.ts", "test/services/**/*.test.ts"],
+          exclude: ["**/node_modules/**"],
+          testTimeout: 120_000,
+          hookTimeout: 180_000,
+          fileParallelism: false,
+        },
+      },
+    ],
+  },
+});
