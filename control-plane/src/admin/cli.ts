@@ -10,6 +10,10 @@ const HELP = `modelgate-admin: operator commands
                  [--quota AMOUNT] [--expires ISO8601] [--rpm N] [--tpm N] [--concurrency N]
   key revoke     ID
   key list       --account NAME_OR_ID
+  account show   --account NAME_OR_ID
+  contract set   --account NAME_OR_ID --model ID --input PRICE --output PRICE [--cached-input PRICE]
+                 (prices per 1M tokens, in account currency)
+  usage list     --account NAME_OR_ID [--limit N]
 
 Add --json for machine-readable output. Amounts are decimal currency units (10 = 10.000000).
 Distributed mode (DATABASE_URL set): works on the database and asks the control plane, through REDIS_URL,
@@ -40,6 +44,11 @@ export function parseCli(argv: string[]): { command: CommandName; args: Record<s
       rpm: { type: "string" },
       tpm: { type: "string" },
       concurrency: { type: "string" },
+      model: { type: "string" },
+      input: { type: "string" },
+      output: { type: "string" },
+      "cached-input": { type: "string" },
+      limit: { type: "string" },
     },
   });
   if (values.help || positionals.length < 2) throw new UsageError(HELP);
@@ -88,11 +97,11 @@ async function direct(command: CommandName, args: Record<string, unknown>): Prom
     await migrate(db.sql);
     const result = await runAdminCommand({ prisma: db.prisma, masterKey: settings.masterKey, snapshotChanged: () => void (changed = true) }, command, args);
     if (changed && settings.redisUrl) {
-      const [{ Redis }, { CHANGED_CHANNEL }] = await Promise.all([import("ioredis"), import("../snapshot/redis-bus.ts")]);
+      const [{ Redis }, { redisNames }] = await Promise.all([import("ioredis"), import("@modelgate/data-plane/contract/index")]);
       const redis = new Redis(settings.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 2 });
       try {
         await redis.connect();
-        await redis.publish(CHANGED_CHANNEL, command);
+        await redis.publish(redisNames().changedChannel, command);
       } finally {
         redis.disconnect();
       }
@@ -107,7 +116,7 @@ function print(result: unknown, json: boolean): void {
   if (json) return void console.log(JSON.stringify(result, null, 2));
   if (Array.isArray(result)) {
     if (result.length === 0) return void console.log("(none)");
-    console.table(result.map((r: Record<string, unknown>) => ({ id: r.id, name: r.name, prefix: r.prefix, status: r.status, quota: r.quota, spent: r.spent, expiresAt: r.expiresAt })));
+    console.table(result);
     return;
   }
   for (const [k, v] of Object.entries(result as object)) console.log(`${k.padEnd(10)} ${Array.isArray(v) ? v.join(",") : String(v)}`);

@@ -36,6 +36,9 @@ export const commandSchemas = {
   }),
   "key revoke": z.object({ id: z.string().uuid("must be a key id (UUID)") }),
   "key list": z.object({ account: z.string().min(1) }),
+  "account show": z.object({ account: z.string().min(1) }),
+  "contract set": z.object({ account: z.string().min(1), model: z.string().min(1), input: amount, output: amount, "cached-input": amount.optional() }),
+  "usage list": z.object({ account: z.string().min(1), limit: positiveInt.optional() }),
 } as const;
 
 export type CommandName = keyof typeof commandSchemas;
@@ -98,6 +101,43 @@ export async function runAdminCommand(ctx: ServiceContext, name: CommandName, ra
       const a = parseCommandArgs("key revoke", rawArgs);
       const row = await revokeApiKey(ctx, a.id);
       return { id: row.id, status: row.status };
+    }
+    case "account show": {
+      const a = parseCommandArgs("account show", rawArgs);
+      const account = await resolveAccount(ctx, a.account);
+      return { id: account.id, name: account.name, status: account.status, kind: account.kind, balance: formatAmount(account.balanceMicro), balanceMicro: account.balanceMicro.toString() };
+    }
+    case "contract set": {
+      const a = parseCommandArgs("contract set", rawArgs);
+      const account = await resolveAccount(ctx, a.account);
+      const prices = { inputPriceMicro: a.input, outputPriceMicro: a.output, cachedInputPriceMicro: a["cached-input"] ?? null };
+      await ctx.prisma.priceContract.upsert({
+        where: { accountId_modelId: { accountId: account.id, modelId: a.model } },
+        create: { accountId: account.id, modelId: a.model, ...prices },
+        update: prices,
+      });
+      ctx.snapshotChanged();
+      return { account: account.name, model: a.model, input: formatAmount(a.input), output: formatAmount(a.output) };
+    }
+    case "usage list": {
+      const a = parseCommandArgs("usage list", rawArgs);
+      const account = await resolveAccount(ctx, a.account);
+      const rows = await ctx.prisma.usageLog.findMany({ where: { accountId: account.id }, orderBy: { startedAt: "desc" }, take: a.limit ?? 20 });
+      return rows.map((r) => ({
+        requestId: r.requestId,
+        startedAt: r.startedAt.toISOString(),
+        keyId: r.apiKeyId,
+        model: r.model,
+        protocol: r.protocol,
+        status: r.status,
+        promptTokens: r.promptTokens,
+        completionTokens: r.completionTokens,
+        reasoningTokens: r.reasoningTokens,
+        cachedTokens: r.cachedTokens,
+        cost: formatAmount(r.costMicro),
+        costMicro: r.costMicro.toString(),
+        latencyMs: r.latencyMs,
+      }));
     }
     case "key list": {
       const a = parseCommandArgs("key list", rawArgs);

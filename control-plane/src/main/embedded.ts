@@ -33,12 +33,12 @@ const usage = new InProcessUsageSink(
 );
 let draining = false;
 const transport = new UndiciTransport();
-const dataPlane = createDataPlaneHandler(
-  { store, usage, transport, demo: new DemoTransport(), logger, masterKey: settings.masterKey, maxBodyBytes: settings.maxBodyBytes, ready: () => !draining },
-  false,
-);
+const dataPlaneOptions = { store, usage, transport, demo: new DemoTransport(), logger, masterKey: settings.masterKey, maxBodyBytes: settings.maxBodyBytes, ready: () => !draining };
+const dataPlane = createDataPlaneHandler(dataPlaneOptions, false);
+// Whatever nobody else claims is an API 404 in OpenAI's shape (the console only answers GETs).
+const apiNotFound = createDataPlaneHandler(dataPlaneOptions, true);
 const adminToken = ensureAdminToken(settings.dataDir, process.env.MODELGATE_ADMIN_TOKEN);
-const handler = chain([dataPlane, createAdminRoute(core.ctx, adminToken), createStaticRoute()], notFound);
+const handler = chain([dataPlane, createAdminRoute(core.ctx, adminToken), createStaticRoute(), apiNotFound], notFound);
 const server = createServer((req, res) => void handler(req, res));
 server.keepAliveTimeout = 65_000;
 server.listen(settings.port, settings.host, () => {

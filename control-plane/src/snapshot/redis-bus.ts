@@ -1,15 +1,12 @@
 import type { Redis } from "ioredis";
 import type { Snapshot } from "@modelgate/data-plane/contract/index";
-import { SNAPSHOT_CHANNEL, SNAPSHOT_KEY } from "@modelgate/data-plane/snapshot/redis-source";
+import type { RedisNames } from "@modelgate/data-plane/contract/index";
 import type { SnapshotBus } from "./publisher.ts";
 
-const SNAPSHOT_SEQ = "modelgate:snapshot:seq";
-/** Writers that are not the publisher (the admin CLI) ask for a rebuild here. */
-export const CHANGED_CHANNEL = "modelgate:control:changed";
 
 /** Writes the full snapshot, then announces its version; replicas that hear it reload. */
 export class RedisSnapshotBus implements SnapshotBus {
-  constructor(private readonly redis: Redis) {}
+  constructor(private readonly redis: Redis, private readonly names: RedisNames) {}
   async publish(snapshot: Snapshot): Promise<void> {
     // Compare-and-set in one script: a slower build with a lower version never overwrites a newer one.
     const written = await this.redis.eval(
@@ -22,14 +19,14 @@ export class RedisSnapshotBus implements SnapshotBus {
        redis.call('PUBLISH', KEYS[2], ARGV[2])
        return 1`,
       2,
-      SNAPSHOT_KEY,
-      SNAPSHOT_CHANNEL,
+      this.names.snapshot,
+      this.names.snapshotChannel,
       JSON.stringify(snapshot),
       String(snapshot.version),
     );
     void written;
   }
   nextVersion(): Promise<number> {
-    return this.redis.incr(SNAPSHOT_SEQ);
+    return this.redis.incr(this.names.snapshotSeq);
   }
 }

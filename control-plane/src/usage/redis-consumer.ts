@@ -1,6 +1,5 @@
 import type { Redis } from "ioredis";
-import { usageEventSchema } from "@modelgate/data-plane/contract/index";
-import { USAGE_STREAM } from "@modelgate/data-plane/usage/sink";
+import { type RedisNames, usageEventSchema } from "@modelgate/data-plane/contract/index";
 
 export const USAGE_GROUP = "modelgate-settlers";
 
@@ -17,6 +16,7 @@ export class RedisUsageConsumer {
 
   constructor(
     private readonly redis: Redis,
+    private readonly names: RedisNames,
     private readonly consumer: string,
     private readonly settle: (e: ReturnType<typeof usageEventSchema.parse>) => Promise<unknown>,
     private readonly onError: (err: unknown) => void,
@@ -25,7 +25,7 @@ export class RedisUsageConsumer {
 
   async start(): Promise<void> {
     try {
-      await this.redis.xgroup("CREATE", USAGE_STREAM, USAGE_GROUP, "0", "MKSTREAM");
+      await this.redis.xgroup("CREATE", this.names.usageStream, USAGE_GROUP, "0", "MKSTREAM");
     } catch (err) {
       if (!String(err).includes("BUSYGROUP")) throw err;
     }
@@ -38,16 +38,16 @@ export class RedisUsageConsumer {
       try {
         if (Date.now() - lastClaim > Math.min(this.claimIdleMs, 5_000)) {
           lastClaim = Date.now();
-          const claimed = (await this.redis.xautoclaim(USAGE_STREAM, USAGE_GROUP, this.consumer, this.claimIdleMs, "0-0", "COUNT", 100)) as [string, Entry[]];
+          const claimed = (await this.redis.xautoclaim(this.names.usageStream, USAGE_GROUP, this.consumer, this.claimIdleMs, "0-0", "COUNT", 100)) as [string, Entry[]];
           await this.handle(claimed[1] ?? []);
         }
         // Our own pending entries first (left over from a failed settle), then new ones.
-        const own = (await this.redis.xreadgroup("GROUP", USAGE_GROUP, this.consumer, "COUNT", 100, "STREAMS", USAGE_STREAM, "0")) as [string, Entry[]][] | null;
+        const own = (await this.redis.xreadgroup("GROUP", USAGE_GROUP, this.consumer, "COUNT", 100, "STREAMS", this.names.usageStream, "0")) as [string, Entry[]][] | null;
         if (own?.[0]?.[1].length) {
           await this.handle(own[0][1]);
           continue;
         }
-        const fresh = (await this.redis.xreadgroup("GROUP", USAGE_GROUP, this.consumer, "COUNT", 100, "BLOCK", 1000, "STREAMS", USAGE_STREAM, ">")) as [string, Entry[]][] | null;
+        const fresh = (await this.redis.xreadgroup("GROUP", USAGE_GROUP, this.consumer, "COUNT", 100, "BLOCK", 1000, "STREAMS", this.names.usageStream, ">")) as [string, Entry[]][] | null;
         if (fresh?.[0]) await this.handle(fresh[0][1]);
       } catch (err) {
         if (this.stopped) break;
@@ -60,18 +60,18 @@ export class RedisUsageConsumer {
   private async handle(entries: Entry[]): Promise<void> {
     for (const [id, fields] of entries) {
       if (!fields) {
-        await this.redis.xack(USAGE_STREAM, USAGE_GROUP, id); // deleted entry
+        await this.redis.xack(this.names.usageStream, USAGE_GROUP, id); // deleted entry
         continue;
       }
       const raw = fields[fields.indexOf("event") + 1];
       const parsed = usageEventSchema.safeParse(raw ? JSON.parse(raw) : null);
       if (!parsed.success) {
         this.onError(new Error(`dropping malformed usage entry ${id}`));
-        await this.redis.xack(USAGE_STREAM, USAGE_GROUP, id);
+        await this.redis.xack(this.names.usageStream, USAGE_GROUP, id);
         continue;
       }
       await this.settle(parsed.data);
-      await this.redis.multi().xack(USAGE_STREAM, USAGE_GROUP, id).xdel(USAGE_STREAM, id).exec();
+      await this.redis.multi().xack(this.names.usageStream, USAGE_GROUP, id).xdel(this.names.usageStream, id).exec();
     }
   }
 

@@ -1,2 +1,3 @@
 export * from "./snapshot.ts";
 export * from "./usage.ts";
+export * from "./redis-names.ts";

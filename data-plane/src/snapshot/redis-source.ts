@@ -1,9 +1,6 @@
 import type { Redis } from "ioredis";
-import { snapshotSchema } from "../contract/index.ts";
+import { type RedisNames, snapshotSchema } from "../contract/index.ts";
 import type { SnapshotStore } from "./store.ts";
-
-export const SNAPSHOT_KEY = "modelgate:snapshot:full";
-export const SNAPSHOT_CHANNEL = "modelgate:snapshot:version";
 
 /**
  * Keeps a SnapshotStore in step with Redis: the control plane writes the full snapshot under one key and
@@ -18,6 +15,7 @@ export class RedisSnapshotSource {
     private readonly redis: Redis,
     private readonly subscriber: Redis,
     private readonly store: SnapshotStore,
+    private readonly names: RedisNames,
     private readonly pollMs = 2_000,
     private readonly onError: (err: unknown) => void = () => undefined,
   ) {}
@@ -26,7 +24,7 @@ export class RedisSnapshotSource {
     this.subscriber.on("message", (_channel: string, message: string) => {
       if (Number(message) > this.store.version || !this.store.loaded) void this.reload();
     });
-    await this.subscriber.subscribe(SNAPSHOT_CHANNEL);
+    await this.subscriber.subscribe(this.names.snapshotChannel);
     await this.reload();
     this.timer = setInterval(() => void this.reload(), this.pollMs);
     this.timer.unref();
@@ -41,7 +39,7 @@ export class RedisSnapshotSource {
 
   private async load(): Promise<void> {
     try {
-      const raw = await this.redis.get(SNAPSHOT_KEY);
+      const raw = await this.redis.get(this.names.snapshot);
       if (raw === null) return;
       const version = Number(/"version":(\d+)/.exec(raw)?.[1] ?? -1);
       if (this.store.loaded && version === this.store.version) {
@@ -56,6 +54,6 @@ export class RedisSnapshotSource {
 
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
-    await this.subscriber.unsubscribe(SNAPSHOT_CHANNEL).catch(() => undefined);
+    await this.subscriber.unsubscribe(this.names.snapshotChannel).catch(() => undefined);
   }
 }

@@ -8,8 +8,6 @@ export interface UsageSink {
   flush(): Promise<void>;
 }
 
-export const USAGE_STREAM = "modelgate:usage";
-
 /** Embedded mode: the control plane lives in the same process and settles events from a queue. */
 export class InProcessUsageSink implements UsageSink {
   private pending = Promise.resolve();
@@ -26,10 +24,10 @@ export class InProcessUsageSink implements UsageSink {
 /** Distributed mode: a Redis Stream read by the control plane's consumer group. */
 export class RedisUsageSink implements UsageSink {
   private inflight = new Set<Promise<unknown>>();
-  constructor(private readonly redis: Redis, private readonly onError: (err: unknown, e: UsageEvent) => void) {}
+  constructor(private readonly redis: Redis, private readonly stream: string, private readonly onError: (err: unknown, e: UsageEvent) => void) {}
   emit(event: UsageEvent): void {
     const p = this.redis
-      .xadd(USAGE_STREAM, "*", "event", JSON.stringify(event))
+      .xadd(this.stream, "*", "event", JSON.stringify(event))
       .catch((err) => this.onError(err, event))
       .finally(() => this.inflight.delete(p));
     this.inflight.add(p);

@@ -1,0 +1,69 @@
+import { createServer } from "node:http";
+import { hostname } from "node:os";
+import { Redis } from "ioredis";
+import { redisNames } from "@modelgate/data-plane/contract/index";
+import { createLogger } from "@modelgate/data-plane/logger";
+import { ensureAdminToken } from "../admin/token.ts";
+import { chain, notFound } from "../http/app.ts";
+import { createAdminRoute } from "../http/admin-route.ts";
+import { createStaticRoute } from "../http/static.ts";
+import { RedisSnapshotBus } from "../snapshot/redis-bus.ts";
+import { RedisUsageConsumer } from "../usage/redis-consumer.ts";
+import { settleUsage } from "../usage/settle.ts";
+import { bootControlPlane } from "./bootstrap.ts";
+import { readSettings } from "./settings.ts";
+import { onShutdown } from "./shutdown.ts";
+
+// The control plane (distributed mode): Postgres is the record; snapshots out and usage in through Redis.
+
+const logger = createLogger("modelgate-control-plane");
+const settings = readSettings(process.env, 8081);
+if (!settings.databaseUrl || !settings.redisUrl) {
+  console.error("DATABASE_URL and REDIS_URL are required for the control plane (distributed mode). For one process, use `npm start`.");
+  process.exit(2);
+}
+const names = redisNames();
+const redis = new Redis(settings.redisUrl);
+const subscriber = new Redis(settings.redisUrl);
+const consumerConn = new Redis(settings.redisUrl);
+for (const r of [redis, subscriber, consumerConn]) r.on("error", (err) => logger.warn({ err: err.message }, "redis error"));
+
+const core = await bootControlPlane(settings, new RedisSnapshotBus(redis, names), logger);
+// The admin CLI writes to Postgres directly and asks for a rebuild here.
+await subscriber.subscribe(names.changedChannel);
+subscriber.on("message", () => core.publisher.changed());
+// Safety net: republish periodically so a replica that missed everything still converges.
+const republish = setInterval(() => core.publisher.changed(), Number(process.env.MODELGATE_REPUBLISH_MS ?? 30_000));
+republish.unref();
+
+const consumer = new RedisUsageConsumer(
+  consumerConn,
+  names,
+  `${hostname()}-${process.pid}`,
+  async (e) => {
+    await settleUsage(core.db.prisma, e);
+    core.publisher.changed();
+  },
+  (err) => logger.error({ err }, "usage consumer error"),
+);
+await consumer.start();
+
+const adminToken = ensureAdminToken(settings.dataDir, process.env.MODELGATE_ADMIN_TOKEN);
+const health = async (req: import("node:http").IncomingMessage, res: import("node:http").ServerResponse) => {
+  if (req.url !== "/healthz" && req.url !== "/readyz") return false;
+  res.writeHead(200, { "content-type": "application/json" });
+  res.end('{"status":"ok"}');
+  return true;
+};
+const handler = chain([health, createAdminRoute(core.ctx, adminToken), createStaticRoute()], notFound);
+const server = createServer((req, res) => void handler(req, res));
+server.listen(settings.port, settings.host, () => logger.info({ port: settings.port }, "control plane listening"));
+
+onShutdown(logger, async () => {
+  await new Promise<void>((r) => server.close(() => r()));
+  await consumer.stop();
+  await core.publisher.flush();
+  core.publisher.stop();
+  await core.db.close();
+  for (const r of [redis, subscriber, consumerConn]) r.disconnect();
+}, server);

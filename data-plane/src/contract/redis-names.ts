@@ -1,0 +1,20 @@
+// Every Redis key and channel modelgate uses, under one prefix (MODELGATE_REDIS_PREFIX), so several
+// deployments or test runs can share one Redis without seeing each other.
+
+export interface RedisNames {
+  snapshot: string;
+  snapshotChannel: string;
+  snapshotSeq: string;
+  changedChannel: string;
+  usageStream: string;
+  prefix: string;
+}
+
+export const redisNames = (prefix = process.env.MODELGATE_REDIS_PREFIX ?? "modelgate:"): RedisNames => ({
+  prefix,
+  snapshot: `${prefix}snapshot:full`,
+  snapshotChannel: `${prefix}snapshot:version`,
+  snapshotSeq: `${prefix}snapshot:seq`,
+  changedChannel: `${prefix}control:changed`,
+  usageStream: `${prefix}usage`,
+});

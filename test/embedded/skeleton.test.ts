@@ -1,0 +1,218 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import OpenAI from "openai";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startOpenAIMock, type OpenAIMock } from "../mocks/openai-upstream.ts";
+import { admin, eventually, freePort, type Proc, startTs, waitForHttp } from "../helpers/processes.ts";
+
+// The walking skeleton in embedded mode: one process (`npm start`), PGlite under a fresh data dir, the
+// admin CLI talking to the running server, the official openai SDK as the client, a mock OpenAI upstream.
+
+const MODEL = "gpt-4o-mini-2024-07-18";
+let mock: OpenAIMock;
+let server: Proc;
+let base: string;
+let env: NodeJS.ProcessEnv;
+let dataDir: string;
+let apiKey: string;
+
+const usageRows = async () => (await admin(env, "usage", "list", "--account", "acme")).json as { requestId: string; costMicro: string; promptTokens: number; completionTokens: number; status: number; model: string }[];
+const balanceMicro = async () => BigInt(((await admin(env, "account", "show", "--account", "acme")).json as { balanceMicro: string }).balanceMicro);
+
+beforeAll(async () => {
+  mock = await startOpenAIMock("sk-upstream-secret");
+  dataDir = mkdtempSync(join(tmpdir(), "mg-embedded-"));
+  const config = join(dataDir, "gateway.yaml");
+  writeFileSync(
+    config,
+    `upstreams:
+  - name: openai-main
+    protocol: openai
+    baseUrl: ${mock.url}
+    apiKey: \${MOCK_OPENAI_KEY}
+models:
+  - id: ${MODEL}
+    reasoning: false
+    price: { input: 0.15, output: 0.60 }
+    routes: [{ upstream: openai-main, model: gpt-4o-mini, weight: 1 }]
+`,
+  );
+  const port = await freePort();
+  base = `http://127.0.0.1:${port}`;
+  env = { PORT: String(port), MODELGATE_DATA_DIR: dataDir, GATEWAY_CONFIG: config, MOCK_OPENAI_KEY: "sk-upstream-secret", DATABASE_URL: "", REDIS_URL: "" };
+  server = startTs("control-plane/src/main/embedded.ts", env);
+  await waitForHttp(`${base}/readyz`, server);
+
+  expect((await admin(env, "account", "create", "--name", "acme", "--email", "ops@acme.test", "--balance", "10")).json).toMatchObject({ name: "acme", balance: "10" });
+  // A contract price different from the list price, so the debit proves which one applied.
+  expect((await admin(env, "contract", "set", "--account", "acme", "--model", MODEL, "--input", "0.2", "--output", "0.8")).code).toBe(0);
+  const created = (await admin(env, "key", "create", "--account", "acme", "--name", "ci")).json as { id: string; key: string };
+  expect(created.key).toMatch(/^sk-/);
+  apiKey = created.key;
+}, 180_000);
+
+afterAll(async () => {
+  await server?.stop();
+  await mock?.close();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+const client = () => new OpenAI({ baseURL: `${base}/v1`, apiKey, maxRetries: 0 });
+
+describe("embedded mode, OpenAI protocol", () => {
+  it("answers a completion with usage, bills it at the contract price and logs it", async () => {
+    const before = await balanceMicro();
+    mock.queue.push({ content: "Paris is the capital of France.", promptTokens: 1234, completionTokens: 567 });
+    const { data, response } = await client().chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "Capital of France?" }] }).withResponse();
+    expect(data.choices[0]!.message.content).toBe("Paris is the capital of France.");
+    expect(data.model).toBe(MODEL);
+    expect(data.usage).toMatchObject({ prompt_tokens: 1234, completion_tokens: 567, total_tokens: 1801 });
+    const requestId = response.headers.get("x-gateway-request-id");
+    expect(requestId).toMatch(/^req_[0-9a-f]{24}$/);
+    // The upstream saw its own model name and credential, never the client's key.
+    const seen = mock.requests.at(-1)!;
+    expect(seen.body.model).toBe("gpt-4o-mini");
+    expect(seen.headers.authorization).toBe("Bearer sk-upstream-secret");
+
+    // 1234 × 0.2 + 567 × 0.8 per 1M tokens = (246800 + 453600) / 1e6 units = 0.7004 units → 700 micro (half up)
+    const rows = await eventually(usageRows, (r) => r.some((x) => x.requestId === requestId));
+    const row = rows.find((x) => x.requestId === requestId)!;
+    expect(row).toMatchObject({ model: MODEL, promptTokens: 1234, completionTokens: 567, status: 200, costMicro: "700" });
+    expect(await eventually(balanceMicro, (b) => b === before - 700n)).toBe(before - 700n);
+  });
+
+  it("streams chunk by chunk with usage when asked, and bills the streamed call", async () => {
+    const before = await balanceMicro();
+    mock.queue.push({ content: "one two three four five", promptTokens: 40, completionTokens: 5000 });
+    const stream = await client().chat.completions.create({
+      model: MODEL,
+      messages: [{ role: "user", content: "count" }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    let text = "";
+    let usage: OpenAI.CompletionUsage | null | undefined;
+    let chunks = 0;
+    for await (const chunk of stream) {
+      chunks++;
+      text += chunk.choices[0]?.delta?.content ?? "";
+      if (chunk.usage) usage = chunk.usage;
+      expect(chunk.model).toBe(MODEL);
+    }
+    expect(text).toBe("one two three four five");
+    expect(chunks).toBeGreaterThanOrEqual(7); // role + 5 words + finish (+ usage)
+    expect(usage).toMatchObject({ prompt_tokens: 40, completion_tokens: 5000, total_tokens: 5040 });
+    expect((mock.requests.at(-1)!.body.stream_options as { include_usage: boolean }).include_usage).toBe(true);
+    // 40 × 0.2 + 5000 × 0.8 = 8 + 4000 micro-units exactly
+    expect(await eventually(balanceMicro, (b) => b === before - 4008n)).toBe(before - 4008n);
+  });
+
+  it("adds usage to the upstream request but hides the usage chunk from a client that did not ask", async () => {
+    mock.queue.push({ content: "a b", promptTokens: 3, completionTokens: 2 });
+    const res = await fetch(`${base}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: MODEL, stream: true, messages: [{ role: "user", content: "x" }] }),
+    });
+    expect(res.headers.get("content-type")).toContain("text/event-stream");
+    const body = await res.text();
+    expect(body.endsWith("data: [DONE]\n\n")).toBe(true);
+    expect(body).not.toContain('"usage"');
+    expect((mock.requests.at(-1)!.body.stream_options as { include_usage: boolean }).include_usage).toBe(true);
+    const requestId = res.headers.get("x-gateway-request-id")!;
+    const rows = await eventually(usageRows, (r) => r.some((x) => x.requestId === requestId));
+    expect(rows.find((x) => x.requestId === requestId)).toMatchObject({ promptTokens: 3, completionTokens: 2 });
+  });
+
+  it("lists the models the key may call", async () => {
+    const models = await client().models.list();
+    expect(models.data.map((m) => m.id)).toEqual([MODEL]);
+  });
+});
+
+describe("embedded mode, refusals", () => {
+  const post = (path: string, body: string, headers: Record<string, string> = {}) =>
+    fetch(`${base}${path}`, { method: "POST", headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json", ...headers }, body });
+  const expectOpenAIError = async (res: Response, status: number, code: string) => {
+    expect(res.status).toBe(status);
+    const id = res.headers.get("x-gateway-request-id");
+    expect(id).toMatch(/^req_/);
+    const body = (await res.json()) as { error: { message: string; type: string; code: string; param: string | null } };
+    expect(body.error.code).toBe(code);
+    expect(typeof body.error.type).toBe("string");
+    expect(body.error.message).toContain(`request id: ${id}`);
+    return body.error;
+  };
+
+  it("refuses a missing, malformed or unknown key with 401, and the SDK sees AuthenticationError", async () => {
+    const good = JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "x" }] });
+    await expectOpenAIError(await fetch(`${base}/v1/chat/completions`, { method: "POST", body: good }), 401, "missing_api_key");
+    await expectOpenAIError(await post("/v1/chat/completions", good, { authorization: `Bearer  ${apiKey}` }), 401, "invalid_api_key");
+    await expectOpenAIError(await post("/v1/chat/completions", good, { authorization: `bearer ${apiKey}` }), 401, "invalid_api_key");
+    await expectOpenAIError(await post("/v1/chat/completions", good, { authorization: apiKey }), 401, "invalid_api_key");
+    await expectOpenAIError(await post("/v1/chat/completions", good, { authorization: `Basic ${apiKey}` }), 401, "invalid_api_key");
+    await expectOpenAIError(await post("/v1/chat/completions", good, { authorization: "Bearer sk-mg-notarealkeyatall0000000000000000000000" }), 401, "invalid_api_key");
+    const bad = new OpenAI({ baseURL: `${base}/v1`, apiKey: "sk-wrong-key-value", maxRetries: 0 });
+    await expect(bad.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "x" }] })).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
+  });
+
+  it("answers 404 for a model that is not a full model ID, naming the model list", async () => {
+    const err = await expectOpenAIError(await post("/v1/chat/completions", JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "x" }] })), 404, "model_not_found");
+    expect(err.message).toContain("/v1/models");
+    expect(err.param).toBe("model");
+    await expect(client().chat.completions.create({ model: "GPT 4o mini", messages: [{ role: "user", content: "x" }] })).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+  });
+
+  it("answers 404 for unknown paths, naming the path and the base-URL rule", async () => {
+    for (const path of ["/v1//chat/completions", "/chat/completions", "/v1/chat/completions/", "/v2/chat/completions"]) {
+      const res = await post(path, "{}");
+      const err = await expectOpenAIError(res, 404, "unknown_path");
+      expect(err.message).toContain(`'${path}'`);
+      expect(err.message).toContain("must end in '/v1'");
+    }
+  });
+
+  it("refuses bad input with 400 (413 for size) in OpenAI's shape, and charges nothing", async () => {
+    const before = await balanceMicro();
+    const logged = (await usageRows()).length;
+    const calls = mock.requests.length;
+    await expectOpenAIError(await post("/v1/chat/completions", "{not json"), 400, "invalid_json");
+    await expectOpenAIError(await post("/v1/chat/completions", "[1,2]"), 400, "invalid_json");
+    const noModel = await expectOpenAIError(await post("/v1/chat/completions", JSON.stringify({ messages: [{ role: "user", content: "x" }] })), 400, "missing_required_parameter");
+    expect(noModel.param).toBe("model");
+    const noMessages = await expectOpenAIError(await post("/v1/chat/completions", JSON.stringify({ model: MODEL })), 400, "missing_required_parameter");
+    expect(noMessages.param).toBe("messages");
+    expect((await expectOpenAIError(await post("/v1/chat/completions", JSON.stringify({ model: 42, messages: [] })), 400, "invalid_request")).param).toBe("model");
+    expect((await expectOpenAIError(await post("/v1/chat/completions", JSON.stringify({ model: MODEL, messages: "hi" })), 400, "invalid_request")).param).toBe("messages");
+    expect((await expectOpenAIError(await post("/v1/chat/completions", JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "x" }], max_tokens: "ten" })), 400, "invalid_request")).param).toBe("max_tokens");
+    expect((await expectOpenAIError(await post("/v1/chat/completions", JSON.stringify({ model: MODEL, messages: [{ role: "robot", content: "x" }] })), 400, "invalid_request")).param).toBe("messages[0].role");
+    await expectOpenAIError(await post("/v1/chat/completions", JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "x".repeat(9 * 1024 * 1024) }] })), 413, "request_too_large");
+    await expect(client().chat.completions.create({ model: MODEL, messages: "nope" as never })).rejects.toBeInstanceOf(OpenAI.BadRequestError);
+    expect(mock.requests.length).toBe(calls); // nothing reached the upstream
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await usageRows()).length).toBe(logged);
+    expect(await balanceMicro()).toBe(before);
+  });
+
+  it("puts X-Gateway-Request-Id on every response, health checks included", async () => {
+    const res = await fetch(`${base}/v1/models`);
+    expect(res.status).toBe(401);
+    expect(res.headers.get("x-gateway-request-id")).toMatch(/^req_/);
+  });
+
+  it("refuses a revoked key at once", async () => {
+    const k = (await admin(env, "key", "create", "--account", "acme", "--name", "short-lived")).json as { id: string; key: string };
+    const c = new OpenAI({ baseURL: `${base}/v1`, apiKey: k.key, maxRetries: 0 });
+    await c.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "x" }] });
+    expect((await admin(env, "key", "revoke", k.id)).code).toBe(0);
+    const started = Date.now();
+    await eventually(
+      () => c.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "x" }] }).then(() => "ok", (e: unknown) => (e instanceof OpenAI.AuthenticationError ? "refused" : String(e))),
+      (r) => r === "refused",
+      1_000,
+      50,
+    );
+    expect(Date.now() - started).toBeLessThan(1_000);
+  });
+});
