@@ -1,4 +1,4 @@
-import { createServer } from "node:http";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { hostname } from "node:os";
 import { Redis } from "ioredis";
 import { redisNames } from "@modelgate/data-plane/contract/index";
@@ -49,7 +49,7 @@ const consumer = new RedisUsageConsumer(
 await consumer.start();
 
 const adminToken = ensureAdminToken(settings.dataDir, process.env.MODELGATE_ADMIN_TOKEN);
-const health = async (req: import("node:http").IncomingMessage, res: import("node:http").ServerResponse) => {
+const health = async (req: IncomingMessage, res: ServerResponse) => {
   if (req.url !== "/healthz" && req.url !== "/readyz") return false;
   res.writeHead(200, { "content-type": "application/json" });
   res.end('{"status":"ok"}');
