@@ -14,6 +14,8 @@ const HELP = `modelgate-admin: operator commands
   contract set   --account NAME_OR_ID --model ID --input PRICE --output PRICE [--cached-input PRICE]
                  (prices per 1M tokens, in account currency)
   usage list     --account NAME_OR_ID [--limit N]
+  user create    --email E --password P [--role owner|member|operator] [--account NAME_OR_ID] [--name N]
+                 (a console login; owners and members belong to an account)
 
 Add --json for machine-readable output. Amounts are decimal currency units (10 = 10.000000).
 Distributed mode (DATABASE_URL set): works on the database and asks the control plane, through REDIS_URL,
@@ -49,6 +51,8 @@ export function parseCli(argv: string[]): { command: CommandName; args: Record<s
       output: { type: "string" },
       "cached-input": { type: "string" },
       limit: { type: "string" },
+      password: { type: "string" },
+      role: { type: "string" },
     },
   });
   if (values.help || positionals.length < 2) throw new UsageError(HELP);

@@ -3,6 +3,7 @@ import { createAccount, resolveAccount, topUp } from "../services/accounts.ts";
 import { createApiKey, listApiKeys, revokeApiKey } from "../services/api-keys.ts";
 import type { ServiceContext } from "../services/context.ts";
 import { formatAmount, parseAmount } from "../services/money.ts";
+import { createUser } from "../services/users.ts";
 
 // The admin commands, independent of how they arrive (CLI argv straight on the database, or the running
 // server's admin endpoint). Inputs are validated here, once, so both paths refuse the same things.
@@ -38,6 +39,13 @@ export const commandSchemas = {
   "key list": z.object({ account: z.string().min(1) }),
   "account show": z.object({ account: z.string().min(1) }),
   "contract set": z.object({ account: z.string().min(1), model: z.string().min(1), input: amount, output: amount, "cached-input": amount.optional() }),
+  "user create": z.object({
+    email: z.string().email(),
+    password: z.string().min(1),
+    role: z.enum(["member", "owner", "operator"]).default("owner"),
+    account: z.string().min(1).optional(),
+    name: z.string().optional(),
+  }),
   "usage list": z.object({ account: z.string().min(1), limit: positiveInt.optional() }),
 } as const;
 
@@ -118,6 +126,12 @@ export async function runAdminCommand(ctx: ServiceContext, name: CommandName, ra
       });
       ctx.snapshotChanged();
       return { account: account.name, model: a.model, input: formatAmount(a.input), output: formatAmount(a.output) };
+    }
+    case "user create": {
+      const a = parseCommandArgs("user create", rawArgs);
+      const accountId = a.account ? (await resolveAccount(ctx, a.account)).id : null;
+      const user = await createUser(ctx, { email: a.email, password: a.password, role: a.role, accountId, name: a.name ?? null });
+      return { id: user.id, email: user.email, role: user.role, accountId: user.accountId };
     }
     case "usage list": {
       const a = parseCommandArgs("usage list", rawArgs);

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { commandNames, runAdminCommand, UsageError, type CommandName } from "../admin/commands.ts";
 import { sameToken } from "../admin/token.ts";
 import { NotFoundError } from "../services/accounts.ts";
+import { AppError } from "../services/errors.ts";
 import type { ServiceContext } from "../services/context.ts";
 
 const json = (res: ServerResponse, status: number, body: unknown) => {
@@ -29,7 +30,12 @@ export function createAdminRoute(ctx: ServiceContext, token: string) {
     try {
       json(res, 200, { result: await runAdminCommand(ctx, body.command as CommandName, body.args ?? {}) });
     } catch (err) {
-      const status = err instanceof UsageError ? 400 : err instanceof NotFoundError ? 404 : (err as { code?: string }).code === "P2025" ? 404 : 500;
+      const status =
+        err instanceof UsageError ? 400
+        : err instanceof NotFoundError || (err as { code?: string }).code === "P2025" || (err instanceof AppError && err.code === "NOT_FOUND") ? 404
+        : err instanceof AppError ? (err.code === "CONFLICT" ? 409 : 400)
+        : (err as { code?: string }).code === "P2002" ? 409
+        : 500;
       json(res, status, { error: status === 500 ? "internal error" : (err as Error).message });
     }
     return true;

@@ -3,14 +3,12 @@ import { hostname } from "node:os";
 import { Redis } from "ioredis";
 import { redisNames } from "@modelgate/data-plane/contract/index";
 import { createLogger } from "@modelgate/data-plane/logger";
-import { ensureAdminToken } from "../admin/token.ts";
 import { chain, notFound } from "../http/app.ts";
-import { createAdminRoute } from "../http/admin-route.ts";
-import { createStaticRoute } from "../http/static.ts";
 import { RedisSnapshotBus } from "../snapshot/redis-bus.ts";
 import { RedisUsageConsumer } from "../usage/redis-consumer.ts";
 import { settleUsage } from "../usage/settle.ts";
 import { bootControlPlane } from "./bootstrap.ts";
+import { controlPlaneRoutes } from "./routes.ts";
 import { readSettings } from "./settings.ts";
 import { onShutdown } from "./shutdown.ts";
 
@@ -48,14 +46,14 @@ const consumer = new RedisUsageConsumer(
 );
 await consumer.start();
 
-const adminToken = ensureAdminToken(settings.dataDir, process.env.MODELGATE_ADMIN_TOKEN);
+const { routes } = await controlPlaneRoutes(core.ctx, settings, logger);
 const health = async (req: IncomingMessage, res: ServerResponse) => {
   if (req.url !== "/healthz" && req.url !== "/readyz") return false;
   res.writeHead(200, { "content-type": "application/json" });
   res.end('{"status":"ok"}');
   return true;
 };
-const handler = chain([health, createAdminRoute(core.ctx, adminToken), createStaticRoute()], notFound);
+const handler = chain([health, ...routes], notFound);
 const server = createServer((req, res) => void handler(req, res));
 server.listen(settings.port, settings.host, () => logger.info({ port: settings.port }, "control plane listening"));
 

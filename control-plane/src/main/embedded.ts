@@ -5,13 +5,11 @@ import { createDataPlaneHandler } from "@modelgate/data-plane/server/app";
 import { UndiciTransport } from "@modelgate/data-plane/upstreams/transport";
 import { DemoTransport } from "@modelgate/data-plane/upstreams/demo";
 import { createLogger } from "@modelgate/data-plane/logger";
-import { ensureAdminToken } from "../admin/token.ts";
 import { DEMO_MODEL_ID } from "../config/sync.ts";
 import { chain, notFound } from "../http/app.ts";
-import { createAdminRoute } from "../http/admin-route.ts";
-import { createStaticRoute } from "../http/static.ts";
 import { settleUsage } from "../usage/settle.ts";
 import { bootControlPlane } from "./bootstrap.ts";
+import { controlPlaneRoutes } from "./routes.ts";
 import { readSettings } from "./settings.ts";
 import { onShutdown } from "./shutdown.ts";
 
@@ -37,8 +35,8 @@ const dataPlaneOptions = { store, usage, transport, demo: new DemoTransport(), l
 const dataPlane = createDataPlaneHandler(dataPlaneOptions, false);
 // Whatever nobody else claims is an API 404 in OpenAI's shape (the console only answers GETs).
 const apiNotFound = createDataPlaneHandler(dataPlaneOptions, true);
-const adminToken = ensureAdminToken(settings.dataDir, process.env.MODELGATE_ADMIN_TOKEN);
-const handler = chain([dataPlane, createAdminRoute(core.ctx, adminToken), createStaticRoute(), apiNotFound], notFound);
+const { routes } = await controlPlaneRoutes(core.ctx, settings, logger);
+const handler = chain([dataPlane, ...routes, apiNotFound], notFound);
 const server = createServer((req, res) => void handler(req, res));
 server.keepAliveTimeout = 65_000;
 server.listen(settings.port, settings.host, () => {
@@ -47,6 +45,7 @@ server.listen(settings.port, settings.host, () => {
 modelgate is running (embedded mode, data in ${settings.dataDir})
   API base URL   ${base}/v1
   Console        ${base}/
+  GraphQL        ${base}/graphql
   Health         ${base}/healthz
 Get a key:
   npm run admin -- account create --name demo --balance 10

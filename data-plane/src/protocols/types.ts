@@ -1,7 +1,7 @@
 // The shapes shared by every protocol adapter (see index.ts for the registry).
 
 import type { GatewayError, RenderedError } from "../errors.ts";
-import type { CanonicalRequest, CanonicalResponse, CanonicalStreamEvent, UpstreamErrorInfo } from "./canonical.ts";
+import type { CanonicalRequest, CanonicalResponse, CanonicalStreamEvent, ProtocolName, UpstreamErrorInfo } from "./canonical.ts";
 
 /** What to send upstream. `path` is relative to the route's base URL; auth headers are added separately. */
 export interface UpstreamRequest {
@@ -36,7 +36,7 @@ export interface StreamEncoder {
 }
 
 export interface ProtocolAdapter {
-  readonly name: "openai" | "anthropic" | "gemini";
+  readonly name: ProtocolName;
   // client side
   /** Gemini carries the model and streaming in the URL, so the server passes them in `route`. */
   parseClientRequest(body: unknown, route?: ClientRoute): CanonicalRequest;

@@ -1,0 +1,54 @@
+import { randomBytes } from "node:crypto";
+import { existsSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Logger } from "pino";
+import { ensureAdminToken } from "../admin/token.ts";
+import { ensureOperator } from "../auth/bootstrap.ts";
+import { createGraphqlHandler } from "../graphql/handler.ts";
+import type { AppContext } from "../graphql/context.ts";
+import { createAdminRoute } from "../http/admin-route.ts";
+import { createApiRoutes } from "../http/api-routes.ts";
+import type { Route } from "../http/app.ts";
+import { createStaticRoute } from "../http/static.ts";
+import { createMailer } from "../mail/mailer.ts";
+import type { ServiceContext } from "../services/context.ts";
+import type { Settings } from "./settings.ts";
+
+/**
+ * The control plane's HTTP surface, the same in both modes: GraphQL, export downloads, the admin endpoint
+ * the CLI uses, and the console. Also makes sure an operator can sign in on a fresh install.
+ */
+export async function controlPlaneRoutes(ctx: ServiceContext, settings: Settings, logger: Logger): Promise<{ routes: Route[]; app: AppContext }> {
+  const app: AppContext = {
+    ...ctx,
+    mail: createMailer({ smtpUrl: settings.smtpUrl, outboxDir: join(settings.dataDir, "outbox") }),
+    dataDir: settings.dataDir,
+    secureCookies: settings.secureCookies,
+    dev: settings.dev,
+  };
+  await bootstrapOperator(ctx, settings, logger);
+  const graphql = createGraphqlHandler(app);
+  const graphqlRoute: Route = async (req, res) => {
+    const path = (req.url ?? "/").split("?")[0];
+    if (path !== "/graphql") return false;
+    await graphql(req, res);
+    return true;
+  };
+  const adminToken = ensureAdminToken(settings.dataDir, process.env.MODELGATE_ADMIN_TOKEN);
+  return { routes: [graphqlRoute, createApiRoutes(app), createAdminRoute(ctx, adminToken), createStaticRoute()], app };
+}
+
+/** The first operator: from MODELGATE_OPERATOR_PASSWORD, or a generated password written once to the data dir. */
+async function bootstrapOperator(ctx: ServiceContext, settings: Settings, logger: Logger): Promise<void> {
+  const file = join(settings.dataDir, "operator-initial-password");
+  let password = settings.operatorPassword;
+  if (!password) {
+    if (existsSync(file)) return;
+    password = randomBytes(12).toString("base64url");
+  }
+  const { created } = await ensureOperator(ctx, { email: settings.operatorEmail, password });
+  if (created && !settings.operatorPassword) {
+    writeFileSync(file, `${settings.operatorEmail}\n${password}\n`, { mode: 0o600 });
+    logger.info({ email: settings.operatorEmail, passwordFile: file }, "created the first operator; its password is in the file");
+  }
+}

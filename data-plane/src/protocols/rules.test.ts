@@ -1,0 +1,222 @@
+// The translation rules the gateway promises, one assertion each (the golden suite covers whole documents).
+
+import { describe, expect, it } from "vitest";
+import { GatewayError } from "../errors.ts";
+import { type CanonicalRequest, DEFAULT_ANTHROPIC_MAX_TOKENS, REASONING_BUDGET, protocols } from "./index.ts";
+
+const base = (over: Partial<CanonicalRequest> = {}): CanonicalRequest => ({
+  model: "m",
+  system: [],
+  messages: [{ role: "user", content: [{ type: "text", text: "hi" }] }],
+  stream: false,
+  ...over,
+});
+
+function gatewayError(fn: () => unknown): { kind: string; code: string; param: string | null; message: string } {
+  try {
+    fn();
+  } catch (e) {
+    if (e instanceof GatewayError) return { kind: e.kind, code: e.code, param: e.param, message: e.message };
+    throw e;
+  }
+  throw new Error("expected a GatewayError");
+}
+
+describe("upstream auth and paths", () => {
+  it("uses each vendor's auth header", () => {
+    expect(protocols.openai.authHeaders("k")).toEqual({ authorization: "Bearer k" });
+    expect(protocols.anthropic.authHeaders("k")).toEqual({ "x-api-key": "k", "anthropic-version": "2023-06-01" });
+    expect(protocols.gemini.authHeaders("k")).toEqual({ "x-goog-api-key": "k" });
+  });
+  it("builds paths relative to the base URL", () => {
+    expect(protocols.openai.buildUpstreamRequest(base(), "gpt", { stream: false }).path).toBe("/chat/completions");
+    expect(protocols.anthropic.buildUpstreamRequest(base(), "claude", { stream: true }).path).toBe("/messages");
+    expect(protocols.gemini.buildUpstreamRequest(base(), "gemini-2.5-flash", { stream: false }).path).toBe("/models/gemini-2.5-flash:generateContent");
+    expect(protocols.gemini.buildUpstreamRequest(base(), "gemini-2.5-flash", { stream: true }).path).toBe(
+      "/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
+    );
+  });
+  it("always asks an OpenAI upstream for stream usage", () => {
+    const body = protocols.openai.buildUpstreamRequest(base({ stream: true }), "gpt", { stream: true }).body;
+    expect(body.stream).toBe(true);
+    expect(body.stream_options).toEqual({ include_usage: true });
+  });
+});
+
+describe("max tokens and reasoning", () => {
+  it("defaults Anthropic's required max_tokens", () => {
+    expect(DEFAULT_ANTHROPIC_MAX_TOKENS).toBe(4096);
+    expect(protocols.anthropic.buildUpstreamRequest(base(), "c", { stream: false }).body.max_tokens).toBe(4096);
+  });
+  it("maps reasoning effort to budgets", () => {
+    expect(REASONING_BUDGET).toEqual({ minimal: 1024, low: 1024, medium: 8192, high: 24576 });
+    const req = base({ reasoning: { enabled: true, effort: "low" } });
+    expect(protocols.anthropic.buildUpstreamRequest(req, "c", { stream: false }).body).toMatchObject({
+      max_tokens: 1024 + 4096,
+      thinking: { type: "enabled", budget_tokens: 1024 },
+    });
+    expect(protocols.gemini.buildUpstreamRequest(req, "g", { stream: false }).body.generationConfig).toEqual({
+      thinkingConfig: { thinkingBudget: 1024, includeThoughts: true },
+    });
+    const fromBudget = base({ reasoning: { enabled: true, budgetTokens: 10000 } });
+    expect(protocols.openai.buildUpstreamRequest(fromBudget, "o", { stream: false }).body.reasoning_effort).toBe("high");
+  });
+  it("keeps the thinking budget below an explicit max_tokens", () => {
+    const req = base({ maxOutputTokens: 5000, reasoning: { enabled: true, effort: "medium" } });
+    expect(protocols.anthropic.buildUpstreamRequest(req, "c", { stream: false }).body).toMatchObject({
+      max_tokens: 5000,
+      thinking: { type: "enabled", budget_tokens: 4999 },
+    });
+    const tooSmall = base({ maxOutputTokens: 500, reasoning: { enabled: true, effort: "low" } });
+    expect(gatewayError(() => protocols.anthropic.buildUpstreamRequest(tooSmall, "c", { stream: false }))).toMatchObject({
+      kind: "invalid_request",
+      param: "max_tokens",
+    });
+  });
+  it("disables Gemini thinking with a zero budget", () => {
+    const req = base({ reasoning: { enabled: false } });
+    expect(protocols.gemini.buildUpstreamRequest(req, "g", { stream: false }).body.generationConfig).toEqual({ thinkingConfig: { thinkingBudget: 0 } });
+    expect(protocols.anthropic.buildUpstreamRequest(req, "c", { stream: false }).body.thinking).toEqual({ type: "disabled" });
+  });
+});
+
+describe("parameters an upstream cannot honour are refused, not dropped", () => {
+  it("refuses n > 1 everywhere", () => {
+    for (const p of ["openai", "anthropic", "gemini"] as const) {
+      expect(gatewayError(() => protocols[p].buildUpstreamRequest(base({ n: 2 }), "x", { stream: false }))).toMatchObject({
+        kind: "invalid_request",
+        code: "unsupported_parameter",
+        param: "n",
+      });
+    }
+  });
+  it("refuses JSON output on Anthropic but translates it for Gemini", () => {
+    const req = base({ responseFormat: { type: "json_object" } });
+    expect(gatewayError(() => protocols.anthropic.buildUpstreamRequest(req, "c", { stream: false }))).toEqual({
+      kind: "invalid_request",
+      code: "unsupported_parameter",
+      param: "response_format",
+      message: "'response_format' is not supported by this model's Anthropic upstream: Anthropic has no JSON output mode.",
+    });
+    expect(protocols.gemini.buildUpstreamRequest(req, "g", { stream: false }).body.generationConfig).toEqual({ responseMimeType: "application/json" });
+  });
+  it("refuses top_k on OpenAI and temperature above 1 on Anthropic", () => {
+    expect(gatewayError(() => protocols.openai.buildUpstreamRequest(base({ topK: 5 }), "o", { stream: false })).param).toBe("top_k");
+    expect(gatewayError(() => protocols.anthropic.buildUpstreamRequest(base({ temperature: 1.5 }), "c", { stream: false })).param).toBe("temperature");
+  });
+});
+
+describe("client validation", () => {
+  it("names the missing or invalid parameter", () => {
+    expect(gatewayError(() => protocols.openai.parseClientRequest({ messages: [{ role: "user", content: "x" }] }))).toEqual({
+      kind: "invalid_request",
+      code: "missing_required_parameter",
+      param: "model",
+      message: "Missing required parameter: 'model'.",
+    });
+    expect(gatewayError(() => protocols.openai.parseClientRequest({ model: "m", messages: [{ role: "user", content: "x" }], temperature: 3 }))).toMatchObject({
+      code: "invalid_value",
+      param: "temperature",
+    });
+    expect(
+      gatewayError(() => protocols.openai.parseClientRequest({ model: "m", messages: [{ role: "user", content: [{ type: "input_audio", input_audio: {} }] }] })),
+    ).toMatchObject({ param: "messages[0].content[0].type" });
+    expect(gatewayError(() => protocols.anthropic.parseClientRequest({ model: "m", messages: [{ role: "user", content: "x" }] }))).toMatchObject({
+      code: "missing_required_parameter",
+      param: "max_tokens",
+    });
+    expect(gatewayError(() => protocols.gemini.parseClientRequest({ contents: [{ parts: [{ text: "x" }] }] }))).toMatchObject({ param: "model" });
+    expect(gatewayError(() => protocols.openai.parseClientRequest("not an object"))).toMatchObject({ code: "invalid_json" });
+  });
+  it("refuses a Gemini functionResponse that answers no call", () => {
+    const body = { contents: [{ role: "user", parts: [{ functionResponse: { name: "f", response: {} } }] }] };
+    expect(gatewayError(() => protocols.gemini.parseClientRequest(body, { model: "g" }))).toMatchObject({
+      param: "contents[0].parts[0].functionResponse",
+    });
+  });
+  it("reads stream and include_usage from an OpenAI body, and the model and stream from a Gemini route", () => {
+    const o = protocols.openai.parseClientRequest({ model: "m", messages: [{ role: "user", content: "x" }], stream: true, stream_options: { include_usage: true } });
+    expect([o.stream, o.streamIncludeUsage]).toEqual([true, true]);
+    const g = protocols.gemini.parseClientRequest({ contents: [{ parts: [{ text: "x" }] }] }, { model: "models/gemini-x", stream: true });
+    expect([g.model, g.stream]).toEqual(["gemini-x", true]);
+  });
+});
+
+describe("errors", () => {
+  const err = new GatewayError("rate_limit", "rate_limit_exceeded", "Slow down.");
+  it("renders each protocol's shape with the request id", () => {
+    expect(JSON.parse(protocols.openai.renderError(err, "r1").body)).toEqual({
+      error: { message: "Slow down. (request id: r1)", type: "rate_limit_error", param: null, code: "rate_limit_exceeded" },
+    });
+    expect(JSON.parse(protocols.anthropic.renderError(err, "r1").body)).toEqual({
+      type: "error",
+      error: { type: "rate_limit_error", message: "Slow down. (request id: r1)" },
+      request_id: "r1",
+    });
+    expect(protocols.gemini.renderError(new GatewayError("authentication", "invalid_api_key", "Bad key."), "r1")).toEqual({
+      status: 401,
+      body: JSON.stringify({ error: { code: 401, message: "Bad key. (request id: r1)", status: "UNAUTHENTICATED" } }),
+    });
+  });
+  it("parses each vendor's upstream error body", () => {
+    expect(
+      protocols.openai.parseUpstreamError(429, JSON.stringify({ error: { message: "Quota", type: "insufficient_quota", param: null, code: "insufficient_quota" } })),
+    ).toEqual({ kind: "rate_limit", code: "insufficient_quota", message: "Quota", param: null });
+    expect(protocols.anthropic.parseUpstreamError(529, JSON.stringify({ type: "error", error: { type: "overloaded_error", message: "Overloaded" } }))).toEqual({
+      kind: "unavailable",
+      code: "overloaded_error",
+      message: "Overloaded",
+      param: null,
+    });
+    const badKey = {
+      error: {
+        code: 400,
+        message: "API key not valid. Please pass a valid API key.",
+        status: "INVALID_ARGUMENT",
+        details: [{ "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: "API_KEY_INVALID" }],
+      },
+    };
+    expect(protocols.gemini.parseUpstreamError(400, JSON.stringify(badKey))).toEqual({
+      kind: "authentication",
+      code: "INVALID_ARGUMENT",
+      message: "API key not valid. Please pass a valid API key.",
+      param: null,
+    });
+    expect(protocols.openai.parseUpstreamError(502, "<html>Bad Gateway</html>")).toEqual({
+      kind: "upstream",
+      code: "http_502",
+      message: "<html>Bad Gateway</html>",
+      param: null,
+    });
+  });
+});
+
+describe("stream framing", () => {
+  const ctx = { model: "acme", requestId: "r1" };
+  it("gives an OpenAI client no usage chunk unless asked", () => {
+    const enc = protocols.openai.createClientStreamEncoder(ctx);
+    const out = [
+      enc.encode({ type: "start", id: "x", model: "u", created: 1 }),
+      enc.encode({ type: "usage", usage: { promptTokens: 1, completionTokens: 2, reasoningTokens: 0, cachedTokens: 0 } }),
+      enc.encode({ type: "finish", reason: "stop" }),
+      enc.encode({ type: "end" }),
+    ].join("");
+    expect(out).toBe(
+      'data: {"id":"x","object":"chat.completion.chunk","created":1,"model":"acme","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}\n\n' +
+        'data: {"id":"x","object":"chat.completion.chunk","created":1,"model":"acme","choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}]}\n\n' +
+        "data: [DONE]\n\n",
+    );
+  });
+  it("starts an Anthropic stream with message_start whatever comes first", () => {
+    const enc = protocols.anthropic.createClientStreamEncoder(ctx);
+    expect(enc.encode({ type: "text", text: "a" }).split("\n")[0]).toBe("event: message_start");
+    expect(enc.encode({ type: "end" })).toContain("event: message_stop\n");
+  });
+  it("reports a truncated upstream stream as an error", () => {
+    for (const p of ["openai", "anthropic", "gemini"] as const) {
+      const events = protocols[p].createUpstreamStreamDecoder().end();
+      expect(events).toHaveLength(1);
+      expect(events[0]).toMatchObject({ type: "error", error: { kind: "upstream", code: "stream_truncated" } });
+    }
+  });
+});

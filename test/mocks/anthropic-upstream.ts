@@ -1,0 +1,177 @@
+// A mock Anthropic Messages upstream speaking the real wire format: JSON messages, and streams of named
+// events (`event: <type>\ndata: {json}\n\n`) in Anthropic's order: message_start, ping, per block
+// content_block_start → content_block_delta* → content_block_stop, message_delta with usage, message_stop.
+// Frames are written by hand here, not with the gateway's encoders, so the two cannot share a bug.
+
+import { type ServerResponse, createServer } from "node:http";
+import {
+  DEFAULT_MOCK_KEY,
+  DEFAULT_REPLY,
+  type MockReply,
+  type MockUpstream,
+  type MockUpstreamOptions,
+  type RecordedRequest,
+  defaultUsage,
+  finishOf,
+  fragments,
+  listen,
+  nextReply,
+  readBody,
+  sleep,
+} from "./script.ts";
+
+const STOP_REASON = { stop: "end_turn", length: "max_tokens", tool_calls: "tool_use", content_filter: "refusal" } as const;
+
+const ERROR_TYPE: Record<number, string> = {
+  400: "invalid_request_error",
+  401: "authentication_error",
+  402: "billing_error",
+  403: "permission_error",
+  404: "not_found_error",
+  413: "request_too_large",
+  429: "rate_limit_error",
+  500: "api_error",
+  504: "timeout_error",
+  529: "overloaded_error",
+};
+
+let counter = 0;
+const requestId = (): string => `req_mock${(++counter).toString().padStart(6, "0")}`;
+
+function sendError(res: ServerResponse, status: number, message: string, type?: string): void {
+  const id = requestId();
+  res.writeHead(status, { "content-type": "application/json", "request-id": id });
+  res.end(JSON.stringify({ type: "error", error: { type: type ?? ERROR_TYPE[status] ?? "api_error", message }, request_id: id }));
+}
+
+function usageOf(r: MockReply) {
+  const u = defaultUsage(r);
+  const cached = u.cachedTokens ?? 0;
+  return {
+    // Anthropic's input_tokens excludes cache reads.
+    input_tokens: u.promptTokens - cached,
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: cached,
+    // Anthropic counts thinking inside output_tokens.
+    output_tokens: u.completionTokens + (u.reasoningTokens ?? 0),
+  };
+}
+
+const toolId = (i: number, id?: string): string => id ?? `toolu_mock${i.toString().padStart(2, "0")}`;
+
+function messageJson(r: MockReply, model: string): Record<string, unknown> {
+  const content: Record<string, unknown>[] = [];
+  if (r.thinking) content.push({ type: "thinking", thinking: r.thinking.join(""), signature: r.signature ?? "mock-signature" });
+  if (r.text) content.push({ type: "text", text: r.text.join("") });
+  (r.toolCalls ?? []).forEach((c, i) => content.push({ type: "tool_use", id: toolId(i, c.id), name: c.name, input: c.arguments }));
+  return {
+    id: "msg_mock01",
+    type: "message",
+    role: "assistant",
+    model,
+    content,
+    stop_reason: STOP_REASON[finishOf(r)],
+    stop_sequence: null,
+    usage: usageOf(r),
+  };
+}
+
+const frame = (data: Record<string, unknown>): string => `event: ${String(data.type)}\ndata: ${JSON.stringify(data)}\n\n`;
+
+async function stream(res: ServerResponse, r: MockReply, model: string): Promise<void> {
+  res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", "request-id": requestId() });
+  const write = async (data: Record<string, unknown>) => {
+    res.write(frame(data));
+    if (r.delayMs) await sleep(r.delayMs);
+  };
+  const usage = usageOf(r);
+  await write({
+    type: "message_start",
+    message: { id: "msg_mock01", type: "message", role: "assistant", model, content: [], stop_reason: null, stop_sequence: null, usage: { ...usage, output_tokens: 1 } },
+  });
+  await write({ type: "ping" });
+  let index = 0;
+  if (r.thinking) {
+    await write({ type: "content_block_start", index, content_block: { type: "thinking", thinking: "", signature: "" } });
+    for (const t of r.thinking) await write({ type: "content_block_delta", index, delta: { type: "thinking_delta", thinking: t } });
+    await write({ type: "content_block_delta", index, delta: { type: "signature_delta", signature: r.signature ?? "mock-signature" } });
+    await write({ type: "content_block_stop", index });
+    index++;
+  }
+  if (r.text) {
+    await write({ type: "content_block_start", index, content_block: { type: "text", text: "" } });
+    for (const [n, t] of r.text.entries()) {
+      if (r.midStreamError && n === (r.midStreamError.afterChunks ?? 1)) {
+        await write({ type: "error", error: { type: r.midStreamError.type ?? "overloaded_error", message: r.midStreamError.message } });
+        res.end();
+        return;
+      }
+      if (r.dropAfterChunks !== undefined && n === r.dropAfterChunks) {
+        res.destroy();
+        return;
+      }
+      await write({ type: "content_block_delta", index, delta: { type: "text_delta", text: t } });
+    }
+    await write({ type: "content_block_stop", index });
+    index++;
+  }
+  if (r.midStreamError && (r.text?.length ?? 0) <= (r.midStreamError.afterChunks ?? 1)) {
+    await write({ type: "error", error: { type: r.midStreamError.type ?? "overloaded_error", message: r.midStreamError.message } });
+    res.end();
+    return;
+  }
+  for (const [i, c] of (r.toolCalls ?? []).entries()) {
+    await write({ type: "content_block_start", index, content_block: { type: "tool_use", id: toolId(i, c.id), name: c.name, input: {} } });
+    // Anthropic opens every tool input with an empty fragment.
+    await write({ type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: "" } });
+    for (const f of fragments(JSON.stringify(c.arguments))) {
+      await write({ type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: f } });
+    }
+    await write({ type: "content_block_stop", index });
+    index++;
+  }
+  await write({ type: "message_delta", delta: { stop_reason: STOP_REASON[finishOf(r)], stop_sequence: null }, usage: { output_tokens: usage.output_tokens } });
+  await write({ type: "message_stop" });
+  res.end();
+}
+
+/** Starts the mock. Its `url` ends in /v1, as an Anthropic route's base URL does. */
+export async function startAnthropicUpstream(opts: MockUpstreamOptions = {}): Promise<MockUpstream> {
+  const apiKey = opts.apiKey ?? DEFAULT_MOCK_KEY;
+  const mock: MockUpstream = {
+    url: "",
+    requests: [],
+    queue: [],
+    fallback: opts.fallback ?? DEFAULT_REPLY,
+    reply: (...scripts) => void mock.queue.push(...scripts),
+    close: async () => undefined,
+  };
+  const server = createServer((req, res) => {
+    void (async () => {
+      const body = await readBody(req);
+      const recorded: RecordedRequest = { method: req.method ?? "", url: req.url ?? "", headers: req.headers, body };
+      mock.requests.push(recorded);
+      const bearer = req.headers.authorization?.startsWith("Bearer ") ? req.headers.authorization.slice(7) : undefined;
+      if (req.headers["x-api-key"] !== apiKey && bearer !== apiKey) return sendError(res, 401, "invalid x-api-key");
+      if (req.method !== "POST" || req.url !== "/v1/messages") return sendError(res, 404, `Not found: ${req.url ?? ""}`);
+      if (typeof req.headers["anthropic-version"] !== "string") {
+        return sendError(res, 400, "anthropic-version: header is required");
+      }
+      const b = (body ?? {}) as { model?: unknown; max_tokens?: unknown; stream?: unknown };
+      if (typeof b.max_tokens !== "number") return sendError(res, 400, "max_tokens: Field required");
+      const model = typeof b.model === "string" ? b.model : "claude-mock";
+      const r = nextReply(mock, recorded);
+      if (r.error) return sendError(res, r.error.status, r.error.message, r.error.type);
+      if (b.stream === true) return stream(res, r, model);
+      res.writeHead(200, { "content-type": "application/json", "request-id": requestId() });
+      res.end(JSON.stringify(messageJson(r, model)));
+    })().catch((err: unknown) => {
+      if (!res.headersSent) sendError(res, 500, String(err));
+      else res.destroy();
+    });
+  });
+  const { origin, close } = await listen(server, opts.port ?? 0);
+  mock.url = `${origin}/v1`;
+  mock.close = close;
+  return mock;
+}

@@ -1,0 +1,124 @@
+// Scripting shared by the mock upstreams (Anthropic, Gemini, and OpenAI when it adopts it): a test says
+// what the "model" answers, each mock renders it in its vendor's exact wire format.
+
+import type { IncomingHttpHeaders, Server } from "node:http";
+import type { AddressInfo } from "node:net";
+
+export interface MockToolCall {
+  /** Anthropic/OpenAI call id; Gemini sends none. Defaults to a deterministic id. */
+  id?: string;
+  name: string;
+  arguments: Record<string, unknown>;
+}
+
+export interface MockUsage {
+  promptTokens: number;
+  /** Visible output tokens, reasoning excluded (each vendor adds reasoning its own way). */
+  completionTokens: number;
+  reasoningTokens?: number;
+  cachedTokens?: number;
+}
+
+/** One scripted answer. Text and thinking are lists of chunks: one chunk per stream event. */
+export interface MockReply {
+  thinking?: string[];
+  /** Anthropic thinking signature / Gemini thoughtSignature; a default is used when thinking is present. */
+  signature?: string;
+  text?: string[];
+  toolCalls?: MockToolCall[];
+  /** Defaults to tool_calls when there are calls, else stop. */
+  finish?: "stop" | "length" | "tool_calls" | "content_filter";
+  usage?: MockUsage;
+  /** Answer with this HTTP status and the vendor's error body instead of an answer. */
+  error?: { status: number; message: string; type?: string };
+  /** Streams only: send the text chunks up to `afterChunks`, then the vendor's mid-stream error event. */
+  midStreamError?: { message: string; type?: string; afterChunks?: number };
+  /** Streams only: destroy the socket after this many text chunks (a connection cut, no error event). */
+  dropAfterChunks?: number;
+  /** Pause between stream events, to test time to first token and client disconnects. */
+  delayMs?: number;
+}
+
+export interface RecordedRequest {
+  method: string;
+  /** Path and query as received, e.g. /v1/messages or /v1beta/models/x:streamGenerateContent?alt=sse. */
+  url: string;
+  headers: IncomingHttpHeaders;
+  /** Parsed JSON body (undefined when not JSON). */
+  body: unknown;
+}
+
+export type MockScript = MockReply | ((req: RecordedRequest) => MockReply);
+
+export interface MockUpstreamOptions {
+  /** The upstream credential the mock accepts (default DEFAULT_MOCK_KEY). */
+  apiKey?: string;
+  /** 0 (default) picks a free port. */
+  port?: number;
+  /** Answer used when the queue is empty (default DEFAULT_REPLY). */
+  fallback?: MockScript;
+}
+
+export interface MockUpstream {
+  /** Base URL as a route would hold it (Anthropic: …/v1, Gemini: …/v1beta). */
+  url: string;
+  requests: RecordedRequest[];
+  /** Replies for the next requests, consumed in order; then `fallback` answers. */
+  queue: MockScript[];
+  fallback: MockScript;
+  /** Same as pushing onto `queue`. */
+  reply(...scripts: MockScript[]): void;
+  close(): Promise<void>;
+}
+
+export const DEFAULT_MOCK_KEY = "test-upstream-key";
+export const DEFAULT_REPLY: MockReply = { text: ["Hello", " from", " the mock."] };
+
+export const defaultUsage = (r: MockReply): MockUsage => r.usage ?? { promptTokens: 10, completionTokens: 5 };
+
+export const finishOf = (r: MockReply): NonNullable<MockReply["finish"]> =>
+  r.finish ?? (r.toolCalls && r.toolCalls.length > 0 ? "tool_calls" : "stop");
+
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Splits a JSON text into n fragments, the way vendors stream tool arguments. */
+export function fragments(json: string, n = 3): string[] {
+  const size = Math.max(1, Math.ceil(json.length / n));
+  const out: string[] = [];
+  for (let i = 0; i < json.length; i += size) out.push(json.slice(i, i + size));
+  return out.length > 0 ? out : [""];
+}
+
+/** The next reply for a request: the head of the queue, else the fallback. */
+export function nextReply(mock: Pick<MockUpstream, "queue" | "fallback">, req: RecordedRequest): MockReply {
+  const s = mock.queue.shift() ?? mock.fallback;
+  return typeof s === "function" ? s(req) : s;
+}
+
+/** Starts a node:http server on 127.0.0.1 and returns its origin and a close function. */
+export async function listen(
+  server: Server,
+  port: number,
+): Promise<{ origin: string; close: () => Promise<void> }> {
+  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
+  const { port: actual } = server.address() as AddressInfo;
+  return {
+    origin: `http://127.0.0.1:${actual}`,
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.closeAllConnections();
+        server.close((err) => (err ? reject(err) : resolve()));
+      }),
+  };
+}
+
+export async function readBody(req: AsyncIterable<Buffer>): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  for await (const c of req) chunks.push(c);
+  const text = Buffer.concat(chunks).toString("utf8");
+  try {
+    return text === "" ? undefined : (JSON.parse(text) as unknown);
+  } catch {
+    return undefined;
+  }
+}
