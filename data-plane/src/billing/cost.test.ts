@@ -61,7 +61,7 @@ describe("computeCost", () => {
     // 2^31 tokens each way at 10^12 micro-units per M: (2^31 × 10^12 × 2) / 10^6 = 4_294_967_296_000_000
     const n = 2 ** 31;
     expect(computeCost(usage(n, n), price("1000000000000", "1000000000000"))).toBe(4_294_967_296_000_000n);
-    // Number.MAX_SAFE_INTEGER tokens × 1 at 999_999 per M: 9007199254740991 × 999999 / 1e6 = 9007190247541736.259… → …736
+    // MAX_SAFE_INTEGER tokens at 999_999 per M: 9007199254740991 × 999999 / 1e6 = 9007190247541736.259… → …736
     expect(computeCost(usage(Number.MAX_SAFE_INTEGER, 0), price("999999", "0"))).toBe(9_007_190_247_541_736n);
     // prices above 2^63 are fine too
     expect(computeCost(usage(1_000_000, 0), price("99999999999999999999999", "0"))).toBe(

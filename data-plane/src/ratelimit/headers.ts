@@ -1,3 +1,4 @@
+import { GatewayError } from "../errors.ts";
 import type { RateLimitDenial, RateLimitInfo } from "./types.ts";
 
 /** A duration as OpenAI writes its reset headers (Go style): "250ms", "1.5s", "6m0s", "1h2m3s". */
@@ -35,4 +36,22 @@ export function rateLimitHeaders(info: RateLimitInfo, denial?: RateLimitDenial):
     h["retry-after-ms"] = String(denial.retryAfterMs);
   }
   return h;
+}
+
+const KIND_TEXT = { rpm: "requests per minute", tpm: "tokens per minute", concurrency: "concurrent requests" } as const;
+
+/**
+ * The 429 a refusal becomes: code rate_limit_exceeded, a message naming the limit and the wait, and the
+ * headers above (the SDKs retry after Retry-After on their own).
+ */
+export function rateLimitError(denial: RateLimitDenial): GatewayError {
+  const who = denial.scope === "key" ? "this API key" : "this account";
+  const wait = formatReset(denial.retryAfterMs);
+  return new GatewayError(
+    "rate_limit",
+    "rate_limit_exceeded",
+    `Rate limit reached for ${who}: ${denial.limit} ${KIND_TEXT[denial.kind]}. Retry after ${wait}.`,
+    null,
+    rateLimitHeaders(denial.info, denial),
+  );
 }

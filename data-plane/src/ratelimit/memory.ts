@@ -3,6 +3,7 @@ import { gcra, chargedUnits, correctTat, type GcraCheck } from "./gcra.ts";
 import {
   hasAnyLimit,
   NO_INFO,
+  tighterLimit,
   type AcquireResult,
   type LimitKind,
   type LimitScope,
@@ -30,20 +31,8 @@ const SWEEP_EVERY = 4096;
 
 const newCheck = (): GcraCheck => ({ allowed: true, newTat: 0, retryAfterMs: 0, remaining: 0, resetMs: 0 });
 
-/** The tighter of two limits for the headers: fewer remaining, then the smaller limit. */
-function tighter(
-  kLimit: number | null,
-  k: GcraCheck,
-  aLimit: number | null,
-  a: GcraCheck,
-): LimitState | null {
-  if (kLimit === null && aLimit === null) return null;
-  const useKey =
-    aLimit === null || (kLimit !== null && (k.remaining < a.remaining || (k.remaining === a.remaining && kLimit <= aLimit)));
-  return useKey
-    ? { limit: kLimit!, remaining: k.remaining, resetMs: k.resetMs }
-    : { limit: aLimit!, remaining: a.remaining, resetMs: a.resetMs };
-}
+const tighter = (kLimit: number | null, k: GcraCheck, aLimit: number | null, a: GcraCheck): LimitState | null =>
+  tighterLimit(kLimit, k.remaining, k.resetMs, aLimit, a.remaining, a.resetMs);
 
 class MemoryGrant implements RateLimitGrant {
   readonly ok = true as const;

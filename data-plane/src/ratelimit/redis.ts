@@ -6,10 +6,10 @@ import { chargedUnits } from "./gcra.ts";
 import {
   hasAnyLimit,
   NO_INFO,
+  tighterLimit,
   type AcquireResult,
   type LimitKind,
   type LimitScope,
-  type LimitState,
   type RateLimitGrant,
   type RateLimiter,
   type RateLimitInfo,
@@ -160,16 +160,10 @@ const KINDS: readonly (readonly [LimitScope, LimitKind])[] = [
 
 const lim = (n: number | null): number => n ?? 0;
 
-function tighter(kLimit: number | null, kRem: number, kReset: number, aLimit: number | null, aRem: number, aReset: number): LimitState | null {
-  if (kLimit === null && aLimit === null) return null;
-  const useKey = aLimit === null || (kLimit !== null && (kRem < aRem || (kRem === aRem && kLimit <= aLimit)));
-  return useKey ? { limit: kLimit!, remaining: kRem, resetMs: kReset } : { limit: aLimit!, remaining: aRem, resetMs: aReset };
-}
-
 function infoFrom(r: number[], kl: RateLimits, al: RateLimits): RateLimitInfo {
   return {
-    requests: tighter(kl.rpm, r[5]!, r[6]!, al.rpm, r[9]!, r[10]!),
-    tokens: tighter(kl.tpm, r[7]!, r[8]!, al.tpm, r[11]!, r[12]!),
+    requests: tighterLimit(kl.rpm, r[5]!, r[6]!, al.rpm, r[9]!, r[10]!),
+    tokens: tighterLimit(kl.tpm, r[7]!, r[8]!, al.tpm, r[11]!, r[12]!),
   };
 }
 

@@ -60,3 +60,24 @@ export interface RateLimiter {
 export const NO_INFO: RateLimitInfo = Object.freeze({ requests: null, tokens: null });
 
 export const hasAnyLimit = (l: RateLimits): boolean => l.rpm !== null || l.tpm !== null || l.concurrency !== null;
+
+/** The limit to report in headers: the one with fewer remaining, then the smaller one (null: neither set). */
+export function tighterLimit(
+  keyLimit: number | null,
+  keyRemaining: number,
+  keyResetMs: number,
+  accountLimit: number | null,
+  accountRemaining: number,
+  accountResetMs: number,
+): LimitState | null {
+  if (accountLimit === null) {
+    return keyLimit === null ? null : { limit: keyLimit, remaining: keyRemaining, resetMs: keyResetMs };
+  }
+  if (
+    keyLimit !== null &&
+    (keyRemaining < accountRemaining || (keyRemaining === accountRemaining && keyLimit <= accountLimit))
+  ) {
+    return { limit: keyLimit, remaining: keyRemaining, resetMs: keyResetMs };
+  }
+  return { limit: accountLimit, remaining: accountRemaining, resetMs: accountResetMs };
+}

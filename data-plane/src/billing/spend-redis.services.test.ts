@@ -1,0 +1,92 @@
+import { randomUUID } from "node:crypto";
+import { Redis } from "ioredis";
+import { afterAll, describe, expect, it } from "vitest";
+import { RedisSpendCounter } from "./spend-redis.ts";
+import { makeAccount, makeKey, spendCounterContract } from "./spend-contract.ts";
+
+const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+
+async function dropPrefix(redis: Redis, prefix: string): Promise<void> {
+  let cursor = "0";
+  do {
+    const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
+    cursor = next;
+    if (keys.length > 0) await redis.del(...keys);
+  } while (cursor !== "0");
+}
+
+spendCounterContract("redis", async () => {
+  const redis = new Redis(REDIS_URL);
+  const prefix = `mgtest:spend:${randomUUID()}:`;
+  // refreshMs 0: every get reads Redis, so the contract sees exactly what Redis holds
+  const counter = new RedisSpendCounter(redis, { prefix, refreshMs: 0, maxStaleMs: 0 });
+  return {
+    counter,
+    cleanup: async () => {
+      await counter.close();
+      await dropPrefix(redis, prefix);
+      redis.disconnect();
+    },
+  };
+});
+
+describe("RedisSpendCounter across replicas", () => {
+  const prefix = `mgtest:spend:${randomUUID()}:`;
+  const c1 = new Redis(REDIS_URL);
+  const c2 = new Redis(REDIS_URL);
+  afterAll(async () => {
+    await dropPrefix(c1, prefix);
+    c1.disconnect();
+    c2.disconnect();
+  });
+
+  it("sees another replica's spend once its cache is older than refreshMs", async () => {
+    let clock = 1_000_000;
+    const a = new RedisSpendCounter(c1, { prefix, clock: () => clock });
+    const b = new RedisSpendCounter(c2, { prefix, clock: () => clock, refreshMs: 250, maxStaleMs: 2000 });
+    const account = makeAccount("0");
+    const key = makeKey(account.id, "0");
+    expect(await b.get(key, account)).toEqual({ keySpent: 0n, accountSpent: 0n });
+    await a.add(key, account, 40n);
+    // b's cache is fresh: no round trip, the old figure
+    const fresh = b.get(key, account);
+    expect(fresh instanceof Promise).toBe(false);
+    expect(fresh).toEqual({ keySpent: 0n, accountSpent: 0n });
+    // stale but usable: answered from cache while a refresh runs
+    clock += 300;
+    expect(b.get(key, account)).toEqual({ keySpent: 0n, accountSpent: 0n });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(b.get(key, account)).toEqual({ keySpent: 40n, accountSpent: 40n });
+    // too stale: awaited
+    await a.add(key, account, 2n);
+    clock += 5000;
+    const awaited = b.get(key, account);
+    expect(awaited instanceof Promise).toBe(true);
+    expect(await awaited).toEqual({ keySpent: 42n, accountSpent: 42n });
+  });
+
+  it("keeps keys of one call under the account's hash tag", async () => {
+    const counter = new RedisSpendCounter(c1, { prefix });
+    const account = makeAccount("0");
+    await counter.add(makeKey(account.id, "0", "key-9"), account, 1n);
+    const keys = (await c1.keys(`${prefix}{acct:${account.id}}*`)).sort();
+    expect(keys.map((k) => k.slice(prefix.length))).toEqual([`{acct:${account.id}}:a`, `{acct:${account.id}}:k:key-9`]);
+  });
+
+  it("still counts its own spend while Redis is unreachable", async () => {
+    const broken = new Redis("redis://127.0.0.1:1", {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
+    const errors: unknown[] = [];
+    const counter = new RedisSpendCounter(broken, { prefix, onError: (e) => errors.push(e) });
+    const account = makeAccount("0");
+    const key = makeKey(account.id, "0");
+    await counter.add(key, account, 30n);
+    expect(await counter.get(key, account)).toEqual({ keySpent: 30n, accountSpent: 30n });
+    expect(errors.length).toBe(1);
+    broken.disconnect();
+  });
+});

@@ -1,0 +1,23 @@
+import { describe, expect, it } from "vitest";
+import { afterAdd, MemorySpendCounter, unsettled } from "./spend.ts";
+import { makeAccount, makeKey, spendCounterContract } from "./spend-contract.ts";
+
+spendCounterContract("memory", async () => {
+  const counter = new MemorySpendCounter();
+  return { counter, cleanup: () => counter.close() };
+});
+
+describe("spend arithmetic", () => {
+  it("computes unsettled spend as counter − settled, floored at 0, and 0 without a settled figure", () => {
+    expect([unsettled(10n, 3n), unsettled(3n, 10n), unsettled(5n, 5n), unsettled(99n, null)]).toEqual([7n, 0n, 0n, 0n]);
+  });
+
+  it("lifts a counter to the settled figure before adding", () => {
+    expect([afterAdd(10n, 3n, 1n), afterAdd(3n, 10n, 1n), afterAdd(3n, null, 1n)]).toEqual([11n, 11n, 4n]);
+  });
+
+  it("answers synchronously in memory", () => {
+    const a = makeAccount();
+    expect(new MemorySpendCounter().get(makeKey(a.id), a) instanceof Promise).toBe(false);
+  });
+});

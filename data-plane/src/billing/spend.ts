@@ -1,0 +1,88 @@
+import type { AccountSnapshot, KeySnapshot } from "../contract/snapshot.ts";
+import { compileKey, type UnsettledSpend } from "../policy/check.ts";
+
+// Running spend between snapshots.
+//
+// The counters are cumulative and only ever grow: each finished call adds its cost. The snapshot carries the
+// cumulative *settled* spend (key.spent; account.spent), and unsettled = counter − settled, never below 0.
+// A replica still on an older snapshot pairs an older (lower) settled figure with the current counter, so it
+// counts recently settled spend twice: it errs on the safe side until its snapshot catches up. Nothing is
+// ever decremented, so no race between the control plane's settlement and the snapshot's arrival can make
+// spend vanish.
+//
+// A counter below the snapshot's settled figure (Redis lost its data, the counter expired, or a call's add
+// failed while its usage event still settled) is lifted to the settled figure by the next add, so it never
+// hides spend for long: the error is at most the spend whose add failed, until that spend settles.
+//
+// Maximum overrun: checkKeyPolicy lets a call through while anything remains, and a call's cost is known
+// only when it ends. So a burst may overrun a quota or balance by
+//   (calls in flight for the key or account) × (cost of the largest call)
+// which the concurrency limit bounds; across replicas (Redis) add what other replicas spend within one
+// refresh interval of the local cache (RedisSpendCounter: refreshMs, default 250 ms).
+//
+// A control-plane action that lowers a key's spent (a quota reset) must call reset(), or the old counter
+// would count the cleared spend again.
+
+export interface SpendCounter {
+  /** Records a finished call's cost (micro-units; a negative value is a refund). */
+  add(key: KeySnapshot, account: AccountSnapshot, micro: bigint): Promise<void>;
+  /** Spend the given snapshot does not include yet, for checkKeyPolicy. */
+  get(key: KeySnapshot, account: AccountSnapshot): UnsettledSpend | Promise<UnsettledSpend>;
+  /** Forgets the counters of a key (or, without keyId, of the account) after the control plane lowered spent. */
+  reset(accountId: string, keyId?: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+const accountSettled = new WeakMap<AccountSnapshot, bigint | null>();
+
+/** The snapshot's cumulative settled spend of the key. */
+export const keySettled = (key: KeySnapshot): bigint => compileKey(key).spent;
+
+/**
+ * The snapshot's cumulative settled spend of the account; null when the control plane does not publish it,
+ * in which case the account's balance is enforced from the snapshot alone (unsettled account spend is 0).
+ */
+export function accountSettledSpend(account: AccountSnapshot): bigint | null {
+  let s = accountSettled.get(account);
+  if (s === undefined) {
+    s = account.spent === undefined ? null : BigInt(account.spent);
+    accountSettled.set(account, s);
+  }
+  return s;
+}
+
+/** counter − settled, never negative. */
+export function unsettled(counter: bigint, settled: bigint | null): bigint {
+  if (settled === null) return 0n;
+  return counter > settled ? counter - settled : 0n;
+}
+
+/** The counter after an add: lifted to the settled figure first when it fell behind it. */
+export function afterAdd(counter: bigint, settled: bigint | null, micro: bigint): bigint {
+  return (settled !== null && counter < settled ? settled : counter) + micro;
+}
+
+/** Embedded mode: one process, so the counters are plain maps. */
+export class MemorySpendCounter implements SpendCounter {
+  private readonly keys = new Map<string, bigint>();
+  private readonly accounts = new Map<string, bigint>();
+
+  async add(key: KeySnapshot, account: AccountSnapshot, micro: bigint): Promise<void> {
+    this.keys.set(key.id, afterAdd(this.keys.get(key.id) ?? 0n, keySettled(key), micro));
+    this.accounts.set(account.id, afterAdd(this.accounts.get(account.id) ?? 0n, accountSettledSpend(account), micro));
+  }
+
+  get(key: KeySnapshot, account: AccountSnapshot): UnsettledSpend {
+    return {
+      keySpent: unsettled(this.keys.get(key.id) ?? 0n, keySettled(key)),
+      accountSpent: unsettled(this.accounts.get(account.id) ?? 0n, accountSettledSpend(account)),
+    };
+  }
+
+  async reset(accountId: string, keyId?: string): Promise<void> {
+    if (keyId === undefined) this.accounts.delete(accountId);
+    else this.keys.delete(keyId);
+  }
+
+  async close(): Promise<void> {}
+}

@@ -1,0 +1,153 @@
+import { randomUUID } from "node:crypto";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { rateLimiterContract } from "./contract.ts";
+import { RedisRateLimiter } from "./redis.ts";
+import type { RateLimits } from "../contract/snapshot.ts";
+
+const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+
+async function dropPrefix(redis: Redis, prefix: string): Promise<void> {
+  let cursor = "0";
+  do {
+    const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
+    cursor = next;
+    if (keys.length > 0) await redis.del(...keys);
+  } while (cursor !== "0");
+}
+
+rateLimiterContract("redis", async () => {
+  const redis = new Redis(REDIS_URL);
+  const prefix = `mgtest:rl:${randomUUID()}:`;
+  const limiter = new RedisRateLimiter(redis, { prefix });
+  return {
+    limiter,
+    cleanup: async () => {
+      await limiter.close();
+      await dropPrefix(redis, prefix);
+      redis.disconnect();
+    },
+  };
+});
+
+describe("RedisRateLimiter across replicas", () => {
+  const prefix = `mgtest:rl:${randomUUID()}:`;
+  const clients: Redis[] = [];
+  const limiters: RedisRateLimiter[] = [];
+  const none: RateLimits = { rpm: null, tpm: null, concurrency: null };
+
+  beforeAll(() => {
+    for (let i = 0; i < 3; i++) clients.push(new Redis(REDIS_URL));
+  });
+  afterAll(async () => {
+    for (const l of limiters) await l.close();
+    await dropPrefix(clients[0]!, prefix);
+    for (const c of clients) c.disconnect();
+  });
+  const replica = (i: number, options: ConstructorParameters<typeof RedisRateLimiter>[1] = {}) => {
+    const l = new RedisRateLimiter(clients[i]!, { prefix, ...options });
+    limiters.push(l);
+    return l;
+  };
+
+  it("two replicas together hold an RPM limit within 5%", async () => {
+    const a = replica(0);
+    const b = replica(1);
+    const keyId = randomUUID();
+    const accountId = randomUUID();
+    const start = Date.now();
+    // 600 concurrent attempts over 12 simulated seconds against 300 rpm: 60 s of refill is 300, 12 s of refill
+    // is 60 more after the initial burst of 300, so exactly 360 may pass.
+    const attempts = Array.from({ length: 600 }, (_, i) =>
+      (i % 2 === 0 ? a : b).acquire({
+        keyId,
+        accountId,
+        keyLimits: { ...none, rpm: 300 },
+        accountLimits: none,
+        estimatedTokens: 0,
+        now: start + Math.floor((i * 12_000) / 600),
+      }),
+    );
+    const granted = (await Promise.all(attempts)).filter((r) => r.ok).length;
+    expect(Math.abs(granted - 360) / 360).toBeLessThanOrEqual(0.05);
+    expect(granted).toBeGreaterThanOrEqual(300);
+  });
+
+  it("frees the concurrency slots of a replica that died once its leases expire", async () => {
+    const dying = replica(0, { leaseTtlMs: 5_000 });
+    const survivor = replica(1, { leaseTtlMs: 5_000 });
+    const base = {
+      keyId: randomUUID(),
+      accountId: randomUUID(),
+      keyLimits: { ...none, concurrency: 1 },
+      accountLimits: none,
+      estimatedTokens: 0,
+    };
+    const now = Date.now();
+    expect((await dying.acquire({ ...base, now })).ok).toBe(true);
+    await dying.close(); // dies holding the slot, never releasing it
+    expect((await survivor.acquire({ ...base, now: now + 4_999 })).ok).toBe(false);
+    const g = await survivor.acquire({ ...base, now: now + 5_001 });
+    expect(g.ok).toBe(true);
+  });
+
+  it("keeps a long call's slot alive by renewing its lease", async () => {
+    let clock = Date.now();
+    const holder = replica(0, { leaseTtlMs: 5_000, clock: () => clock });
+    const other = replica(1, { leaseTtlMs: 5_000 });
+    const base = {
+      keyId: randomUUID(),
+      accountId: randomUUID(),
+      keyLimits: none,
+      accountLimits: { ...none, concurrency: 1 },
+      estimatedTokens: 0,
+    };
+    const start = clock;
+    const held = await holder.acquire({ ...base, now: start });
+    expect(held.ok).toBe(true);
+    clock = start + 4_000;
+    await holder.renewLeases();
+    expect((await other.acquire({ ...base, now: start + 8_000 })).ok).toBe(false);
+    expect((await other.acquire({ ...base, now: start + 9_001 })).ok).toBe(true);
+    if (held.ok) await held.release(0);
+  });
+
+  it("falls back to in-process limits when Redis cannot be reached", async () => {
+    const broken = new Redis("redis://127.0.0.1:1", {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
+    const errors: unknown[] = [];
+    const limiter = new RedisRateLimiter(broken, { prefix, onError: (e) => errors.push(e) });
+    const r = { keyId: "k", accountId: "a", keyLimits: { ...none, rpm: 1 }, accountLimits: none, estimatedTokens: 0 };
+    expect((await limiter.acquire({ ...r, now: 0 })).ok).toBe(true);
+    expect((await limiter.acquire({ ...r, now: 1 })).ok).toBe(false);
+    expect(errors.length).toBe(2);
+    await limiter.close();
+    broken.disconnect();
+  });
+
+  it("puts every key of one call under the account's hash tag", async () => {
+    const l = replica(2);
+    const accountId = randomUUID();
+    const g = await l.acquire({
+      keyId: "key-1",
+      accountId,
+      keyLimits: { rpm: 5, tpm: 100, concurrency: 2 },
+      accountLimits: { rpm: 5, tpm: 100, concurrency: 2 },
+      estimatedTokens: 10,
+      now: Date.now(),
+    });
+    expect(g.ok).toBe(true);
+    const keys = (await clients[2]!.keys(`${prefix}{acct:${accountId}}*`)).sort();
+    expect(keys.map((k) => k.slice(prefix.length))).toEqual(
+      ["a:conc", "a:rpm", "a:tpm", "k:key-1:conc", "k:key-1:rpm", "k:key-1:tpm"].map(
+        (s) => `{acct:${accountId}}:${s}`,
+      ),
+    );
+    if (g.ok) await g.release(10);
+    expect(await clients[2]!.zcard(`${prefix}{acct:${accountId}}:a:conc`)).toBe(0);
+  });
+});

@@ -1,0 +1,178 @@
+// A circuit breaker per upstream, so a dead upstream costs one probe per cool-down instead of a connect
+// timeout on every request, and failover moves on at once.
+//
+//   closed ──(N consecutive failures, or error rate ≥ R over the window with ≥ M calls)──▶ open
+//   open ──(cool-down elapsed)──▶ half-open: exactly one probe call is let through
+//   half-open ──probe succeeds──▶ closed      half-open ──probe fails──▶ open (a new cool-down)
+//
+// Calls hold a ticket (the breaker's generation when they started); an outcome from an older generation is
+// ignored, so a slow call that began before the breaker opened cannot close it again or re-open it.
+
+export type BreakerState = "closed" | "open" | "half_open";
+
+export interface BreakerOptions {
+  /** consecutive failures that open the breaker; default 5 */
+  consecutiveFailures?: number;
+  /** error rate (0..1) over the window that opens it; default 0.5 */
+  errorRate?: number;
+  /** calls the window needs before the error rate counts; default 20 */
+  minCalls?: number;
+  /** error-rate window; default 30 s, kept in 10 buckets */
+  windowMs?: number;
+  /** how long the breaker stays open before a probe; default 30 s */
+  openMs?: number;
+  /** a probe that reports nothing for this long is presumed lost and another may start; default openMs */
+  probeTimeoutMs?: number;
+}
+
+const BUCKETS = 10;
+/** returned by acquire() when the call must not go to this upstream */
+export const REFUSED = -1;
+
+export class CircuitBreaker {
+  private readonly consecutiveLimit: number;
+  private readonly rateLimit: number;
+  private readonly minCalls: number;
+  private readonly bucketMs: number;
+  private readonly openMs: number;
+  private readonly probeTimeoutMs: number;
+
+  private current: BreakerState = "closed";
+  private generation = 0;
+  private consecutive = 0;
+  private openedAt = 0;
+  private probeStartedAt = -1;
+  // Ring of per-bucket counts; bucketStart[i] tells which time slot bucket i holds, so old ones read as empty.
+  private readonly calls = new Uint32Array(BUCKETS);
+  private readonly failures = new Uint32Array(BUCKETS);
+  private readonly bucketStart = new Float64Array(BUCKETS).fill(-Infinity);
+
+  constructor(options: BreakerOptions = {}) {
+    this.consecutiveLimit = options.consecutiveFailures ?? 5;
+    this.rateLimit = options.errorRate ?? 0.5;
+    this.minCalls = options.minCalls ?? 20;
+    this.bucketMs = (options.windowMs ?? 30_000) / BUCKETS;
+    this.openMs = options.openMs ?? 30_000;
+    this.probeTimeoutMs = options.probeTimeoutMs ?? this.openMs;
+  }
+
+  state(now: number): BreakerState {
+    if (this.current === "open" && now - this.openedAt >= this.openMs) {
+      this.current = "half_open";
+      this.generation++;
+      this.probeStartedAt = -1;
+    }
+    return this.current;
+  }
+
+  /** A ticket for one call, or REFUSED when the breaker is open or its probe is already out. */
+  acquire(now: number): number {
+    const s = this.state(now);
+    if (s === "closed") return this.generation;
+    if (s === "open") return REFUSED;
+    if (this.probeStartedAt >= 0 && now - this.probeStartedAt < this.probeTimeoutMs) return REFUSED;
+    this.probeStartedAt = now;
+    return this.generation;
+  }
+
+  /** Time until the next probe may start (0 when calls may go now). */
+  retryAfterMs(now: number): number {
+    const s = this.state(now);
+    if (s === "open") return this.openedAt + this.openMs - now;
+    if (s === "half_open" && this.probeStartedAt >= 0) {
+      return Math.max(0, this.probeStartedAt + this.probeTimeoutMs - now);
+    }
+    return 0;
+  }
+
+  success(ticket: number, now: number): void {
+    if (ticket !== this.generation) return;
+    if (this.current === "half_open") {
+      this.close();
+      return;
+    }
+    if (this.current !== "closed") return;
+    this.consecutive = 0;
+    this.record(now, false);
+  }
+
+  failure(ticket: number, now: number): void {
+    if (ticket !== this.generation) return;
+    if (this.current === "half_open") {
+      this.open(now);
+      return;
+    }
+    if (this.current !== "closed") return;
+    this.consecutive++;
+    this.record(now, true);
+    if (this.consecutive >= this.consecutiveLimit || this.rateExceeded(now)) this.open(now);
+  }
+
+  /** The call ended without a verdict on the upstream (the client went away): frees a probe slot. */
+  cancel(ticket: number): void {
+    if (ticket === this.generation && this.current === "half_open") this.probeStartedAt = -1;
+  }
+
+  private open(now: number): void {
+    this.current = "open";
+    this.generation++;
+    this.openedAt = now;
+    this.probeStartedAt = -1;
+  }
+
+  private close(): void {
+    this.current = "closed";
+    this.generation++;
+    this.consecutive = 0;
+    this.calls.fill(0);
+    this.failures.fill(0);
+    this.bucketStart.fill(-Infinity);
+  }
+
+  private record(now: number, failed: boolean): void {
+    const slot = Math.floor(now / this.bucketMs);
+    const i = slot % BUCKETS;
+    if (this.bucketStart[i] !== slot) {
+      this.bucketStart[i] = slot;
+      this.calls[i] = 0;
+      this.failures[i] = 0;
+    }
+    this.calls[i]!++;
+    if (failed) this.failures[i]!++;
+  }
+
+  private rateExceeded(now: number): boolean {
+    const oldest = Math.floor(now / this.bucketMs) - BUCKETS + 1;
+    let calls = 0;
+    let failures = 0;
+    for (let i = 0; i < BUCKETS; i++) {
+      if (this.bucketStart[i]! >= oldest) {
+        calls += this.calls[i]!;
+        failures += this.failures[i]!;
+      }
+    }
+    return calls >= this.minCalls && failures >= this.rateLimit * calls;
+  }
+}
+
+/** One breaker per upstream name, created on first use with shared options. */
+export class BreakerRegistry {
+  private readonly breakers = new Map<string, CircuitBreaker>();
+  constructor(private readonly options: BreakerOptions = {}) {}
+
+  get(upstream: string): CircuitBreaker {
+    let b = this.breakers.get(upstream);
+    if (b === undefined) {
+      b = new CircuitBreaker(this.options);
+      this.breakers.set(upstream, b);
+    }
+    return b;
+  }
+
+  /** Current states, for /readyz and metrics. */
+  states(now: number): Record<string, BreakerState> {
+    const out: Record<string, BreakerState> = {};
+    for (const [name, b] of this.breakers) out[name] = b.state(now);
+    return out;
+  }
+}

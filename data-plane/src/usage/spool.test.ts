@@ -1,0 +1,171 @@
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { UsageEvent } from "../contract/usage.ts";
+import { UsageSpool } from "./spool.ts";
+
+const event = (n: number): UsageEvent => ({
+  requestId: `req-${n}`,
+  keyId: "k1",
+  accountId: "a1",
+  model: "acme-chat-2025-01-01",
+  protocol: "openai",
+  upstream: "mock",
+  stream: false,
+  promptTokens: n,
+  completionTokens: 1,
+  reasoningTokens: 0,
+  cachedTokens: 0,
+  cost: String(n * 10),
+  status: 200,
+  errorCode: null,
+  latencyMs: 5,
+  ttftMs: null,
+  clientIp: "203.0.113.1",
+  startedAt: "2025-01-01T00:00:00.000Z",
+});
+const ids = (events: UsageEvent[]) => events.map((e) => e.requestId);
+const lines = (...events: UsageEvent[]) => events.map((e) => JSON.stringify(e) + "\n").join("");
+
+describe("UsageSpool", () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), "mg-spool-"));
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const collect = () => {
+    const got: UsageEvent[] = [];
+    return { got, send: async (batch: UsageEvent[]) => void got.push(...batch) };
+  };
+
+  it("makes appended events durable as JSON lines on flush", async () => {
+    const spool = await UsageSpool.open(dir);
+    spool.append(event(1));
+    spool.append(event(2));
+    await spool.flush();
+    expect(await readFile(join(dir, "1.jsonl"), "utf8")).toBe(lines(event(1), event(2)));
+    await spool.close();
+  });
+
+  it("syncs by itself after the interval, and at once when a batch is full", async () => {
+    const spool = await UsageSpool.open(dir, { syncIntervalMs: 10, syncBatch: 3 });
+    spool.append(event(1));
+    await new Promise((r) => setTimeout(r, 60));
+    expect(await readFile(join(dir, "1.jsonl"), "utf8")).toBe(lines(event(1)));
+    spool.append(event(2));
+    spool.append(event(3));
+    spool.append(event(4));
+    await new Promise((r) => setTimeout(r, 5));
+    expect(await readFile(join(dir, "1.jsonl"), "utf8")).toBe(lines(event(1), event(2), event(3), event(4)));
+    await spool.close();
+  });
+
+  it("replays in order, in batches, then removes what was delivered", async () => {
+    const spool = await UsageSpool.open(dir);
+    for (let i = 1; i <= 5; i++) spool.append(event(i));
+    const batches: string[][] = [];
+    const r = await spool.replay(async (b) => void batches.push(ids(b)), 2);
+    expect(r).toEqual({ sent: 5, complete: true });
+    expect(batches).toEqual([["req-1", "req-2"], ["req-3", "req-4"], ["req-5"]]);
+    expect(await readdir(dir)).toEqual([]);
+    expect(await spool.replay(async () => {}, 2)).toEqual({ sent: 0, complete: true });
+    await spool.close();
+  });
+
+  it("keeps what the sink did not acknowledge and resumes after the last acknowledged batch", async () => {
+    const errors: unknown[] = [];
+    const spool = await UsageSpool.open(dir, { onError: (e) => errors.push(e) });
+    for (let i = 1; i <= 5; i++) spool.append(event(i));
+    let calls = 0;
+    const r = await spool.replay(async () => {
+      if (++calls === 2) throw new Error("redis down");
+    }, 2);
+    expect(r).toEqual({ sent: 2, complete: false });
+    expect(errors.map((e) => (e as Error).message)).toEqual(["redis down"]);
+    const { got, send } = collect();
+    expect(await spool.replay(send, 2)).toEqual({ sent: 3, complete: true });
+    expect(ids(got)).toEqual(["req-3", "req-4", "req-5"]);
+    await spool.close();
+  });
+
+  it("survives a restart: a new process replays what the old one spooled, torn last line ignored", async () => {
+    await writeFile(join(dir, "7.jsonl"), lines(event(1), event(2)) + JSON.stringify(event(3)).slice(0, 40));
+    await writeFile(join(dir, "8.jsonl"), lines(event(4)));
+    const spool = await UsageSpool.open(dir);
+    spool.append(event(5)); // goes to segment 9
+    await spool.flush();
+    expect((await readdir(dir)).sort()).toEqual(["7.jsonl", "8.jsonl", "9.jsonl"]);
+    const { got, send } = collect();
+    expect(await spool.replay(send)).toEqual({ sent: 4, complete: true });
+    expect(ids(got)).toEqual(["req-1", "req-2", "req-4", "req-5"]);
+    await spool.close();
+  });
+
+  it("resumes from an acknowledged offset left by a crash", async () => {
+    const body = lines(event(1), event(2), event(3));
+    await writeFile(join(dir, "1.jsonl"), body);
+    await writeFile(join(dir, "1.ack"), String(Buffer.byteLength(lines(event(1)))));
+    const spool = await UsageSpool.open(dir);
+    expect(await spool.backlogBytes()).toBe(Buffer.byteLength(lines(event(2), event(3))));
+    const { got, send } = collect();
+    await spool.replay(send);
+    expect(ids(got)).toEqual(["req-2", "req-3"]);
+    expect(await spool.backlogBytes()).toBe(0);
+    await spool.close();
+  });
+
+  it("skips and reports lines that are not valid events", async () => {
+    await writeFile(join(dir, "1.jsonl"), lines(event(1)) + "{not json}\n" + '{"requestId":""}\n' + lines(event(2)));
+    const corrupt: string[] = [];
+    const spool = await UsageSpool.open(dir, { onCorrupt: (seg, line) => corrupt.push(`${seg}: ${line}`) });
+    const { got, send } = collect();
+    expect(await spool.replay(send)).toEqual({ sent: 2, complete: true });
+    expect(ids(got)).toEqual(["req-1", "req-2"]);
+    expect(corrupt).toEqual(["1.jsonl: {not json}", '1.jsonl: {"requestId":""}']);
+    await spool.close();
+  });
+
+  it("leaves events appended during a replay for the next one", async () => {
+    const spool = await UsageSpool.open(dir);
+    spool.append(event(1));
+    const { got, send } = collect();
+    const r = await spool.replay(async (b) => {
+      spool.append(event(99));
+      await send(b);
+    });
+    expect(r).toEqual({ sent: 1, complete: true });
+    expect(ids(got)).toEqual(["req-1"]);
+    const second = collect();
+    await spool.replay(second.send);
+    expect(ids(second.got)).toEqual(["req-99"]);
+    await spool.close();
+  });
+
+  it("rolls over to new segments and keeps the order across them", async () => {
+    const spool = await UsageSpool.open(dir, { maxSegmentBytes: 1 });
+    for (let i = 1; i <= 3; i++) {
+      spool.append(event(i));
+      await spool.flush();
+    }
+    expect((await readdir(dir)).sort()).toEqual(["1.jsonl", "2.jsonl", "3.jsonl"]);
+    const { got, send } = collect();
+    await spool.replay(send);
+    expect(ids(got)).toEqual(["req-1", "req-2", "req-3"]);
+    await spool.close();
+  });
+
+  it("shares one replay between concurrent callers", async () => {
+    const spool = await UsageSpool.open(dir);
+    spool.append(event(1));
+    const { got, send } = collect();
+    const [a, b] = await Promise.all([spool.replay(send), spool.replay(send)]);
+    expect(a).toEqual({ sent: 1, complete: true });
+    expect(b).toBe(a);
+    expect(ids(got)).toEqual(["req-1"]);
+    await spool.close();
+  });
+});
