@@ -1,15 +1,16 @@
 import { createServer } from "node:http";
 import { hostname } from "node:os";
+import { join } from "node:path";
 import { Redis } from "ioredis";
 import { redisNames } from "./contract/index.ts";
 import { parseMasterKey } from "./crypto/secret-box.ts";
 import { createLogger } from "./logger.ts";
+import { createDataPlaneOptions } from "./runtime.ts";
 import { createDataPlaneHandler } from "./server/app.ts";
 import { RedisSnapshotSource } from "./snapshot/redis-source.ts";
 import { SnapshotStore } from "./snapshot/store.ts";
-import { DemoTransport } from "./upstreams/demo.ts";
-import { UndiciTransport } from "./upstreams/transport.ts";
 import { RedisUsageSink } from "./usage/sink.ts";
+import { UsageSpool } from "./usage/spool.ts";
 
 // A data-plane replica (distributed mode): stateless; policy from the Redis snapshot, usage to the Redis stream.
 
@@ -24,30 +25,37 @@ if (!env.MODELGATE_MASTER_KEY) {
   process.exit(2);
 }
 const names = redisNames();
-const redisOptions = { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false } as const;
+// Fail fast while Redis is away: limits fall back to in-process, usage goes to the disk spool.
+const redisOptions = { maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: 1_000 } as const;
 const redis = new Redis(env.REDIS_URL, redisOptions);
 const subscriber = new Redis(env.REDIS_URL, { lazyConnect: false });
 for (const r of [redis, subscriber]) r.on("error", (err) => logger.warn({ err: err.message }, "redis error"));
 
 const store = new SnapshotStore();
 const source = new RedisSnapshotSource(redis, subscriber, store, names, 2_000, (err) => logger.warn({ err }, "snapshot reload failed; serving the last one"));
-const usage = new RedisUsageSink(redis, names.usageStream, (err, e) => logger.error({ err, requestId: e.requestId }, "usage event not written"));
-const transport = new UndiciTransport();
+const spoolDir = env.MODELGATE_SPOOL_DIR ?? join(env.MODELGATE_DATA_DIR ?? "./data", `spool-${hostname()}-${env.PORT ?? 8080}`);
+const spool = await UsageSpool.open(spoolDir, { onError: (err) => logger.error({ err }, "usage spool error") });
+const usage = new RedisUsageSink(redis, names.usageStream, spool, (err) => logger.warn({ err: (err as Error).message }, "usage event spooled to disk: Redis unavailable"));
 let draining = false;
-const handler = createDataPlaneHandler(
-  {
-    store,
-    usage,
-    transport,
-    demo: new DemoTransport(),
-    logger,
-    masterKey: parseMasterKey(env.MODELGATE_MASTER_KEY),
-    maxBodyBytes: Number(env.MODELGATE_MAX_BODY_BYTES ?? 8 * 1024 * 1024),
-    ready: () => !draining,
-  },
-  true,
-);
+const options = createDataPlaneOptions({
+  store,
+  usage,
+  logger,
+  masterKey: parseMasterKey(env.MODELGATE_MASTER_KEY),
+  ready: () => !draining,
+  redis: { client: redis, prefix: names.prefix },
+});
+const handler = createDataPlaneHandler(options, true);
 
+// Wait (briefly) for Redis so the first snapshot loads now rather than at the first poll.
+await new Promise<void>((resolve) => {
+  if (redis.status === "ready") return resolve();
+  const t = setTimeout(resolve, 5_000);
+  redis.once("ready", () => {
+    clearTimeout(t);
+    resolve();
+  });
+});
 await source.start().catch((err) => logger.warn({ err }, "no snapshot yet; waiting for the control plane"));
 const server = createServer((req, res) => void handler(req, res));
 server.keepAliveTimeout = 65_000;
@@ -61,9 +69,9 @@ const stop = async () => {
   const force = setTimeout(() => server.closeAllConnections(), Number(env.MODELGATE_DRAIN_MS ?? 25_000));
   force.unref();
   await new Promise<void>((r) => server.close(() => r()));
-  await usage.flush();
+  await usage.close();
   await source.stop();
-  await transport.close();
+  await options.close();
   redis.disconnect();
   subscriber.disconnect();
   process.exit(0);

@@ -183,10 +183,10 @@ describe("embedded mode, refusals", () => {
     expect(noModel.param).toBe("model");
     const noMessages = await expectOpenAIError(await post("/v1/chat/completions", JSON.stringify({ model: MODEL })), 400, "missing_required_parameter");
     expect(noMessages.param).toBe("messages");
-    expect((await expectOpenAIError(await post("/v1/chat/completions", JSON.stringify({ model: 42, messages: [] })), 400, "invalid_request")).param).toBe("model");
-    expect((await expectOpenAIError(await post("/v1/chat/completions", JSON.stringify({ model: MODEL, messages: "hi" })), 400, "invalid_request")).param).toBe("messages");
-    expect((await expectOpenAIError(await post("/v1/chat/completions", JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "x" }], max_tokens: "ten" })), 400, "invalid_request")).param).toBe("max_tokens");
-    expect((await expectOpenAIError(await post("/v1/chat/completions", JSON.stringify({ model: MODEL, messages: [{ role: "robot", content: "x" }] })), 400, "invalid_request")).param).toBe("messages[0].role");
+    expect((await expectOpenAIError(await post("/v1/chat/completions", JSON.stringify({ model: 42, messages: [] })), 400, "invalid_type")).param).toBe("model");
+    expect((await expectOpenAIError(await post("/v1/chat/completions", JSON.stringify({ model: MODEL, messages: "hi" })), 400, "invalid_type")).param).toBe("messages");
+    expect((await expectOpenAIError(await post("/v1/chat/completions", JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "x" }], max_tokens: "ten" })), 400, "invalid_type")).param).toBe("max_tokens");
+    expect((await expectOpenAIError(await post("/v1/chat/completions", JSON.stringify({ model: MODEL, messages: [{ role: "robot", content: "x" }] })), 400, "invalid_value")).param).toBe("messages[0].role");
     await expectOpenAIError(await post("/v1/chat/completions", JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "x".repeat(9 * 1024 * 1024) }] })), 413, "request_too_large");
     await expect(client().chat.completions.create({ model: MODEL, messages: "nope" as never })).rejects.toBeInstanceOf(OpenAI.BadRequestError);
     expect(mock.requests.length).toBe(calls); // nothing reached the upstream

@@ -47,6 +47,7 @@ beforeAll(async () => {
     MODELGATE_DATA_DIR: dataDir,
     GATEWAY_CONFIG: config,
     UPSTREAM_KEY: "sk-upstream-dist",
+    MODELGATE_DRAIN_MS: "2000",
   };
   const cpPort = await freePort();
   controlPlane = startTs("control-plane/src/main/control-plane.ts", { ...env, PORT: String(cpPort) });

@@ -2,8 +2,7 @@ import { createServer } from "node:http";
 import { SnapshotStore } from "@modelgate/data-plane/snapshot/store";
 import { InProcessUsageSink } from "@modelgate/data-plane/usage/sink";
 import { createDataPlaneHandler } from "@modelgate/data-plane/server/app";
-import { UndiciTransport } from "@modelgate/data-plane/upstreams/transport";
-import { DemoTransport } from "@modelgate/data-plane/upstreams/demo";
+import { createDataPlaneOptions } from "@modelgate/data-plane/runtime";
 import { createLogger } from "@modelgate/data-plane/logger";
 import { DEMO_MODEL_ID } from "../config/sync.ts";
 import { chain, notFound } from "../http/app.ts";
@@ -30,8 +29,7 @@ const usage = new InProcessUsageSink(
   (err, e) => logger.error({ err, requestId: e.requestId }, "usage settlement failed"),
 );
 let draining = false;
-const transport = new UndiciTransport();
-const dataPlaneOptions = { store, usage, transport, demo: new DemoTransport(), logger, masterKey: settings.masterKey, maxBodyBytes: settings.maxBodyBytes, ready: () => !draining };
+const dataPlaneOptions = createDataPlaneOptions({ store, usage, logger, masterKey: settings.masterKey, ready: () => !draining });
 const dataPlane = createDataPlaneHandler(dataPlaneOptions, false);
 // Whatever nobody else claims is an API 404 in OpenAI's shape (the console only answers GETs).
 const apiNotFound = createDataPlaneHandler(dataPlaneOptions, true);
@@ -62,6 +60,6 @@ onShutdown(logger, async () => {
   await usage.flush();
   await core.publisher.flush();
   core.publisher.stop();
-  await transport.close();
+  await dataPlaneOptions.close();
   await core.db.close();
 }, server);

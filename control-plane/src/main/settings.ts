@@ -48,7 +48,7 @@ export function readSettings(env: NodeJS.ProcessEnv, defaultPort: number): Setti
     secureCookies: env.MODELGATE_SECURE_COOKIES === "1",
     smtpUrl: env.SMTP_URL || undefined,
     maxBodyBytes: Number(env.MODELGATE_MAX_BODY_BYTES ?? 8 * 1024 * 1024),
-    operatorEmail: env.MODELGATE_OPERATOR_EMAIL ?? "operator@localhost",
+    operatorEmail: env.MODELGATE_OPERATOR_EMAIL ?? "operator@modelgate.local",
     operatorPassword: env.MODELGATE_OPERATOR_PASSWORD || undefined,
   };
 }

@@ -21,6 +21,7 @@ export async function buildSnapshot(prisma: Db, version: number): Promise<Snapsh
       name: a.name,
       status: a.status,
       balance: str(a.balanceMicro),
+      spent: str(a.spentMicro),
       limits: { rpm: a.rpm, tpm: a.tpm, concurrency: a.concurrency },
       contracts: {},
     };

@@ -38,7 +38,7 @@ export async function settleUsage(prisma: Db, e: UsageEvent): Promise<boolean> {
     if (cost > 0n) {
       const account = await tx.account.update({
         where: { id: e.accountId },
-        data: { balanceMicro: { decrement: cost } },
+        data: { balanceMicro: { decrement: cost }, spentMicro: { increment: cost } },
         select: { balanceMicro: true },
       });
       await tx.ledgerEntry.create({

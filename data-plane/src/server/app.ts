@@ -1,11 +1,29 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { GatewayError } from "../errors.ts";
-import { renderOpenAIError } from "../protocols/openai/errors.ts";
-import { keyHashFrom } from "./auth.ts";
+import { isModelAllowed } from "../policy/check.ts";
+import { type ProtocolName, protocols } from "../protocols/index.ts";
+import { identify } from "./admission.ts";
+import { type KeySource, keyHashFrom } from "./auth.ts";
+import { parseJsonObject, readBody } from "./body.ts";
 import type { DataPlaneOptions } from "./context.ts";
-import { authorise, handleOpenAIChat } from "./openai-chat.ts";
+import { type Endpoint, handleGenerate } from "./generate.ts";
+import { renderModel, renderModelList } from "./models.ts";
 import { newRequestId } from "./request-id.ts";
 import { REQUEST_ID_HEADER, sendError, sendJson } from "./respond.ts";
+
+const ANTHROPIC_KEYS: KeySource[] = ["x-api-key"];
+const GEMINI_KEYS: KeySource[] = ["x-goog-api-key", "query"];
+const gemini = /^\/(v1|v1beta)\/models\/([^/:]+):(generateContent|streamGenerateContent)$/;
+const modelPath = /^\/(v1|v1beta)\/models\/([^/:]+)$/;
+
+/** Which protocol a protocol-neutral request (GET /v1/models) speaks, from its path and headers. */
+function protocolOf(req: IncomingMessage, path: string, query: URLSearchParams | null): ProtocolName {
+  if (path.startsWith("/v1beta/") || req.headers["x-goog-api-key"] !== undefined || query?.has("key")) return "gemini";
+  if (req.headers["anthropic-version"] !== undefined || req.headers["x-api-key"] !== undefined) return "anthropic";
+  return "openai";
+}
+
+const keySourcesOf = (p: ProtocolName): KeySource[] => (p === "anthropic" ? ANTHROPIC_KEYS : p === "gemini" ? GEMINI_KEYS : []);
 
 /**
  * The data plane's request handler. Returns false for paths it does not own (so the embedded process can
@@ -16,6 +34,7 @@ export function createDataPlaneHandler(opts: DataPlaneOptions, strict: boolean) 
     const url = req.url ?? "/";
     const q = url.indexOf("?");
     const path = q === -1 ? url : url.slice(0, q);
+    const query = q === -1 ? null : new URLSearchParams(url.slice(q + 1));
     if (path === "/healthz") {
       sendJson(res, 200, '{"status":"ok"}');
       return true;
@@ -23,40 +42,98 @@ export function createDataPlaneHandler(opts: DataPlaneOptions, strict: boolean) 
     if (path === "/readyz") {
       const age = opts.store.ageMs();
       const ok = opts.ready() && opts.store.loaded;
-      sendJson(res, ok ? 200 : 503, JSON.stringify({ status: ok ? "ready" : "not ready", snapshotVersion: opts.store.version, snapshotAgeMs: Number.isFinite(age) ? age : null }));
+      sendJson(
+        res,
+        ok ? 200 : 503,
+        JSON.stringify({
+          status: ok ? "ready" : "not ready",
+          snapshotVersion: opts.store.version,
+          snapshotAgeMs: Number.isFinite(age) ? age : null,
+          upstreams: opts.breakers.states(Date.now()),
+        }),
+      );
       return true;
     }
-    const ours = path.startsWith("/v1/") || path.startsWith("/v1beta/") || path === "/v1" || path.startsWith("//");
+    if (path === "/metrics" && req.method === "GET") {
+      const body = await opts.metrics.registry.metrics();
+      res.writeHead(200, { "content-type": opts.metrics.registry.contentType });
+      res.end(body);
+      return true;
+    }
+    const ours = path === "/v1" || path === "/v1beta" || path.startsWith("/v1/") || path.startsWith("/v1beta/") || path.startsWith("//");
     if (!ours && !strict) return false;
 
     const requestId = newRequestId();
     res.setHeader(REQUEST_ID_HEADER, requestId);
+    const protocol = protocolOf(req, path, query);
     try {
       if (path === "/v1/chat/completions") {
-        if (req.method !== "POST") throw methodNotAllowed(req.method, path, "POST");
-        await handleOpenAIChat(opts, req, res, requestId);
+        allow(req, path, "POST");
+        await handleGenerate(opts, req, res, requestId, { protocol: "openai", keySources: [] });
         return true;
       }
-      if (path === "/v1/models") {
-        if (req.method !== "GET") throw methodNotAllowed(req.method, path, "GET");
-        const auth = authorise(opts, keyHashFrom(req.headers), Date.now());
-        const allowed = auth.key.allowedModels;
-        const data = Object.values(opts.store.current.models)
-          .filter((m) => allowed.length === 0 || allowed.includes(m.id))
-          .map((m) => ({ id: m.id, object: "model", created: Math.floor(Date.parse(m.createdAt) / 1000), owned_by: "modelgate" }));
-        sendJson(res, 200, JSON.stringify({ object: "list", data }));
+      if (path === "/v1/messages") {
+        allow(req, path, "POST");
+        await handleGenerate(opts, req, res, requestId, { protocol: "anthropic", keySources: ANTHROPIC_KEYS });
+        return true;
+      }
+      if (path === "/v1/messages/count_tokens") {
+        allow(req, path, "POST");
+        await countTokens(opts, req, res);
+        return true;
+      }
+      const g = gemini.exec(path);
+      if (g) {
+        const stream = g[3] === "streamGenerateContent";
+        const route = { model: decodeURIComponent(g[2]!), stream };
+        const ep: Endpoint = { protocol: "gemini", keySources: GEMINI_KEYS, queryKey: query?.get("key"), route, jsonArray: stream && query?.get("alt") !== "sse" };
+        try {
+          allow(req, path, "POST");
+        } catch (err) {
+          sendError(res, err, protocols.gemini.renderError, requestId);
+          return true;
+        }
+        await handleGenerate(opts, req, res, requestId, ep);
+        return true;
+      }
+      if (path === "/v1/models" || path === "/v1beta/models" || modelPath.test(path)) {
+        allow(req, path, "GET");
+        const caller = identify(opts, keyHashFrom(req.headers, keySourcesOf(protocol), query?.get("key")), req);
+        const visible = Object.values(opts.store.current.models).filter((m) => isModelAllowed(caller.key, m.id));
+        const one = modelPath.exec(path);
+        if (one) {
+          const id = decodeURIComponent(one[2]!).replace(/^models\//, "");
+          const model = visible.find((m) => m.id === id);
+          if (!model) throw new GatewayError("not_found", "model_not_found", `The model '${id}' does not exist or this key may not call it. See GET /v1/models.`, "model");
+          sendJson(res, 200, JSON.stringify(renderModel(protocol, model)));
+        } else sendJson(res, 200, JSON.stringify(renderModelList(protocol, visible)));
         return true;
       }
       throw notFound(path);
     } catch (err) {
-      sendError(res, err, renderOpenAIError, requestId);
+      sendError(res, err, protocols[protocol].renderError, requestId);
       return true;
     }
   };
 }
 
-const methodNotAllowed = (method: string | undefined, path: string, allowed: string) =>
-  new GatewayError("invalid_request", "method_not_allowed", `Method ${method} is not allowed on ${path}; use ${allowed}.`, null, { allow: allowed }, 405);
+/** Anthropic's count_tokens: an estimate (4 characters a token) of what the request would send. */
+async function countTokens(opts: DataPlaneOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const caller = identify(opts, keyHashFrom(req.headers, ANTHROPIC_KEYS), req);
+  const body = parseJsonObject(await readBody(req, opts.maxBodyBytes));
+  const canonical = protocols.anthropic.parseClientRequest({ max_tokens: 1, ...body, stream: false });
+  if (!opts.store.model(canonical.model) || !isModelAllowed(caller.key, canonical.model)) {
+    throw new GatewayError("not_found", "model_not_found", `The model '${canonical.model}' does not exist. Use a full model ID from GET /v1/models.`, "model");
+  }
+  const text = JSON.stringify([canonical.system, canonical.messages, canonical.tools ?? []]);
+  sendJson(res, 200, JSON.stringify({ input_tokens: Math.ceil(text.length / 4) }));
+}
+
+function allow(req: IncomingMessage, path: string, method: string): void {
+  if (req.method !== method) {
+    throw new GatewayError("invalid_request", "method_not_allowed", `Method ${req.method} is not allowed on ${path}; use ${method}.`, null, { allow: method }, 405);
+  }
+}
 
 /** Names the path and the base-URL rule, since a wrong base URL is the usual cause. */
 const notFound = (path: string) =>

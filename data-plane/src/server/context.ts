@@ -1,14 +1,28 @@
 import type { Logger } from "pino";
+import type { SpendCounter } from "../billing/spend.ts";
+import type { IpMatcher } from "../policy/ip.ts";
+import type { RateLimiter } from "../ratelimit/types.ts";
 import type { SnapshotStore } from "../snapshot/store.ts";
+import type { BreakerRegistry } from "../upstreams/breaker.ts";
+import type { RetryPolicy } from "../upstreams/retry.ts";
 import type { UpstreamTransport } from "../upstreams/transport.ts";
 import type { UsageSink } from "../usage/sink.ts";
+import type { Metrics } from "./metrics.ts";
 
+/** Everything the request path needs; each piece has an in-process and a Redis-backed implementation. */
 export interface DataPlaneOptions {
   store: SnapshotStore;
   usage: UsageSink;
   transport: UpstreamTransport;
   /** answers upstreams of protocol `demo` in-process */
   demo: UpstreamTransport;
+  rateLimiter: RateLimiter;
+  spend: SpendCounter;
+  breakers: BreakerRegistry;
+  retry: RetryPolicy;
+  /** proxies whose X-Forwarded-For is believed (null: none; the socket address is the client) */
+  trustedProxies: IpMatcher | null;
+  metrics: Metrics;
   logger: Logger;
   /** decrypts upstream credentials from the snapshot */
   masterKey: Buffer;

@@ -1,3 +1,4 @@
+import { computeCost } from "../billing/cost.ts";
 import type { ClientProtocol, Price, UsageEvent } from "../contract/index.ts";
 
 export interface TokenUsage {
@@ -8,19 +9,6 @@ export interface TokenUsage {
 }
 
 export const zeroUsage = (): TokenUsage => ({ promptTokens: 0, completionTokens: 0, reasoningTokens: 0, cachedTokens: 0 });
-
-/**
- * Cost in integer micro-units: prices are micro-units per 1M tokens, so the exact cost is
- * Σ tokens × price / 1e6, rounded half up once per call. Cached prompt tokens bill at the cached price
- * where one is set; reasoning tokens are part of completion tokens and bill as output.
- */
-export function costOf(u: TokenUsage, price: Price): bigint {
-  const cached = BigInt(Math.min(u.cachedTokens, u.promptTokens));
-  const uncached = BigInt(u.promptTokens) - cached;
-  const cachedPrice = BigInt(price.cachedInput ?? price.input);
-  const numerator = uncached * BigInt(price.input) + cached * cachedPrice + BigInt(u.completionTokens) * BigInt(price.output);
-  return (numerator + 500_000n) / 1_000_000n;
-}
 
 export interface CallRecord {
   requestId: string;
@@ -58,7 +46,7 @@ export function usageEvent(
     reasoningTokens: usage.reasoningTokens,
     cachedTokens: usage.cachedTokens,
     // Failed upstream calls are never charged; a successful one always is, at the price of its tokens.
-    cost: charge && price ? costOf(usage, price).toString() : "0",
+    cost: charge && price ? computeCost(usage, price).toString() : "0",
     status,
     errorCode,
     latencyMs: now - call.startedAt,

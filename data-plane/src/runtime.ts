@@ -1,0 +1,74 @@
+import type { Redis } from "ioredis";
+import type { Logger } from "pino";
+import type { SpendCounter } from "./billing/spend.ts";
+import { MemorySpendCounter } from "./billing/spend.ts";
+import { RedisSpendCounter } from "./billing/spend-redis.ts";
+import { compileAllowlist } from "./policy/ip.ts";
+import { MemoryRateLimiter } from "./ratelimit/memory.ts";
+import { RedisRateLimiter } from "./ratelimit/redis.ts";
+import type { RateLimiter } from "./ratelimit/types.ts";
+import type { DataPlaneOptions } from "./server/context.ts";
+import { createMetrics } from "./server/metrics.ts";
+import type { SnapshotStore } from "./snapshot/store.ts";
+import { BreakerRegistry } from "./upstreams/breaker.ts";
+import { DemoTransport } from "./upstreams/demo.ts";
+import { defaultRetryPolicy } from "./upstreams/retry.ts";
+import { UndiciTransport } from "./upstreams/transport.ts";
+import type { UsageSink } from "./usage/sink.ts";
+
+export interface RuntimeInput {
+  store: SnapshotStore;
+  usage: UsageSink;
+  logger: Logger;
+  masterKey: Buffer;
+  ready(): boolean;
+  env?: NodeJS.ProcessEnv;
+  /** distributed mode: rate limits and spend shared through Redis (keys under `prefix`) */
+  redis?: { client: Redis; prefix: string };
+}
+
+/** Assembles the request path's dependencies: in-memory for one process, Redis-backed for replicas. */
+export function createDataPlaneOptions(input: RuntimeInput): DataPlaneOptions & { close(): Promise<void> } {
+  const env = input.env ?? process.env;
+  const onError = (what: string) => (err: unknown) => input.logger.warn({ err: (err as Error)?.message ?? err }, what);
+  let rateLimiter: RateLimiter;
+  let spend: SpendCounter;
+  if (input.redis) {
+    rateLimiter = new RedisRateLimiter(input.redis.client, { prefix: `${input.redis.prefix}rl:`, onError: onError("rate limiter: Redis unavailable, limiting in-process") });
+    spend = new RedisSpendCounter(input.redis.client, { prefix: `${input.redis.prefix}spend:`, onError: onError("spend counter: Redis unavailable") });
+  } else {
+    rateLimiter = new MemoryRateLimiter();
+    spend = new MemorySpendCounter();
+  }
+  const breakers = new BreakerRegistry({
+    consecutiveFailures: Number(env.MODELGATE_BREAKER_FAILURES ?? 5),
+    openMs: Number(env.MODELGATE_BREAKER_OPEN_MS ?? 30_000),
+  });
+  const trusted = (env.MODELGATE_TRUSTED_PROXIES ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+  const transport = new UndiciTransport();
+  return {
+    store: input.store,
+    usage: input.usage,
+    transport,
+    demo: new DemoTransport(),
+    rateLimiter,
+    spend,
+    breakers,
+    retry: {
+      ...defaultRetryPolicy,
+      maxAttempts: Number(env.MODELGATE_RETRY_ATTEMPTS ?? defaultRetryPolicy.maxAttempts),
+      baseDelayMs: Number(env.MODELGATE_RETRY_BASE_MS ?? defaultRetryPolicy.baseDelayMs),
+    },
+    trustedProxies: compileAllowlist(trusted),
+    metrics: createMetrics(input.store, () => breakers),
+    logger: input.logger,
+    masterKey: input.masterKey,
+    maxBodyBytes: Number(env.MODELGATE_MAX_BODY_BYTES ?? 8 * 1024 * 1024),
+    ready: input.ready,
+    async close() {
+      await rateLimiter.close();
+      await spend.close();
+      await transport.close();
+    },
+  };
+}

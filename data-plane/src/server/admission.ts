@@ -1,0 +1,62 @@
+import type { IncomingMessage } from "node:http";
+import type { AccountSnapshot, KeySnapshot, ModelSnapshot, Price } from "../contract/index.ts";
+import { pickPrice } from "../billing/cost.ts";
+import { GatewayError } from "../errors.ts";
+import { checkKeyPolicy } from "../policy/check.ts";
+import { resolveClientIp } from "../policy/client-ip.ts";
+import { rateLimitError, rateLimitHeaders } from "../ratelimit/headers.ts";
+import type { RateLimitGrant } from "../ratelimit/types.ts";
+import { unknownKey } from "./auth.ts";
+import type { DataPlaneOptions } from "./context.ts";
+
+export interface Caller {
+  key: KeySnapshot;
+  account: AccountSnapshot;
+  clientIp: string | null;
+}
+
+/** The key's snapshot entry, or 401. Runs before the body is read, so a bad key costs nothing. */
+export function identify(opts: DataPlaneOptions, keyHash: string, req: IncomingMessage): Caller {
+  const key = opts.store.key(keyHash);
+  if (!key) throw unknownKey();
+  const account = opts.store.account(key.accountId);
+  if (!account) throw unknownKey();
+  return { key, account, clientIp: resolveClientIp(req.socket.remoteAddress, req.headers["x-forwarded-for"], opts.trustedProxies) };
+}
+
+export interface Admission {
+  model: ModelSnapshot;
+  price: Price;
+  grant: RateLimitGrant;
+  /** x-ratelimit-* headers for the response */
+  headers: Record<string, string>;
+}
+
+/**
+ * Everything the key and account say, from the snapshot plus the running spend counters, then the rate
+ * limits (one Redis round trip in distributed mode). Throws the refusal in the gateway's terms.
+ */
+export async function admit(opts: DataPlaneOptions, caller: Caller, modelId: string, estimatedTokens: number, now: number): Promise<Admission> {
+  const spend = await opts.spend.get(caller.key, caller.account);
+  const refusal = checkKeyPolicy({ key: caller.key, account: caller.account, model: modelId, clientIp: caller.clientIp, now, spend });
+  if (refusal) throw refusal;
+  const model = opts.store.model(modelId);
+  if (!model) {
+    throw new GatewayError(
+      "not_found",
+      "model_not_found",
+      `The model '${modelId}' does not exist. Use a full model ID from the model list (GET /v1/models), not a display name or abbreviation.`,
+      "model",
+    );
+  }
+  const result = await opts.rateLimiter.acquire({
+    keyId: caller.key.id,
+    accountId: caller.account.id,
+    keyLimits: caller.key.limits,
+    accountLimits: caller.account.limits,
+    estimatedTokens,
+    now,
+  });
+  if (!result.ok) throw rateLimitError(result);
+  return { model, price: pickPrice(caller.account, model), grant: result, headers: rateLimitHeaders(result.info) };
+}

@@ -1,0 +1,137 @@
+import type { ServerResponse } from "node:http";
+import { GatewayError } from "../errors.ts";
+import { renderOpenAIError } from "../protocols/openai/errors.ts";
+import { SseParser } from "../protocols/sse.ts";
+import type { Call } from "./call.ts";
+import { SSE_HEADERS } from "./relay.ts";
+import type { Answer } from "./upstream-call.ts";
+
+// OpenAI client to OpenAI upstream, the common case: no translation. Each SSE event is parsed once to read
+// usage; it goes out byte for byte unless the model name must be put back or the usage chunk the gateway
+// asked for (stream_options.include_usage) must be hidden from a client that did not ask.
+
+interface OpenAIUsage {
+  prompt_tokens?: number;
+  completion_tokens?: number;
+  prompt_tokens_details?: { cached_tokens?: number } | null;
+  completion_tokens_details?: { reasoning_tokens?: number } | null;
+}
+
+const usageOf = (u: OpenAIUsage) => ({
+  promptTokens: u.prompt_tokens ?? 0,
+  completionTokens: u.completion_tokens ?? 0,
+  cachedTokens: u.prompt_tokens_details?.cached_tokens ?? 0,
+  reasoningTokens: u.completion_tokens_details?.reasoning_tokens ?? 0,
+});
+
+interface Chunk {
+  model?: string;
+  usage?: OpenAIUsage | null;
+  choices?: { delta?: { content?: string | null; reasoning_content?: string | null; tool_calls?: { function?: { arguments?: string } }[] } }[];
+}
+
+export async function relayOpenAIJson(call: Call, res: ServerResponse, answer: Answer, clientModel: string, headers: Record<string, string>): Promise<void> {
+  let text: string;
+  try {
+    text = await answer.upstream.text();
+  } catch {
+    answer.settle(false);
+    throw new GatewayError("upstream", "upstream_stream_error", "The upstream failed while answering.");
+  }
+  call.firstByte();
+  let parsed: { model?: string; usage?: OpenAIUsage | null; choices?: { message?: { content?: unknown; reasoning_content?: unknown } }[] };
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    answer.settle(false);
+    throw new GatewayError("upstream", "upstream_bad_response", "The upstream answered with invalid JSON.");
+  }
+  answer.settle(true);
+  if (parsed.usage && typeof parsed.usage.prompt_tokens === "number") {
+    call.setUsage(usageOf(parsed.usage));
+  } else {
+    // Every successful response carries usage; when the upstream leaves it out the gateway counts it.
+    for (const c of parsed.choices ?? []) call.deliveredChars += String(c.message?.content ?? "").length + String(c.message?.reasoning_content ?? "").length;
+    const completion = Math.ceil(call.deliveredChars / 4);
+    call.setUsage({ promptTokens: 0, completionTokens: completion, reasoningTokens: 0, cachedTokens: 0 });
+    parsed.usage = { prompt_tokens: 0, completion_tokens: completion, total_tokens: completion } as OpenAIUsage;
+  }
+  parsed.model = clientModel;
+  const body = JSON.stringify(parsed);
+  res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...headers });
+  res.end(body);
+  call.finish(200);
+}
+
+export async function relayOpenAIStream(
+  call: Call,
+  res: ServerResponse,
+  answer: Answer,
+  clientModel: string,
+  upstreamModel: string,
+  includeUsage: boolean,
+  headers: Record<string, string>,
+): Promise<void> {
+  res.writeHead(200, { ...SSE_HEADERS, ...headers });
+  res.flushHeaders();
+  const parser = new SseParser();
+  let sawDone = false;
+  let sawUsage = false;
+  const rewrite = upstreamModel !== clientModel || !includeUsage;
+  const relayEvent = (data: string) => {
+    if (data === "[DONE]") {
+      sawDone = true;
+      return;
+    }
+    let chunk: Chunk & { error?: unknown };
+    try {
+      chunk = JSON.parse(data);
+    } catch {
+      return; // not JSON: nothing a client could use
+    }
+    if (chunk.usage) {
+      sawUsage = true;
+      call.setUsage(usageOf(chunk.usage));
+    }
+    const choices = chunk.choices ?? [];
+    for (const c of choices) {
+      const d = c.delta;
+      if (!d) continue;
+      call.deliveredChars += (d.content?.length ?? 0) + (d.reasoning_content?.length ?? 0);
+      for (const t of d.tool_calls ?? []) call.deliveredChars += t.function?.arguments?.length ?? 0;
+    }
+    if (!rewrite) {
+      res.write(`data: ${data}\n\n`);
+      return;
+    }
+    if (choices.length === 0 && chunk.usage && !includeUsage) return;
+    if (!includeUsage && "usage" in chunk) delete chunk.usage;
+    if (chunk.model !== undefined) chunk.model = clientModel;
+    res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+  };
+  let status = 200;
+  let errorCode: string | null = null;
+  try {
+    for await (const buf of answer.upstream.body) {
+      call.firstByte();
+      for (const ev of parser.push(buf)) relayEvent(ev.data);
+    }
+    for (const ev of parser.flush()) relayEvent(ev.data);
+    if (!sawDone && !sawUsage) throw new Error("upstream stream ended early");
+    answer.settle(true);
+  } catch {
+    if (res.destroyed) {
+      status = 499;
+      errorCode = "client_closed";
+      answer.settle(true);
+    } else {
+      answer.settle(false);
+      status = 502;
+      errorCode = "upstream_stream_error";
+      const err = new GatewayError("upstream", "upstream_stream_error", "The upstream stream failed before it finished.");
+      res.write(`data: ${renderOpenAIError(err, call.record.requestId).body}\n\n`);
+    }
+  }
+  if (!res.destroyed) res.end("data: [DONE]\n\n");
+  call.finish(status, errorCode);
+}

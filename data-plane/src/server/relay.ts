@@ -1,0 +1,131 @@
+import type { ServerResponse } from "node:http";
+import { GatewayError } from "../errors.ts";
+import type { CanonicalStreamEvent, ProtocolAdapter, StreamDecoder, StreamEncoder } from "../protocols/index.ts";
+import type { Answer } from "./upstream-call.ts";
+import type { Call } from "./call.ts";
+import { sendJson } from "./respond.ts";
+
+// Relaying an upstream answer to the client, for the two general cases:
+// - passthrough: client and upstream speak the same protocol and the model name needs no rewriting, so the
+//   upstream's bytes go out unchanged and the decoder only reads usage;
+// - translate: the upstream's answer is decoded into canonical events and encoded in the client's protocol.
+// (OpenAI to OpenAI has its own lean relay in relay-openai.ts.)
+
+export const SSE_HEADERS = {
+  "content-type": "text/event-stream; charset=utf-8",
+  "cache-control": "no-cache",
+  connection: "keep-alive",
+  "x-accel-buffering": "no",
+} as const;
+
+const streamBroke = () => new GatewayError("upstream", "upstream_stream_error", "The upstream stream failed before it finished.");
+
+/** Non-streaming: read the body, take usage from it, send it on (re-rendered when translating). */
+export async function relayJson(
+  call: Call,
+  res: ServerResponse,
+  answer: Answer,
+  upstreamAdapter: ProtocolAdapter,
+  render: ((canonical: ReturnType<ProtocolAdapter["parseUpstreamResponse"]>) => Record<string, unknown>) | null,
+  headers: Record<string, string>,
+): Promise<void> {
+  let text: string;
+  try {
+    text = await answer.upstream.text();
+  } catch {
+    answer.settle(false);
+    throw streamBroke();
+  }
+  call.firstByte();
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    answer.settle(false);
+    throw new GatewayError("upstream", "upstream_bad_response", "The upstream answered with invalid JSON.");
+  }
+  answer.settle(true);
+  const canonical = upstreamAdapter.parseUpstreamResponse(parsed);
+  call.setUsage(canonical.usage);
+  sendJson(res, 200, render ? JSON.stringify(render(canonical)) : text, headers);
+  call.finish(200);
+}
+
+export interface StreamRelay {
+  decoder: StreamDecoder;
+  /** null: passthrough (write the upstream's bytes as they are) */
+  encoder: StreamEncoder | null;
+  /** frames a gateway error for the client's protocol when the stream breaks (passthrough only) */
+  errorFrame: (err: GatewayError) => string;
+  /** wraps encoded frames for the wire (Gemini's JSON-array streaming) */
+  wrap?: ArrayStreamWrapper;
+  contentType?: string;
+}
+
+/**
+ * Streams chunk by chunk as bytes arrive (no buffering beyond one incomplete event). A break before the end
+ * ends the client's stream with its protocol's error event; the call is charged for what was delivered.
+ */
+export async function relayStream(call: Call, res: ServerResponse, answer: Answer, relay: StreamRelay, headers: Record<string, string>): Promise<void> {
+  res.writeHead(200, { ...SSE_HEADERS, ...(relay.contentType ? { "content-type": relay.contentType } : {}), ...headers });
+  res.flushHeaders();
+  const out = (s: string) => {
+    if (s && !res.destroyed) res.write(relay.wrap ? relay.wrap.frames(s) : s);
+  };
+  let status = 200;
+  let errorCode: string | null = null;
+  const handle = (events: CanonicalStreamEvent[]) => {
+    for (const ev of events) {
+      call.observe(ev);
+      if (ev.type === "error") {
+        status = 502;
+        errorCode = ev.error.code;
+      }
+      if (relay.encoder) out(relay.encoder.encode(ev));
+    }
+  };
+  try {
+    for await (const chunk of answer.upstream.body) {
+      call.firstByte();
+      if (!relay.encoder && !res.destroyed) res.write(chunk);
+      handle(relay.decoder.push(chunk));
+    }
+    handle(relay.decoder.end());
+    answer.settle(status === 200);
+  } catch {
+    if (res.destroyed) {
+      status = 499;
+      errorCode = "client_closed";
+      answer.settle(true);
+    } else {
+      answer.settle(false);
+      status = 502;
+      errorCode = "upstream_stream_error";
+      const err = streamBroke();
+      if (relay.encoder) handle([{ type: "error", error: err }]);
+      else out(relay.errorFrame(err));
+    }
+  }
+  if (!res.destroyed) res.end(relay.wrap ? relay.wrap.close() : undefined);
+  call.finish(status, errorCode);
+}
+
+/**
+ * Gemini without `alt=sse` streams one JSON array, element by element. The encoder writes SSE frames
+ * (`data: {...}\r\n\r\n`); this turns each into an array element.
+ */
+export class ArrayStreamWrapper {
+  private started = false;
+  frames(sse: string): string {
+    let out = "";
+    for (const block of sse.split("\r\n\r\n")) {
+      if (!block.startsWith("data: ")) continue;
+      out += (this.started ? ",\r\n" : "[") + block.slice(6);
+      this.started = true;
+    }
+    return out;
+  }
+  close(): string {
+    return this.started ? "]" : "[]";
+  }
+}

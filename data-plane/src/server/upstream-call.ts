@@ -1,0 +1,175 @@
+import type { RouteSnapshot } from "../contract/index.ts";
+import { open } from "../crypto/secret-box.ts";
+import { GatewayError } from "../errors.ts";
+import { protocols } from "../protocols/index.ts";
+import { REFUSED } from "../upstreams/breaker.ts";
+import { isConnectError, isRetryableStatus, parseRetryAfter, withRetry } from "../upstreams/retry.ts";
+import type { UpstreamResponse } from "../upstreams/transport.ts";
+import type { DataPlaneOptions } from "./context.ts";
+
+/** What to send to one route: path relative to its base URL, the body, extra headers. */
+export interface Outgoing {
+  path: string;
+  body: string;
+  headers?: Record<string, string>;
+}
+
+/** A 2xx answer; anything else is thrown as a GatewayError. */
+export interface Answer {
+  route: RouteSnapshot;
+  upstream: UpstreamResponse;
+  /** closes the breaker ticket once the body is read (a broken stream counts against the upstream) */
+  settle(ok: boolean): void;
+}
+
+const credentials = new Map<string, string>();
+
+/** Decrypts an upstream credential once per ciphertext; the plaintext lives only in this process's memory. */
+function credential(opts: DataPlaneOptions, sealed: string): string {
+  let plain = credentials.get(sealed);
+  if (plain === undefined) {
+    plain = open(opts.masterKey, sealed);
+    if (credentials.size > 1000) credentials.clear();
+    credentials.set(sealed, plain);
+  }
+  return plain;
+}
+
+/**
+ * Tries the routes in order until one answers 2xx: each route gets retries with backoff on connect errors,
+ * 429 and 5xx (honouring Retry-After), then the next route takes over. All of this happens before the
+ * first byte reaches the client. A route whose circuit breaker is open is skipped. Failures are thrown as
+ * GatewayErrors for the caller to render in the client's protocol.
+ */
+export async function callUpstream(
+  opts: DataPlaneOptions,
+  routes: RouteSnapshot[],
+  build: (route: RouteSnapshot) => Outgoing,
+  signal: AbortSignal,
+): Promise<Answer> {
+  let lastFailure: unknown = null;
+  let skipped = 0;
+  for (const route of routes) {
+    const breaker = opts.breakers.get(route.upstream);
+    const outgoing = build(route);
+    const headers: Record<string, string> = { "content-type": "application/json", ...outgoing.headers };
+    const proto = route.protocol === "demo" ? "openai" : route.protocol;
+    if (route.apiKeyEnc) Object.assign(headers, protocols[proto].authHeaders(credential(opts, route.apiKeyEnc)));
+    const transport = route.protocol === "demo" ? opts.demo : opts.transport;
+    const url = route.baseUrl.replace(/\/+$/, "") + outgoing.path;
+    let tickets = 0;
+    const outcome = await withRetry<Answer>(
+      async () => {
+        const ticket = breaker.acquire(Date.now());
+        if (ticket === REFUSED) return { ok: false, retryable: false, failure: new BreakerOpen(route.upstream) };
+        tickets++;
+        try {
+          const upstream = await transport.send({
+            url,
+            headers,
+            body: outgoing.body,
+            signal,
+            connectTimeoutMs: route.connectTimeoutMs,
+            firstByteTimeoutMs: route.firstByteTimeoutMs,
+            idleTimeoutMs: route.idleTimeoutMs,
+          });
+          if (upstream.status >= 200 && upstream.status < 300) {
+            let settled = false;
+            return {
+              ok: true,
+              value: {
+                route,
+                upstream,
+                settle: (ok) => {
+                  if (settled) return;
+                  settled = true;
+                  if (ok) breaker.success(ticket, Date.now());
+                  else breaker.failure(ticket, Date.now());
+                },
+              },
+            };
+          }
+          const retryable = isRetryableStatus(upstream.status);
+          if (retryable) breaker.failure(ticket, Date.now());
+          else breaker.success(ticket, Date.now()); // a 4xx is the request's fault, not the upstream's
+          opts.metrics.upstreamErrors.inc({ upstream: route.upstream, reason: String(upstream.status) });
+          const failure = new UpstreamStatus(route, upstream);
+          if (retryable) await failure.drain();
+          return { ok: false, retryable, failure, retryAfterMs: parseRetryAfter(upstream.headers, Date.now()) };
+        } catch (err) {
+          if (signal.aborted) {
+            breaker.cancel(ticket);
+            return { ok: false, retryable: false, failure: err };
+          }
+          breaker.failure(ticket, Date.now());
+          const reason = timeoutCode(err) ?? (isConnectError(err) ? "connect" : "network");
+          opts.metrics.upstreamErrors.inc({ upstream: route.upstream, reason });
+          return { ok: false, retryable: true, failure: err };
+        }
+      },
+      opts.retry,
+      { signal },
+    );
+    if (outcome.ok) return outcome.value;
+    lastFailure = outcome.failure;
+    if (lastFailure instanceof UpstreamStatus) await lastFailure.drain();
+    if (lastFailure instanceof BreakerOpen && tickets === 0) skipped++;
+    if (signal.aborted) throw clientClosed();
+    // A request the upstream refused as invalid would be refused by the next route too.
+    if (lastFailure instanceof UpstreamStatus && !isRetryableStatus(lastFailure.upstream.status)) break;
+  }
+  if (signal.aborted) throw clientClosed();
+  if (lastFailure instanceof UpstreamStatus) throw await lastFailure.toGatewayError();
+  if (skipped === routes.length) {
+    throw new GatewayError("unavailable", "upstream_unavailable", "Every upstream of this model is failing right now and is taken out of service for a moment; retry shortly.", null, { "retry-after": "5" });
+  }
+  const code = timeoutCode(lastFailure);
+  if (code) throw new GatewayError("timeout", "upstream_timeout", "The upstream did not answer in time.");
+  throw new GatewayError("upstream", "upstream_unreachable", "The upstream could not be reached.");
+}
+
+class BreakerOpen extends Error {
+  constructor(upstream: string) {
+    super(`circuit open for ${upstream}`);
+  }
+}
+
+class UpstreamStatus extends Error {
+  private text: Promise<string> | null = null;
+  constructor(
+    readonly route: RouteSnapshot,
+    readonly upstream: UpstreamResponse,
+  ) {
+    super(`upstream answered ${upstream.status}`);
+  }
+  /** Reads the error body once (retried attempts must free their sockets). */
+  drain(): Promise<string> {
+    this.text ??= this.upstream.text().catch(() => "");
+    return this.text;
+  }
+
+  /**
+   * The upstream's refusal in the gateway's terms, to be re-shaped into the client's protocol. A request the
+   * upstream found invalid keeps its status and message; the upstream's own troubles (its credential, its
+   * rate limit, its outages) are the gateway's 502/429, never the client's 401.
+   */
+  async toGatewayError(): Promise<GatewayError> {
+    const status = this.upstream.status;
+    const proto = this.route.protocol === "demo" ? "openai" : this.route.protocol;
+    const info = protocols[proto].parseUpstreamError(status, await this.drain());
+    const where = `upstream '${this.route.upstream}'`;
+    if (status === 429) return new GatewayError("rate_limit", "upstream_rate_limited", `The ${where} is rate limiting: ${info.message}`);
+    if (status === 401 || status === 403) return new GatewayError("upstream", "upstream_auth_failed", `The ${where} rejected the gateway's credential; the operator has been told.`);
+    if (status >= 500) return new GatewayError("upstream", "upstream_error", `The ${where} failed (HTTP ${status}): ${info.message}`);
+    if (status === 404) return new GatewayError("upstream", "upstream_model_not_found", `The ${where} does not know the model it was routed to: ${info.message}`);
+    if (status === 413) return new GatewayError("too_large", "request_too_large", info.message);
+    return new GatewayError("invalid_request", info.code || "upstream_invalid_request", info.message, info.param ?? null, {}, status >= 400 && status < 500 ? status : 400);
+  }
+}
+
+const timeoutCode = (err: unknown): string | null => {
+  const code = (err as { code?: string } | null)?.code;
+  return code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_CONNECT_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT" ? "timeout" : null;
+};
+
+export const clientClosed = () => new GatewayError("invalid_request", "client_closed", "The client closed the connection.", null, {}, 499);
