@@ -73,5 +73,7 @@ builder.scalarType("Long", {
   },
 });
 
+export type Types = typeof builder extends PothosSchemaTypes.SchemaBuilder<infer T> ? T : never;
+
 builder.queryType({});
 builder.mutationType({});

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import type { Transporter } from "nodemailer";
 
 export interface MailMessage {
   to: string;
@@ -28,7 +29,7 @@ export function createMailer(opts: MailerOptions): Mailer {
   const from = opts.from ?? "modelgate <no-reply@modelgate.local>";
   if (opts.smtpUrl) {
     const url = opts.smtpUrl;
-    let transport: Promise<import("nodemailer").Transporter> | undefined;
+    let transport: Promise<Transporter> | undefined;
     const get = () => (transport ??= import("nodemailer").then((m) => m.default.createTransport(url)));
     return {
       async send(message) {

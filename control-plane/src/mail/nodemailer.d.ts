@@ -1,12 +1,12 @@
 // nodemailer ships no types and @types/nodemailer is not installed: the little we use, typed by hand.
 declare module "nodemailer" {
-  interface SendMailOptions {
+  export interface SendMailOptions {
     from?: string;
     to: string;
     subject: string;
     text: string;
   }
-  interface Transporter {
+  export interface Transporter {
     sendMail(message: SendMailOptions): Promise<unknown>;
     close(): void;
   }

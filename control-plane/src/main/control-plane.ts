@@ -6,6 +6,7 @@ import { createLogger } from "@modelgate/data-plane/logger";
 import { chain, notFound } from "../http/app.ts";
 import { RedisSnapshotBus } from "../snapshot/redis-bus.ts";
 import { RedisUsageConsumer } from "../usage/redis-consumer.ts";
+import { exportsIdle } from "../exports/runner.ts";
 import { settleUsage } from "../usage/settle.ts";
 import { bootControlPlane } from "./bootstrap.ts";
 import { controlPlaneRoutes } from "./routes.ts";
@@ -61,6 +62,7 @@ onShutdown(logger, async () => {
   await new Promise<void>((r) => server.close(() => r()));
   await consumer.stop();
   await core.publisher.flush();
+  await exportsIdle();
   core.publisher.stop();
   await core.db.close();
   for (const r of [redis, subscriber, consumerConn]) r.disconnect();

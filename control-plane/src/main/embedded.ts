@@ -6,6 +6,7 @@ import { createDataPlaneOptions } from "@modelgate/data-plane/runtime";
 import { createLogger } from "@modelgate/data-plane/logger";
 import { DEMO_MODEL_ID } from "../config/sync.ts";
 import { chain, notFound } from "../http/app.ts";
+import { exportsIdle } from "../exports/runner.ts";
 import { settleUsage } from "../usage/settle.ts";
 import { bootControlPlane } from "./bootstrap.ts";
 import { controlPlaneRoutes } from "./routes.ts";
@@ -59,6 +60,7 @@ onShutdown(logger, async () => {
   await new Promise<void>((resolve) => server.close(() => resolve()));
   await usage.flush();
   await core.publisher.flush();
+  await exportsIdle();
   core.publisher.stop();
   await dataPlaneOptions.close();
   await core.db.close();

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import type { Logger } from "pino";
 import { ensureAdminToken } from "../admin/token.ts";
 import { ensureOperator } from "../auth/bootstrap.ts";
+import { resumeExports } from "../exports/runner.ts";
 import { createGraphqlHandler } from "../graphql/handler.ts";
 import type { AppContext } from "../graphql/context.ts";
 import { createAdminRoute } from "../http/admin-route.ts";
@@ -27,6 +28,8 @@ export async function controlPlaneRoutes(ctx: ServiceContext, settings: Settings
     dev: settings.dev,
   };
   await bootstrapOperator(ctx, settings, logger);
+  // Exports a previous process left unfinished start again from the beginning.
+  void Promise.resolve(resumeExports(app)).catch((err) => logger.error({ err }, "could not resume exports"));
   const graphql = createGraphqlHandler(app);
   const graphqlRoute: Route = async (req, res) => {
     const path = (req.url ?? "/").split("?")[0];

@@ -11,7 +11,8 @@ import { TokenScopeEnum, UserRoleEnum } from "./enums.ts";
 
 export type UserRow = User & { account?: Account | null };
 
-export const UserRef = builder.objectRef<UserRow>("User").implement({
+export const UserRef = builder.objectRef<UserRow>("User");
+UserRef.implement({
   description: "A person who signs in to the console.",
   fields: (t) => ({
     id: t.exposeID("id"),

@@ -1,0 +1,106 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { getOperationAST, GraphQLError } from "graphql";
+import { createYoga, type Plugin } from "graphql-yoga";
+import { authenticate } from "../auth/principal.ts";
+import { serializeSessionCookie } from "../auth/cookies.ts";
+import { SESSION_TTL_MS } from "../auth/sessions.ts";
+import type { AppContext, GqlContext } from "./context.ts";
+import { maskError } from "./errors.ts";
+import { DEFAULT_LIMITS, limitsRule } from "./limits.ts";
+import { schema } from "./schema/index.ts";
+
+export type { AppContext } from "./context.ts";
+
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+interface ServerContext {
+  req: IncomingMessage;
+  res: ServerResponse;
+  /** Set-Cookie values the resolvers asked for */
+  cookies: string[];
+}
+
+/** Tokens carry scopes: queries need `read`, mutations `write` (sessions have every scope their role allows). */
+const tokenScopePlugin: Plugin = {
+  onExecute({ args, setResultAndStopExecution }) {
+    const ctx = args.contextValue as unknown as GqlContext;
+    const scopes = ctx.principal?.tokenScopes;
+    if (!scopes) return;
+    const op = getOperationAST(args.document, args.operationName);
+    const need = op?.operation === "mutation" ? "write" : "read";
+    if (!scopes.includes(need)) {
+      setResultAndStopExecution({
+        errors: [new GraphQLError(`this access token lacks the '${need}' scope`, { extensions: { code: "FORBIDDEN" } })],
+      });
+    }
+  },
+};
+
+const limitsPlugin: Plugin = {
+  onValidate({ addValidationRule }) {
+    addValidationRule(limitsRule(DEFAULT_LIMITS));
+  },
+};
+
+const cookiePlugin: Plugin<object, ServerContext> = {
+  onResponse({ response, serverContext }) {
+    for (const c of serverContext.cookies ?? []) response.headers.append("set-cookie", c);
+  },
+};
+
+function refuse(res: ServerResponse, status: number, code: string, message: string) {
+  const body = JSON.stringify({ errors: [{ message, extensions: { code } }] });
+  res.writeHead(status, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(body) });
+  res.end(body);
+}
+
+/**
+ * POST/GET /graphql. Authentication: `Authorization: Bearer mgp_…` (personal access token) or the `mg_session`
+ * cookie. CSRF: a POST must be `application/json` or carry `x-mg-csrf: 1` (both force a CORS preflight, and no
+ * CORS is granted); mutations over GET are refused by yoga.
+ */
+export function createGraphqlHandler(app: AppContext): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
+  const yoga = createYoga<ServerContext, GqlContext>({
+    schema,
+    graphqlEndpoint: "/graphql",
+    graphiql: app.dev ? { title: "modelgate GraphQL" } : false,
+    landingPage: false,
+    cors: false,
+    batching: false,
+    // internal errors are logged once by maskError (structured, without request data)
+    logging: false,
+    maskedErrors: { maskError: (error, message) => maskError(error, message) },
+    plugins: [limitsPlugin, tokenScopePlugin, cookiePlugin],
+    context: async ({ request, cookies }): Promise<GqlContext> => {
+      const auth = await authenticate(app.prisma, {
+        authorization: request.headers.get("authorization"),
+        cookie: request.headers.get("cookie"),
+      });
+      const setSessionCookie = (token: string | null) =>
+        cookies.push(
+          serializeSessionCookie(token ?? "", { secure: app.secureCookies, maxAge: token ? Math.floor(SESSION_TTL_MS / 1000) : 0 }),
+        );
+      if (auth.clearCookie) setSessionCookie(null);
+      if (auth.error) {
+        throw new GraphQLError(auth.error.message, { extensions: { code: auth.error.code, http: { status: 401 } } });
+      }
+      return { app, auth, principal: auth.principal, setSessionCookie };
+    },
+  });
+
+  return async (req, res) => {
+    if (req.method === "POST") {
+      const type = (req.headers["content-type"] ?? "").toLowerCase();
+      if (!type.startsWith("application/json") && !req.headers["x-mg-csrf"]) {
+        return refuse(res, 403, "CSRF", "send the request as application/json or with the header x-mg-csrf: 1");
+      }
+      const length = Number(req.headers["content-length"] ?? 0);
+      if (length > MAX_BODY_BYTES) return refuse(res, 413, "PAYLOAD_TOO_LARGE", "the request body is too large");
+    }
+    await (yoga.requestListener as unknown as (req: IncomingMessage, res: ServerResponse, ctx: { cookies: string[] }) => Promise<void>)(
+      req,
+      res,
+      { cookies: [] },
+    );
+  };
+}

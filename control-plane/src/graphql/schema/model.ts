@@ -1,0 +1,247 @@
+import type { Model, PriceContract, Route, Upstream } from "../../generated/prisma/client.ts";
+import {
+  deleteModel,
+  deletePriceContract,
+  deleteRoute,
+  deleteUpstream,
+  setPriceContract,
+  upsertModel,
+  upsertRoute,
+  upsertUpstream,
+} from "../../services/catalog.ts";
+import { builder, type Types } from "../builder.ts";
+import { accountIdFor, checkId, money } from "../common.ts";
+import { ConfigSourceEnum, UpstreamProtocolEnum } from "./enums.ts";
+
+// Customers see the models they may call at their contract prices; operators manage models, upstreams, routes
+// and price contracts. Prices are per one million tokens, as decimal text.
+
+interface PricedModel {
+  model: Model;
+  contract: PriceContract | null;
+}
+
+const priceFields = (t: PothosSchemaTypes.ObjectFieldBuilder<Types, PricedModel>) => ({
+  inputPrice: t.string({
+    description: "per 1M prompt tokens, under the account's contract",
+    resolve: (m) => money(m.contract?.inputPriceMicro ?? m.model.inputPriceMicro),
+  }),
+  outputPrice: t.string({ resolve: (m) => money(m.contract?.outputPriceMicro ?? m.model.outputPriceMicro) }),
+  cachedInputPrice: t.string({
+    nullable: true,
+    resolve: (m) => {
+      const v = m.contract ? m.contract.cachedInputPriceMicro : m.model.cachedInputPriceMicro;
+      return v === null ? null : money(v);
+    },
+  }),
+  contracted: t.boolean({ description: "true when a contract price applies, false for list price", resolve: (m) => m.contract !== null }),
+});
+
+const CustomerModelRef = builder.objectRef<PricedModel>("CustomerModel").implement({
+  description: "A model the account may call, with its price under the account's contract.",
+  fields: (t) => ({
+    id: t.string({ description: "the full model ID to send as `model`", resolve: (m) => m.model.id }),
+    displayName: t.string({ nullable: true, resolve: (m) => m.model.displayName }),
+    reasoning: t.boolean({ resolve: (m) => m.model.reasoning }),
+    ...priceFields(t),
+  }),
+});
+
+const UpstreamRef = builder.objectRef<Upstream>("Upstream").implement({
+  description: "Operators: a provider endpoint. The credential is sealed and never shown.",
+  fields: (t) => ({
+    id: t.exposeID("id"),
+    name: t.exposeString("name"),
+    protocol: t.field({ type: UpstreamProtocolEnum, resolve: (u) => u.protocol }),
+    baseUrl: t.exposeString("baseUrl"),
+    hasApiKey: t.boolean({ resolve: (u) => u.apiKeyEnc !== null }),
+    enabled: t.exposeBoolean("enabled"),
+    connectTimeoutMs: t.exposeInt("connectTimeoutMs"),
+    firstByteTimeoutMs: t.exposeInt("firstByteTimeoutMs"),
+    idleTimeoutMs: t.exposeInt("idleTimeoutMs"),
+    source: t.field({ type: ConfigSourceEnum, resolve: (u) => u.source }),
+    createdAt: t.expose("createdAt", { type: "DateTime" }),
+  }),
+});
+
+const RouteRef = builder.objectRef<Route>("Route").implement({
+  fields: (t) => ({
+    id: t.exposeID("id"),
+    modelId: t.exposeString("modelId"),
+    upstreamModel: t.exposeString("upstreamModel"),
+    weight: t.exposeInt("weight"),
+    priority: t.exposeInt("priority"),
+    upstream: t.field({ type: UpstreamRef, resolve: (r, _a, ctx) => ctx.app.prisma.upstream.findUniqueOrThrow({ where: { id: r.upstreamId } }) }),
+  }),
+});
+
+const ModelRef = builder.objectRef<Model>("Model").implement({
+  description: "Operators: a model with its list prices and routes.",
+  fields: (t) => ({
+    id: t.exposeString("id"),
+    displayName: t.exposeString("displayName", { nullable: true }),
+    reasoning: t.exposeBoolean("reasoning"),
+    enabled: t.exposeBoolean("enabled"),
+    source: t.field({ type: ConfigSourceEnum, resolve: (m) => m.source }),
+    inputPrice: t.string({ resolve: (m) => money(m.inputPriceMicro) }),
+    outputPrice: t.string({ resolve: (m) => money(m.outputPriceMicro) }),
+    cachedInputPrice: t.string({ nullable: true, resolve: (m) => (m.cachedInputPriceMicro === null ? null : money(m.cachedInputPriceMicro)) }),
+    routes: t.field({
+      type: [RouteRef],
+      resolve: (m, _a, ctx) => ctx.app.prisma.route.findMany({ where: { modelId: m.id }, orderBy: [{ priority: "desc" }, { weight: "desc" }] }),
+    }),
+  }),
+});
+
+const PriceContractRef = builder.objectRef<PriceContract>("PriceContract").implement({
+  fields: (t) => ({
+    id: t.exposeID("id"),
+    accountId: t.exposeID("accountId"),
+    modelId: t.exposeString("modelId"),
+    inputPrice: t.string({ resolve: (c) => money(c.inputPriceMicro) }),
+    outputPrice: t.string({ resolve: (c) => money(c.outputPriceMicro) }),
+    cachedInputPrice: t.string({ nullable: true, resolve: (c) => (c.cachedInputPriceMicro === null ? null : money(c.cachedInputPriceMicro)) }),
+    updatedAt: t.expose("updatedAt", { type: "DateTime" }),
+  }),
+});
+
+builder.queryFields((t) => ({
+  models: t.field({
+    type: [CustomerModelRef],
+    authScopes: { authenticated: true },
+    description: "The models your account may call, with your prices per 1M tokens.",
+    args: { accountId: t.arg.id() },
+    resolve: async (_r, args, ctx) => {
+      const accountId = accountIdFor(ctx, args.accountId ? String(args.accountId) : null, "read");
+      const [models, contracts] = await Promise.all([
+        ctx.app.prisma.model.findMany({ where: { enabled: true }, orderBy: { id: "asc" } }),
+        ctx.app.prisma.priceContract.findMany({ where: { accountId } }),
+      ]);
+      const byModel = new Map(contracts.map((c) => [c.modelId, c]));
+      return models.map((model) => ({ model, contract: byModel.get(model.id) ?? null }));
+    },
+  }),
+  catalogModels: t.field({
+    type: [ModelRef],
+    authScopes: { operator: true },
+    resolve: (_r, _a, ctx) => ctx.app.prisma.model.findMany({ orderBy: { id: "asc" } }),
+  }),
+  upstreams: t.field({
+    type: [UpstreamRef],
+    authScopes: { operator: true },
+    resolve: (_r, _a, ctx) => ctx.app.prisma.upstream.findMany({ orderBy: { name: "asc" } }),
+  }),
+  priceContracts: t.field({
+    type: [PriceContractRef],
+    authScopes: { operator: true },
+    args: { accountId: t.arg.id({ required: true }) },
+    resolve: (_r, args, ctx) =>
+      ctx.app.prisma.priceContract.findMany({ where: { accountId: checkId(String(args.accountId), "account") }, orderBy: { modelId: "asc" } }),
+  }),
+}));
+
+const ModelInput = builder.inputType("ModelInput", {
+  fields: (t) => ({
+    id: t.string({ required: true, description: "full ID ending in a date, e.g. acme-chat-2025-01-01" }),
+    displayName: t.string(),
+    reasoning: t.boolean(),
+    inputPrice: t.string({ required: true, description: "per 1M tokens, decimal text" }),
+    outputPrice: t.string({ required: true }),
+    cachedInputPrice: t.string(),
+    enabled: t.boolean(),
+  }),
+});
+
+const UpstreamInput = builder.inputType("UpstreamInput", {
+  fields: (t) => ({
+    id: t.id({ description: "omit to create" }),
+    name: t.string({ required: true }),
+    protocol: t.field({ type: UpstreamProtocolEnum, required: true }),
+    baseUrl: t.string({ required: true }),
+    apiKey: t.string({ description: "omit to keep, null to remove" }),
+    enabled: t.boolean(),
+    connectTimeoutMs: t.int(),
+    firstByteTimeoutMs: t.int(),
+    idleTimeoutMs: t.int(),
+  }),
+});
+
+const RouteInput = builder.inputType("RouteInput", {
+  fields: (t) => ({
+    modelId: t.string({ required: true }),
+    upstreamId: t.id({ required: true }),
+    upstreamModel: t.string({ required: true }),
+    weight: t.int(),
+    priority: t.int(),
+  }),
+});
+
+const PriceContractInput = builder.inputType("PriceContractInput", {
+  fields: (t) => ({
+    accountId: t.id({ required: true }),
+    modelId: t.string({ required: true }),
+    inputPrice: t.string({ required: true, description: "per 1M tokens, decimal text" }),
+    outputPrice: t.string({ required: true }),
+    cachedInputPrice: t.string(),
+  }),
+});
+
+builder.mutationFields((t) => ({
+  upsertModel: t.field({
+    type: ModelRef,
+    authScopes: { operator: true },
+    args: { input: t.arg({ type: ModelInput, required: true }) },
+    resolve: (_r, { input }, ctx) => upsertModel(ctx.app, input),
+  }),
+  deleteModel: t.boolean({
+    authScopes: { operator: true },
+    args: { id: t.arg.string({ required: true }) },
+    resolve: async (_r, { id }, ctx) => {
+      await deleteModel(ctx.app, id);
+      return true;
+    },
+  }),
+  upsertUpstream: t.field({
+    type: UpstreamRef,
+    authScopes: { operator: true },
+    args: { input: t.arg({ type: UpstreamInput, required: true }) },
+    resolve: (_r, { input }, ctx) =>
+      upsertUpstream(ctx.app, { ...input, id: input.id ? checkId(String(input.id), "upstream") : null }),
+  }),
+  deleteUpstream: t.boolean({
+    authScopes: { operator: true },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: async (_r, { id }, ctx) => {
+      await deleteUpstream(ctx.app, checkId(String(id), "upstream"));
+      return true;
+    },
+  }),
+  upsertRoute: t.field({
+    type: RouteRef,
+    authScopes: { operator: true },
+    args: { input: t.arg({ type: RouteInput, required: true }) },
+    resolve: (_r, { input }, ctx) => upsertRoute(ctx.app, { ...input, upstreamId: checkId(String(input.upstreamId), "upstream") }),
+  }),
+  deleteRoute: t.boolean({
+    authScopes: { operator: true },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: async (_r, { id }, ctx) => {
+      await deleteRoute(ctx.app, checkId(String(id), "route"));
+      return true;
+    },
+  }),
+  setPriceContract: t.field({
+    type: PriceContractRef,
+    authScopes: { operator: true },
+    args: { input: t.arg({ type: PriceContractInput, required: true }) },
+    resolve: (_r, { input }, ctx) => setPriceContract(ctx.app, { ...input, accountId: checkId(String(input.accountId), "account") }),
+  }),
+  deletePriceContract: t.boolean({
+    authScopes: { operator: true },
+    args: { accountId: t.arg.id({ required: true }), modelId: t.arg.string({ required: true }) },
+    resolve: async (_r, args, ctx) => {
+      await deletePriceContract(ctx.app, checkId(String(args.accountId), "account"), args.modelId);
+      return true;
+    },
+  }),
+}));

@@ -1,0 +1,161 @@
+import type { UsageLog } from "../../generated/prisma/client.ts";
+import { usageStats, type Totals } from "../../stats/aggregate.ts";
+import { usagePage, type UsageFilter } from "../../stats/usage-log.ts";
+import { builder, type Types } from "../builder.ts";
+import { accountIdFor, checkId, clampFirst, money } from "../common.ts";
+import { GranularityEnum } from "./enums.ts";
+
+export const UsageFilterInput = builder.inputType("UsageFilter", {
+  fields: (t) => ({
+    from: t.field({ type: "DateTime", description: "inclusive" }),
+    to: t.field({ type: "DateTime", description: "exclusive" }),
+    apiKeyId: t.id(),
+    model: t.string(),
+    status: t.int({ description: "exact HTTP status" }),
+    success: t.boolean({ description: "true: 2xx only; false: failures only" }),
+  }),
+});
+
+export function toFilter(f: { from?: Date | null; to?: Date | null; apiKeyId?: string | number | null; model?: string | null; status?: number | null; success?: boolean | null } | null | undefined): UsageFilter {
+  if (!f) return {};
+  return {
+    from: f.from ?? null,
+    to: f.to ?? null,
+    apiKeyId: f.apiKeyId === null || f.apiKeyId === undefined ? null : checkId(String(f.apiKeyId), "API key"),
+    model: f.model ?? null,
+    status: f.status ?? null,
+    success: f.success ?? null,
+  };
+}
+
+const UsageEntryRef = builder.objectRef<UsageLog>("UsageEntry").implement({
+  description: "One call: metadata only (no prompt or completion text is kept).",
+  fields: (t) => ({
+    id: t.exposeID("id"),
+    requestId: t.exposeString("requestId"),
+    startedAt: t.expose("startedAt", { type: "DateTime" }),
+    apiKeyId: t.exposeID("apiKeyId", { nullable: true }),
+    model: t.exposeString("model"),
+    protocol: t.exposeString("protocol"),
+    status: t.exposeInt("status"),
+    errorCode: t.exposeString("errorCode", { nullable: true }),
+    promptTokens: t.exposeInt("promptTokens"),
+    completionTokens: t.exposeInt("completionTokens"),
+    reasoningTokens: t.exposeInt("reasoningTokens"),
+    cachedTokens: t.exposeInt("cachedTokens"),
+    totalTokens: t.int({ resolve: (u) => u.promptTokens + u.completionTokens }),
+    amount: t.string({ resolve: (u) => money(u.costMicro) }),
+    amountMicro: t.string({ resolve: (u) => u.costMicro.toString() }),
+    latencyMs: t.exposeInt("latencyMs"),
+    ttftMs: t.exposeInt("ttftMs", { nullable: true }),
+    stream: t.exposeBoolean("stream"),
+  }),
+});
+
+const UsagePage = builder
+  .objectRef<{ nodes: UsageLog[]; hasNextPage: boolean; endCursor: string | null }>("UsagePage")
+  .implement({
+    fields: (t) => ({
+      nodes: t.field({ type: [UsageEntryRef], resolve: (p) => p.nodes }),
+      hasNextPage: t.exposeBoolean("hasNextPage"),
+      endCursor: t.exposeString("endCursor", { nullable: true, description: "pass as `after` for the next page" }),
+    }),
+  });
+
+function totals<T extends Totals>(t: PothosSchemaTypes.ObjectFieldBuilder<Types, T>) {
+  return {
+    requests: t.field({ type: "Long", resolve: (r) => r.requests }),
+    errors: t.field({ type: "Long", description: "calls answered with a non-2xx status", resolve: (r) => r.errors }),
+    promptTokens: t.field({ type: "Long", resolve: (r) => r.promptTokens }),
+    completionTokens: t.field({ type: "Long", resolve: (r) => r.completionTokens }),
+    reasoningTokens: t.field({ type: "Long", resolve: (r) => r.reasoningTokens }),
+    cachedTokens: t.field({ type: "Long", resolve: (r) => r.cachedTokens }),
+    totalTokens: t.field({ type: "Long", resolve: (r) => r.promptTokens + r.completionTokens }),
+    amount: t.string({ resolve: (r) => money(r.costMicro) }),
+    amountMicro: t.string({ resolve: (r) => r.costMicro.toString() }),
+  };
+}
+
+const TotalsRef = builder.objectRef<Totals>("UsageTotals").implement({ fields: (t) => totals(t) });
+const BucketRef = builder.objectRef<Totals & { bucket: Date }>("UsageBucket").implement({
+  fields: (t) => ({
+    bucket: t.field({ type: "DateTime", description: "start of the hour or day", resolve: (r) => r.bucket }),
+    ...totals(t),
+  }),
+});
+const ByModelRef = builder.objectRef<Totals & { model: string }>("UsageByModel").implement({
+  fields: (t) => ({ model: t.string({ resolve: (r) => r.model }), ...totals(t) }),
+});
+type KeyTotals = Totals & { apiKeyId: string | null; apiKeyName: string | null };
+const ByKeyRef = builder.objectRef<KeyTotals>("UsageByKey").implement({
+  fields: (t) => ({
+    apiKeyId: t.id({ nullable: true, resolve: (r) => r.apiKeyId }),
+    apiKeyName: t.string({ nullable: true, resolve: (r) => r.apiKeyName }),
+    ...totals(t),
+  }),
+});
+
+const StatsRef = builder
+  .objectRef<Awaited<ReturnType<typeof usageStats>> & { byKeyNamed: KeyTotals[] }>(
+    "UsageStats",
+  )
+  .implement({
+    fields: (t) => ({
+      total: t.field({ type: TotalsRef, resolve: (s) => s.total }),
+      series: t.field({ type: [BucketRef], description: "buckets with no calls are left out", resolve: (s) => s.series }),
+      byModel: t.field({ type: [ByModelRef], resolve: (s) => s.byModel }),
+      byKey: t.field({ type: [ByKeyRef], resolve: (s) => s.byKeyNamed }),
+    }),
+  });
+
+builder.queryFields((t) => ({
+  usage: t.field({
+    type: UsagePage,
+    authScopes: { authenticated: true },
+    description: "The usage log, newest first, with cursor pagination.",
+    args: { accountId: t.arg.id(), filter: t.arg({ type: UsageFilterInput }), first: t.arg.int(), after: t.arg.string() },
+    resolve: (_r, args, ctx) =>
+      usagePage(
+        ctx.app,
+        accountIdFor(ctx, args.accountId ? String(args.accountId) : null, "read"),
+        toFilter(args.filter),
+        clampFirst(args.first, 50, 200),
+        args.after,
+      ),
+  }),
+  usageStats: t.field({
+    type: StatsRef,
+    authScopes: { authenticated: true },
+    description: "Usage trends by hour or day, by model and by key (default: the last 7 days by day, UTC).",
+    args: {
+      accountId: t.arg.id(),
+      from: t.arg({ type: "DateTime" }),
+      to: t.arg({ type: "DateTime" }),
+      granularity: t.arg({ type: GranularityEnum, defaultValue: "day" }),
+      timeZone: t.arg.string({ defaultValue: "UTC", description: "IANA name; buckets start at local midnight" }),
+      apiKeyId: t.arg.id(),
+      model: t.arg.string(),
+    },
+    resolve: async (_r, args, ctx) => {
+      const accountId = accountIdFor(ctx, args.accountId ? String(args.accountId) : null, "read");
+      const to = args.to ?? new Date();
+      const from = args.from ?? new Date(to.getTime() - 7 * 86_400_000);
+      const stats = await usageStats(ctx.app, accountId, {
+        from,
+        to,
+        granularity: args.granularity ?? "day",
+        timeZone: args.timeZone ?? "UTC",
+        apiKeyId: args.apiKeyId ? checkId(String(args.apiKeyId), "API key") : null,
+        model: args.model,
+      });
+      const ids = stats.byKey.map((k) => k.apiKeyId).filter((x): x is string => x !== null);
+      const names = new Map(
+        (await ctx.app.prisma.apiKey.findMany({ where: { id: { in: ids }, accountId }, select: { id: true, name: true } })).map((k) => [
+          k.id,
+          k.name,
+        ]),
+      );
+      return { ...stats, byKeyNamed: stats.byKey.map((k) => ({ ...k, apiKeyName: k.apiKeyId ? (names.get(k.apiKeyId) ?? null) : null })) };
+    },
+  }),
+}));
