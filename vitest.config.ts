@@ -1,11 +1,15 @@
 import { defineConfig } from "vitest/config";
 
-// Three projects:
+// Four projects:
 // - unit: pure module tests beside the code (no Postgres or Redis needed), plus golden translator fixtures;
 // - embedded: the single-process product (PGlite, in-process bus) driven end to end;
+// - browser: the console in headless Chromium against the embedded product (needs console/dist and /usr/bin/chromium);
 // - services: everything that needs the real Postgres and Redis (distributed mode, Redis-backed contracts).
 export default defineConfig({
   test: {
+    // One file at a time across all projects: the end-to-end files each start whole products (and Chromium)
+    // on a 2-core machine, and their one-second propagation checks should not compete with each other.
+    maxWorkers: 1,
     projects: [
       {
         test: {
@@ -21,6 +25,15 @@ export default defineConfig({
           include: ["test/embedded/**/*.test.ts"],
           testTimeout: 120_000,
           hookTimeout: 180_000,
+          fileParallelism: false,
+        },
+      },
+      {
+        test: {
+          name: "browser",
+          include: ["test/browser/**/*.test.ts"],
+          testTimeout: 180_000,
+          hookTimeout: 240_000,
           fileParallelism: false,
         },
       },

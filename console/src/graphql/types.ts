@@ -1,0 +1,151 @@
+// Result shapes of the operations the console sends (a hand-written subset of control-plane/schema.graphql).
+
+export type ApiKeyState = "active" | "revoked" | "expired" | "exhausted";
+
+export interface Account {
+  id: string;
+  name: string;
+  currency: string;
+  kind: "standard" | "trial";
+  status: "active" | "disabled";
+  trialPolicy: { expiresAt: string; quota: string } | null;
+}
+
+export interface User {
+  id: string;
+  email: string;
+  name: string | null;
+  role: "owner" | "member" | "operator";
+  emailVerified: boolean;
+  twoStepEnabled: boolean;
+  account: Account | null;
+}
+
+export interface Viewer {
+  via: string;
+  recoveryCodesLeft: number;
+  user: User;
+}
+
+export interface ApiKey {
+  id: string;
+  name: string;
+  prefix: string;
+  state: ApiKeyState | string;
+  status: "active" | "revoked";
+  allowedModels: string[];
+  ipAllowlist: string[];
+  quotaCap: string | null;
+  spent: string;
+  expiresAt: string | null;
+  revokedAt: string | null;
+  lastUsedAt: string | null;
+  createdAt: string;
+  rpm: number | null;
+  tpm: number | null;
+  concurrency: number | null;
+}
+
+export interface ApiKeyRestrictionsInput {
+  name?: string;
+  quotaCap?: string | null;
+  expiresAt?: string | null;
+  allowedModels?: string[];
+  ipAllowlist?: string[];
+  rpm?: number | null;
+  tpm?: number | null;
+  concurrency?: number | null;
+}
+
+export interface CustomerModel {
+  id: string;
+  displayName: string | null;
+  reasoning: boolean;
+  inputPrice: string;
+  outputPrice: string;
+  cachedInputPrice: string | null;
+  contracted: boolean;
+}
+
+export interface UsageEntry {
+  id: string;
+  requestId: string;
+  startedAt: string;
+  apiKeyId: string | null;
+  model: string;
+  protocol: string;
+  status: number;
+  errorCode: string | null;
+  stream: boolean;
+  promptTokens: number;
+  completionTokens: number;
+  reasoningTokens: number;
+  cachedTokens: number;
+  totalTokens: number;
+  amount: string;
+  latencyMs: number;
+  ttftMs: number | null;
+}
+
+export interface UsageFilter {
+  apiKeyId?: string;
+  model?: string;
+  success?: boolean;
+  status?: number;
+  from?: string;
+  to?: string;
+}
+
+export interface Page<T> {
+  nodes: T[];
+  endCursor: string | null;
+  hasNextPage: boolean;
+}
+
+export interface UsageFigures {
+  requests: number;
+  totalTokens: number;
+  promptTokens: number;
+  completionTokens: number;
+  errors: number;
+  amount: string;
+}
+
+export interface UsageStats {
+  total: UsageFigures;
+  series: (UsageFigures & { bucket: string })[];
+  byModel: (UsageFigures & { model: string })[];
+  byKey: (UsageFigures & { apiKeyId: string | null; apiKeyName: string | null })[];
+}
+
+export interface Wallet {
+  balance: string;
+  currency: string;
+  spentToday: string;
+  spentThisMonth: string;
+  keys: { spent: string; apiKey: Pick<ApiKey, "id" | "name" | "prefix" | "state"> }[];
+}
+
+export interface LedgerEntry {
+  id: string;
+  createdAt: string;
+  kind: "topup" | "charge" | "refund" | "adjustment";
+  amount: string;
+  balanceAfter: string;
+  note: string | null;
+  requestId: string | null;
+  apiKeyId: string | null;
+}
+
+export type ExportStatus = "pending" | "running" | "ready" | "failed";
+
+export interface ExportJob {
+  id: string;
+  status: ExportStatus;
+  format: "CSV" | "JSONL";
+  rowCount: number;
+  error: string | null;
+  downloadUrl: string | null;
+  createdAt: string;
+  finishedAt: string | null;
+}

@@ -1,0 +1,55 @@
+import type { Client } from "@urql/vue";
+import { createRouter, createWebHistory, type RouteRecordRaw } from "vue-router";
+import { loadSession, useSession } from "./composables/useSession";
+
+declare module "vue-router" {
+  interface RouteMeta {
+    public?: boolean;
+    title?: string;
+  }
+}
+
+const routes: RouteRecordRaw[] = [
+  { path: "/login", name: "login", component: () => import("./pages/LoginPage.vue"), meta: { public: true, title: "Sign in" } },
+  {
+    path: "/",
+    component: () => import("./layouts/ConsoleLayout.vue"),
+    children: [
+      { path: "", name: "dashboard", component: () => import("./pages/DashboardPage.vue"), meta: { title: "Dashboard" } },
+      { path: "keys", name: "keys", component: () => import("./pages/KeysPage.vue"), meta: { title: "API keys" } },
+      { path: "usage", name: "usage", component: () => import("./pages/UsagePage.vue"), meta: { title: "Usage log" } },
+      { path: "wallet", name: "wallet", component: () => import("./pages/WalletPage.vue"), meta: { title: "Wallet" } },
+      { path: "models", name: "models", component: () => import("./pages/ModelsPage.vue"), meta: { title: "Models" } },
+      { path: "security", name: "security", component: () => import("./pages/SecurityPage.vue"), meta: { title: "Security" } },
+      { path: "quick-start", name: "quick-start", component: () => import("./pages/QuickStartPage.vue"), meta: { title: "Quick start" } },
+      { path: ":rest(.*)*", name: "not-found", component: () => import("./pages/NotFoundPage.vue"), meta: { title: "Not found" } },
+    ],
+  },
+];
+
+/** Only same-site paths are followed after sign-in. */
+export function safeNext(value: unknown): string {
+  return typeof value === "string" && value.startsWith("/") && !value.startsWith("//") && !value.startsWith("/login") ? value : "/";
+}
+
+export function createConsoleRouter(client: Client) {
+  const router = createRouter({
+    history: createWebHistory(),
+    routes,
+    scrollBehavior: () => ({ top: 0 }),
+  });
+  const session = useSession();
+  router.beforeEach(async (to) => {
+    await loadSession(client);
+    if (to.meta.public) {
+      if (to.name === "login" && session.user.value) return safeNext(to.query.next);
+      return true;
+    }
+    if (!session.user.value) return { name: "login", query: to.fullPath === "/" ? {} : { next: to.fullPath } };
+    return true;
+  });
+  router.afterEach((to) => {
+    document.title = to.meta.title ? `${to.meta.title} · modelgate` : "modelgate";
+  });
+  return router;
+}
