@@ -1,5 +1,20 @@
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import {
+  DEFAULT_MOCK_KEY,
+  DEFAULT_REPLY,
+  type MockReply,
+  type MockUpstream,
+  type MockUpstreamOptions,
+  type RecordedRequest as ScriptRecordedRequest,
+  defaultUsage,
+  finishOf,
+  fragments,
+  listen,
+  nextReply,
+  readBody,
+  sleep,
+} from "./script.ts";
 
 // A mock OpenAI Chat Completions upstream speaking the real wire format (JSON and SSE with
 // `data: {...}\n\n` frames, a usage-only chunk when include_usage is set, and `data: [DONE]`).
@@ -109,6 +124,10 @@ export async function startOpenAIMock(apiKey = "sk-upstream-test", port = 0): Pr
     const parts = split(content, s.chunks);
     for (let i = 0; i < parts.length; i++) {
       if (s.breakAfterChunks !== undefined && i >= s.breakAfterChunks) {
+        // Let what was written reach the wire first: a reset right after synchronous writes would drop the
+        // head too, and the proxy would see a connection failure before any byte instead of a broken stream.
+        await new Promise<void>((r) => res.write("", () => r()));
+        await new Promise((r) => setTimeout(r, 20));
         res.socket?.destroy();
         return;
       }
@@ -128,5 +147,128 @@ export async function startOpenAIMock(apiKey = "sk-upstream-test", port = 0): Pr
       server.closeAllConnections();
       server.close(() => r());
     });
+  return mock;
+}
+
+// ---- The same upstream driven by the shared script (script.ts), as the Anthropic and Gemini mocks are ----
+// Reasoning text goes out as `reasoning_content` (DeepSeek/vLLM style: OpenAI itself returns none, only the
+// count); `completion_tokens` includes reasoning tokens, as OpenAI's does. A mid-stream error is a
+// `data: {"error":{…}}` event after which the connection closes (no [DONE]).
+
+const OPENAI_ERROR_TYPE: Record<number, string> = {
+  400: "invalid_request_error",
+  401: "invalid_request_error",
+  403: "permission_error",
+  404: "invalid_request_error",
+  429: "rate_limit_error",
+};
+
+const openaiError = (status: number, message: string, type?: string): string =>
+  JSON.stringify({ error: { message, type: type ?? OPENAI_ERROR_TYPE[status] ?? "server_error", param: null, code: status === 401 ? "invalid_api_key" : null } });
+
+function openaiUsage(r: MockReply): Record<string, unknown> {
+  const u = defaultUsage(r);
+  const completion = u.completionTokens + (u.reasoningTokens ?? 0);
+  return {
+    prompt_tokens: u.promptTokens,
+    completion_tokens: completion,
+    total_tokens: u.promptTokens + completion,
+    prompt_tokens_details: { cached_tokens: u.cachedTokens ?? 0, audio_tokens: 0 },
+    completion_tokens_details: { reasoning_tokens: u.reasoningTokens ?? 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
+  };
+}
+
+const callId = (i: number, id?: string): string => id ?? `call_mock${i.toString().padStart(2, "0")}`;
+
+/** Starts the scripted mock. Its `url` ends in /v1, as an OpenAI route's base URL does. */
+export async function startOpenAIUpstream(opts: MockUpstreamOptions = {}): Promise<MockUpstream> {
+  const apiKey = opts.apiKey ?? DEFAULT_MOCK_KEY;
+  const mock: MockUpstream = {
+    url: "",
+    requests: [],
+    queue: [],
+    fallback: opts.fallback ?? DEFAULT_REPLY,
+    reply: (...scripts) => void mock.queue.push(...scripts),
+    close: async () => undefined,
+  };
+  const server = createServer((req, res) => {
+    void (async () => {
+      const body = await readBody(req);
+      const recorded: ScriptRecordedRequest = { method: req.method ?? "", url: req.url ?? "", headers: req.headers, body };
+      mock.requests.push(recorded);
+      const fail = (status: number, message: string, type?: string) => {
+        res.writeHead(status, { "content-type": "application/json" });
+        res.end(openaiError(status, message, type));
+      };
+      if (req.headers.authorization !== `Bearer ${apiKey}`) return fail(401, "Incorrect API key provided.");
+      if (req.method !== "POST" || req.url !== "/v1/chat/completions") return fail(404, `Unknown request URL: ${req.method ?? ""} ${req.url ?? ""}.`);
+      const b = (body ?? {}) as { model?: unknown; stream?: unknown; stream_options?: { include_usage?: unknown } };
+      if (typeof b.model !== "string") return fail(400, "you must provide a model parameter");
+      const r = nextReply(mock, recorded);
+      if (r.error) return fail(r.error.status, r.error.message, r.error.type);
+      const model = b.model;
+      const id = `chatcmpl-mock${mock.requests.length}`;
+      const created = Math.floor(Date.now() / 1000);
+      const calls = r.toolCalls ?? [];
+      if (b.stream !== true) {
+        const text = r.text?.join("");
+        const message: Record<string, unknown> = { role: "assistant", content: text ?? (calls.length > 0 ? null : ""), refusal: null, annotations: [] };
+        if (r.thinking) message.reasoning_content = r.thinking.join("");
+        if (calls.length > 0) {
+          message.tool_calls = calls.map((c, i) => ({ id: callId(i, c.id), type: "function", function: { name: c.name, arguments: JSON.stringify(c.arguments) } }));
+        }
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(
+          JSON.stringify({
+            id,
+            object: "chat.completion",
+            created,
+            model,
+            choices: [{ index: 0, message, logprobs: null, finish_reason: finishOf(r) }],
+            usage: openaiUsage(r),
+            service_tier: "default",
+            system_fingerprint: "fp_mock",
+          }),
+        );
+        return;
+      }
+      const includeUsage = b.stream_options?.include_usage === true;
+      res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" });
+      const write = async (choices: unknown[], usage?: unknown) => {
+        const chunk: Record<string, unknown> = { id, object: "chat.completion.chunk", created, model, service_tier: "default", system_fingerprint: "fp_mock", choices };
+        if (includeUsage) chunk.usage = usage ?? null;
+        res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+        if (r.delayMs) await sleep(r.delayMs);
+      };
+      const delta = (d: Record<string, unknown>, finish: string | null = null) => write([{ index: 0, delta: d, logprobs: null, finish_reason: finish }]);
+      const midError = () => {
+        res.end(`data: ${openaiError(500, r.midStreamError?.message ?? "error", r.midStreamError?.type ?? "server_error")}\n\n`);
+      };
+      await delta({ role: "assistant", content: "", refusal: null });
+      for (const t of r.thinking ?? []) await delta({ reasoning_content: t });
+      const texts = r.text ?? [];
+      for (const [n, t] of texts.entries()) {
+        if (r.midStreamError && n === (r.midStreamError.afterChunks ?? 1)) return midError();
+        if (r.dropAfterChunks !== undefined && n === r.dropAfterChunks) return void res.destroy();
+        await delta({ content: t });
+      }
+      if (r.midStreamError && texts.length <= (r.midStreamError.afterChunks ?? 1)) return midError();
+      for (const [i, c] of calls.entries()) {
+        await delta({ tool_calls: [{ index: i, id: callId(i, c.id), type: "function", function: { name: c.name, arguments: "" } }] });
+        for (const f of fragments(JSON.stringify(c.arguments))) await delta({ tool_calls: [{ index: i, function: { arguments: f } }] });
+      }
+      await delta({}, finishOf(r));
+      if (includeUsage) await write([], openaiUsage(r));
+      res.end("data: [DONE]\n\n");
+    })().catch((err: unknown) => {
+      if (!res.headersSent) {
+        res.writeHead(500, { "content-type": "application/json" });
+        res.end(openaiError(500, String(err)));
+      } else res.destroy();
+    });
+  });
+  const { origin, close } = await listen(server, opts.port ?? 0);
+  mock.url = `${origin}/v1`;
+  mock.close = close;
   return mock;
 }

@@ -100,6 +100,17 @@ describe("parameters an upstream cannot honour are refused, not dropped", () => 
     });
     expect(protocols.gemini.buildUpstreamRequest(req, "g", { stream: false }).body.generationConfig).toEqual({ responseMimeType: "application/json" });
   });
+  it("names the refused parameter as a Gemini client knows it", () => {
+    let err: unknown;
+    try {
+      protocols.anthropic.buildUpstreamRequest(base({ n: 2 }), "c", { stream: false });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(GatewayError);
+    const rendered = JSON.parse(protocols.gemini.renderError(err as GatewayError, "r1").body) as { error: { message: string } };
+    expect(rendered.error.message).toBe("'generationConfig.candidateCount' is not supported by this model's Anthropic upstream: only one choice per request. (request id: r1)");
+  });
   it("refuses top_k on OpenAI and temperature above 1 on Anthropic", () => {
     expect(gatewayError(() => protocols.openai.buildUpstreamRequest(base({ topK: 5 }), "o", { stream: false })).param).toBe("top_k");
     expect(gatewayError(() => protocols.anthropic.buildUpstreamRequest(base({ temperature: 1.5 }), "c", { stream: false })).param).toBe("temperature");

@@ -1,6 +1,6 @@
 // Gemini's error shape, both ways: {"error":{"code","message","status"}}.
 
-import { type ErrorRenderer, type GatewayErrorKind, withRequestId } from "../../errors.ts";
+import { type ErrorRenderer, type GatewayError, type GatewayErrorKind, withRequestId } from "../../errors.ts";
 import type { UpstreamErrorInfo } from "../canonical.ts";
 import { kindOfStatus, num, obj, parseJsonLoose, str } from "../shared.ts";
 
@@ -23,9 +23,32 @@ export const geminiErrorPayload = (status: number, kind: GatewayErrorKind, messa
   error: { code: status, message: withRequestId(message, requestId), status: statusOfKind[kind] },
 });
 
+/**
+ * Upstream builders refuse a parameter by its canonical (OpenAI) name; a Gemini client knows it by another.
+ * Gemini's own validation errors already name camelCase paths, which never collide with these names.
+ */
+const GEMINI_PARAM: Record<string, string> = {
+  n: "generationConfig.candidateCount",
+  top_k: "generationConfig.topK",
+  top_p: "generationConfig.topP",
+  temperature: "generationConfig.temperature",
+  stop: "generationConfig.stopSequences",
+  max_tokens: "generationConfig.maxOutputTokens",
+  logprobs: "generationConfig.responseLogprobs",
+  presence_penalty: "generationConfig.presencePenalty",
+  frequency_penalty: "generationConfig.frequencyPenalty",
+  response_format: "generationConfig.responseMimeType",
+};
+
+/** The message with the parameter it names in Gemini's terms. */
+export function geminiMessageOf(err: GatewayError): string {
+  const name = err.param === null ? undefined : GEMINI_PARAM[err.param];
+  return name === undefined ? err.message : err.message.split(`'${err.param}'`).join(`'${name}'`);
+}
+
 export const renderGeminiError: ErrorRenderer = (err, requestId) => ({
   status: err.status,
-  body: JSON.stringify(geminiErrorPayload(err.status, err.kind, err.message, requestId)),
+  body: JSON.stringify(geminiErrorPayload(err.status, err.kind, geminiMessageOf(err), requestId)),
 });
 
 /**
