@@ -8,7 +8,7 @@ import { type KeySource, keyHashFrom } from "./auth.ts";
 import { parseJsonObject, readBody } from "./body.ts";
 import { Call } from "./call.ts";
 import type { DataPlaneOptions } from "./context.ts";
-import { ArrayStreamWrapper, relayJson, relayStream } from "./relay.ts";
+import { ArrayStreamWrapper, PassthroughFramer, relayJson, relayStream } from "./relay.ts";
 import { relayOpenAIJson, relayOpenAIStream } from "./relay-openai.ts";
 import { sendError } from "./respond.ts";
 import { type Outgoing, callUpstream } from "./upstream-call.ts";
@@ -97,7 +97,9 @@ export async function handleGenerate(opts: DataPlaneOptions, req: IncomingMessag
         return;
       case "passthrough":
         if (canonical.stream) {
-          await relayStream(call, res, answer, { decoder: upstreamAdapter.createUpstreamStreamDecoder(), encoder: null, errorFrame: errorFrame(client, requestId) }, headers);
+          const frame = errorFrame(client, requestId);
+          const framer = new PassthroughFramer(ep.protocol as "anthropic" | "gemini", frame);
+          await relayStream(call, res, answer, { decoder: upstreamAdapter.createUpstreamStreamDecoder(), encoder: null, passthrough: framer, errorFrame: frame }, headers);
         } else await relayJson(call, res, answer, upstreamAdapter, null, headers);
         return;
       case "translate": {

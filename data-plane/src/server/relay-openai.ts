@@ -77,17 +77,26 @@ export async function relayOpenAIStream(
   const parser = new SseParser();
   let sawDone = false;
   let sawUsage = false;
+  let upstreamError: GatewayError | null = null;
   const rewrite = upstreamModel !== clientModel || !includeUsage;
   const relayEvent = (data: string) => {
     if (data === "[DONE]") {
       sawDone = true;
       return;
     }
-    let chunk: Chunk & { error?: unknown };
+    if (upstreamError) return; // nothing after an error, as the translating encoders do
+    let chunk: Chunk & { error?: { message?: unknown; code?: unknown } };
     try {
       chunk = JSON.parse(data);
     } catch {
       return; // not JSON: nothing a client could use
+    }
+    if (chunk.error) {
+      // Re-shaped so that this error, too, carries the request id.
+      const message = typeof chunk.error.message === "string" ? chunk.error.message : "The upstream reported an error mid-stream.";
+      upstreamError = new GatewayError("upstream", "upstream_stream_error", `The upstream failed mid-stream: ${message}`);
+      res.write(`data: ${renderOpenAIError(upstreamError, call.record.requestId).body}\n\n`);
+      return;
     }
     if (chunk.usage) {
       sawUsage = true;
@@ -117,8 +126,14 @@ export async function relayOpenAIStream(
       for (const ev of parser.push(buf)) relayEvent(ev.data);
     }
     for (const ev of parser.flush()) relayEvent(ev.data);
-    if (!sawDone && !sawUsage) throw new Error("upstream stream ended early");
-    answer.settle(true);
+    if (upstreamError) {
+      status = 502;
+      errorCode = "upstream_stream_error";
+      answer.settle(false);
+    } else {
+      if (!sawDone && !sawUsage) throw new Error("upstream stream ended early");
+      answer.settle(true);
+    }
   } catch {
     if (res.destroyed) {
       status = 499;
@@ -132,6 +147,6 @@ export async function relayOpenAIStream(
       res.write(`data: ${renderOpenAIError(err, call.record.requestId).body}\n\n`);
     }
   }
-  if (!res.destroyed) res.end("data: [DONE]\n\n");
+  if (!res.destroyed) res.end(status === 200 ? "data: [DONE]\n\n" : undefined);
   call.finish(status, errorCode);
 }

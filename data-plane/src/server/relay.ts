@@ -1,6 +1,7 @@
 import type { ServerResponse } from "node:http";
 import { GatewayError } from "../errors.ts";
 import type { CanonicalStreamEvent, ProtocolAdapter, StreamDecoder, StreamEncoder } from "../protocols/index.ts";
+import { SseParser, type SseEvent } from "../protocols/sse.ts";
 import type { Answer } from "./upstream-call.ts";
 import type { Call } from "./call.ts";
 import { sendJson } from "./respond.ts";
@@ -53,8 +54,10 @@ export async function relayJson(
 
 export interface StreamRelay {
   decoder: StreamDecoder;
-  /** null: passthrough (write the upstream's bytes as they are) */
+  /** null: passthrough (the upstream's events go out as they are, through `passthrough`) */
   encoder: StreamEncoder | null;
+  /** passthrough only: re-frames the upstream's events unchanged, except error events (re-shaped) */
+  passthrough?: PassthroughFramer;
   /** frames a gateway error for the client's protocol when the stream breaks (passthrough only) */
   errorFrame: (err: GatewayError) => string;
   /** wraps encoded frames for the wire (Gemini's JSON-array streaming) */
@@ -87,9 +90,10 @@ export async function relayStream(call: Call, res: ServerResponse, answer: Answe
   try {
     for await (const chunk of answer.upstream.body) {
       call.firstByte();
-      if (!relay.encoder && !res.destroyed) res.write(chunk);
+      if (relay.passthrough) out(relay.passthrough.push(chunk));
       handle(relay.decoder.push(chunk));
     }
+    if (relay.passthrough) out(relay.passthrough.end());
     handle(relay.decoder.end());
     answer.settle(status === 200);
   } catch {
@@ -108,6 +112,57 @@ export async function relayStream(call: Call, res: ServerResponse, answer: Answe
   }
   if (!res.destroyed) res.end(relay.wrap ? relay.wrap.close() : undefined);
   call.finish(status, errorCode);
+}
+
+/**
+ * Same-protocol passthrough at the event level: every upstream SSE event goes out with its own data, framed
+ * as the vendor frames it, except an error event, which is replaced by the gateway's (same protocol, plus
+ * the request id). Nothing follows an error.
+ */
+export class PassthroughFramer {
+  private readonly parser = new SseParser();
+  private stopped = false;
+
+  constructor(
+    private readonly protocol: "anthropic" | "gemini",
+    private readonly errorFrame: (err: GatewayError) => string,
+  ) {}
+
+  push(chunk: Uint8Array): string {
+    return this.frames(this.parser.push(chunk));
+  }
+
+  end(): string {
+    return this.frames(this.parser.flush());
+  }
+
+  private frames(events: SseEvent[]): string {
+    let out = "";
+    for (const ev of events) {
+      if (this.stopped) break;
+      const message = this.errorMessage(ev);
+      if (message !== null) {
+        this.stopped = true;
+        out += this.errorFrame(new GatewayError("upstream", "upstream_stream_error", `The upstream failed mid-stream: ${message}`));
+        break;
+      }
+      out += this.protocol === "anthropic" ? `event: ${ev.event ?? "message"}\ndata: ${ev.data}\n\n` : `data: ${ev.data}\r\n\r\n`;
+    }
+    return out;
+  }
+
+  /** The upstream's error message when this event is an error, else null. */
+  private errorMessage(ev: SseEvent): string | null {
+    const isError = this.protocol === "anthropic" ? ev.event === "error" : ev.data.startsWith('{"error"') || ev.data.includes('"error":{');
+    if (!isError) return null;
+    try {
+      const body = JSON.parse(ev.data) as { error?: { message?: unknown } };
+      if (!body.error) return null;
+      return typeof body.error.message === "string" ? body.error.message : "unknown error";
+    } catch {
+      return null;
+    }
+  }
 }
 
 /**
