@@ -26,7 +26,7 @@ if (!env.MODELGATE_MASTER_KEY) {
 }
 const names = redisNames();
 // Fail fast while Redis is away: limits fall back to in-process, usage goes to the disk spool.
-const redisOptions = { maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: 1_000 } as const;
+const redisOptions = { maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: 1_000, enableAutoPipelining: true } as const;
 const redis = new Redis(env.REDIS_URL, redisOptions);
 const subscriber = new Redis(env.REDIS_URL, { lazyConnect: false });
 for (const r of [redis, subscriber]) r.on("error", (err) => logger.warn({ err: err.message }, "redis error"));
@@ -35,7 +35,15 @@ const store = new SnapshotStore();
 const source = new RedisSnapshotSource(redis, subscriber, store, names, 2_000, (err) => logger.warn({ err }, "snapshot reload failed; serving the last one"));
 const spoolDir = env.MODELGATE_SPOOL_DIR ?? join(env.MODELGATE_DATA_DIR ?? "./data", `spool-${hostname()}-${env.PORT ?? 8080}`);
 const spool = await UsageSpool.open(spoolDir, { onError: (err) => logger.error({ err }, "usage spool error") });
-const usage = new RedisUsageSink(redis, names.usageStream, spool, (err) => logger.warn({ err: (err as Error).message }, "usage event spooled to disk: Redis unavailable"));
+const usage = new RedisUsageSink(
+  redis,
+  names.usageStream,
+  spool,
+  (err) => logger.warn({ err: (err as Error).message }, "usage event spooled to disk: Redis unavailable"),
+  1_000,
+  Number(env.MODELGATE_USAGE_RETAIN_MS ?? 30_000),
+  (count) => logger.warn({ count }, "Redis restarted: re-sending recent usage events it may have lost"),
+);
 let draining = false;
 const options = createDataPlaneOptions({
   store,

@@ -7,7 +7,7 @@ import { chain, notFound } from "../http/app.ts";
 import { RedisSnapshotBus } from "../snapshot/redis-bus.ts";
 import { RedisUsageConsumer } from "../usage/redis-consumer.ts";
 import { exportsIdle } from "../exports/runner.ts";
-import { settleUsage } from "../usage/settle.ts";
+import { settleUsageBatch } from "../usage/settle.ts";
 import { bootControlPlane } from "./bootstrap.ts";
 import { controlPlaneRoutes } from "./routes.ts";
 import { readSettings } from "./settings.ts";
@@ -31,6 +31,9 @@ const core = await bootControlPlane(settings, new RedisSnapshotBus(redis, names)
 // The admin CLI writes to Postgres directly and asks for a rebuild here.
 await subscriber.subscribe(names.changedChannel);
 subscriber.on("message", () => core.publisher.changed());
+// Redis may have come back empty (no persistence): publish the snapshot again at once rather than leave new
+// replicas without one until the next change.
+redis.on("ready", () => core.publisher.changed());
 // Safety net: republish periodically so a replica that missed everything still converges.
 const republish = setInterval(() => core.publisher.changed(), Number(process.env.MODELGATE_REPUBLISH_MS ?? 30_000));
 republish.unref();
@@ -39,9 +42,9 @@ const consumer = new RedisUsageConsumer(
   consumerConn,
   names,
   `${hostname()}-${process.pid}`,
-  async (e) => {
-    await settleUsage(core.db.prisma, e);
-    core.publisher.changed();
+  async (events) => {
+    await settleUsageBatch(core.db.prisma, events);
+    core.publisher.settled();
   },
   (err) => logger.error({ err }, "usage consumer error"),
 );

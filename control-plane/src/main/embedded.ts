@@ -7,7 +7,7 @@ import { createLogger } from "@modelgate/data-plane/logger";
 import { DEMO_MODEL_ID } from "../config/sync.ts";
 import { chain, notFound } from "../http/app.ts";
 import { exportsIdle } from "../exports/runner.ts";
-import { settleUsage } from "../usage/settle.ts";
+import { settleUsageBatch } from "../usage/settle.ts";
 import { bootControlPlane } from "./bootstrap.ts";
 import { controlPlaneRoutes } from "./routes.ts";
 import { readSettings } from "./settings.ts";
@@ -23,11 +23,11 @@ const store = new SnapshotStore();
 let version = 0;
 const core = await bootControlPlane(settings, { publish: async (s) => void store.apply(s), nextVersion: async () => ++version }, logger);
 const usage = new InProcessUsageSink(
-  async (e) => {
-    await settleUsage(core.db.prisma, e);
-    core.publisher.changed(); // balances and spend moved
+  async (events) => {
+    await settleUsageBatch(core.db.prisma, events);
+    core.publisher.settled(); // balances and spend moved
   },
-  (err, e) => logger.error({ err, requestId: e.requestId }, "usage settlement failed"),
+  (err, events) => logger.error({ err, requestIds: events.map((e) => e.requestId) }, "usage settlement failed"),
 );
 let draining = false;
 const dataPlaneOptions = createDataPlaneOptions({ store, usage, logger, masterKey: settings.masterKey, ready: () => !draining });

@@ -33,6 +33,19 @@ export class SnapshotPublisher {
     await this.publishNow();
   }
 
+  private settleTimer: NodeJS.Timeout | null = null;
+
+  /**
+   * Usage was settled: balances and spend moved. The data planes' spend counters already cover unsettled
+   * spend, so this may wait (settledEveryMs); under load it costs one rebuild a second, not one per batch.
+   */
+  settled = (settledEveryMs = 1_000): void => {
+    this.settleTimer ??= setTimeout(() => {
+      this.settleTimer = null;
+      this.changed();
+    }, settledEveryMs);
+  };
+
   changed = (): void => {
     this.dirty = true;
     this.timer ??= setTimeout(() => {
@@ -83,5 +96,6 @@ export class SnapshotPublisher {
 
   stop(): void {
     if (this.timer) clearTimeout(this.timer);
+    if (this.settleTimer) clearTimeout(this.settleTimer);
   }
 }

@@ -3,7 +3,6 @@ import type { Snapshot } from "@modelgate/data-plane/contract/index";
 import type { RedisNames } from "@modelgate/data-plane/contract/index";
 import type { SnapshotBus } from "./publisher.ts";
 
-
 /** Writes the full snapshot, then announces its version; replicas that hear it reload. */
 export class RedisSnapshotBus implements SnapshotBus {
   constructor(private readonly redis: Redis, private readonly names: RedisNames) {}
@@ -26,7 +25,25 @@ export class RedisSnapshotBus implements SnapshotBus {
     );
     void written;
   }
-  nextVersion(): Promise<number> {
-    return this.redis.incr(this.names.snapshotSeq);
+  /**
+   * The shared counter, but never below what this control plane handed out before: if Redis restarted
+   * without persistence the counter starts again at 1, and replicas, which hold the last (higher) version,
+   * would ignore every snapshot until it caught up. The floor lifts the counter past it in the same script.
+   */
+  async nextVersion(): Promise<number> {
+    const v = Number(
+      await this.redis.eval(
+        `local v = redis.call('INCR', KEYS[1])
+         local floor = tonumber(ARGV[1])
+         if v < floor then redis.call('SET', KEYS[1], floor) v = floor end
+         return v`,
+        1,
+        this.names.snapshotSeq,
+        String(this.lastVersion + 1),
+      ),
+    );
+    if (v > this.lastVersion) this.lastVersion = v;
+    return v;
   }
+  private lastVersion = 0;
 }

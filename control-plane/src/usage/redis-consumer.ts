@@ -1,5 +1,5 @@
 import type { Redis } from "ioredis";
-import { type RedisNames, usageEventSchema } from "@modelgate/data-plane/contract/index";
+import { type RedisNames, type UsageEvent, usageEventSchema } from "@modelgate/data-plane/contract/index";
 
 export const USAGE_GROUP = "modelgate-settlers";
 
@@ -18,18 +18,23 @@ export class RedisUsageConsumer {
     private readonly redis: Redis,
     private readonly names: RedisNames,
     private readonly consumer: string,
-    private readonly settle: (e: ReturnType<typeof usageEventSchema.parse>) => Promise<unknown>,
+    private readonly settle: (events: UsageEvent[]) => Promise<unknown>,
     private readonly onError: (err: unknown) => void,
     private readonly claimIdleMs = 30_000,
   ) {}
 
   async start(): Promise<void> {
+    await this.createGroup();
+    this.loop = this.run();
+  }
+
+  /** From the stream's start ("0"), so entries written before the group existed are read too. */
+  private async createGroup(): Promise<void> {
     try {
       await this.redis.xgroup("CREATE", this.names.usageStream, USAGE_GROUP, "0", "MKSTREAM");
     } catch (err) {
       if (!String(err).includes("BUSYGROUP")) throw err;
     }
-    this.loop = this.run();
   }
 
   private async run(): Promise<void> {
@@ -53,26 +58,32 @@ export class RedisUsageConsumer {
         if (this.stopped) break;
         this.onError(err);
         await new Promise((r) => setTimeout(r, 500));
+        // Redis lost its data (a restart without persistence, a failover to an empty replica): the group is
+        // gone, and the replicas' spooled events are arriving in a new stream. Recreate it and read them.
+        if (String(err).includes("NOGROUP")) await this.createGroup().catch((e: unknown) => this.onError(e));
       }
     }
   }
 
+  /** Settles a read's entries in one transaction, then acknowledges (and deletes) them together. */
   private async handle(entries: Entry[]): Promise<void> {
+    if (entries.length === 0) return;
+    const events: UsageEvent[] = [];
     for (const [id, fields] of entries) {
-      if (!fields) {
-        await this.redis.xack(this.names.usageStream, USAGE_GROUP, id); // deleted entry
-        continue;
-      }
+      if (!fields) continue; // an entry deleted before it was claimed
       const raw = fields[fields.indexOf("event") + 1];
-      const parsed = usageEventSchema.safeParse(raw ? JSON.parse(raw) : null);
-      if (!parsed.success) {
-        this.onError(new Error(`dropping malformed usage entry ${id}`));
-        await this.redis.xack(this.names.usageStream, USAGE_GROUP, id);
-        continue;
+      let parsed: ReturnType<typeof usageEventSchema.safeParse> | null = null;
+      try {
+        parsed = usageEventSchema.safeParse(raw ? JSON.parse(raw) : null);
+      } catch {
+        parsed = null;
       }
-      await this.settle(parsed.data);
-      await this.redis.multi().xack(this.names.usageStream, USAGE_GROUP, id).xdel(this.names.usageStream, id).exec();
+      if (parsed?.success) events.push(parsed.data);
+      else this.onError(new Error(`dropping malformed usage entry ${id}`));
     }
+    if (events.length) await this.settle(events);
+    const ids = entries.map(([id]) => id);
+    await this.redis.multi().xack(this.names.usageStream, USAGE_GROUP, ...ids).xdel(this.names.usageStream, ...ids).exec();
   }
 
   async stop(): Promise<void> {

@@ -58,5 +58,13 @@ export async function admit(opts: DataPlaneOptions, caller: Caller, modelId: str
     now,
   });
   if (!result.ok) throw rateLimitError(result);
+  // Calls that ended while the limiter answered (one of them may have freed the slot this call just took) are
+  // in the spend counters by now: check the money again, so a burst overruns a quota or balance by at most
+  // (concurrency limit) × (one call's cost), as documented, and not by the calls that ended in between.
+  const late = checkKeyPolicy({ key: caller.key, account: caller.account, model: modelId, clientIp: caller.clientIp, now, spend: await opts.spend.get(caller.key, caller.account) });
+  if (late) {
+    void result.release(0);
+    throw late;
+  }
   return { model, price: pickPrice(caller.account, model), grant: result, headers: rateLimitHeaders(result.info) };
 }

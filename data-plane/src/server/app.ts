@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { GatewayError } from "../errors.ts";
-import { isModelAllowed } from "../policy/check.ts";
+import { checkKeyAccess, isModelAllowed } from "../policy/check.ts";
 import { type ProtocolName, protocols } from "../protocols/index.ts";
-import { identify } from "./admission.ts";
+import { type Caller, identify } from "./admission.ts";
 import { type KeySource, keyHashFrom } from "./auth.ts";
 import { parseJsonObject, readBody } from "./body.ts";
 import type { DataPlaneOptions } from "./context.ts";
@@ -98,7 +98,7 @@ export function createDataPlaneHandler(opts: DataPlaneOptions, strict: boolean) 
       }
       if (path === "/v1/models" || path === "/v1beta/models" || modelPath.test(path)) {
         allow(req, path, "GET");
-        const caller = identify(opts, keyHashFrom(req.headers, keySourcesOf(protocol), query?.get("key")), req);
+        const caller = admitted(identify(opts, keyHashFrom(req.headers, keySourcesOf(protocol), query?.get("key")), req));
         const visible = Object.values(opts.store.current.models).filter((m) => isModelAllowed(caller.key, m.id));
         const one = modelPath.exec(path);
         if (one) {
@@ -119,7 +119,7 @@ export function createDataPlaneHandler(opts: DataPlaneOptions, strict: boolean) 
 
 /** Anthropic's count_tokens: an estimate (4 characters a token) of what the request would send. */
 async function countTokens(opts: DataPlaneOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const caller = identify(opts, keyHashFrom(req.headers, ANTHROPIC_KEYS), req);
+  const caller = admitted(identify(opts, keyHashFrom(req.headers, ANTHROPIC_KEYS), req));
   const body = parseJsonObject(await readBody(req, opts.maxBodyBytes));
   const canonical = protocols.anthropic.parseClientRequest({ max_tokens: 1, ...body, stream: false });
   if (!opts.store.model(canonical.model) || !isModelAllowed(caller.key, canonical.model)) {
@@ -127,6 +127,13 @@ async function countTokens(opts: DataPlaneOptions, req: IncomingMessage, res: Se
   }
   const text = JSON.stringify([canonical.system, canonical.messages, canonical.tools ?? []]);
   sendJson(res, 200, JSON.stringify({ input_tokens: Math.ceil(text.length / 4) }));
+}
+
+/** A revoked or expired key, a disabled account or an address outside the allowlist reaches nothing. */
+function admitted(caller: Caller): Caller {
+  const refusal = checkKeyAccess({ key: caller.key, account: caller.account, clientIp: caller.clientIp, now: Date.now() });
+  if (refusal) throw refusal;
+  return caller;
 }
 
 function allow(req: IncomingMessage, path: string, method: string): void {

@@ -70,6 +70,10 @@ export async function handleGenerate(opts: DataPlaneOptions, req: IncomingMessag
     const outgoing = (route: RouteSnapshot): Outgoing => {
       const mode = modeOf(route);
       if (mode === "openai") {
+        // The client's bytes as they are when nothing needs changing: the common case pays no re-serialisation.
+        if (route.upstreamModel === canonical.model && (!canonical.stream || canonical.streamIncludeUsage === true)) {
+          return { path: "/chat/completions", body: raw };
+        }
         const b: Record<string, unknown> = { ...body, model: route.upstreamModel };
         // Always ask for usage: it is what the call is billed by. The relay hides it from clients that did not ask.
         if (canonical.stream) b.stream_options = { ...(body.stream_options as object | undefined), include_usage: true };
@@ -80,7 +84,7 @@ export async function handleGenerate(opts: DataPlaneOptions, req: IncomingMessag
           ep.protocol === "anthropic"
             ? "/messages"
             : `/models/${encodeURIComponent(route.upstreamModel)}:${canonical.stream ? "streamGenerateContent?alt=sse" : "generateContent"}`;
-        return { path, body: raw.toString("utf8") };
+        return { path, body: raw };
       }
       const up = protocols[upstreamProtocol(route)].buildUpstreamRequest(canonical, route.upstreamModel, { stream: canonical.stream });
       return { path: up.path, body: JSON.stringify(up.body), headers: up.headers };

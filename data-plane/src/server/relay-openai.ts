@@ -47,17 +47,19 @@ export async function relayOpenAIJson(call: Call, res: ServerResponse, answer: A
     throw new GatewayError("upstream", "upstream_bad_response", "The upstream answered with invalid JSON.");
   }
   answer.settle(true);
+  let usageAdded = false;
   if (parsed.usage && typeof parsed.usage.prompt_tokens === "number") {
     call.setUsage(usageOf(parsed.usage));
   } else {
+    usageAdded = true;
     // Every successful response carries usage; when the upstream leaves it out the gateway counts it.
     for (const c of parsed.choices ?? []) call.deliveredChars += String(c.message?.content ?? "").length + String(c.message?.reasoning_content ?? "").length;
     const completion = Math.ceil(call.deliveredChars / 4);
     call.setUsage({ promptTokens: 0, completionTokens: completion, reasoningTokens: 0, cachedTokens: 0 });
     parsed.usage = { prompt_tokens: 0, completion_tokens: completion, total_tokens: completion } as OpenAIUsage;
   }
-  parsed.model = clientModel;
-  const body = JSON.stringify(parsed);
+  // Re-serialised only when something changed: usage was added, or the model name must be put back.
+  const body = usageAdded || parsed.model !== clientModel ? JSON.stringify({ ...parsed, model: clientModel }) : text;
   res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...headers });
   res.end(body);
   call.finish(200);

@@ -10,7 +10,7 @@ import type { DataPlaneOptions } from "./context.ts";
 /** What to send to one route: path relative to its base URL, the body, extra headers. */
 export interface Outgoing {
   path: string;
-  body: string;
+  body: string | Buffer;
   headers?: Record<string, string>;
 }
 

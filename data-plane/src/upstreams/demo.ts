@@ -7,7 +7,7 @@ const countTokens = (text: string): number => Math.max(1, Math.ceil(text.length 
 
 export class DemoTransport implements UpstreamTransport {
   async send(req: UpstreamRequest): Promise<UpstreamResponse> {
-    const body = JSON.parse(req.body) as {
+    const body = JSON.parse(String(req.body)) as {
       model: string;
       messages: { role: string; content: unknown }[];
       stream?: boolean;

@@ -12,7 +12,7 @@ export interface UpstreamResponse {
 export interface UpstreamRequest {
   url: string;
   headers: Record<string, string>;
-  body: string;
+  body: string | Buffer;
   signal: AbortSignal;
   connectTimeoutMs: number;
   firstByteTimeoutMs: number;
@@ -34,7 +34,8 @@ export class UndiciTransport implements UpstreamTransport {
   private agent(connectTimeoutMs: number): Agent {
     let a = this.agents.get(connectTimeoutMs);
     if (!a) {
-      a = new Agent({ connect: { timeout: connectTimeoutMs }, keepAliveTimeout: 30_000, connections: 256, pipelining: 1 });
+      // No cap on connections per origin: a cap would queue long streams behind each other with no first byte.
+      a = new Agent({ connect: { timeout: connectTimeoutMs }, keepAliveTimeout: 30_000, connections: null, pipelining: 1 });
       this.agents.set(connectTimeoutMs, a);
     }
     return a;

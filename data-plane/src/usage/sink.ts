@@ -9,16 +9,46 @@ export interface UsageSink {
   flush(): Promise<void>;
 }
 
-/** Embedded mode: the control plane lives in the same process and settles events from a queue. */
+/**
+ * Embedded mode: the control plane lives in the same process. Events queue up while a settlement runs and
+ * go in the next one together, so a burst costs a few transactions rather than one per call.
+ */
 export class InProcessUsageSink implements UsageSink {
-  private pending = Promise.resolve();
-  constructor(private readonly settle: (event: UsageEvent) => Promise<void>, private readonly onError: (err: unknown, e: UsageEvent) => void) {}
+  private queue: UsageEvent[] = [];
+  private running: Promise<void> | null = null;
+
+  constructor(
+    private readonly settle: (events: UsageEvent[]) => Promise<void>,
+    private readonly onError: (err: unknown, events: UsageEvent[]) => void,
+    private readonly maxBatch = 500,
+  ) {}
+
   emit(event: UsageEvent): void {
-    // Chained so events settle in order and a burst never opens more than one transaction at a time.
-    this.pending = this.pending.then(() => this.settle(event)).catch((err) => this.onError(err, event));
+    this.queue.push(event);
+    this.running ??= this.drain();
   }
-  flush(): Promise<void> {
-    return this.pending;
+
+  private async drain(): Promise<void> {
+    await Promise.resolve(); // let the current tick's events join the batch
+    while (this.queue.length > 0) {
+      const batch = this.queue.splice(0, this.maxBatch);
+      // A failed settlement (the database busy or restarting) is retried: the batch is idempotent.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await this.settle(batch);
+          break;
+        } catch (err) {
+          this.onError(err, batch);
+          if (attempt >= 5) break;
+          await new Promise((r) => setTimeout(r, 200 * 2 ** attempt));
+        }
+      }
+    }
+    this.running = null;
+  }
+
+  async flush(): Promise<void> {
+    while (this.running) await this.running;
   }
 }
 
@@ -26,10 +56,19 @@ export class InProcessUsageSink implements UsageSink {
  * Distributed mode: a Redis Stream read by the control plane's consumer group. While Redis cannot take an
  * event, it goes to the local disk spool instead, and a replay loop moves the backlog to Redis once it is
  * back (the control plane settles by request id, so a replayed duplicate is harmless). Nothing is dropped.
+ *
+ * An event Redis accepted is not settled yet: if Redis then restarts without persistence (or fails over to
+ * a replica that had not received it), the entry is gone. So the sink keeps what Redis accepted during the
+ * last `retainMs` (far longer than settlement takes) and, when it sees a different Redis server run id after
+ * a reconnect, sends those events again. Settlement ignores the ones that had settled already.
  */
 export class RedisUsageSink implements UsageSink {
   private inflight = new Set<Promise<unknown>>();
   private timer: NodeJS.Timeout | null = null;
+  /** events Redis accepted, oldest first, from index `head` on */
+  private recent: { at: number; event: UsageEvent }[] = [];
+  private head = 0;
+  private runId: string | null = null;
 
   constructor(
     private readonly redis: Redis,
@@ -37,18 +76,25 @@ export class RedisUsageSink implements UsageSink {
     private readonly spool: UsageSpool,
     private readonly onError: (err: unknown) => void,
     replayEveryMs = 1_000,
+    private readonly retainMs = 30_000,
+    private readonly onResend: (count: number) => void = () => undefined,
   ) {
-    this.timer = setInterval(() => void this.replay(), replayEveryMs);
+    this.timer = setInterval(() => void this.replay().catch(this.onError), replayEveryMs);
     this.timer.unref();
+    redis.on("ready", () => void this.checkServer());
+    if (redis.status === "ready") void this.checkServer();
   }
 
   emit(event: UsageEvent): void {
     const p = this.redis
       .xadd(this.stream, "*", "event", JSON.stringify(event))
-      .catch((err) => {
-        this.onError(err);
-        this.spool.append(event);
-      })
+      .then(
+        () => this.remember(event),
+        (err) => {
+          this.onError(err);
+          this.spool.append(event);
+        },
+      )
       .finally(() => this.inflight.delete(p));
     this.inflight.add(p);
   }
@@ -62,8 +108,41 @@ export class RedisUsageSink implements UsageSink {
       const results = await pipe.exec();
       const failed = results?.find(([err]) => err);
       if (!results || failed) throw failed?.[0] ?? new Error("redis transaction failed");
+      for (const e of batch) this.remember(e);
     });
     return r.sent;
+  }
+
+  private remember(event: UsageEvent): void {
+    const now = Date.now();
+    this.recent.push({ at: now, event });
+    const cutoff = now - this.retainMs;
+    while (this.head < this.recent.length && this.recent[this.head]!.at < cutoff) this.head++;
+    if (this.head > 1024 && this.head * 2 > this.recent.length) {
+      this.recent = this.recent.slice(this.head);
+      this.head = 0;
+    }
+  }
+
+  /** After each (re)connect: a different server run id means Redis restarted and may have lost entries. */
+  private async checkServer(): Promise<void> {
+    let id: string | undefined;
+    try {
+      id = /run_id:(\w+)/.exec(await this.redis.info("server"))?.[1];
+    } catch (err) {
+      this.onError(err);
+      return;
+    }
+    if (id === undefined) return;
+    const previous = this.runId;
+    this.runId = id;
+    if (previous === null || previous === id) return;
+    const cutoff = Date.now() - this.retainMs;
+    const resend = this.recent.slice(this.head).filter((r) => r.at >= cutoff).map((r) => r.event);
+    this.recent = [];
+    this.head = 0;
+    this.onResend(resend.length);
+    for (const e of resend) this.emit(e);
   }
 
   async flush(): Promise<void> {
