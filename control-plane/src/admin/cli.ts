@@ -11,6 +11,8 @@ const HELP = `modelgate-admin: operator commands
   key revoke     ID
   key list       --account NAME_OR_ID
   account show   --account NAME_OR_ID
+  account update --account NAME_OR_ID [--status active|disabled] [--rpm N] [--tpm N] [--concurrency N]
+                 (account-wide rate limits, applied to every key of the account)
   contract set   --account NAME_OR_ID --model ID --input PRICE --output PRICE [--cached-input PRICE]
                  (prices per 1M tokens, in account currency)
   usage list     --account NAME_OR_ID [--limit N]
@@ -53,6 +55,7 @@ export function parseCli(argv: string[]): { command: CommandName; args: Record<s
       limit: { type: "string" },
       password: { type: "string" },
       role: { type: "string" },
+      status: { type: "string" },
     },
   });
   if (values.help || positionals.length < 2) throw new UsageError(HELP);

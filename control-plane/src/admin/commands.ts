@@ -38,6 +38,13 @@ export const commandSchemas = {
   "key revoke": z.object({ id: z.string().uuid("must be a key id (UUID)") }),
   "key list": z.object({ account: z.string().min(1) }),
   "account show": z.object({ account: z.string().min(1) }),
+  "account update": z.object({
+    account: z.string().min(1),
+    status: z.enum(["active", "disabled"]).optional(),
+    rpm: positiveInt.optional(),
+    tpm: positiveInt.optional(),
+    concurrency: positiveInt.optional(),
+  }),
   "contract set": z.object({ account: z.string().min(1), model: z.string().min(1), input: amount, output: amount, "cached-input": amount.optional() }),
   "user create": z.object({
     email: z.string().email(),
@@ -114,6 +121,16 @@ export async function runAdminCommand(ctx: ServiceContext, name: CommandName, ra
       const a = parseCommandArgs("account show", rawArgs);
       const account = await resolveAccount(ctx, a.account);
       return { id: account.id, name: account.name, status: account.status, kind: account.kind, balance: formatAmount(account.balanceMicro), balanceMicro: account.balanceMicro.toString() };
+    }
+    case "account update": {
+      const a = parseCommandArgs("account update", rawArgs);
+      const found = await resolveAccount(ctx, a.account);
+      const account = await ctx.prisma.account.update({
+        where: { id: found.id },
+        data: { status: a.status, rpm: a.rpm, tpm: a.tpm, concurrency: a.concurrency },
+      });
+      ctx.snapshotChanged();
+      return { id: account.id, name: account.name, status: account.status, rpm: account.rpm, tpm: account.tpm, concurrency: account.concurrency };
     }
     case "contract set": {
       const a = parseCommandArgs("contract set", rawArgs);

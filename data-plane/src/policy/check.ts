@@ -76,32 +76,10 @@ export function isModelAllowed(key: KeySnapshot, model: string): boolean {
  * see policy/README.md.
  */
 export function checkKeyPolicy(input: PolicyInput): GatewayError | null {
+  const refusal = checkKeyAccess(input);
+  if (refusal) return refusal;
   const { key, account } = input;
-  if (key.status !== "active") {
-    return new GatewayError("authentication", "key_revoked", "This API key has been revoked.");
-  }
   const c = compileKey(key);
-  if (input.now >= c.expiresAt) {
-    return new GatewayError(
-      "authentication",
-      "key_expired",
-      key.expiresAt === null || c.expiresAt === -Infinity
-        ? "This API key has expired."
-        : `This API key expired at ${key.expiresAt}.`,
-    );
-  }
-  if (account.status !== "active") {
-    return new GatewayError("permission", "account_disabled", "The account of this API key is disabled.");
-  }
-  if (c.ip !== null && (input.clientIp === null || !c.ip.matches(input.clientIp))) {
-    return new GatewayError(
-      "permission",
-      "ip_not_allowed",
-      input.clientIp === null
-        ? "This API key only accepts requests from allowed addresses, and the client address is unknown."
-        : `This API key does not accept requests from ${input.clientIp}.`,
-    );
-  }
   if (c.models !== null && !c.models.has(input.model)) {
     return new GatewayError(
       "permission",
@@ -126,6 +104,40 @@ export function checkKeyPolicy(input: PolicyInput): GatewayError | null {
       "payment_required",
       "insufficient_balance",
       "The account's balance is exhausted; top it up to continue.",
+    );
+  }
+  return null;
+}
+
+/**
+ * The checks that do not depend on the call (revoked, expired, account disabled, IP allowlist), in the same
+ * order: what every endpoint a key can reach must pass, GET /v1/models and count_tokens included.
+ */
+export function checkKeyAccess(input: Pick<PolicyInput, "key" | "account" | "clientIp" | "now">): GatewayError | null {
+  const { key, account } = input;
+  if (key.status !== "active") {
+    return new GatewayError("authentication", "key_revoked", "This API key has been revoked.");
+  }
+  const c = compileKey(key);
+  if (input.now >= c.expiresAt) {
+    return new GatewayError(
+      "authentication",
+      "key_expired",
+      key.expiresAt === null || c.expiresAt === -Infinity
+        ? "This API key has expired."
+        : `This API key expired at ${key.expiresAt}.`,
+    );
+  }
+  if (account.status !== "active") {
+    return new GatewayError("permission", "account_disabled", "The account of this API key is disabled.");
+  }
+  if (c.ip !== null && (input.clientIp === null || !c.ip.matches(input.clientIp))) {
+    return new GatewayError(
+      "permission",
+      "ip_not_allowed",
+      input.clientIp === null
+        ? "This API key only accepts requests from allowed addresses, and the client address is unknown."
+        : `This API key does not accept requests from ${input.clientIp}.`,
     );
   }
   return null;
