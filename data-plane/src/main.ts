@@ -51,6 +51,7 @@ const options = createDataPlaneOptions({
   logger,
   masterKey: parseMasterKey(env.MODELGATE_MASTER_KEY),
   ready: () => !draining,
+  dependencies: () => ({ redis: redis.status, snapshotSubscription: subscriber.status }),
   redis: { client: redis, prefix: names.prefix },
 });
 const handler = createDataPlaneHandler(options, true);

@@ -22,6 +22,7 @@ export interface RuntimeInput {
   logger: Logger;
   masterKey: Buffer;
   ready(): boolean;
+  dependencies?(): Record<string, string>;
   env?: NodeJS.ProcessEnv;
   /** distributed mode: rate limits and spend shared through Redis (keys under `prefix`) */
   redis?: { client: Redis; prefix: string };
@@ -65,6 +66,7 @@ export function createDataPlaneOptions(input: RuntimeInput): DataPlaneOptions & 
     masterKey: input.masterKey,
     maxBodyBytes: Number(env.MODELGATE_MAX_BODY_BYTES ?? 8 * 1024 * 1024),
     ready: input.ready,
+    dependencies: input.dependencies,
     async close() {
       await rateLimiter.close();
       await spend.close();

@@ -30,6 +30,8 @@ export interface Admission {
   grant: RateLimitGrant;
   /** x-ratelimit-* headers for the response */
   headers: Record<string, string>;
+  /** the prompt's size in tokens as estimated from the request (for a call the upstream never reports) */
+  estimatedPromptTokens: number;
 }
 
 /**
@@ -66,5 +68,5 @@ export async function admit(opts: DataPlaneOptions, caller: Caller, modelId: str
     void result.release(0);
     throw late;
   }
-  return { model, price: pickPrice(caller.account, model), grant: result, headers: rateLimitHeaders(result.info) };
+  return { model, price: pickPrice(caller.account, model), grant: result, headers: rateLimitHeaders(result.info), estimatedPromptTokens: estimatedTokens };
 }

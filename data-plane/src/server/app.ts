@@ -50,6 +50,8 @@ export function createDataPlaneHandler(opts: DataPlaneOptions, strict: boolean) 
           snapshotVersion: opts.store.version,
           snapshotAgeMs: Number.isFinite(age) ? age : null,
           upstreams: opts.breakers.states(Date.now()),
+          // Fail static: a replica whose Redis is away still serves (ready) from its last snapshot; this says so.
+          dependencies: opts.dependencies?.() ?? {},
         }),
       );
       return true;

@@ -59,7 +59,8 @@ export class Call {
     if (this.finished) return;
     this.finished = true;
     const ok = status >= 200 && status < 300;
-    const usage = this.usage ?? { ...zeroUsage(), completionTokens: Math.ceil(this.deliveredChars / 4) };
+    // No usage from the upstream (a stream cut short): count the prompt from the request and the delivered output.
+    const usage = this.usage ?? { ...zeroUsage(), promptTokens: this.admission.estimatedPromptTokens, completionTokens: Math.ceil(this.deliveredChars / 4) };
     const charge = ok || (this.record.firstByteAt !== null && (usage.completionTokens > 0 || this.deliveredChars > 0));
     const event = usageEvent(this.record, usage, this.admission.price, status, errorCode, charge);
     this.opts.usage.emit(event);

@@ -29,4 +29,6 @@ export interface DataPlaneOptions {
   maxBodyBytes: number;
   /** the process is still starting or already draining */
   ready(): boolean;
+  /** state of what the replica depends on (e.g. redis: "ready" | "reconnecting"), shown by /readyz */
+  dependencies?(): Record<string, string>;
 }

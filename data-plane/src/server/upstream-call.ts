@@ -102,9 +102,10 @@ export async function callUpstream(
             return { ok: false, retryable: false, failure: err };
           }
           breaker.failure(ticket, Date.now());
-          const reason = timeoutCode(err) ?? (isConnectError(err) ? "connect" : "network");
-          opts.metrics.upstreamErrors.inc({ upstream: route.upstream, reason });
-          return { ok: false, retryable: true, failure: err };
+          const timedOut = timeoutCode(err) !== null;
+          opts.metrics.upstreamErrors.inc({ upstream: route.upstream, reason: timedOut ? "timeout" : isConnectError(err) ? "connect" : "network" });
+          // A stalled upstream is not asked again (the client would wait a timeout per try); the next route is.
+          return { ok: false, retryable: !timedOut, failure: err };
         }
       },
       opts.retry,

@@ -27,8 +27,9 @@ export class SnapshotStore {
 
   /** Older versions are ignored, so a late or duplicated message can never roll policy back. */
   apply(next: Snapshot): boolean {
-    this.receivedAt = Date.now();
+    // An older version says nothing about freshness: the age keeps growing until a current one arrives.
     if (this.loaded && next.version < this.snapshot.version) return false;
+    this.receivedAt = Date.now();
     this.snapshot = next;
     for (const l of this.listeners) l(next);
     return true;
