@@ -23,6 +23,7 @@ try {
            100 + i % 900, 50 + i % 400, 10 + i % 1000, 100 + i % 2000, now() - (i % (30 * 24 * 60)) * interval '1 minute'
     FROM generate_series(1, ${ROWS}) AS i
     JOIN k ON k.n = CASE WHEN i % 2 = 0 THEN i % 10 ELSE 10 + i % 190 END`);
+  if (process.env.STATS_EXTRA_SQL) await exec(process.env.STATS_EXTRA_SQL);
   await exec(`ANALYZE usage_logs`);
   console.log(`inserted ${ROWS} rows in ${((performance.now() - t) / 1000).toFixed(1)} s`);
 

@@ -59,6 +59,7 @@ const health = async (req: IncomingMessage, res: ServerResponse) => {
 };
 const handler = chain([health, ...routes], notFound);
 const server = createServer((req, res) => void handler(req, res));
+server.keepAliveTimeout = 65_000;
 server.listen(settings.port, settings.host, () => logger.info({ port: settings.port }, "control plane listening"));
 
 onShutdown(logger, async () => {

@@ -60,21 +60,32 @@ function where(accountId: string, f: Omit<StatsFilter, "granularity" | "timeZone
   return Prisma.join(parts, " AND ");
 }
 
+/**
+ * One pass over the account's rows: GROUPING SETS computes the time series, the per-model and per-key
+ * breakdowns and the totals together (four separate queries would scan the same rows four times).
+ */
 export async function usageStats(ctx: ServiceContext, accountId: string, f: StatsFilter) {
   checkStatsFilter(f);
-  const w = where(accountId, f);
-  const [series, byModel, byKey, total] = await Promise.all([
-    ctx.prisma.$queryRaw<(Totals & { bucket: Date })[]>`
-      SELECT date_trunc(${f.granularity}, started_at, ${f.timeZone}) AS bucket, ${sums}
-      FROM usage_logs WHERE ${w} GROUP BY 1 ORDER BY 1`,
-    ctx.prisma.$queryRaw<(Totals & { model: string })[]>`
-      SELECT model, ${sums} FROM usage_logs WHERE ${w} GROUP BY model ORDER BY "costMicro" DESC, model`,
-    ctx.prisma.$queryRaw<(Totals & { apiKeyId: string | null })[]>`
-      SELECT api_key_id::text AS "apiKeyId", ${sums} FROM usage_logs WHERE ${w}
-      GROUP BY api_key_id ORDER BY "costMicro" DESC, 1`,
-    ctx.prisma.$queryRaw<Totals[]>`SELECT ${sums} FROM usage_logs WHERE ${w}`,
-  ]);
-  return { series, byModel, byKey, total: total[0]! };
+  const rows = await ctx.prisma.$queryRaw<(Totals & { bucket: Date | null; model: string | null; apiKeyId: string | null; grouping: number })[]>`
+    SELECT bucket, model, "apiKeyId", GROUPING(bucket, model, "apiKeyId")::int AS grouping, ${sums}
+    FROM (
+      SELECT date_trunc(${f.granularity}, started_at, ${f.timeZone}) AS bucket, model, api_key_id::text AS "apiKeyId",
+             status, prompt_tokens, completion_tokens, reasoning_tokens, cached_tokens, cost_micro
+      FROM usage_logs WHERE ${where(accountId, f)}
+    ) AS u
+    GROUP BY GROUPING SETS ((bucket), (model), ("apiKeyId"), ())`;
+  // GROUPING's bits (bucket, model, key): 0b011 = by bucket, 0b101 = by model, 0b110 = by key, 0b111 = total.
+  const strip = <T extends object>(r: T) => {
+    const { bucket: _b, model: _m, apiKeyId: _k, grouping: _g, ...totals } = r as T & { bucket: unknown; model: unknown; apiKeyId: unknown; grouping: unknown };
+    return totals as unknown as Totals;
+  };
+  const series = rows.filter((r) => r.grouping === 0b011).map((r) => ({ bucket: r.bucket!, ...strip(r) })).sort((a, b) => a.bucket.getTime() - b.bucket.getTime());
+  const byCost = <T extends Totals>(a: T, b: T, ka: string, kb: string) => (a.costMicro === b.costMicro ? (ka < kb ? -1 : ka > kb ? 1 : 0) : a.costMicro > b.costMicro ? -1 : 1);
+  const byModel = rows.filter((r) => r.grouping === 0b101).map((r) => ({ model: r.model!, ...strip(r) })).sort((a, b) => byCost(a, b, a.model, b.model));
+  const byKey = rows.filter((r) => r.grouping === 0b110).map((r) => ({ apiKeyId: r.apiKeyId, ...strip(r) })).sort((a, b) => byCost(a, b, a.apiKeyId ?? "", b.apiKeyId ?? ""));
+  const total = rows.find((r) => r.grouping === 0b111);
+  const empty: Totals = { requests: 0n, errors: 0n, promptTokens: 0n, completionTokens: 0n, reasoningTokens: 0n, cachedTokens: 0n, costMicro: 0n };
+  return { series, byModel, byKey, total: total ? strip(total) : empty };
 }
 
 /** Spend in [from, to) — the wallet's "today" and "this month". */

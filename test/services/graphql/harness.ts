@@ -50,6 +50,8 @@ export async function startHarness(label: string): Promise<Harness> {
       res.end();
     });
   });
+  // As the product's servers do: longer than clients' keep-alive, so an idle socket is never closed under a request.
+  server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
