@@ -189,7 +189,8 @@ describe("upstream faults", () => {
     const attempts = slow.requests.length - since;
     console.log(`stall: 504 after ${elapsed} ms, ${attempts} attempt(s) of ${FIRST_BYTE_MS} ms`);
     expect(attempts).toBeGreaterThanOrEqual(1);
-    expect(elapsed).toBeGreaterThanOrEqual(FIRST_BYTE_MS * attempts);
+    // undici runs its header timeouts on a coarse clock (a 500 ms tick), so a timeout fires within ±0.5 s.
+    expect(elapsed).toBeGreaterThanOrEqual(FIRST_BYTE_MS * attempts - 500);
     expect(elapsed).toBeLessThan(5_000); // well before the upstream's own 5 s answer
     await notCharged(id);
   });

@@ -41,37 +41,61 @@ export function checkStatsFilter(f: StatsFilter) {
 }
 
 const sums = Prisma.sql`
-  count(*)::bigint AS requests,
-  count(*) FILTER (WHERE status < 200 OR status >= 300)::bigint AS errors,
+  coalesce(sum(requests), 0)::bigint AS requests,
+  coalesce(sum(errors), 0)::bigint AS errors,
   coalesce(sum(prompt_tokens), 0)::bigint AS "promptTokens",
   coalesce(sum(completion_tokens), 0)::bigint AS "completionTokens",
   coalesce(sum(reasoning_tokens), 0)::bigint AS "reasoningTokens",
   coalesce(sum(cached_tokens), 0)::bigint AS "cachedTokens",
   coalesce(sum(cost_micro), 0)::bigint AS "costMicro"`;
 
-function where(accountId: string, f: Omit<StatsFilter, "granularity" | "timeZone">) {
-  const parts = [
-    Prisma.sql`account_id = ${accountId}::uuid`,
-    Prisma.sql`started_at >= ${f.from}`,
-    Prisma.sql`started_at < ${f.to}`,
-  ];
-  if (f.apiKeyId) parts.push(Prisma.sql`api_key_id = ${f.apiKeyId}::uuid`);
-  if (f.model) parts.push(Prisma.sql`model = ${f.model}`);
-  return Prisma.join(parts, " AND ");
+const HOUR = 3_600_000;
+const NIL_KEY = "00000000-0000-0000-0000-000000000000";
+
+/**
+ * The account's usage in [from, to) as rows of (ts, model, api_key_id, counts…): whole hours come from the
+ * hourly rollup (kept by a trigger on usage_logs), the partial hours at either edge from usage_logs itself,
+ * so a month costs about 720 × keys × models rollup rows plus at most two hours of log rows, exactly.
+ */
+function usageSource(accountId: string, f: Omit<StatsFilter, "granularity" | "timeZone">) {
+  const fromCeil = new Date(Math.ceil(f.from.getTime() / HOUR) * HOUR);
+  const toFloor = new Date(Math.floor(f.to.getTime() / HOUR) * HOUR);
+  const logFilters = [Prisma.sql`account_id = ${accountId}::uuid`];
+  const hourFilters = [Prisma.sql`account_id = ${accountId}::uuid`];
+  if (f.apiKeyId) {
+    logFilters.push(Prisma.sql`api_key_id = ${f.apiKeyId}::uuid`);
+    hourFilters.push(Prisma.sql`api_key_id = ${f.apiKeyId}::uuid`);
+  }
+  if (f.model) {
+    logFilters.push(Prisma.sql`model = ${f.model}`);
+    hourFilters.push(Prisma.sql`model = ${f.model}`);
+  }
+  const fromLog = (from: Date, to: Date) => Prisma.sql`
+    SELECT started_at AS ts, model, api_key_id, 1 AS requests, (status < 200 OR status >= 300)::int AS errors,
+           prompt_tokens, completion_tokens, reasoning_tokens, cached_tokens, cost_micro
+    FROM usage_logs WHERE ${Prisma.join(logFilters, " AND ")} AND started_at >= ${from} AND started_at < ${to}`;
+  if (fromCeil >= toFloor) return fromLog(f.from, f.to); // less than one whole hour: the log alone
+  return Prisma.sql`
+    SELECT hour AS ts, model, NULLIF(api_key_id, ${NIL_KEY}::uuid) AS api_key_id, requests, errors,
+           prompt_tokens, completion_tokens, reasoning_tokens, cached_tokens, cost_micro
+    FROM usage_hourly WHERE ${Prisma.join(hourFilters, " AND ")} AND hour >= ${fromCeil} AND hour < ${toFloor}
+    UNION ALL ${fromLog(f.from, fromCeil)}
+    UNION ALL ${fromLog(toFloor, f.to)}`;
 }
 
 /**
- * One pass over the account's rows: GROUPING SETS computes the time series, the per-model and per-key
- * breakdowns and the totals together (four separate queries would scan the same rows four times).
+ * One pass over the account's usage (see usageSource): GROUPING SETS computes the time series, the per-model
+ * and per-key breakdowns and the totals together. Buckets are whole hours of UTC: in a time zone whose
+ * offset is not a whole number of hours, an hourly bucket holds the UTC hour that starts in it.
  */
 export async function usageStats(ctx: ServiceContext, accountId: string, f: StatsFilter) {
   checkStatsFilter(f);
   const rows = await ctx.prisma.$queryRaw<(Totals & { bucket: Date | null; model: string | null; apiKeyId: string | null; grouping: number })[]>`
     SELECT bucket, model, "apiKeyId", GROUPING(bucket, model, "apiKeyId")::int AS grouping, ${sums}
     FROM (
-      SELECT date_trunc(${f.granularity}, started_at, ${f.timeZone}) AS bucket, model, api_key_id::text AS "apiKeyId",
-             status, prompt_tokens, completion_tokens, reasoning_tokens, cached_tokens, cost_micro
-      FROM usage_logs WHERE ${where(accountId, f)}
+      SELECT date_trunc(${f.granularity}, ts, ${f.timeZone}) AS bucket, model, api_key_id::text AS "apiKeyId",
+             requests, errors, prompt_tokens, completion_tokens, reasoning_tokens, cached_tokens, cost_micro
+      FROM (${usageSource(accountId, f)}) AS s
     ) AS u
     GROUP BY GROUPING SETS ((bucket), (model), ("apiKeyId"), ())`;
   // GROUPING's bits (bucket, model, key): 0b011 = by bucket, 0b101 = by model, 0b110 = by key, 0b111 = total.
@@ -90,6 +114,6 @@ export async function usageStats(ctx: ServiceContext, accountId: string, f: Stat
 
 /** Spend in [from, to) — the wallet's "today" and "this month". */
 export async function spendBetween(ctx: ServiceContext, accountId: string, from: Date, to: Date): Promise<Totals> {
-  const rows = await ctx.prisma.$queryRaw<Totals[]>`SELECT ${sums} FROM usage_logs WHERE ${where(accountId, { from, to })}`;
+  const rows = await ctx.prisma.$queryRaw<Totals[]>`SELECT ${sums} FROM (${usageSource(accountId, { from, to })}) AS s`;
   return rows[0]!;
 }
