@@ -26,7 +26,7 @@ if (!env.MODELGATE_MASTER_KEY) {
 }
 const names = redisNames();
 // Fail fast while Redis is away: limits fall back to in-process, usage goes to the disk spool.
-const redisOptions = { maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: 1_000, enableAutoPipelining: true } as const;
+const redisOptions = { maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: 1_000 } as const;
 const redis = new Redis(env.REDIS_URL, redisOptions);
 const subscriber = new Redis(env.REDIS_URL, { lazyConnect: false });
 for (const r of [redis, subscriber]) r.on("error", (err) => logger.warn({ err: err.message }, "redis error"));

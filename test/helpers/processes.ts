@@ -26,7 +26,7 @@ export interface Proc {
 export function startTs(entry: string, env: NodeJS.ProcessEnv, args: string[] = []): Proc {
   const child = spawn(process.execPath, ["--import", "tsx", entry, ...args], {
     cwd: repoRoot,
-    env: { ...process.env, LOG_LEVEL: "warn", ...env },
+    env: { ...process.env, LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "warn", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
@@ -64,7 +64,7 @@ export async function waitForHttp(url: string, proc: Proc, timeoutMs = 60_000): 
 export async function admin(env: NodeJS.ProcessEnv, ...args: string[]): Promise<{ code: number; json: unknown; stdout: string; stderr: string }> {
   const child = spawn(process.execPath, ["--import", "tsx", "control-plane/src/admin/cli.ts", ...args, "--json"], {
     cwd: repoRoot,
-    env: { ...process.env, LOG_LEVEL: "warn", ...env },
+    env: { ...process.env, LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "warn", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let stdout = "";

@@ -140,3 +140,6 @@ describe("distributed mode", () => {
     expect(body.error.message).toContain(`request id: ${res.headers.get("x-gateway-request-id")}`);
   });
 });
+afterAll(() => {
+  if (process.env.TEST_LOG_LEVEL) console.log(controlPlane.output().slice(-4000), replicas.map((r) => r.proc.output().slice(-2000)).join("\n---\n"));
+});

@@ -31,7 +31,9 @@ export class RedisSnapshotSource {
   }
 
   reload(): Promise<void> {
-    this.loading ??= this.load().finally(() => {
+    // One load at a time, but never one that hangs: a reload that has not finished in 3 s is abandoned so
+    // the next notification or poll can try again.
+    this.loading ??= Promise.race([this.load(), new Promise<void>((resolve) => setTimeout(resolve, 3_000).unref())]).finally(() => {
       this.loading = null;
     });
     return this.loading;
