@@ -3,7 +3,8 @@
 import { GatewayError } from "../../errors.ts";
 import type { CanonicalStreamEvent, FinishReason, Usage } from "../canonical.ts";
 import { emptyUsage } from "../canonical.ts";
-import { type SseEvent, SseParser, encodeSse } from "../sse.ts";
+import { type SseEvent, encodeSse } from "../sse.ts";
+import { sseStreamDecoder } from "../sse-decoder.ts";
 import { type Json, kindOfErrorName, nowSeconds, num, obj, str, upstreamStreamError } from "../shared.ts";
 import type { ClientResponseContext, StreamDecoder, StreamEncoder } from "../types.ts";
 import { anthropicErrorPayload } from "./errors.ts";
@@ -91,26 +92,12 @@ function decodeEvent(ev: SseEvent, s: DecodeState, out: CanonicalStreamEvent[]):
   }
 }
 
-export function createAnthropicStreamDecoder(): StreamDecoder {
-  const parser = new SseParser();
-  const state: DecodeState = { started: false, finished: false, closed: false, toolOfBlock: new Map(), usage: {} };
-  const run = (events: SseEvent[]): CanonicalStreamEvent[] => {
-    const out: CanonicalStreamEvent[] = [];
-    for (const ev of events) decodeEvent(ev, state, out);
-    return out;
-  };
-  return {
-    push: (chunk) => run(parser.push(chunk)),
-    end: () => {
-      const out = run(parser.flush());
-      if (!state.closed) {
-        state.closed = true;
-        out.push({ type: "error", error: upstreamStreamError("upstream", "stream_truncated", "The upstream stream ended before message_stop.") });
-      }
-      return out;
-    },
-  };
-}
+// Anthropic ends with message_stop, which closes the state; a body that ends before it was cut off.
+export const createAnthropicStreamDecoder = (): StreamDecoder =>
+  sseStreamDecoder<DecodeState>({ started: false, finished: false, closed: false, toolOfBlock: new Map(), usage: {} }, decodeEvent, () => ({
+    type: "error",
+    error: upstreamStreamError("upstream", "stream_truncated", "The upstream stream ended before message_stop."),
+  }));
 
 type OpenBlock = { kind: "text" } | { kind: "thinking" } | { kind: "tool"; tool: number };
 

@@ -3,7 +3,8 @@
 
 import { GatewayError } from "../../errors.ts";
 import type { CanonicalStreamEvent, FinishReason, Usage } from "../canonical.ts";
-import { type SseEvent, SseParser } from "../sse.ts";
+import type { SseEvent } from "../sse.ts";
+import { sseStreamDecoder } from "../sse-decoder.ts";
 import { type Json, arr, kindOfErrorName, kindOfStatus, nowSeconds, num, obj, parseArgumentsLenient, str, upstreamStreamError } from "../shared.ts";
 import type { ClientResponseContext, StreamDecoder, StreamEncoder } from "../types.ts";
 import { geminiErrorPayload } from "./errors.ts";
@@ -71,31 +72,13 @@ function decodeEvent(ev: SseEvent, s: DecodeState, out: CanonicalStreamEvent[]):
   }
 }
 
-export function createGeminiStreamDecoder(): StreamDecoder {
-  const parser = new SseParser();
-  const state: DecodeState = { started: false, finished: false, closed: false, tools: 0 };
-  const run = (events: SseEvent[]): CanonicalStreamEvent[] => {
-    const out: CanonicalStreamEvent[] = [];
-    for (const ev of events) decodeEvent(ev, state, out);
-    return out;
-  };
-  return {
-    push: (chunk) => run(parser.push(chunk)),
-    // Gemini has no end marker: the stream is complete when the body ends after a finish reason.
-    end: () => {
-      const out = run(parser.flush());
-      if (!state.closed) {
-        state.closed = true;
-        out.push(
-          state.finished
-            ? { type: "end" }
-            : { type: "error", error: upstreamStreamError("upstream", "stream_truncated", "The upstream stream ended without a finish reason.") },
-        );
-      }
-      return out;
-    },
-  };
-}
+// Gemini has no end marker: the stream is complete when the body ends after a finish reason.
+export const createGeminiStreamDecoder = (): StreamDecoder =>
+  sseStreamDecoder<DecodeState>({ started: false, finished: false, closed: false, tools: 0 }, decodeEvent, (state) =>
+    state.finished
+      ? { type: "end" }
+      : { type: "error", error: upstreamStreamError("upstream", "stream_truncated", "The upstream stream ended without a finish reason.") },
+  );
 
 interface PendingCall {
   name: string;

@@ -3,7 +3,8 @@
 import type { CanonicalStreamEvent, FinishReason, Usage } from "../canonical.ts";
 import { renderOpenAIError } from "./errors.ts";
 import { GatewayError } from "../../errors.ts";
-import { type SseEvent, SseParser } from "../sse.ts";
+import type { SseEvent } from "../sse.ts";
+import { sseStreamDecoder } from "../sse-decoder.ts";
 import { type Json, arr, kindOfErrorName, nowSeconds, obj, str, upstreamStreamError } from "../shared.ts";
 import type { ClientResponseContext, StreamDecoder, StreamEncoder } from "../types.ts";
 import { finishOfOpenAI, openAIFinish, openAIUsage, usageOfOpenAI } from "./response.ts";
@@ -69,31 +70,13 @@ function decodeEvent(ev: SseEvent, s: DecodeState, out: CanonicalStreamEvent[]):
   if (chunk.usage != null) out.push({ type: "usage", usage: usageOfOpenAI(chunk.usage) });
 }
 
-export function createOpenAIStreamDecoder(): StreamDecoder {
-  const parser = new SseParser();
-  const state: DecodeState = { started: false, finished: false, closed: false, tools: new Map() };
-  const run = (events: SseEvent[]): CanonicalStreamEvent[] => {
-    const out: CanonicalStreamEvent[] = [];
-    for (const ev of events) decodeEvent(ev, state, out);
-    return out;
-  };
-  return {
-    push: (chunk) => run(parser.push(chunk)),
-    end: () => {
-      const out = run(parser.flush());
-      if (!state.closed) {
-        state.closed = true;
-        // Some OpenAI-compatible servers omit [DONE]; a stream that reached its finish reason is complete.
-        out.push(
-          state.finished
-            ? { type: "end" }
-            : { type: "error", error: upstreamStreamError("upstream", "stream_truncated", "The upstream stream ended before the answer was complete.") },
-        );
-      }
-      return out;
-    },
-  };
-}
+// Some OpenAI-compatible servers omit [DONE]; a stream that reached its finish reason is complete.
+export const createOpenAIStreamDecoder = (): StreamDecoder =>
+  sseStreamDecoder<DecodeState>({ started: false, finished: false, closed: false, tools: new Map() }, decodeEvent, (state) =>
+    state.finished
+      ? { type: "end" }
+      : { type: "error", error: upstreamStreamError("upstream", "stream_truncated", "The upstream stream ended before the answer was complete.") },
+  );
 
 interface EncodeState {
   started: boolean;
