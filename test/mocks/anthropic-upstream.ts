@@ -3,21 +3,18 @@
 // content_block_start → content_block_delta* → content_block_stop, message_delta with usage, message_stop.
 // Frames are written by hand here, not with the gateway's encoders, so the two cannot share a bug.
 
-import { type ServerResponse, createServer } from "node:http";
+import type { ServerResponse } from "node:http";
 import {
   DEFAULT_MOCK_KEY,
-  DEFAULT_REPLY,
   type MockReply,
   type MockUpstream,
   type MockUpstreamOptions,
-  type RecordedRequest,
   defaultUsage,
   finishOf,
   fragments,
-  listen,
   nextReply,
-  readBody,
   sleep,
+  startScriptedMock,
 } from "./script.ts";
 
 const STOP_REASON = { stop: "end_turn", length: "max_tokens", tool_calls: "tool_use", content_filter: "refusal" } as const;
@@ -138,26 +135,17 @@ async function stream(res: ServerResponse, r: MockReply, model: string): Promise
 /** Starts the mock. Its `url` ends in /v1, as an Anthropic route's base URL does. */
 export async function startAnthropicUpstream(opts: MockUpstreamOptions = {}): Promise<MockUpstream> {
   const apiKey = opts.apiKey ?? DEFAULT_MOCK_KEY;
-  const mock: MockUpstream = {
-    url: "",
-    requests: [],
-    queue: [],
-    fallback: opts.fallback ?? DEFAULT_REPLY,
-    reply: (...scripts) => void mock.queue.push(...scripts),
-    close: async () => undefined,
-  };
-  const server = createServer((req, res) => {
-    void (async () => {
-      const body = await readBody(req);
-      const recorded: RecordedRequest = { method: req.method ?? "", url: req.url ?? "", headers: req.headers, body };
-      mock.requests.push(recorded);
+  return startScriptedMock(
+    opts,
+    "/v1",
+    async (mock, recorded, req, res): Promise<void> => {
       const bearer = req.headers.authorization?.startsWith("Bearer ") ? req.headers.authorization.slice(7) : undefined;
       if (req.headers["x-api-key"] !== apiKey && bearer !== apiKey) return sendError(res, 401, "invalid x-api-key");
       if (req.method !== "POST" || req.url !== "/v1/messages") return sendError(res, 404, `Not found: ${req.url ?? ""}`);
       if (typeof req.headers["anthropic-version"] !== "string") {
         return sendError(res, 400, "anthropic-version: header is required");
       }
-      const b = (body ?? {}) as { model?: unknown; max_tokens?: unknown; stream?: unknown };
+      const b = (recorded.body ?? {}) as { model?: unknown; max_tokens?: unknown; stream?: unknown };
       if (typeof b.max_tokens !== "number") return sendError(res, 400, "max_tokens: Field required");
       const model = typeof b.model === "string" ? b.model : "claude-mock";
       const r = nextReply(mock, recorded);
@@ -165,13 +153,7 @@ export async function startAnthropicUpstream(opts: MockUpstreamOptions = {}): Pr
       if (b.stream === true) return stream(res, r, model);
       res.writeHead(200, { "content-type": "application/json", "request-id": requestId() });
       res.end(JSON.stringify(messageJson(r, model)));
-    })().catch((err: unknown) => {
-      if (!res.headersSent) sendError(res, 500, String(err));
-      else res.destroy();
-    });
-  });
-  const { origin, close } = await listen(server, opts.port ?? 0);
-  mock.url = `${origin}/v1`;
-  mock.close = close;
-  return mock;
+    },
+    (res, err) => sendError(res, 500, String(err)),
+  );
 }

@@ -3,20 +3,17 @@
 // finish reason on the last, no [DONE]); and without alt=sse as one JSON array written element by element.
 // Frames are written by hand here, not with the gateway's encoders, so the two cannot share a bug.
 
-import { type ServerResponse, createServer } from "node:http";
+import type { ServerResponse } from "node:http";
 import {
   DEFAULT_MOCK_KEY,
-  DEFAULT_REPLY,
   type MockReply,
   type MockUpstream,
   type MockUpstreamOptions,
-  type RecordedRequest,
   defaultUsage,
   finishOf,
-  listen,
   nextReply,
-  readBody,
   sleep,
+  startScriptedMock,
 } from "./script.ts";
 
 const FINISH = { stop: "STOP", length: "MAX_TOKENS", tool_calls: "STOP", content_filter: "SAFETY" } as const;
@@ -126,19 +123,10 @@ const ROUTE = /^\/v1beta\/models\/([^/:]+):(generateContent|streamGenerateConten
 /** Starts the mock. Its `url` ends in /v1beta, as a Gemini route's base URL does. */
 export async function startGeminiUpstream(opts: MockUpstreamOptions = {}): Promise<MockUpstream> {
   const apiKey = opts.apiKey ?? DEFAULT_MOCK_KEY;
-  const mock: MockUpstream = {
-    url: "",
-    requests: [],
-    queue: [],
-    fallback: opts.fallback ?? DEFAULT_REPLY,
-    reply: (...scripts) => void mock.queue.push(...scripts),
-    close: async () => undefined,
-  };
-  const server = createServer((req, res) => {
-    void (async () => {
-      const body = await readBody(req);
-      const recorded: RecordedRequest = { method: req.method ?? "", url: req.url ?? "", headers: req.headers, body };
-      mock.requests.push(recorded);
+  return startScriptedMock(
+    opts,
+    "/v1beta",
+    async (mock, recorded, req, res): Promise<void> => {
       const url = new URL(req.url ?? "/", "http://mock");
       const key = req.headers["x-goog-api-key"] ?? url.searchParams.get("key");
       if (key !== apiKey) {
@@ -148,7 +136,7 @@ export async function startGeminiUpstream(opts: MockUpstreamOptions = {}): Promi
       const m = ROUTE.exec(url.pathname);
       if (req.method !== "POST" || !m) return sendError(res, 404, `Method not found: ${url.pathname}`);
       const model = decodeURIComponent(m[1] ?? "");
-      if (body === undefined || !Array.isArray((body as { contents?: unknown }).contents)) {
+      if (recorded.body === undefined || !Array.isArray((recorded.body as { contents?: unknown }).contents)) {
         return sendError(res, 400, "* GenerateContentRequest.contents: contents is not specified");
       }
       const r = nextReply(mock, recorded);
@@ -156,13 +144,7 @@ export async function startGeminiUpstream(opts: MockUpstreamOptions = {}): Promi
       if (m[2] === "streamGenerateContent") return stream(res, r, model, url.searchParams.get("alt") === "sse");
       res.writeHead(200, { "content-type": "application/json; charset=UTF-8" });
       res.end(JSON.stringify(wholeAnswer(r, model), null, 2));
-    })().catch((err: unknown) => {
-      if (!res.headersSent) sendError(res, 500, String(err));
-      else res.destroy();
-    });
-  });
-  const { origin, close } = await listen(server, opts.port ?? 0);
-  mock.url = `${origin}/v1beta`;
-  mock.close = close;
-  return mock;
+    },
+    (res, err) => sendError(res, 500, String(err)),
+  );
 }

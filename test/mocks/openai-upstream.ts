@@ -2,18 +2,15 @@ import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import {
   DEFAULT_MOCK_KEY,
-  DEFAULT_REPLY,
   type MockReply,
   type MockUpstream,
   type MockUpstreamOptions,
-  type RecordedRequest as ScriptRecordedRequest,
   defaultUsage,
   finishOf,
   fragments,
-  listen,
   nextReply,
-  readBody,
   sleep,
+  startScriptedMock,
 } from "./script.ts";
 
 // A mock OpenAI Chat Completions upstream speaking the real wire format (JSON and SSE with
@@ -183,26 +180,17 @@ const callId = (i: number, id?: string): string => id ?? `call_mock${i.toString(
 /** Starts the scripted mock. Its `url` ends in /v1, as an OpenAI route's base URL does. */
 export async function startOpenAIUpstream(opts: MockUpstreamOptions = {}): Promise<MockUpstream> {
   const apiKey = opts.apiKey ?? DEFAULT_MOCK_KEY;
-  const mock: MockUpstream = {
-    url: "",
-    requests: [],
-    queue: [],
-    fallback: opts.fallback ?? DEFAULT_REPLY,
-    reply: (...scripts) => void mock.queue.push(...scripts),
-    close: async () => undefined,
-  };
-  const server = createServer((req, res) => {
-    void (async () => {
-      const body = await readBody(req);
-      const recorded: ScriptRecordedRequest = { method: req.method ?? "", url: req.url ?? "", headers: req.headers, body };
-      mock.requests.push(recorded);
+  return startScriptedMock(
+    opts,
+    "/v1",
+    async (mock, recorded, req, res): Promise<void> => {
       const fail = (status: number, message: string, type?: string) => {
         res.writeHead(status, { "content-type": "application/json" });
         res.end(openaiError(status, message, type));
       };
       if (req.headers.authorization !== `Bearer ${apiKey}`) return fail(401, "Incorrect API key provided.");
       if (req.method !== "POST" || req.url !== "/v1/chat/completions") return fail(404, `Unknown request URL: ${req.method ?? ""} ${req.url ?? ""}.`);
-      const b = (body ?? {}) as { model?: unknown; stream?: unknown; stream_options?: { include_usage?: unknown } };
+      const b = (recorded.body ?? {}) as { model?: unknown; stream?: unknown; stream_options?: { include_usage?: unknown } };
       if (typeof b.model !== "string") return fail(400, "you must provide a model parameter");
       const r = nextReply(mock, recorded);
       if (r.error) return fail(r.error.status, r.error.message, r.error.type);
@@ -260,15 +248,10 @@ export async function startOpenAIUpstream(opts: MockUpstreamOptions = {}): Promi
       await delta({}, finishOf(r));
       if (includeUsage) await write([], openaiUsage(r));
       res.end("data: [DONE]\n\n");
-    })().catch((err: unknown) => {
-      if (!res.headersSent) {
-        res.writeHead(500, { "content-type": "application/json" });
-        res.end(openaiError(500, String(err)));
-      } else res.destroy();
-    });
-  });
-  const { origin, close } = await listen(server, opts.port ?? 0);
-  mock.url = `${origin}/v1`;
-  mock.close = close;
-  return mock;
+    },
+    (res, err) => {
+      res.writeHead(500, { "content-type": "application/json" });
+      res.end(openaiError(500, String(err)));
+    },
+  );
 }

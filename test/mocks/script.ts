@@ -1,7 +1,7 @@
 // Scripting shared by the mock upstreams (Anthropic, Gemini, and OpenAI when it adopts it): a test says
 // what the "model" answers, each mock renders it in its vendor's exact wire format.
 
-import type { IncomingHttpHeaders, Server } from "node:http";
+import { type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse, createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 
 export interface MockToolCall {
@@ -110,6 +110,41 @@ export async function listen(
         server.close((err) => (err ? reject(err) : resolve()));
       }),
   };
+}
+
+/**
+ * The scaffolding every scripted mock shares: its state, recording each request, listening on a port and
+ * the base-URL path. `handle` answers one recorded request; `fail` answers a handler that threw.
+ */
+export async function startScriptedMock(
+  opts: MockUpstreamOptions,
+  basePath: string,
+  handle: (mock: MockUpstream, recorded: RecordedRequest, req: IncomingMessage, res: ServerResponse) => Promise<void>,
+  fail: (res: ServerResponse, err: unknown) => void,
+): Promise<MockUpstream> {
+  const mock: MockUpstream = {
+    url: "",
+    requests: [],
+    queue: [],
+    fallback: opts.fallback ?? DEFAULT_REPLY,
+    reply: (...scripts) => void mock.queue.push(...scripts),
+    close: async () => undefined,
+  };
+  const server = createServer((req, res) => {
+    void (async () => {
+      const body = await readBody(req);
+      const recorded: RecordedRequest = { method: req.method ?? "", url: req.url ?? "", headers: req.headers, body };
+      mock.requests.push(recorded);
+      await handle(mock, recorded, req, res);
+    })().catch((err: unknown) => {
+      if (!res.headersSent) fail(res, err);
+      else res.destroy();
+    });
+  });
+  const { origin, close } = await listen(server, opts.port ?? 0);
+  mock.url = `${origin}${basePath}`;
+  mock.close = close;
+  return mock;
 }
 
 export async function readBody(req: AsyncIterable<Buffer>): Promise<unknown> {
