@@ -32,7 +32,7 @@ const subscriber = new Redis(env.REDIS_URL, { lazyConnect: false });
 for (const r of [redis, subscriber]) r.on("error", (err) => logger.warn({ err: err.message }, "redis error"));
 
 const store = new SnapshotStore();
-const source = new RedisSnapshotSource(redis, subscriber, store, names, 2_000, (err) => logger.warn({ err }, "snapshot reload failed; serving the last one"));
+const source = new RedisSnapshotSource(redis, subscriber, store, names, 250, (err) => logger.warn({ err }, "snapshot reload failed; serving the last one"));
 const spoolDir = env.MODELGATE_SPOOL_DIR ?? join(env.MODELGATE_DATA_DIR ?? "./data", `spool-${hostname()}-${env.PORT ?? 8080}`);
 const spool = await UsageSpool.open(spoolDir, { onError: (err) => logger.error({ err }, "usage spool error") });
 const usage = new RedisUsageSink(

@@ -15,11 +15,13 @@ export class RedisSnapshotBus implements SnapshotBus {
          if v and v >= tonumber(ARGV[2]) then return 0 end
        end
        redis.call('SET', KEYS[1], ARGV[1])
+       redis.call('SET', KEYS[3], ARGV[2])
        redis.call('PUBLISH', KEYS[2], ARGV[2])
        return 1`,
-      2,
+      3,
       this.names.snapshot,
       this.names.snapshotChannel,
+      this.names.snapshotVersion,
       JSON.stringify(snapshot),
       String(snapshot.version),
     );

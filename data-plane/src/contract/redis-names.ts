@@ -3,6 +3,8 @@
 
 export interface RedisNames {
   snapshot: string;
+  /** the published snapshot's version alone, so replicas can poll cheaply */
+  snapshotVersion: string;
   snapshotChannel: string;
   snapshotSeq: string;
   changedChannel: string;
@@ -13,6 +15,7 @@ export interface RedisNames {
 export const redisNames = (prefix = process.env.MODELGATE_REDIS_PREFIX ?? "modelgate:"): RedisNames => ({
   prefix,
   snapshot: `${prefix}snapshot:full`,
+  snapshotVersion: `${prefix}snapshot:version-number`,
   snapshotChannel: `${prefix}snapshot:version`,
   snapshotSeq: `${prefix}snapshot:seq`,
   changedChannel: `${prefix}control:changed`,

@@ -41,6 +41,12 @@ export class RedisSnapshotSource {
 
   private async load(): Promise<void> {
     try {
+      // The version alone first: polling stays cheap however large the snapshot is.
+      const published = await this.redis.get(this.names.snapshotVersion);
+      if (published !== null && this.store.loaded && Number(published) === this.store.version) {
+        this.store.touch();
+        return;
+      }
       const raw = await this.redis.get(this.names.snapshot);
       if (raw === null) return;
       const version = Number(/"version":(\d+)/.exec(raw)?.[1] ?? -1);
