@@ -28,11 +28,14 @@ const names = redisNames();
 // Fail fast while Redis is away: limits fall back to in-process, usage goes to the disk spool.
 const redisOptions = { maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: 1_000 } as const;
 const redis = new Redis(env.REDIS_URL, redisOptions);
+// Snapshots load on a connection of their own: a large snapshot reply must not hold up the request path's
+// small replies queued behind it on one socket.
+const snapshotRedis = new Redis(env.REDIS_URL, redisOptions);
 const subscriber = new Redis(env.REDIS_URL, { lazyConnect: false });
-for (const r of [redis, subscriber]) r.on("error", (err) => logger.warn({ err: err.message }, "redis error"));
+for (const r of [redis, snapshotRedis, subscriber]) r.on("error", (err) => logger.warn({ err: err.message }, "redis error"));
 
 const store = new SnapshotStore();
-const source = new RedisSnapshotSource(redis, subscriber, store, names, 250, (err) => logger.warn({ err }, "snapshot reload failed; serving the last one"));
+const source = new RedisSnapshotSource(snapshotRedis, subscriber, store, names, 250, (err) => logger.warn({ err }, "snapshot reload failed; serving the last one"));
 const spoolDir = env.MODELGATE_SPOOL_DIR ?? join(env.MODELGATE_DATA_DIR ?? "./data", `spool-${hostname()}-${env.PORT ?? 8080}`);
 const spool = await UsageSpool.open(spoolDir, { onError: (err) => logger.error({ err }, "usage spool error") });
 const usage = new RedisUsageSink(
@@ -51,16 +54,16 @@ const options = createDataPlaneOptions({
   logger,
   masterKey: parseMasterKey(env.MODELGATE_MASTER_KEY),
   ready: () => !draining,
-  dependencies: () => ({ redis: redis.status, snapshotSubscription: subscriber.status }),
+  dependencies: () => ({ redis: redis.status, snapshotRedis: snapshotRedis.status, snapshotSubscription: subscriber.status }),
   redis: { client: redis, prefix: names.prefix },
 });
 const handler = createDataPlaneHandler(options, true);
 
 // Wait (briefly) for Redis so the first snapshot loads now rather than at the first poll.
 await new Promise<void>((resolve) => {
-  if (redis.status === "ready") return resolve();
+  if (snapshotRedis.status === "ready") return resolve();
   const t = setTimeout(resolve, 5_000);
-  redis.once("ready", () => {
+  snapshotRedis.once("ready", () => {
     clearTimeout(t);
     resolve();
   });
@@ -82,6 +85,7 @@ const stop = async () => {
   await source.stop();
   await options.close();
   redis.disconnect();
+  snapshotRedis.disconnect();
   subscriber.disconnect();
   process.exit(0);
 };

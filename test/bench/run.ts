@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
+import { usageEntryEvents } from "../../data-plane/src/contract/usage.ts";
 import { freshDatabase } from "../helpers/postgres.ts";
 import { admin, freePort, repoRoot } from "../helpers/processes.ts";
 import { type BenchProc, childPids, cpuMs, cpuMsOf, machineBusyMs, memoryMb, spawnNode, stopAll, waitForUrl, waitIdle } from "./procs.ts";
@@ -26,6 +27,8 @@ import type { ClosedLoopResult, HoldResult, OpenLoopResult, Request, StreamResul
 //   BENCH_CPU_PROF=1      run the data plane with --cpu-prof and summarise its hottest functions (the numbers
 //                         of such a run are skewed by the profiler, so it does not overwrite latest.md)
 //   BENCH_OUT=path        where to write the Markdown report
+//   BENCH_SCENARIOS=a,b   a subset of c1,c64,c256,open,streams,hold,settle (for profiling one of them; a partial
+//                         run leaves the other columns empty)
 // Exits non-zero when any target answered with a non-2xx status or a transport error.
 
 const env = process.env;
@@ -53,6 +56,7 @@ const UPSTREAM_KEY = "sk-bench-upstream";
 const REDIS_URL = env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
 const portkeyEntry = join(repoRoot, "bench/portkey/node_modules/@portkey-ai/gateway/build/start-server.js");
 const resultsDir = join(repoRoot, "bench/results");
+const scenarios = new Set((env.BENCH_SCENARIOS ?? "c1,c64,c256,open,streams,hold,settle").split(",").map((s) => s.trim()));
 const outFile = env.BENCH_OUT ?? join(resultsDir, cpuProf ? "cpu-profile.tmp/run.md" : "latest.md");
 const profileDir = join(resultsDir, "cpu-profile.tmp");
 
@@ -377,23 +381,32 @@ interface SettleReport {
 
 /** Resumes the control plane and times it settling the usage events the runs left in the stream. */
 async function runSettlement(): Promise<SettleReport | null> {
-  if (!controlPlane) return null;
+  if (!controlPlane || !db) return null;
+  const prisma = db.db.prisma;
   const redis = new Redis(REDIS_URL);
   try {
     const stream = `${prefix}usage`;
     const services = [...servicePids, ...(await postgresBackendPids())];
-    const backlog = await redis.xlen(stream);
+    // An entry holds the events of one event-loop turn of a replica: count events, not entries.
+    let backlog = 0;
+    for (let from = "-"; ; ) {
+      const entries = (await redis.xrange(stream, from, "+", "COUNT", 1000)) as [string, string[]][];
+      for (const [, fields] of entries) backlog += usageEntryEvents(fields)?.length ?? 0;
+      if (entries.length < 1000) break;
+      from = `(${entries[entries.length - 1]![0]}`;
+    }
+    const rows = async () => Number((await prisma.$queryRawUnsafe<{ n: bigint }[]>("SELECT count(*) AS n FROM usage_logs"))[0]!.n);
+    const rows0 = await rows();
     const cp0 = cpuMs(controlPlane.pid);
     const s0 = cpuMsOf(services);
     const t0 = Date.now();
     resumeControlPlane();
-    let left = backlog;
-    while (Date.now() - t0 < cfg.settleSec * 1000 && left > 0) {
+    let settled = 0;
+    while (Date.now() - t0 < cfg.settleSec * 1000 && settled < backlog) {
       await new Promise((r) => setTimeout(r, 250));
-      left = await redis.xlen(stream);
+      settled = (await rows()) - rows0;
     }
     const seconds = (Date.now() - t0) / 1000;
-    const settled = backlog - left;
     return { backlog, settled, seconds, cpMsPerEvent: (cpuMs(controlPlane.pid) - cp0) / settled, servicesMsPerEvent: (cpuMsOf(services) - s0) / settled };
   } finally {
     redis.disconnect();
@@ -474,11 +487,11 @@ async function main(): Promise<number> {
         console.log(`  round ${round + 1} ${name.padEnd(10)} ${t.id.padEnd(9)} ${((Date.now() - t0) / 1000).toFixed(1)} s`);
       }
     };
-    await step("c=1", async (t) => void (rr.get(t.id)!.c1 = await runClosed(t, 1, c1Duration, false)));
-    await step("c=64", async (t) => void (rr.get(t.id)!.c64 = await runClosed(t, 64, cfg.duration, true)));
-    await step("c=256", async (t) => void (rr.get(t.id)!.c256 = await runClosed(t, 256, cfg.duration, false)));
-    await step("open-loop", async (t) => void (rr.get(t.id)!.open = await runOpen(t)));
-    await step("streams", async (t) => void (rr.get(t.id)!.streams = await runStreams(t)));
+    if (scenarios.has("c1")) await step("c=1", async (t) => void (rr.get(t.id)!.c1 = await runClosed(t, 1, c1Duration, false)));
+    if (scenarios.has("c64")) await step("c=64", async (t) => void (rr.get(t.id)!.c64 = await runClosed(t, 64, cfg.duration, true)));
+    if (scenarios.has("c256")) await step("c=256", async (t) => void (rr.get(t.id)!.c256 = await runClosed(t, 256, cfg.duration, false)));
+    if (scenarios.has("open")) await step("open-loop", async (t) => void (rr.get(t.id)!.open = await runOpen(t)));
+    if (scenarios.has("streams")) await step("streams", async (t) => void (rr.get(t.id)!.streams = await runStreams(t)));
     for (const t of targets) results.get(t.id)!.push(rr.get(t.id)!);
   }
 
@@ -490,10 +503,10 @@ async function main(): Promise<number> {
   const holds: HoldReport[] = [];
   const mg = targets.find((t) => t.id === "modelgate");
   const fl = targets.find((t) => t.id === "floor");
-  if (fl && floorProc) holds.push(await runHold(fl, floorProc));
-  if (mg && dataPlane) holds.push(await runHold(mg, dataPlane));
+  if (scenarios.has("hold") && fl && floorProc) holds.push(await runHold(fl, floorProc));
+  if (scenarios.has("hold") && mg && dataPlane) holds.push(await runHold(mg, dataPlane));
   const holdPeakMg = dataPlane ? memoryMb(dataPlane.pid).peak : NaN;
-  const settle = await runSettlement();
+  const settle = scenarios.has("settle") ? await runSettlement() : null;
 
   // ------------------------------------------------------------------ aggregate
   const m = (id: TargetId, f: (r: RoundResult) => number | undefined) => median((results.get(id) ?? []).map((r) => f(r) ?? NaN));

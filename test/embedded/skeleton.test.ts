@@ -125,6 +125,35 @@ describe("embedded mode, OpenAI protocol", () => {
     expect(rows.find((x) => x.requestId === requestId)).toMatchObject({ promptTokens: 3, completionTokens: 2 });
   });
 
+  it("counts each call, its duration and its tokens in /metrics", async () => {
+    const scrape = async () => {
+      const res = await fetch(`${base}/metrics`);
+      expect(res.status).toBe(200);
+      return res.text();
+    };
+    const value = (text: string, series: string) => {
+      const line = text.split("\n").find((l) => l.startsWith(`${series} `));
+      return line === undefined ? 0 : Number(line.slice(series.length + 1));
+    };
+    const series = {
+      ok: `modelgate_requests_total{protocol="openai",model="${MODEL}",status="200"}`,
+      duration: 'modelgate_request_duration_seconds_count{protocol="openai",stream="false"}',
+      firstByte: 'modelgate_time_to_first_token_seconds_count{protocol="openai"}',
+      prompt: `modelgate_tokens_total{model="${MODEL}",direction="prompt"}`,
+      completion: `modelgate_tokens_total{model="${MODEL}",direction="completion"}`,
+    };
+    const before = await scrape();
+    const done = await Promise.all([0, 1].map(() => client().chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "Count me." }] })));
+    const after = await scrape();
+    const delta = (k: keyof typeof series) => value(after, series[k]) - value(before, series[k]);
+    expect(delta("ok")).toBe(2);
+    expect(delta("duration")).toBe(2);
+    expect(delta("firstByte")).toBe(2);
+    expect(delta("prompt")).toBe(done.reduce((n, c) => n + c.usage!.prompt_tokens, 0));
+    expect(delta("completion")).toBe(done.reduce((n, c) => n + c.usage!.completion_tokens, 0));
+    expect(delta("prompt")).toBeGreaterThan(0);
+  });
+
   it("lists the models the key may call", async () => {
     const models = await client().models.list();
     expect(models.data.map((m) => m.id)).toEqual([MODEL]);

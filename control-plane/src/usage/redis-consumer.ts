@@ -1,5 +1,5 @@
 import type { Redis } from "ioredis";
-import { type RedisNames, type UsageEvent, usageEventSchema } from "@modelgate/data-plane/contract/index";
+import { type RedisNames, type UsageEvent, usageEntryEvents, usageEventSchema } from "@modelgate/data-plane/contract/index";
 
 export const USAGE_GROUP = "modelgate-settlers";
 
@@ -71,15 +71,16 @@ export class RedisUsageConsumer {
     const events: UsageEvent[] = [];
     for (const [id, fields] of entries) {
       if (!fields) continue; // an entry deleted before it was claimed
-      const raw = fields[fields.indexOf("event") + 1];
-      let parsed: ReturnType<typeof usageEventSchema.safeParse> | null = null;
-      try {
-        parsed = usageEventSchema.safeParse(raw ? JSON.parse(raw) : null);
-      } catch {
-        parsed = null;
+      const raw = usageEntryEvents(fields);
+      if (raw === null) {
+        this.onError(new Error(`dropping unreadable usage entry ${id}`));
+        continue;
       }
-      if (parsed?.success) events.push(parsed.data);
-      else this.onError(new Error(`dropping malformed usage entry ${id}`));
+      for (const r of raw) {
+        const parsed = usageEventSchema.safeParse(r);
+        if (parsed.success) events.push(parsed.data);
+        else this.onError(new Error(`dropping a malformed usage event in entry ${id}`));
+      }
     }
     if (events.length) await this.settle(events);
     const ids = entries.map(([id]) => id);

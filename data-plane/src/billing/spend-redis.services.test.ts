@@ -89,4 +89,27 @@ describe("RedisSpendCounter across replicas", () => {
     expect(errors.length).toBe(1);
     broken.disconnect();
   });
+
+  it("sums one key's adds of one turn into one script call, exact to the micro-unit", async () => {
+    const counter = new RedisSpendCounter(c1, { prefix });
+    const account = makeAccount("0");
+    const key = makeKey(account.id, "0");
+    const other = makeKey(account.id, "0", "key-other");
+    let calls = 0;
+    const original = c1.modelgateSpendAdd.bind(c1);
+    c1.modelgateSpendAdd = ((...args: (string | number)[]) => {
+      calls++;
+      return original(...args);
+    }) as typeof c1.modelgateSpendAdd;
+    try {
+      // 2^53 + 1 would be lost in a double: the sum must stay a decimal string end to end
+      await Promise.all([counter.add(key, account, 9_007_199_254_740_993n), counter.add(key, account, 7n), counter.add(other, account, 5n)]);
+    } finally {
+      c1.modelgateSpendAdd = original;
+    }
+    expect(calls).toBe(2); // one per key
+    expect(await c1.get(`${prefix}{acct:${account.id}}:k:${key.id}`)).toBe("9007199254741000");
+    expect(await c1.get(`${prefix}{acct:${account.id}}:a`)).toBe("9007199254741005");
+    expect(await counter.get(key, account)).toEqual({ keySpent: 9_007_199_254_741_000n, accountSpent: 9_007_199_254_741_005n });
+  });
 });

@@ -1,6 +1,8 @@
 import type { Redis, Result } from "ioredis";
 import type { AccountSnapshot, KeySnapshot } from "../contract/snapshot.ts";
 import type { UnsettledSpend } from "../policy/check.ts";
+import { TurnBatcher } from "../redis/turn-batcher.ts";
+import { batchWritesThisTurn } from "../redis/write-batch.ts";
 import { accountSettledSpend, keySettled, unsettled, type SpendCounter } from "./spend.ts";
 
 // Adds to the key's and the account's counters in one round trip, first lifting each to the snapshot's settled
@@ -50,6 +52,12 @@ export interface RedisSpendCounterOptions {
   clock?: () => number;
 }
 
+interface PendingAdd {
+  key: KeySnapshot;
+  account: AccountSnapshot;
+  micro: bigint;
+}
+
 interface Cached {
   value: bigint;
   fetchedAt: number;
@@ -70,6 +78,7 @@ export class RedisSpendCounter implements SpendCounter {
   private readonly onError: (err: unknown) => void;
   private readonly clock: () => number;
   private readonly cache = new Map<string, Cached>();
+  private readonly adds = new TurnBatcher<PendingAdd>((kName, adds) => this.send(kName, adds));
 
   constructor(
     private readonly redis: Redis,
@@ -91,11 +100,20 @@ export class RedisSpendCounter implements SpendCounter {
     return `${this.prefix}{acct:${accountId}}:a`;
   }
 
-  async add(key: KeySnapshot, account: AccountSnapshot, micro: bigint): Promise<void> {
-    const kName = this.keyName(account.id, key.id);
+  /** Adds in the same event-loop turn to one key are summed and sent as one script call. */
+  add(key: KeySnapshot, account: AccountSnapshot, micro: bigint): Promise<void> {
+    return this.adds.add(this.keyName(account.id, key.id), { key, account, micro });
+  }
+
+  private async send(kName: string, adds: PendingAdd[]): Promise<void> {
+    // The latest snapshots of the turn carry the highest settled floors.
+    const { key, account } = adds[adds.length - 1]!;
+    let micro = 0n;
+    for (const a of adds) micro += a.micro;
     const aName = this.accountName(account.id);
     const aSettled = accountSettledSpend(account);
     try {
+      batchWritesThisTurn(this.redis);
       const [kTotal, aTotal] = await this.redis.modelgateSpendAdd(
         kName,
         aName,
@@ -183,6 +201,7 @@ export class RedisSpendCounter implements SpendCounter {
   }
 
   async close(): Promise<void> {
+    await this.adds.flush();
     this.cache.clear();
   }
 }

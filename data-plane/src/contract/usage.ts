@@ -26,3 +26,28 @@ export const usageEventSchema = z.object({
   startedAt: z.string(),
 });
 export type UsageEvent = z.infer<typeof usageEventSchema>;
+
+/**
+ * A usage-stream entry holds the events one replica finished in one event-loop turn: the field
+ * `events` is their JSON array (one XADD per turn instead of one per call). The control plane also reads
+ * the older one-event form, field `event`, so replicas can be upgraded one at a time.
+ */
+export const USAGE_ENTRY_FIELD = "events";
+export const LEGACY_USAGE_ENTRY_FIELD = "event";
+
+/** The raw events of one stream entry's fields (not yet validated); null when the entry is not readable. */
+export function usageEntryEvents(fields: readonly string[]): unknown[] | null {
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    const name = fields[i];
+    if (name !== USAGE_ENTRY_FIELD && name !== LEGACY_USAGE_ENTRY_FIELD) continue;
+    let value: unknown;
+    try {
+      value = JSON.parse(fields[i + 1]!);
+    } catch {
+      return null;
+    }
+    if (name === LEGACY_USAGE_ENTRY_FIELD) return [value];
+    return Array.isArray(value) ? value : null;
+  }
+  return null;
+}

@@ -150,4 +150,57 @@ describe("RedisRateLimiter across replicas", () => {
     if (g.ok) await g.release(10);
     expect(await clients[2]!.zcard(`${prefix}{acct:${accountId}}:a:conc`)).toBe(0);
   });
+
+  it("frees the calls of one account that end in the same turn with one script call, exactly as one by one", async () => {
+    const l = replica(2);
+    const accountId = randomUUID();
+    const client = clients[2]!;
+    const keyLimits = { rpm: 1000, tpm: 100_000, concurrency: 10 };
+    const accountLimits = { rpm: 1000, tpm: 100_000, concurrency: 10 };
+    const now = Date.now();
+    const grants = await Promise.all(
+      ["key-a", "key-b", "key-a"].map((keyId) => l.acquire({ keyId, accountId, keyLimits, accountLimits, estimatedTokens: 100, now })),
+    );
+    expect(grants.every((g) => g.ok)).toBe(true);
+    const tag = `${prefix}{acct:${accountId}}:`;
+    expect(await client.zcard(`${tag}a:conc`)).toBe(3);
+    const tatBefore = Number(await client.get(`${tag}a:tpm`));
+    const sent: number[] = [];
+    const original = client.modelgateRlRelease.bind(client);
+    client.modelgateRlRelease = ((...args: (string | number)[]) => {
+      sent.push(Number(args[0]));
+      return original(...args);
+    }) as typeof client.modelgateRlRelease;
+    try {
+      // each call used 40 tokens fewer than estimated: 3 × 40 tokens back on the account's TPM
+      await Promise.all(grants.map((g) => (g.ok ? g.release(60, now) : undefined)));
+    } finally {
+      client.modelgateRlRelease = original;
+    }
+    expect(sent).toEqual([8]); // one call: the account's two keys plus two per freed call
+    expect(await client.zcard(`${tag}a:conc`)).toBe(0);
+    expect(await client.zcard(`${tag}k:key-a:conc`)).toBe(0);
+    expect(await client.zcard(`${tag}k:key-b:conc`)).toBe(0);
+    const interval = 60_000 / 100_000;
+    expect(Number(await client.get(`${tag}a:tpm`))).toBeCloseTo(tatBefore - 3 * 40 * interval, 6);
+  });
+
+  it("sends nothing to release an rpm-only call", async () => {
+    const l = replica(2);
+    const client = clients[2]!;
+    let sent = 0;
+    const original = client.modelgateRlRelease.bind(client);
+    client.modelgateRlRelease = ((...args: (string | number)[]) => {
+      sent++;
+      return original(...args);
+    }) as typeof client.modelgateRlRelease;
+    try {
+      const g = await l.acquire({ keyId: "k", accountId: randomUUID(), keyLimits: { ...none, rpm: 10 }, accountLimits: none, estimatedTokens: 5, now: Date.now() });
+      expect(g.ok).toBe(true);
+      if (g.ok) await g.release(500);
+    } finally {
+      client.modelgateRlRelease = original;
+    }
+    expect(sent).toBe(0);
+  });
 });

@@ -1,6 +1,8 @@
 import { randomBytes } from "node:crypto";
 import type { Redis, Result } from "ioredis";
 import type { RateLimits } from "../contract/snapshot.ts";
+import { TurnBatcher } from "../redis/turn-batcher.ts";
+import { batchWritesThisTurn } from "../redis/write-batch.ts";
 import { MemoryRateLimiter } from "./memory.ts";
 import { chargedUnits } from "./gcra.ts";
 import {
@@ -90,15 +92,16 @@ end
 return {1, 0, 0, 0, 0, rem[1], reset[1], rem[2], reset[2], rem[4], reset[4], rem[5], reset[5]}
 `;
 
-// Frees the leases and corrects both TPM charges to the actual token count (mirrors correctTat in gcra.ts).
+// Frees the leases of one account's calls that ended in the same event-loop turn and corrects their TPM
+// charges to the actual token counts (mirrors correctTat in gcra.ts), call by call, in the order they ended.
+// KEYS: account tpm, account conc, then per call its key's tpm and conc. ARGV: now, then per call
+// leaseId, key tpm limit, account tpm limit, key delta, account delta.
 const RELEASE_LUA = `
 local P = 60000
 local now = tonumber(ARGV[1])
-for i = 1, 2 do
-  local limit = tonumber(ARGV[2 + i])
-  local delta = tonumber(ARGV[4 + i])
+local function correct(key, limit, delta)
   if limit > 0 and delta ~= 0 then
-    local tat = tonumber(redis.call('GET', KEYS[i]) or '0')
+    local tat = tonumber(redis.call('GET', key) or '0')
     local nt
     if delta > 0 then
       if now > tat then tat = now end
@@ -108,15 +111,22 @@ for i = 1, 2 do
       if nt < now then nt = now end
     end
     if nt > now then
-      redis.call('SET', KEYS[i], string.format('%.17g', nt), 'PX', math.ceil(nt - now) + 1000)
+      redis.call('SET', key, string.format('%.17g', nt), 'PX', math.ceil(nt - now) + 1000)
     else
-      redis.call('DEL', KEYS[i])
+      redis.call('DEL', key)
     end
   end
 end
-redis.call('ZREM', KEYS[3], ARGV[2])
-redis.call('ZREM', KEYS[4], ARGV[2])
-return 1
+local n = (#ARGV - 1) / 5
+for j = 0, n - 1 do
+  local a = 2 + j * 5
+  local leaseId = ARGV[a]
+  correct(KEYS[3 + j * 2], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 3]))
+  correct(KEYS[1], tonumber(ARGV[a + 2]), tonumber(ARGV[a + 4]))
+  redis.call('ZREM', KEYS[4 + j * 2], leaseId)
+  redis.call('ZREM', KEYS[2], leaseId)
+end
+return n
 `;
 
 // Renews the leases this replica still holds; XX so a lease released meanwhile is not re-created.
@@ -167,14 +177,24 @@ function infoFrom(r: number[], kl: RateLimits, al: RateLimits): RateLimitInfo {
   };
 }
 
+interface PendingRelease {
+  leaseId: string;
+  keyBase: string;
+  keyTpm: number;
+  accountTpm: number;
+  kDelta: number;
+  aDelta: number;
+  now: number;
+}
+
 interface Lease {
   keyConc: string | null;
   accountConc: string | null;
 }
 
 /**
- * The distributed limiter: every replica shares the counters in Redis; one EVALSHA per acquire, one per
- * release. All keys of one call carry the account's hash tag ({acct:<id>}) so the script also runs on Redis
+ * The distributed limiter: every replica shares the counters in Redis; one EVALSHA per acquire, and one per
+ * account for the releases of each event-loop turn. All keys of one call carry the account's hash tag ({acct:<id>}) so the script also runs on Redis
  * Cluster. The caller's `now` is the clock: replicas should run NTP (skew of s ms shifts a limit by s ms).
  */
 export class RedisRateLimiter implements RateLimiter {
@@ -187,6 +207,7 @@ export class RedisRateLimiter implements RateLimiter {
   private readonly instance = randomBytes(6).toString("hex");
   private seq = 0;
   private readonly leases = new Map<string, Lease>();
+  private readonly releases = new TurnBatcher<PendingRelease>((tag, calls) => this.sendReleases(tag, calls));
   private readonly heartbeat: NodeJS.Timeout;
 
   constructor(
@@ -200,7 +221,8 @@ export class RedisRateLimiter implements RateLimiter {
     this.onError = options.onError ?? (() => {});
     this.clock = options.clock ?? Date.now;
     redis.defineCommand("modelgateRlAcquire", { numberOfKeys: 6, lua: ACQUIRE_LUA });
-    redis.defineCommand("modelgateRlRelease", { numberOfKeys: 4, lua: RELEASE_LUA });
+    // numberOfKeys left open: a release carries two keys per call it frees
+    redis.defineCommand("modelgateRlRelease", { lua: RELEASE_LUA });
     this.heartbeat = setInterval(() => void this.renewLeases(), Math.max(1, Math.floor(this.leaseTtlMs / 3)));
     this.heartbeat.unref();
   }
@@ -214,6 +236,7 @@ export class RedisRateLimiter implements RateLimiter {
     const leaseId = `${this.instance}:${++this.seq}`;
     let r: number[];
     try {
+      batchWritesThisTurn(this.redis);
       r = await this.redis.modelgateRlAcquire(
         `${keyBase}rpm`,
         `${keyBase}tpm`,
@@ -250,8 +273,8 @@ export class RedisRateLimiter implements RateLimiter {
     return new RedisGrant(this, info, leaseId, keyBase, tag, kl.tpm, al.tpm, req.estimatedTokens);
   }
 
-  /** @internal */
-  async release(
+  /** @internal Queued for the end of the turn; a call with no lease and nothing to correct costs nothing. */
+  release(
     leaseId: string,
     keyBase: string,
     tag: string,
@@ -261,24 +284,25 @@ export class RedisRateLimiter implements RateLimiter {
     actual: number,
     now: number,
   ): Promise<void> {
-    this.leases.delete(leaseId);
+    const held = this.leases.delete(leaseId);
     const kDelta = keyTpm === null ? 0 : actual - chargedUnits(keyTpm, estimated);
     const aDelta = accountTpm === null ? 0 : actual - chargedUnits(accountTpm, estimated);
+    if (!held && kDelta === 0 && aDelta === 0) return Promise.resolve();
+    return this.releases.add(tag, { leaseId, keyBase, keyTpm: lim(keyTpm), accountTpm: lim(accountTpm), kDelta, aDelta, now });
+  }
+
+  private async sendReleases(tag: string, calls: PendingRelease[]): Promise<void> {
+    const keys: string[] = [`${tag}a:tpm`, `${tag}a:conc`];
+    const args: (string | number)[] = [calls[calls.length - 1]!.now];
+    for (const c of calls) {
+      keys.push(`${c.keyBase}tpm`, `${c.keyBase}conc`);
+      args.push(c.leaseId, c.keyTpm, c.accountTpm, c.kDelta, c.aDelta);
+    }
     try {
-      await this.redis.modelgateRlRelease(
-        `${keyBase}tpm`,
-        `${tag}a:tpm`,
-        `${keyBase}conc`,
-        `${tag}a:conc`,
-        now,
-        leaseId,
-        lim(keyTpm),
-        lim(accountTpm),
-        kDelta,
-        aDelta,
-      );
+      batchWritesThisTurn(this.redis);
+      await this.redis.modelgateRlRelease(keys.length, ...keys, ...args);
     } catch (err) {
-      // The lease expires by itself; the TPM correction is lost, which errs by |actual − estimate| tokens.
+      // The leases expire by themselves; the TPM corrections are lost, which errs by |actual − estimate| tokens.
       this.onError(err);
     }
   }
@@ -313,6 +337,7 @@ export class RedisRateLimiter implements RateLimiter {
   /** Stops renewing; leases still held expire after the lease TTL. Does not close the Redis connection. */
   async close(): Promise<void> {
     clearInterval(this.heartbeat);
+    await this.releases.flush();
     await this.fallback.close();
   }
 }

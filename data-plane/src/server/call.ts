@@ -25,7 +25,7 @@ export class Call {
   firstByte(): void {
     if (this.record.firstByteAt !== null) return;
     this.record.firstByteAt = Date.now();
-    this.opts.metrics.ttft.observe({ protocol: this.record.protocol }, (this.record.firstByteAt - this.record.startedAt) / 1000);
+    this.opts.metrics.firstByte(this.record.protocol, (this.record.firstByteAt - this.record.startedAt) / 1000);
   }
 
   setUsage(u: Usage): void {
@@ -69,11 +69,7 @@ export class Call {
       this.opts.spend.add(this.caller.key, this.caller.account, cost).catch((err) => this.opts.logger.warn({ err, requestId: this.record.requestId }, "spend counter not updated"));
     }
     void this.admission.grant.release(usage.promptTokens + usage.completionTokens);
-    const m = this.opts.metrics;
-    m.requests.inc({ protocol: this.record.protocol, model: this.record.model, status: String(status) });
-    m.latency.observe({ protocol: this.record.protocol, stream: String(this.record.stream) }, event.latencyMs / 1000);
-    if (usage.promptTokens) m.tokens.inc({ model: this.record.model, direction: "prompt" }, usage.promptTokens);
-    if (usage.completionTokens) m.tokens.inc({ model: this.record.model, direction: "completion" }, usage.completionTokens);
+    this.opts.metrics.call(this.record.protocol, this.record.model, status, this.record.stream, event.latencyMs / 1000, usage.promptTokens, usage.completionTokens);
   }
 
   failed(err: unknown): void {

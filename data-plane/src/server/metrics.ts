@@ -29,7 +29,36 @@ export function createMetrics(store: SnapshotStore, breakers: () => BreakerRegis
       for (const [name, state] of Object.entries(breakers().states(Date.now()))) this.set({ upstream: name }, state === "closed" ? 0 : 1);
     },
   });
-  return { registry, requests, latency, ttft, tokens, upstreamErrors };
+  // Labelled children are looked up once per label combination: prom-client hashes a label object on every
+  // inc/observe, which was a visible share of the request path's CPU. Combinations are few (protocols ×
+  // models × statuses), and a model removed from the snapshot costs one stale map entry.
+  const cache = new Map<string, unknown>();
+  const child = <T>(id: string, make: () => T): T => {
+    let c = cache.get(id) as T | undefined;
+    if (c === undefined) {
+      c = make();
+      cache.set(id, c);
+    }
+    return c;
+  };
+  return {
+    registry,
+    requests,
+    latency,
+    ttft,
+    tokens,
+    upstreamErrors,
+    /** One finished call: count, duration and tokens. */
+    call(protocol: string, model: string, status: number, stream: boolean, seconds: number, promptTokens: number, completionTokens: number): void {
+      child(`r\0${protocol}\0${model}\0${status}`, () => requests.labels(protocol, model, String(status))).inc();
+      child(`l\0${protocol}\0${stream}`, () => latency.labels(protocol, String(stream))).observe(seconds);
+      if (promptTokens) child(`tp\0${model}`, () => tokens.labels(model, "prompt")).inc(promptTokens);
+      if (completionTokens) child(`tc\0${model}`, () => tokens.labels(model, "completion")).inc(completionTokens);
+    },
+    firstByte(protocol: string, seconds: number): void {
+      child(`t\0${protocol}`, () => ttft.labels(protocol)).observe(seconds);
+    },
+  };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

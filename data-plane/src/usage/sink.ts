@@ -1,5 +1,7 @@
 import type { Redis } from "ioredis";
-import type { UsageEvent } from "../contract/index.ts";
+import { USAGE_ENTRY_FIELD, type UsageEvent } from "../contract/index.ts";
+import { TurnBatcher } from "../redis/turn-batcher.ts";
+import { batchWritesThisTurn } from "../redis/write-batch.ts";
 import type { UsageSpool } from "./spool.ts";
 
 /** Where finished calls go to be settled. emit never throws and never blocks the response. */
@@ -53,9 +55,10 @@ export class InProcessUsageSink implements UsageSink {
 }
 
 /**
- * Distributed mode: a Redis Stream read by the control plane's consumer group. While Redis cannot take an
- * event, it goes to the local disk spool instead, and a replay loop moves the backlog to Redis once it is
- * back (the control plane settles by request id, so a replayed duplicate is harmless). Nothing is dropped.
+ * Distributed mode: a Redis Stream read by the control plane's consumer group. The events of one event-loop
+ * turn go as one stream entry (see USAGE_ENTRY_FIELD). While Redis cannot take an entry, its events go to
+ * the local disk spool instead, and a replay loop moves the backlog to Redis once it is back (the control
+ * plane settles by request id, so a replayed duplicate is harmless). Nothing is dropped.
  *
  * An event Redis accepted is not settled yet: if Redis then restarts without persistence (or fails over to
  * a replica that had not received it), the entry is gone. So the sink keeps what Redis accepted during the
@@ -64,6 +67,7 @@ export class InProcessUsageSink implements UsageSink {
  */
 export class RedisUsageSink implements UsageSink {
   private inflight = new Set<Promise<unknown>>();
+  private readonly turn: TurnBatcher<UsageEvent>;
   private timer: NodeJS.Timeout | null = null;
   /** events Redis accepted, oldest first, from index `head` on */
   private recent: { at: number; event: UsageEvent }[] = [];
@@ -78,7 +82,9 @@ export class RedisUsageSink implements UsageSink {
     replayEveryMs = 1_000,
     private readonly retainMs = 30_000,
     private readonly onResend: (count: number) => void = () => undefined,
+    private readonly maxEntryEvents = 500,
   ) {
+    this.turn = new TurnBatcher((_, events) => this.send(events));
     this.timer = setInterval(() => void this.replay().catch(this.onError), replayEveryMs);
     this.timer.unref();
     redis.on("ready", () => void this.checkServer());
@@ -86,28 +92,37 @@ export class RedisUsageSink implements UsageSink {
   }
 
   emit(event: UsageEvent): void {
-    const p = this.redis
-      .xadd(this.stream, "*", "event", JSON.stringify(event))
-      .then(
-        () => this.remember(event),
-        (err) => {
-          this.onError(err);
-          this.spool.append(event);
-        },
-      )
-      .finally(() => this.inflight.delete(p));
-    this.inflight.add(p);
+    void this.turn.add("", event);
+  }
+
+  private send(events: UsageEvent[]): Promise<void> {
+    const sends: Promise<void>[] = [];
+    batchWritesThisTurn(this.redis);
+    for (let i = 0; i < events.length; i += this.maxEntryEvents) {
+      const entry = events.slice(i, i + this.maxEntryEvents);
+      const p = this.redis
+        .xadd(this.stream, "*", USAGE_ENTRY_FIELD, JSON.stringify(entry))
+        .then(
+          () => {
+            for (const e of entry) this.remember(e);
+          },
+          (err) => {
+            this.onError(err);
+            for (const e of entry) this.spool.append(e);
+          },
+        )
+        .finally(() => this.inflight.delete(p));
+      this.inflight.add(p);
+      sends.push(p);
+    }
+    return Promise.all(sends).then(() => undefined);
   }
 
   /** Moves spooled events to Redis; returns how many went. */
   async replay(): Promise<number> {
     if ((await this.spool.backlogBytes()) === 0) return 0;
     const r = await this.spool.replay(async (batch) => {
-      const pipe = this.redis.multi();
-      for (const e of batch) pipe.xadd(this.stream, "*", "event", JSON.stringify(e));
-      const results = await pipe.exec();
-      const failed = results?.find(([err]) => err);
-      if (!results || failed) throw failed?.[0] ?? new Error("redis transaction failed");
+      await this.redis.xadd(this.stream, "*", USAGE_ENTRY_FIELD, JSON.stringify(batch));
       for (const e of batch) this.remember(e);
     });
     return r.sent;
@@ -146,6 +161,7 @@ export class RedisUsageSink implements UsageSink {
   }
 
   async flush(): Promise<void> {
+    await this.turn.flush();
     await Promise.all([...this.inflight]);
     await this.spool.flush();
   }
