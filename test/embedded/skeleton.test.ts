@@ -108,6 +108,31 @@ describe("embedded mode, OpenAI protocol", () => {
     expect(await eventually(balanceMicro, (b) => b === before - 4008n)).toBe(before - 4008n);
   });
 
+  it("answers with the client's model name when the upstream reports a dated one, keeping the upstream's bytes", async () => {
+    const content = 'He said "model": "gpt-4o-mini-2024-07-18" twice.';
+    mock.queue.push({ content, answerModel: "gpt-4o-mini-2024-07-18", pretty: true });
+    const res = await fetch(`${base}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "hi" }] }),
+    });
+    const text = await res.text();
+    expect(res.status).toBe(200);
+    const data = JSON.parse(text) as OpenAI.ChatCompletion;
+    expect(data.model).toBe(MODEL);
+    expect(data.choices[0]!.message.content).toBe(content);
+    expect(text).toContain(`\n  "model": "${MODEL}",\n`); // the upstream's pretty-printing survived
+
+    mock.queue.push({ content: "a b c", answerModel: "gpt-4o-mini-2024-07-18" });
+    const stream = await client().chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "x" }], stream: true, stream_options: { include_usage: true } });
+    let streamed = "";
+    for await (const chunk of stream) {
+      expect(chunk.model).toBe(MODEL);
+      streamed += chunk.choices[0]?.delta?.content ?? "";
+    }
+    expect(streamed).toBe("a b c");
+  });
+
   it("adds usage to the upstream request but hides the usage chunk from a client that did not ask", async () => {
     mock.queue.push({ content: "a b", promptTokens: 3, completionTokens: 2 });
     const res = await fetch(`${base}/v1/chat/completions`, {

@@ -35,6 +35,10 @@ export interface OpenAIScript {
   /** delay before the response head, and between stream chunks */
   delayMs?: number;
   chunkDelayMs?: number;
+  /** the model name the upstream reports (a dated snapshot, say) instead of the one asked for */
+  answerModel?: string;
+  /** non-streaming: pretty-printed JSON, as OpenAI sends it */
+  pretty?: boolean;
 }
 
 export interface RecordedRequest {
@@ -88,7 +92,7 @@ export async function startOpenAIMock(apiKey = "sk-upstream-test", port = 0): Pr
     if (s.delayMs) await new Promise((r) => setTimeout(r, s.delayMs));
     if (s.status && s.status !== 200) return fail(s.status, s.errorMessage ?? "upstream failure", s.status === 429 ? "rate_limit_error" : "server_error");
     const content = s.content ?? "";
-    const model = String(body.model);
+    const model = s.answerModel ?? String(body.model);
     const usage = {
       prompt_tokens: s.promptTokens ?? 10,
       completion_tokens: s.completionTokens ?? 5,
@@ -109,7 +113,7 @@ export async function startOpenAIMock(apiKey = "sk-upstream-test", port = 0): Pr
           choices: [{ index: 0, message: { role: "assistant", content, refusal: null }, logprobs: null, finish_reason: s.finishReason ?? "stop" }],
           ...(s.omitUsage ? {} : { usage }),
           system_fingerprint: "fp_mock",
-        }),
+        }, null, s.pretty ? 2 : undefined),
       );
       return;
     }

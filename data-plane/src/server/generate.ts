@@ -96,7 +96,7 @@ export async function handleGenerate(opts: DataPlaneOptions, req: IncomingMessag
     const headers = admission.headers;
     switch (modeOf(answer.route)) {
       case "openai":
-        if (canonical.stream) await relayOpenAIStream(call, res, answer, canonical.model, answer.route.upstreamModel, canonical.streamIncludeUsage === true, headers);
+        if (canonical.stream) await relayOpenAIStream(call, res, answer, canonical.model, canonical.streamIncludeUsage === true, headers);
         else await relayOpenAIJson(call, res, answer, canonical.model, headers);
         return;
       case "passthrough":

@@ -1,6 +1,7 @@
 import type { ServerResponse } from "node:http";
 import { GatewayError } from "../errors.ts";
 import { renderOpenAIError } from "../protocols/openai/errors.ts";
+import { replaceModelField } from "../protocols/openai/model-field.ts";
 import { SseParser } from "../protocols/sse.ts";
 import type { Call } from "./call.ts";
 import { SSE_HEADERS } from "./relay.ts";
@@ -58,8 +59,12 @@ export async function relayOpenAIJson(call: Call, res: ServerResponse, answer: A
     call.setUsage({ promptTokens: 0, completionTokens: completion, reasoningTokens: 0, cachedTokens: 0 });
     parsed.usage = { prompt_tokens: 0, completion_tokens: completion, total_tokens: completion } as OpenAIUsage;
   }
-  // Re-serialised only when something changed: usage was added, or the model name must be put back.
-  const body = usageAdded || parsed.model !== clientModel ? JSON.stringify({ ...parsed, model: clientModel }) : text;
+  // The upstream's bytes as they are, unless usage was added; the model name is put back in place.
+  let body = text;
+  if (usageAdded) body = JSON.stringify({ ...parsed, model: clientModel });
+  else if (parsed.model !== clientModel) {
+    body = (typeof parsed.model === "string" ? replaceModelField(text, parsed.model, clientModel) : null) ?? JSON.stringify({ ...parsed, model: clientModel });
+  }
   res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...headers });
   res.end(body);
   call.finish(200);
@@ -70,7 +75,6 @@ export async function relayOpenAIStream(
   res: ServerResponse,
   answer: Answer,
   clientModel: string,
-  upstreamModel: string,
   includeUsage: boolean,
   headers: Record<string, string>,
 ): Promise<void> {
@@ -80,7 +84,6 @@ export async function relayOpenAIStream(
   let sawDone = false;
   let sawUsage = false;
   let upstreamError: GatewayError | null = null;
-  const rewrite = upstreamModel !== clientModel || !includeUsage;
   const relayEvent = (data: string) => {
     if (data === "[DONE]") {
       sawDone = true;
@@ -111,14 +114,19 @@ export async function relayOpenAIStream(
       call.deliveredChars += (d.content?.length ?? 0) + (d.reasoning_content?.length ?? 0);
       for (const t of d.tool_calls ?? []) call.deliveredChars += t.function?.arguments?.length ?? 0;
     }
-    if (!rewrite) {
-      res.write(`data: ${data}\n\n`);
+    if (!includeUsage && "usage" in chunk) {
+      // The usage the gateway asked for, hidden from a client that did not ask.
+      if (choices.length === 0 && chunk.usage) return;
+      delete chunk.usage;
+      if (chunk.model !== undefined) chunk.model = clientModel;
+      res.write(`data: ${JSON.stringify(chunk)}\n\n`);
       return;
     }
-    if (choices.length === 0 && chunk.usage && !includeUsage) return;
-    if (!includeUsage && "usage" in chunk) delete chunk.usage;
-    if (chunk.model !== undefined) chunk.model = clientModel;
-    res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+    let out = data;
+    if (typeof chunk.model === "string" && chunk.model !== clientModel) {
+      out = replaceModelField(data, chunk.model, clientModel) ?? JSON.stringify({ ...chunk, model: clientModel });
+    }
+    res.write(`data: ${out}\n\n`);
   };
   let status = 200;
   let errorCode: string | null = null;
