@@ -578,6 +578,9 @@ async function main(): Promise<number> {
       "",
     );
   }
+  if (mgRow && !cpLive && Number.isFinite(mgRow.servicesCpu)) {
+    lines.push(`Redis's CPU per modelgate request at c=64 (limits, spend counters and the usage stream; a shared service, so other work on the machine counts too): ${fmt(mgRow.servicesCpu, 3)} ms.`, "");
+  }
   if (mgRow && settle) {
     lines.push(
       `${cpLive ? "" : "modelgate's control plane was paused (SIGSTOP) during the timed runs, so the rows above are the data plane alone. "}Usage settlement, timed afterwards on the backlog in the usage stream: ${fmtInt(settle.settled)} of ${fmtInt(settle.backlog)} events settled in ${fmt(settle.seconds, 1)} s = **${fmtInt(settle.settled / settle.seconds)} events/s**, **${fmt(settle.cpMsPerEvent, 3)} ms of control-plane CPU per request** (plus ${fmt(settle.servicesMsPerEvent, 3)} ms in Redis and Postgres). Control plane peak RSS ${fmt(sidePeak, 0)} MB.`,

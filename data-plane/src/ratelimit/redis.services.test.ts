@@ -119,6 +119,7 @@ describe("RedisRateLimiter across replicas", () => {
       maxRetriesPerRequest: 0,
       retryStrategy: () => null,
     });
+    broken.on("error", () => undefined);
     const errors: unknown[] = [];
     const limiter = new RedisRateLimiter(broken, { prefix, onError: (e) => errors.push(e) });
     const r = { keyId: "k", accountId: "a", keyLimits: { ...none, rpm: 1 }, accountLimits: none, estimatedTokens: 0 };
@@ -202,5 +203,32 @@ describe("RedisRateLimiter across replicas", () => {
       client.modelgateRlRelease = original;
     }
     expect(sent).toBe(0);
+  });
+
+  it("takes the limits of one account's calls of one turn in one script call, in arrival order", async () => {
+    const l = replica(1);
+    const client = clients[1]!;
+    const accounts = [randomUUID(), randomUUID()];
+    const sent: number[] = [];
+    const original = client.modelgateRlAcquire.bind(client);
+    client.modelgateRlAcquire = ((...args: (string | number)[]) => {
+      sent.push(Number(args[0]));
+      return original(...args);
+    }) as typeof client.modelgateRlAcquire;
+    let results;
+    try {
+      const now = Date.now();
+      results = await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          l.acquire({ keyId: `k${i % 2}`, accountId: accounts[i % 2]!, keyLimits: none, accountLimits: { ...none, concurrency: 3 }, estimatedTokens: 0, now }),
+        ),
+      );
+    } finally {
+      client.modelgateRlAcquire = original;
+    }
+    expect(sent.sort()).toEqual([30, 30]); // one call per account: six keys for each of its five calls
+    // per account the first three in arrival order get a slot, the last two are refused
+    expect(results.map((r) => r.ok)).toEqual([true, true, true, true, true, true, false, false, false, false]);
+    for (const r of results) if (r.ok) await r.release(0);
   });
 });

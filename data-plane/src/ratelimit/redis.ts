@@ -18,24 +18,23 @@ import {
   type RateLimitRequest,
 } from "./types.ts";
 
-// One round trip checks and takes all six limits (rpm, tpm, concurrency × key, account) atomically.
-// The GCRA lines mirror gcra.ts; TATs are stored with %.17g so nothing is lost between calls.
-// Concurrency: a sorted set of leases scored by expiry, so a replica that dies without releasing loses its
-// slots after the lease TTL instead of leaking them; live replicas renew their leases (see heartbeat).
+// One round trip checks and takes all six limits (rpm, tpm, concurrency × key, account) atomically, for
+// every call of one account that arrived in the same event-loop turn, one after the other in arrival order
+// (exactly as separate round trips would). The GCRA lines mirror gcra.ts; TATs are stored with %.17g so
+// nothing is lost between calls. Concurrency: a sorted set of leases scored by expiry, so a replica that dies
+// without releasing loses its slots after the lease TTL instead of leaking them; live replicas renew their
+// leases (see heartbeat).
+// KEYS: per call key rpm, key tpm, key conc, account rpm, account tpm, account conc.
+// ARGV: lease TTL, concurrency retry, then per call now, estimate, lease id and the six limits.
+// Answers 13 numbers per call (see infoFrom).
 const ACQUIRE_LUA = `
 local P = 60000
 local EPS = 0.01
-local now = tonumber(ARGV[1])
-local est = tonumber(ARGV[2])
-local leaseId = ARGV[3]
-local leaseTtl = tonumber(ARGV[4])
-local concRetry = tonumber(ARGV[11])
-local limits = {tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])}
-local costs = {1, est, 0, 1, est, 0}
-local tats, newTats, rem, reset = {}, {}, {0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}
-local denyRetry, denyIdx, denyLimit, denyRem = -1, 0, 0, 0
+local leaseTtl = tonumber(ARGV[1])
+local concRetry = tonumber(ARGV[2])
+local out = {}
 
-local function gcra(tat, limit, cost)
+local function gcra(now, tat, limit, cost)
   local interval = P / limit
   if cost > limit then cost = limit end
   local base = tat
@@ -48,48 +47,67 @@ local function gcra(tat, limit, cost)
   return true, newTat, 0, math.max(0, math.floor((P - (newTat - now)) / interval + EPS)), math.ceil(newTat - now - EPS)
 end
 
-for i = 1, 6 do
-  local limit = limits[i]
-  if limit > 0 then
-    if i == 3 or i == 6 then
-      redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now)
-      if redis.call('ZCARD', KEYS[i]) >= limit and concRetry > denyRetry then
-        denyRetry, denyIdx, denyLimit, denyRem = concRetry, i, limit, 0
-      end
-    else
-      local tat = tonumber(redis.call('GET', KEYS[i]) or '0')
-      tats[i] = tat
-      local ok, nt, retry, r, rs = gcra(tat, limit, costs[i])
-      newTats[i], rem[i], reset[i] = nt, r, rs
-      if not ok and retry > denyRetry then
-        denyRetry, denyIdx, denyLimit, denyRem = retry, i, limit, r
-      end
-    end
-  end
+local function push(...)
+  for _, v in ipairs({...}) do out[#out + 1] = v end
 end
 
-if denyIdx > 0 then
-  for _, i in ipairs({1, 2, 4, 5}) do
-    if limits[i] > 0 then
-      local ok, nt, retry, r, rs = gcra(tats[i], limits[i], 0)
-      rem[i], reset[i] = r, rs
+local function acquire(kb, ab)
+  local now = tonumber(ARGV[ab])
+  local est = tonumber(ARGV[ab + 1])
+  local leaseId = ARGV[ab + 2]
+  local limits = {}
+  for i = 1, 6 do limits[i] = tonumber(ARGV[ab + 2 + i]) end
+  local costs = {1, est, 0, 1, est, 0}
+  local tats, newTats, rem, reset = {}, {}, {0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}
+  local denyRetry, denyIdx, denyLimit, denyRem = -1, 0, 0, 0
+  for i = 1, 6 do
+    local limit = limits[i]
+    if limit > 0 then
+      local key = KEYS[kb + i - 1]
+      if i == 3 or i == 6 then
+        redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+        if redis.call('ZCARD', key) >= limit and concRetry > denyRetry then
+          denyRetry, denyIdx, denyLimit, denyRem = concRetry, i, limit, 0
+        end
+      else
+        local tat = tonumber(redis.call('GET', key) or '0')
+        tats[i] = tat
+        local ok, nt, retry, r, rs = gcra(now, tat, limit, costs[i])
+        newTats[i], rem[i], reset[i] = nt, r, rs
+        if not ok and retry > denyRetry then
+          denyRetry, denyIdx, denyLimit, denyRem = retry, i, limit, r
+        end
+      end
     end
   end
-  return {0, denyIdx, denyRetry, denyLimit, denyRem, rem[1], reset[1], rem[2], reset[2], rem[4], reset[4], rem[5], reset[5]}
+  if denyIdx > 0 then
+    for _, i in ipairs({1, 2, 4, 5}) do
+      if limits[i] > 0 then
+        local ok, nt, retry, r, rs = gcra(now, tats[i], limits[i], 0)
+        rem[i], reset[i] = r, rs
+      end
+    end
+    push(0, denyIdx, denyRetry, denyLimit, denyRem, rem[1], reset[1], rem[2], reset[2], rem[4], reset[4], rem[5], reset[5])
+    return
+  end
+  for i = 1, 6 do
+    local limit = limits[i]
+    if limit > 0 then
+      local key = KEYS[kb + i - 1]
+      if i == 3 or i == 6 then
+        redis.call('ZADD', key, now + leaseTtl, leaseId)
+        redis.call('PEXPIRE', key, leaseTtl * 2)
+      else
+        redis.call('SET', key, string.format('%.17g', newTats[i]), 'PX', math.ceil(newTats[i] - now) + 1000)
+      end
+    end
+  end
+  push(1, 0, 0, 0, 0, rem[1], reset[1], rem[2], reset[2], rem[4], reset[4], rem[5], reset[5])
 end
 
-for i = 1, 6 do
-  local limit = limits[i]
-  if limit > 0 then
-    if i == 3 or i == 6 then
-      redis.call('ZADD', KEYS[i], now + leaseTtl, leaseId)
-      redis.call('PEXPIRE', KEYS[i], leaseTtl * 2)
-    else
-      redis.call('SET', KEYS[i], string.format('%.17g', newTats[i]), 'PX', math.ceil(newTats[i] - now) + 1000)
-    end
-  end
-end
-return {1, 0, 0, 0, 0, rem[1], reset[1], rem[2], reset[2], rem[4], reset[4], rem[5], reset[5]}
+local n = (#ARGV - 2) / 9
+for j = 0, n - 1 do acquire(1 + j * 6, 3 + j * 9) end
+return out
 `;
 
 // Frees the leases of one account's calls that ended in the same event-loop turn and corrects their TPM
@@ -177,6 +195,12 @@ function infoFrom(r: number[], kl: RateLimits, al: RateLimits): RateLimitInfo {
   };
 }
 
+interface PendingAcquire {
+  keyBase: string;
+  leaseId: string;
+  req: RateLimitRequest;
+}
+
 interface PendingRelease {
   leaseId: string;
   keyBase: string;
@@ -193,8 +217,8 @@ interface Lease {
 }
 
 /**
- * The distributed limiter: every replica shares the counters in Redis; one EVALSHA per acquire, and one per
- * account for the releases of each event-loop turn. All keys of one call carry the account's hash tag ({acct:<id>}) so the script also runs on Redis
+ * The distributed limiter: every replica shares the counters in Redis; per account and event-loop turn, one
+ * EVALSHA takes the limits of the calls that arrived and one frees those that ended. All keys of one call carry the account's hash tag ({acct:<id>}) so the script also runs on Redis
  * Cluster. The caller's `now` is the clock: replicas should run NTP (skew of s ms shifts a limit by s ms).
  */
 export class RedisRateLimiter implements RateLimiter {
@@ -207,6 +231,7 @@ export class RedisRateLimiter implements RateLimiter {
   private readonly instance = randomBytes(6).toString("hex");
   private seq = 0;
   private readonly leases = new Map<string, Lease>();
+  private readonly acquires = new TurnBatcher<PendingAcquire, number[]>((tag, calls) => this.sendAcquires(tag, calls));
   private readonly releases = new TurnBatcher<PendingRelease>((tag, calls) => this.sendReleases(tag, calls));
   private readonly heartbeat: NodeJS.Timeout;
 
@@ -220,7 +245,8 @@ export class RedisRateLimiter implements RateLimiter {
     this.fallback = options.fallback ?? new MemoryRateLimiter({ concurrencyRetryMs: this.concurrencyRetryMs });
     this.onError = options.onError ?? (() => {});
     this.clock = options.clock ?? Date.now;
-    redis.defineCommand("modelgateRlAcquire", { numberOfKeys: 6, lua: ACQUIRE_LUA });
+    // numberOfKeys left open: six keys per call of the turn
+    redis.defineCommand("modelgateRlAcquire", { lua: ACQUIRE_LUA });
     // numberOfKeys left open: a release carries two keys per call it frees
     redis.defineCommand("modelgateRlRelease", { lua: RELEASE_LUA });
     this.heartbeat = setInterval(() => void this.renewLeases(), Math.max(1, Math.floor(this.leaseTtlMs / 3)));
@@ -236,26 +262,7 @@ export class RedisRateLimiter implements RateLimiter {
     const leaseId = `${this.instance}:${++this.seq}`;
     let r: number[];
     try {
-      batchWritesThisTurn(this.redis);
-      r = await this.redis.modelgateRlAcquire(
-        `${keyBase}rpm`,
-        `${keyBase}tpm`,
-        `${keyBase}conc`,
-        `${tag}a:rpm`,
-        `${tag}a:tpm`,
-        `${tag}a:conc`,
-        req.now,
-        req.estimatedTokens,
-        leaseId,
-        this.leaseTtlMs,
-        lim(kl.rpm),
-        lim(kl.tpm),
-        lim(kl.concurrency),
-        lim(al.rpm),
-        lim(al.tpm),
-        lim(al.concurrency),
-        this.concurrencyRetryMs,
-      );
+      r = await this.acquires.add(tag, { keyBase, leaseId, req });
     } catch (err) {
       this.onError(err);
       return this.fallback.acquire(req);
@@ -271,6 +278,24 @@ export class RedisRateLimiter implements RateLimiter {
     };
     if (lease.keyConc !== null || lease.accountConc !== null) this.leases.set(leaseId, lease);
     return new RedisGrant(this, info, leaseId, keyBase, tag, kl.tpm, al.tpm, req.estimatedTokens);
+  }
+
+  /** One script call for the acquires of one account in this turn; 13 numbers back per call. */
+  private async sendAcquires(tag: string, calls: PendingAcquire[]): Promise<number[][]> {
+    const keys: string[] = [];
+    const args: (string | number)[] = [this.leaseTtlMs, this.concurrencyRetryMs];
+    for (const { keyBase, leaseId, req } of calls) {
+      const kl = req.keyLimits;
+      const al = req.accountLimits;
+      keys.push(`${keyBase}rpm`, `${keyBase}tpm`, `${keyBase}conc`, `${tag}a:rpm`, `${tag}a:tpm`, `${tag}a:conc`);
+      args.push(req.now, req.estimatedTokens, leaseId, lim(kl.rpm), lim(kl.tpm), lim(kl.concurrency), lim(al.rpm), lim(al.tpm), lim(al.concurrency));
+    }
+    batchWritesThisTurn(this.redis);
+    const flat = await this.redis.modelgateRlAcquire(keys.length, ...keys, ...args);
+    if (!Array.isArray(flat) || flat.length !== calls.length * 13) throw new Error("rate limiter: unexpected reply from Redis");
+    const out: number[][] = [];
+    for (let i = 0; i < calls.length; i++) out.push(flat.slice(i * 13, i * 13 + 13));
+    return out;
   }
 
   /** @internal Queued for the end of the turn; a call with no lease and nothing to correct costs nothing. */
@@ -337,6 +362,7 @@ export class RedisRateLimiter implements RateLimiter {
   /** Stops renewing; leases still held expire after the lease TTL. Does not close the Redis connection. */
   async close(): Promise<void> {
     clearInterval(this.heartbeat);
+    await this.acquires.flush();
     await this.releases.flush();
     await this.fallback.close();
   }
