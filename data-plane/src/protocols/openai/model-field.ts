@@ -4,16 +4,28 @@
 // `"model": "<name>"` in the text is a real key-value pair; when it is not found exactly once (a nested
 // object with a model key, say), the caller re-serialises instead.
 
-const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+const KEY = '"model"';
+
+const isSpace = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 
 /** `text` with its one `"model": <from>` pair set to `to`; null when that pair is not there exactly once. */
 export function replaceModelField(text: string, from: string, to: string): string | null {
-  const pattern = new RegExp(`"model"(\\s*):(\\s*)${escapeRegExp(JSON.stringify(from))}`, "g");
-  let found: RegExpExecArray | null = null;
-  for (let m = pattern.exec(text); m !== null; m = pattern.exec(text)) {
-    if (found !== null) return null;
-    found = m;
+  const value = JSON.stringify(from);
+  let start = -1;
+  let end = -1;
+  for (let i = text.indexOf(KEY); i !== -1; i = text.indexOf(KEY, i + KEY.length)) {
+    // An escaped quote (\"model\") is text inside a string, not a key.
+    if (i > 0 && text.charCodeAt(i - 1) === 0x5c) continue;
+    let j = i + KEY.length;
+    while (j < text.length && isSpace(text.charCodeAt(j))) j++;
+    if (text.charCodeAt(j) !== 0x3a) continue; // ':'
+    j++;
+    while (j < text.length && isSpace(text.charCodeAt(j))) j++;
+    if (!text.startsWith(value, j)) continue;
+    if (start !== -1) return null;
+    start = j;
+    end = j + value.length;
   }
-  if (found === null) return null;
-  return `${text.slice(0, found.index)}"model"${found[1]}:${found[2]}${JSON.stringify(to)}${text.slice(found.index + found[0].length)}`;
+  if (start === -1) return null;
+  return text.slice(0, start) + JSON.stringify(to) + text.slice(end);
 }
