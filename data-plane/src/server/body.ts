@@ -2,17 +2,48 @@ import type { IncomingMessage } from "node:http";
 import { GatewayError } from "../errors.ts";
 
 /** Reads a request body up to maxBytes; a larger one is a 413 before it is buffered. */
-export async function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
+export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
   const declared = Number(req.headers["content-length"] ?? 0);
-  if (declared > maxBytes) throw tooLarge(maxBytes);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > maxBytes) throw tooLarge(maxBytes);
-    chunks.push(chunk);
-  }
-  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+  if (declared > maxBytes) return Promise.reject(tooLarge(maxBytes));
+  // Plain listeners rather than an async iterator: this runs on every call and the iterator's machinery
+  // cost more than the copying.
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > maxBytes) {
+        cleanup();
+        req.resume(); // drain the rest without keeping it
+        reject(tooLarge(maxBytes));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    };
+    const onError = (err: Error) => {
+      cleanup();
+      reject(err);
+    };
+    const onClose = () => {
+      if (req.complete) return;
+      cleanup();
+      reject(new GatewayError("invalid_request", "client_closed", "The client closed the connection.", null, {}, 499));
+    };
+    const cleanup = () => {
+      req.off("data", onData);
+      req.off("end", onEnd);
+      req.off("error", onError);
+      req.off("close", onClose);
+    };
+    req.on("data", onData);
+    req.on("end", onEnd);
+    req.on("error", onError);
+    req.on("close", onClose);
+  });
 }
 
 const tooLarge = (max: number) =>

@@ -42,9 +42,10 @@ export class UndiciTransport implements UpstreamTransport {
   }
 
   async send(req: UpstreamRequest): Promise<UpstreamResponse> {
+    const { origin, path } = splitUrl(req.url);
     const res = await this.agent(req.connectTimeoutMs).request({
-      origin: new URL(req.url).origin,
-      path: pathOf(req.url),
+      origin,
+      path,
       method: "POST",
       headers: req.headers,
       body: req.body,
@@ -65,7 +66,16 @@ export class UndiciTransport implements UpstreamTransport {
   }
 }
 
-const pathOf = (url: string): string => {
-  const u = new URL(url);
-  return u.pathname + u.search;
-};
+// Upstream URLs are few (base URL × path per route): parse each once, not twice per call.
+const parsed = new Map<string, { origin: string; path: string }>();
+
+function splitUrl(url: string): { origin: string; path: string } {
+  let p = parsed.get(url);
+  if (p === undefined) {
+    const u = new URL(url);
+    p = { origin: u.origin, path: u.pathname + u.search };
+    if (parsed.size >= 10_000) parsed.clear(); // Gemini paths carry the model name; bound the map anyway
+    parsed.set(url, p);
+  }
+  return p;
+}
