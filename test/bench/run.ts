@@ -247,7 +247,8 @@ async function startModelgate(mockOrigin: string): Promise<Target> {
   }
   dataPlane = spawnNode("data-plane", "data-plane/src/main.ts", [], {
     env: { ...mgEnv, PORT: String(dpPort), DATABASE_URL: "", MODELGATE_DRAIN_MS: "3000" },
-    nodeArgs: [...profArgs, "--import", "tsx"],
+    // As `npm run start:data-plane` runs it: a larger young generation means fewer scavenges per request.
+    nodeArgs: [...profArgs, "--max-semi-space-size=32", "--import", "tsx"],
     logFile: join(workDir, "data-plane.log"),
   });
   const origin = `http://127.0.0.1:${dpPort}`;
