@@ -325,6 +325,19 @@ describe.each(["embedded", "distributed"] as Mode[])("%s mode", (mode) => {
       const k = await newKey("acme", { rpm: "2" });
       await rpm("acme", [sdk(k.key)], "this API key");
     });
+    it("per key: calls refused before the upstream (400, 404) use none of the key's rpm", async () => {
+      // The limits are taken while the body is read (overlapping the round trip); a refusal gives them back.
+      const k = await newKey("acme", { rpm: "2" });
+      const c = sdk(k.key);
+      await refused(c, 404, "model_not_found", "no-such-model-2025-01-01");
+      await refused(c, 404, "model_not_found", "no-such-model-2025-01-01");
+      const bad = await c.chat.completions.create({ model: MODEL, messages: "not a list" as never }).then(
+        () => null,
+        (e: unknown) => e as InstanceType<typeof OpenAI.APIError>,
+      );
+      expect(bad?.status).toBe(400);
+      await rpm("acme", [c], "this API key");
+    });
     it("per key: tpm", async () => {
       const k = await newKey("acme", { tpm: "1500" });
       await tpm("acme", [sdk(k.key)], "this API key");

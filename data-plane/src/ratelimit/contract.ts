@@ -160,6 +160,22 @@ export function rateLimiterContract(name: string, setup: () => Promise<RateLimit
       expect((await acquire(req(k2, { concurrency: 2 }, { concurrency: 3 }))).ok).toBe(false);
     });
 
+    it("gives a cancelled call's request, tokens and slot back, once", async () => {
+      const id = ids();
+      const lim = { rpm: 2, tpm: 100, concurrency: 1 };
+      const first = grant(await acquire(req(id, lim, lim, T0, 60)));
+      expect((await acquire(req(id, lim, lim, T0, 60))).ok).toBe(false); // the slot and the tokens are taken
+      await first.cancel(T0);
+      await first.cancel(T0);
+      await first.release(60, T0); // after cancel: nothing more
+      // Both requests of the minute, all 100 tokens and the slot are there again, for the key and the account.
+      const again = grant(await acquire(req(id, lim, lim, T0, 100)));
+      expect(again.info.requests).toEqual({ limit: 2, remaining: 1, resetMs: 30_000 });
+      await again.release(100, T0);
+      grant(await acquire(req(id, { ...lim, tpm: null }, { ...lim, tpm: null }, T0)));
+      expect(denial(await acquire(req(id, { ...lim, tpm: null, concurrency: null }, { ...lim, tpm: null, concurrency: null }, T0))).kind).toBe("rpm");
+    });
+
     it("reports the refusal with the longest wait when several refuse", async () => {
       const id = ids();
       grant(await acquire(req(id, { rpm: 1, tpm: 100 }, {}, T0, 100)));

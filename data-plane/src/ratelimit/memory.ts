@@ -26,7 +26,7 @@ export interface MemoryRateLimiterOptions {
   concurrencyRetryMs?: number;
 }
 
-const UNLIMITED_GRANT: RateLimitGrant = Object.freeze({ ok: true as const, info: NO_INFO, release() {} });
+const UNLIMITED_GRANT: RateLimitGrant = Object.freeze({ ok: true as const, info: NO_INFO, release() {}, cancel() {} });
 const SWEEP_EVERY = 4096;
 
 const newCheck = (): GcraCheck => ({ allowed: true, newTat: 0, retryAfterMs: 0, remaining: 0, resetMs: 0 });
@@ -44,7 +44,16 @@ class MemoryGrant implements RateLimitGrant {
     private readonly keyTpm: number | null,
     private readonly accountTpm: number | null,
     private readonly estimatedTokens: number,
+    private readonly keyRpm: number | null,
+    private readonly accountRpm: number | null,
   ) {}
+
+  cancel(now: number = Date.now()): void {
+    if (this.released) return;
+    this.release(0, now);
+    if (this.keyRpm !== null) this.key.rpmTat = correctTat(this.key.rpmTat, now, this.keyRpm, -1);
+    if (this.accountRpm !== null) this.account.rpmTat = correctTat(this.account.rpmTat, now, this.accountRpm, -1);
+  }
 
   release(actualTokens: number, now: number = Date.now()): void {
     if (this.released) return;
@@ -141,7 +150,7 @@ export class MemoryRateLimiter implements RateLimiter {
       requests: tighter(kl.rpm, kr, al.rpm, ar),
       tokens: tighter(kl.tpm, kt, al.tpm, at),
     };
-    return new MemoryGrant(info, k, a, kl.tpm, al.tpm, est);
+    return new MemoryGrant(info, k, a, kl.tpm, al.tpm, est, kl.rpm, al.rpm);
   }
 
   private refuse(scope: LimitScope, kind: LimitKind, limit: number, remaining: number, retryAfterMs: number): void {

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { Redis, Result } from "ioredis";
 import type { RateLimits } from "../contract/snapshot.ts";
 import { TurnBatcher } from "../redis/turn-batcher.ts";
-import { batchWritesThisTurn } from "../redis/write-batch.ts";
+import { atTurnEnd, batchWritesThisTurn } from "../redis/write-batch.ts";
 import { MemoryRateLimiter } from "./memory.ts";
 import { chargedUnits } from "./gcra.ts";
 import {
@@ -111,9 +111,11 @@ return out
 `;
 
 // Frees the leases of one account's calls that ended in the same event-loop turn and corrects their TPM
-// charges to the actual token counts (mirrors correctTat in gcra.ts), call by call, in the order they ended.
-// KEYS: account tpm, account conc, then per call its key's tpm and conc. ARGV: now, then per call
-// leaseId, key tpm limit, account tpm limit, key delta, account delta.
+// charges to the actual token counts (mirrors correctTat in gcra.ts), call by call, in the order they ended;
+// a cancelled call (refused before it went upstream) also gets its request back on both RPM limits.
+// KEYS: account tpm, account conc, account rpm, then per call its key's tpm, conc and rpm.
+// ARGV: now, then per call leaseId, key tpm limit, account tpm limit, key delta, account delta, key rpm limit,
+// account rpm limit, rpm delta (0, or -1 for a cancelled call).
 const RELEASE_LUA = `
 local P = 60000
 local now = tonumber(ARGV[1])
@@ -135,13 +137,17 @@ local function correct(key, limit, delta)
     end
   end
 end
-local n = (#ARGV - 1) / 5
+local n = (#ARGV - 1) / 8
 for j = 0, n - 1 do
-  local a = 2 + j * 5
+  local a = 2 + j * 8
+  local kb = 4 + j * 3
   local leaseId = ARGV[a]
-  correct(KEYS[3 + j * 2], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 3]))
+  correct(KEYS[kb], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 3]))
   correct(KEYS[1], tonumber(ARGV[a + 2]), tonumber(ARGV[a + 4]))
-  redis.call('ZREM', KEYS[4 + j * 2], leaseId)
+  local rpmDelta = tonumber(ARGV[a + 7])
+  correct(KEYS[kb + 2], tonumber(ARGV[a + 5]), rpmDelta)
+  correct(KEYS[3], tonumber(ARGV[a + 6]), rpmDelta)
+  redis.call('ZREM', KEYS[kb + 1], leaseId)
   redis.call('ZREM', KEYS[2], leaseId)
 end
 return n
@@ -202,13 +208,21 @@ interface PendingAcquire {
 }
 
 interface PendingRelease {
-  leaseId: string;
-  keyBase: string;
-  keyTpm: number;
-  accountTpm: number;
+  grant: RedisGrantState;
   kDelta: number;
   aDelta: number;
+  rpmDelta: number;
   now: number;
+}
+
+/** What a release needs to know about the call it ends. */
+interface RedisGrantState {
+  leaseId: string;
+  keyBase: string;
+  tag: string;
+  keyLimits: RateLimits;
+  accountLimits: RateLimits;
+  estimated: number;
 }
 
 interface Lease {
@@ -232,6 +246,11 @@ export class RedisRateLimiter implements RateLimiter {
   private seq = 0;
   private readonly leases = new Map<string, Lease>();
   private readonly acquires = new TurnBatcher<PendingAcquire, number[]>((tag, calls) => this.sendAcquires(tag, calls));
+  /** no acquire went out yet in this event-loop turn */
+  private quietTurn = true;
+  private readonly endQuietTurn = () => {
+    this.quietTurn = true;
+  };
   private readonly releases = new TurnBatcher<PendingRelease>((tag, calls) => this.sendReleases(tag, calls));
   private readonly heartbeat: NodeJS.Timeout;
 
@@ -262,7 +281,14 @@ export class RedisRateLimiter implements RateLimiter {
     const leaseId = `${this.instance}:${++this.seq}`;
     let r: number[];
     try {
-      r = await this.acquires.add(tag, { keyBase, leaseId, req });
+      // The first acquire of a turn goes out at once (the caller overlaps the round trip with reading the
+      // body, and on a quiet replica there is nothing to batch with); the turn's later ones share a call.
+      const pending: PendingAcquire = { keyBase, leaseId, req };
+      if (this.quietTurn) {
+        this.quietTurn = false;
+        atTurnEnd(this.endQuietTurn);
+        r = (await this.sendAcquires(tag, [pending]))[0]!;
+      } else r = await this.acquires.add(tag, pending);
     } catch (err) {
       this.onError(err);
       return this.fallback.acquire(req);
@@ -277,7 +303,7 @@ export class RedisRateLimiter implements RateLimiter {
       accountConc: al.concurrency === null ? null : `${tag}a:conc`,
     };
     if (lease.keyConc !== null || lease.accountConc !== null) this.leases.set(leaseId, lease);
-    return new RedisGrant(this, info, leaseId, keyBase, tag, kl.tpm, al.tpm, req.estimatedTokens);
+    return new RedisGrant(this, info, { leaseId, keyBase, tag, keyLimits: kl, accountLimits: al, estimated: req.estimatedTokens });
   }
 
   /** One script call for the acquires of one account in this turn; 13 numbers back per call. */
@@ -290,7 +316,6 @@ export class RedisRateLimiter implements RateLimiter {
       keys.push(`${keyBase}rpm`, `${keyBase}tpm`, `${keyBase}conc`, `${tag}a:rpm`, `${tag}a:tpm`, `${tag}a:conc`);
       args.push(req.now, req.estimatedTokens, leaseId, lim(kl.rpm), lim(kl.tpm), lim(kl.concurrency), lim(al.rpm), lim(al.tpm), lim(al.concurrency));
     }
-    batchWritesThisTurn(this.redis);
     const flat = await this.redis.modelgateRlAcquire(keys.length, ...keys, ...args);
     if (!Array.isArray(flat) || flat.length !== calls.length * 13) throw new Error("rate limiter: unexpected reply from Redis");
     const out: number[][] = [];
@@ -299,29 +324,21 @@ export class RedisRateLimiter implements RateLimiter {
   }
 
   /** @internal Queued for the end of the turn; a call with no lease and nothing to correct costs nothing. */
-  release(
-    leaseId: string,
-    keyBase: string,
-    tag: string,
-    keyTpm: number | null,
-    accountTpm: number | null,
-    estimated: number,
-    actual: number,
-    now: number,
-  ): Promise<void> {
-    const held = this.leases.delete(leaseId);
-    const kDelta = keyTpm === null ? 0 : actual - chargedUnits(keyTpm, estimated);
-    const aDelta = accountTpm === null ? 0 : actual - chargedUnits(accountTpm, estimated);
-    if (!held && kDelta === 0 && aDelta === 0) return Promise.resolve();
-    return this.releases.add(tag, { leaseId, keyBase, keyTpm: lim(keyTpm), accountTpm: lim(accountTpm), kDelta, aDelta, now });
+  release(grant: RedisGrantState, actual: number, now: number, cancel: boolean): Promise<void> {
+    const held = this.leases.delete(grant.leaseId);
+    const kDelta = grant.keyLimits.tpm === null ? 0 : actual - chargedUnits(grant.keyLimits.tpm, grant.estimated);
+    const aDelta = grant.accountLimits.tpm === null ? 0 : actual - chargedUnits(grant.accountLimits.tpm, grant.estimated);
+    const rpmDelta = cancel && (grant.keyLimits.rpm !== null || grant.accountLimits.rpm !== null) ? -1 : 0;
+    if (!held && kDelta === 0 && aDelta === 0 && rpmDelta === 0) return Promise.resolve();
+    return this.releases.add(grant.tag, { grant, kDelta, aDelta, rpmDelta, now });
   }
 
   private async sendReleases(tag: string, calls: PendingRelease[]): Promise<void> {
-    const keys: string[] = [`${tag}a:tpm`, `${tag}a:conc`];
+    const keys: string[] = [`${tag}a:tpm`, `${tag}a:conc`, `${tag}a:rpm`];
     const args: (string | number)[] = [calls[calls.length - 1]!.now];
-    for (const c of calls) {
-      keys.push(`${c.keyBase}tpm`, `${c.keyBase}conc`);
-      args.push(c.leaseId, c.keyTpm, c.accountTpm, c.kDelta, c.aDelta);
+    for (const { grant: g, kDelta, aDelta, rpmDelta } of calls) {
+      keys.push(`${g.keyBase}tpm`, `${g.keyBase}conc`, `${g.keyBase}rpm`);
+      args.push(g.leaseId, lim(g.keyLimits.tpm), lim(g.accountLimits.tpm), kDelta, aDelta, lim(g.keyLimits.rpm), lim(g.accountLimits.rpm), rpmDelta);
     }
     try {
       batchWritesThisTurn(this.redis);
@@ -368,7 +385,7 @@ export class RedisRateLimiter implements RateLimiter {
   }
 }
 
-const UNLIMITED_GRANT: RateLimitGrant = Object.freeze({ ok: true as const, info: NO_INFO, release() {} });
+const UNLIMITED_GRANT: RateLimitGrant = Object.freeze({ ok: true as const, info: NO_INFO, release() {}, cancel() {} });
 
 class RedisGrant implements RateLimitGrant {
   readonly ok = true as const;
@@ -376,26 +393,18 @@ class RedisGrant implements RateLimitGrant {
   constructor(
     private readonly limiter: RedisRateLimiter,
     readonly info: RateLimitInfo,
-    private readonly leaseId: string,
-    private readonly keyBase: string,
-    private readonly tag: string,
-    private readonly keyTpm: number | null,
-    private readonly accountTpm: number | null,
-    private readonly estimated: number,
+    private readonly state: RedisGrantState,
   ) {}
 
   release(actualTokens: number, now: number = Date.now()): Promise<void> {
     if (this.released) return Promise.resolve();
     this.released = true;
-    return this.limiter.release(
-      this.leaseId,
-      this.keyBase,
-      this.tag,
-      this.keyTpm,
-      this.accountTpm,
-      this.estimated,
-      actualTokens,
-      now,
-    );
+    return this.limiter.release(this.state, actualTokens, now, false);
+  }
+
+  cancel(now: number = Date.now()): Promise<void> {
+    if (this.released) return Promise.resolve();
+    this.released = true;
+    return this.limiter.release(this.state, 0, now, true);
   }
 }

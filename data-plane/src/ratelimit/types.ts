@@ -37,6 +37,12 @@ export interface RateLimitGrant {
    * shared store is logged by the implementation and the lease expires on its own. now defaults to the clock.
    */
   release(actualTokens: number, now?: number): void | Promise<void>;
+  /**
+   * Ends a call that never reached an upstream (refused after the limits were taken): gives back all it
+   * took, its request, its tokens and its slot, so a refused call costs the caller no budget. Idempotent
+   * together with release(): whichever comes first counts.
+   */
+  cancel(now?: number): void | Promise<void>;
 }
 
 export interface RateLimitDenial {

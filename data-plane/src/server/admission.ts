@@ -5,7 +5,7 @@ import { GatewayError } from "../errors.ts";
 import { checkKeyPolicy } from "../policy/check.ts";
 import { resolveClientIp } from "../policy/client-ip.ts";
 import { rateLimitError, rateLimitHeaders } from "../ratelimit/headers.ts";
-import type { RateLimitGrant } from "../ratelimit/types.ts";
+import type { AcquireResult, RateLimitGrant } from "../ratelimit/types.ts";
 import { unknownKey } from "./auth.ts";
 import type { DataPlaneOptions } from "./context.ts";
 
@@ -35,10 +35,48 @@ export interface Admission {
 }
 
 /**
- * Everything the key and account say, from the snapshot plus the running spend counters, then the rate
- * limits (one Redis round trip in distributed mode). Throws the refusal in the gateway's terms.
+ * Takes the key's and the account's rate limits (one Redis round trip in distributed mode). Started as soon
+ * as the key is known and the body's size declared, so the round trip overlaps reading and parsing the body;
+ * admit() then waits for it. A call refused before it goes upstream gives it all back (cancelLimits).
  */
-export async function admit(opts: DataPlaneOptions, caller: Caller, modelId: string, estimatedTokens: number, now: number): Promise<Admission> {
+export function startLimits(opts: DataPlaneOptions, caller: Caller, estimatedTokens: number, now: number): Promise<AcquireResult> {
+  try {
+    return Promise.resolve(
+      opts.rateLimiter.acquire({
+        keyId: caller.key.id,
+        accountId: caller.account.id,
+        keyLimits: caller.key.limits,
+        accountLimits: caller.account.limits,
+        estimatedTokens,
+        now,
+      }),
+    );
+  } catch (err) {
+    return Promise.reject(err);
+  }
+}
+
+/** Gives back what started limits took (the call was refused before it went upstream). Idempotent. */
+export function cancelLimits(limits: Promise<AcquireResult>): void {
+  limits.then(
+    (r) => (r.ok ? r.cancel() : undefined),
+    () => undefined,
+  );
+}
+
+/**
+ * Everything the key and account say, from the snapshot plus the running spend counters, then the rate
+ * limits (started early by the caller, or here). Throws the refusal in the gateway's terms; limits the
+ * caller started are the caller's to cancel when this throws.
+ */
+export async function admit(
+  opts: DataPlaneOptions,
+  caller: Caller,
+  modelId: string,
+  estimatedTokens: number,
+  now: number,
+  limits?: Promise<AcquireResult>,
+): Promise<Admission> {
   const spend = await opts.spend.get(caller.key, caller.account);
   const refusal = checkKeyPolicy({ key: caller.key, account: caller.account, model: modelId, clientIp: caller.clientIp, now, spend });
   if (refusal) throw refusal;
@@ -51,21 +89,14 @@ export async function admit(opts: DataPlaneOptions, caller: Caller, modelId: str
       "model",
     );
   }
-  const result = await opts.rateLimiter.acquire({
-    keyId: caller.key.id,
-    accountId: caller.account.id,
-    keyLimits: caller.key.limits,
-    accountLimits: caller.account.limits,
-    estimatedTokens,
-    now,
-  });
+  const result = await (limits ?? startLimits(opts, caller, estimatedTokens, now));
   if (!result.ok) throw rateLimitError(result);
   // Calls that ended while the limiter answered (one of them may have freed the slot this call just took) are
   // in the spend counters by now: check the money again, so a burst overruns a quota or balance by at most
   // (concurrency limit) × (one call's cost), as documented, and not by the calls that ended in between.
   const late = checkKeyPolicy({ key: caller.key, account: caller.account, model: modelId, clientIp: caller.clientIp, now, spend: await opts.spend.get(caller.key, caller.account) });
   if (late) {
-    void result.release(0);
+    void result.cancel();
     throw late;
   }
   return { model, price: pickPrice(caller.account, model), grant: result, headers: rateLimitHeaders(result.info), estimatedPromptTokens: estimatedTokens };

@@ -1,6 +1,14 @@
 import type { IncomingMessage } from "node:http";
 import { GatewayError } from "../errors.ts";
 
+/** The body's size from Content-Length when it is declared, valid and within maxBytes; else null. */
+export function declaredLength(req: IncomingMessage, maxBytes: number): number | null {
+  const v = req.headers["content-length"];
+  if (v === undefined || req.headers["transfer-encoding"] !== undefined) return null;
+  const n = Number(v);
+  return Number.isSafeInteger(n) && n > 0 && n <= maxBytes ? n : null;
+}
+
 /** Reads a request body up to maxBytes; a larger one is a 413 before it is buffered. */
 export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
   const declared = Number(req.headers["content-length"] ?? 0);

@@ -3,9 +3,10 @@ import type { RouteSnapshot } from "../contract/index.ts";
 import { GatewayError } from "../errors.ts";
 import { type ClientRoute, type ProtocolAdapter, type ProtocolName, protocols } from "../protocols/index.ts";
 import { orderRoutes } from "../upstreams/pick-route.ts";
-import { admit, identify } from "./admission.ts";
+import type { AcquireResult } from "../ratelimit/types.ts";
+import { admit, cancelLimits, identify, startLimits } from "./admission.ts";
 import { type KeySource, keyHashFrom } from "./auth.ts";
-import { parseJsonObject, readBody } from "./body.ts";
+import { declaredLength, parseJsonObject, readBody } from "./body.ts";
 import { Call } from "./call.ts";
 import type { DataPlaneOptions } from "./context.ts";
 import { ArrayStreamWrapper, PassthroughFramer, relayJson, relayStream } from "./relay.ts";
@@ -36,12 +37,20 @@ export async function handleGenerate(opts: DataPlaneOptions, req: IncomingMessag
   const client = protocols[ep.protocol];
   const startedAt = Date.now();
   let call: Call | null = null;
+  let limits: Promise<AcquireResult> | null = null;
+  let admitted = false;
   try {
     const caller = identify(opts, keyHashFrom(req.headers, ep.keySources, ep.queryKey), req);
+    // With the size declared, the limits are taken while the body is read and parsed (the estimate is the
+    // same either way: a quarter of the body's bytes).
+    const declared = declaredLength(req, opts.maxBodyBytes);
+    if (declared !== null) limits = startLimits(opts, caller, Math.ceil(declared / 4), startedAt);
     const raw = await readBody(req, opts.maxBodyBytes);
     const body = parseJsonObject(raw);
     const canonical = client.parseClientRequest(body, ep.route);
-    const admission = await admit(opts, caller, canonical.model, Math.ceil(raw.length / 4), startedAt);
+    const estimate = declared ?? raw.length;
+    const admission = await admit(opts, caller, canonical.model, Math.ceil(estimate / 4), startedAt, limits ?? undefined);
+    admitted = true;
     call = new Call(opts, caller, admission, {
       requestId,
       keyId: caller.key.id,
@@ -127,6 +136,8 @@ export async function handleGenerate(opts: DataPlaneOptions, req: IncomingMessag
       }
     }
   } catch (err) {
+    // Refused before the upstream: the limits taken for this call are given back.
+    if (limits !== null && !admitted) cancelLimits(limits);
     call?.failed(err);
     if (!res.headersSent) sendError(res, err, client.renderError, requestId);
     else if (!res.writableEnded) res.end();
