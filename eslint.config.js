@@ -12,6 +12,7 @@ export default tseslint.config(
       "console/**",
       "bench/results/**",
       "test/browser/screenshots/**",
+      "scratch/**",
     ],
   },
   js.configs.recommended,
