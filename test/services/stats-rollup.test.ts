@@ -87,8 +87,8 @@ describe("statistics over the hourly rollup", () => {
       promptTokens: 10, completionTokens: 20, reasoningTokens: 0, cachedTokens: 0, cost: "7", status: 200, errorCode: null,
       latencyMs: 5, ttftMs: 1, clientIp: null, startedAt: started,
     });
-    expect(await settleUsageBatch(db.db.prisma, [event(1), event(2), event(3)])).toBe(3);
-    expect(await settleUsageBatch(db.db.prisma, [event(2), event(3), event(4)])).toBe(1);
+    expect(await settleUsageBatch(db.db, [event(1), event(2), event(3)])).toBe(3);
+    expect(await settleUsageBatch(db.db, [event(2), event(3), event(4)])).toBe(1);
     const s = await usageStats(ctx, accountId, { from: new Date(T0), to: new Date(T0 + 48 * 3600_000), granularity: "hour", timeZone: "UTC", model: "m-9" });
     expect(s.total).toMatchObject({ requests: 4n, promptTokens: 40n, completionTokens: 80n, costMicro: 28n });
   });

@@ -43,7 +43,7 @@ const consumer = new RedisUsageConsumer(
   names,
   `${hostname()}-${process.pid}`,
   async (events) => {
-    await settleUsageBatch(core.db.prisma, events);
+    await settleUsageBatch(core.db, events);
     core.publisher.settled();
   },
   (err) => logger.error({ err }, "usage consumer error"),

@@ -24,7 +24,7 @@ let version = 0;
 const core = await bootControlPlane(settings, { publish: async (s) => void store.apply(s), nextVersion: async () => ++version }, logger);
 const usage = new InProcessUsageSink(
   async (events) => {
-    await settleUsageBatch(core.db.prisma, events);
+    await settleUsageBatch(core.db, events);
     core.publisher.settled(); // balances and spend moved
   },
   (err, events) => logger.error({ err, requestIds: events.map((e) => e.requestId) }, "usage settlement failed"),

@@ -1,5 +1,35 @@
 import type { UsageEvent } from "@modelgate/data-plane/contract/index";
-import type { Db } from "../db/client.ts";
+import type { Database } from "../db/client.ts";
+
+// Settlement runs for every call the data planes serve, so it is plain SQL over arrays (unnest) rather than
+// Prisma: building and interpreting Prisma's queries cost about a millisecond of control-plane CPU per event,
+// which capped settlement below the data plane's throughput. The schema is Prisma's (see prisma/).
+
+const INSERT_USAGE = `
+INSERT INTO usage_logs (id, request_id, account_id, api_key_id, model, protocol, upstream, status, error_code,
+  prompt_tokens, completion_tokens, reasoning_tokens, cached_tokens, cost_micro, latency_ms, ttft_ms, stream,
+  client_ip, started_at)
+SELECT gen_random_uuid(), u.* FROM unnest($1::text[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::text[],
+  $7::int[], $8::text[], $9::int[], $10::int[], $11::int[], $12::int[], $13::bigint[], $14::int[], $15::int[],
+  $16::bool[], $17::text[], $18::timestamptz[]) AS u
+ON CONFLICT (request_id) DO NOTHING
+RETURNING request_id`;
+
+const DEBIT_ACCOUNT = `
+UPDATE accounts SET balance_micro = balance_micro - $2::bigint, spent_micro = spent_micro + $2::bigint,
+  updated_at = CURRENT_TIMESTAMP
+WHERE id = $1::uuid
+RETURNING balance_micro::text AS balance`;
+
+const INSERT_LEDGER = `
+INSERT INTO ledger_entries (id, account_id, kind, amount_micro, balance_after_micro, api_key_id, request_id)
+SELECT gen_random_uuid(), $1::uuid, 'charge', u.amount, u.balance_after, u.api_key_id, u.request_id
+FROM unnest($2::bigint[], $3::bigint[], $4::uuid[], $5::text[]) AS u(amount, balance_after, api_key_id, request_id)`;
+
+const UPDATE_KEY = `
+UPDATE api_keys SET spent_micro = spent_micro + $2::bigint, last_used_at = GREATEST(last_used_at, $3::timestamptz),
+  updated_at = CURRENT_TIMESTAMP
+WHERE id = $1::uuid`;
 
 /**
  * Settles usage events: the usage-log rows, the wallet debits, the ledger entries and the keys' spend, all in
@@ -7,35 +37,32 @@ import type { Db } from "../db/client.ts";
  * data plane's spool) changes nothing, so nothing is ever charged twice. A batch costs one transaction and
  * one UPDATE per account and per key, however many events it holds. Returns how many events were new.
  */
-export async function settleUsageBatch(prisma: Db, events: UsageEvent[]): Promise<number> {
+export async function settleUsageBatch(db: Database, events: UsageEvent[]): Promise<number> {
   const unique = [...new Map(events.map((e) => [e.requestId, e])).values()];
   if (unique.length === 0) return 0;
-  return prisma.$transaction(async (tx) => {
-    const inserted = await tx.usageLog.createManyAndReturn({
-      data: unique.map((e) => ({
-        requestId: e.requestId,
-        accountId: e.accountId,
-        apiKeyId: e.keyId,
-        model: e.model,
-        protocol: e.protocol,
-        upstream: e.upstream,
-        status: e.status,
-        errorCode: e.errorCode,
-        promptTokens: e.promptTokens,
-        completionTokens: e.completionTokens,
-        reasoningTokens: e.reasoningTokens,
-        cachedTokens: e.cachedTokens,
-        costMicro: BigInt(e.cost),
-        latencyMs: e.latencyMs,
-        ttftMs: e.ttftMs,
-        stream: e.stream,
-        clientIp: e.clientIp,
-        startedAt: new Date(e.startedAt),
-      })),
-      skipDuplicates: true,
-      select: { requestId: true },
-    });
-    const fresh = new Set(inserted.map((r) => r.requestId));
+  const col = <T>(f: (e: UsageEvent) => T): T[] => unique.map(f);
+  return db.sql.transaction(async (tx) => {
+    const inserted = await tx.query<{ request_id: string }>(INSERT_USAGE, [
+      col((e) => e.requestId),
+      col((e) => e.accountId),
+      col((e) => e.keyId),
+      col((e) => e.model),
+      col((e) => e.protocol),
+      col((e) => e.upstream),
+      col((e) => e.status),
+      col((e) => e.errorCode),
+      col((e) => e.promptTokens),
+      col((e) => e.completionTokens),
+      col((e) => e.reasoningTokens),
+      col((e) => e.cachedTokens),
+      col((e) => e.cost),
+      col((e) => e.latencyMs),
+      col((e) => e.ttftMs),
+      col((e) => e.stream),
+      col((e) => e.clientIp),
+      col((e) => e.startedAt),
+    ]);
+    const fresh = new Set(inserted.map((r) => r.request_id));
     const settled = unique.filter((e) => fresh.has(e.requestId));
 
     // Per account: one debit for the batch, one ledger row per charged call with its running balance.
@@ -50,37 +77,35 @@ export async function settleUsageBatch(prisma: Db, events: UsageEvent[]): Promis
     for (const accountId of [...byAccount.keys()].sort()) {
       const charges = byAccount.get(accountId)!;
       const total = charges.reduce((s, e) => s + BigInt(e.cost), 0n);
-      const account = await tx.account.update({
-        where: { id: accountId },
-        data: { balanceMicro: { decrement: total }, spentMicro: { increment: total } },
-        select: { balanceMicro: true },
-      });
-      let balance = account.balanceMicro + total;
-      await tx.ledgerEntry.createMany({
-        data: charges.map((e) => {
-          const cost = BigInt(e.cost);
-          balance -= cost;
-          return { accountId, kind: "charge" as const, amountMicro: -cost, balanceAfterMicro: balance, apiKeyId: e.keyId, requestId: e.requestId };
-        }),
-      });
+      const [row] = await tx.query<{ balance: string }>(DEBIT_ACCOUNT, [accountId, total.toString()]);
+      if (row === undefined) throw new Error(`settlement: account ${accountId} does not exist`);
+      let balance = BigInt(row.balance) + total;
+      const amounts: string[] = [];
+      const after: string[] = [];
+      for (const e of charges) {
+        const cost = BigInt(e.cost);
+        balance -= cost;
+        amounts.push((-cost).toString());
+        after.push(balance.toString());
+      }
+      await tx.query(INSERT_LEDGER, [accountId, amounts, after, charges.map((e) => e.keyId), charges.map((e) => e.requestId)]);
     }
 
-    const byKey = new Map<string, { cost: bigint; last: Date }>();
+    const byKey = new Map<string, { cost: bigint; last: string }>();
     for (const e of settled) {
-      const at = new Date(e.startedAt);
       const k = byKey.get(e.keyId);
       if (k) {
         k.cost += BigInt(e.cost);
-        if (at > k.last) k.last = at;
-      } else byKey.set(e.keyId, { cost: BigInt(e.cost), last: at });
+        if (Date.parse(e.startedAt) > Date.parse(k.last)) k.last = e.startedAt;
+      } else byKey.set(e.keyId, { cost: BigInt(e.cost), last: e.startedAt });
     }
     for (const keyId of [...byKey.keys()].sort()) {
       const k = byKey.get(keyId)!;
-      await tx.apiKey.updateMany({ where: { id: keyId }, data: { spentMicro: { increment: k.cost }, lastUsedAt: k.last } });
+      await tx.query(UPDATE_KEY, [keyId, k.cost.toString(), k.last]);
     }
     return settled.length;
   });
 }
 
 /** One event; false when it had been settled before. */
-export const settleUsage = async (prisma: Db, e: UsageEvent): Promise<boolean> => (await settleUsageBatch(prisma, [e])) === 1;
+export const settleUsage = async (db: Database, e: UsageEvent): Promise<boolean> => (await settleUsageBatch(db, [e])) === 1;
