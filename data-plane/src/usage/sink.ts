@@ -12,8 +12,10 @@ export interface UsageSink {
 }
 
 /**
- * Embedded mode: the control plane lives in the same process. Events queue up while a settlement runs and
- * go in the next one together, so a burst costs a few transactions rather than one per call.
+ * Embedded mode: the control plane lives in the same process, and its database (PGlite) runs on the same
+ * thread as the requests. Events wait up to `delayMs` and queue up while a settlement runs, then go in one
+ * transaction together: a transaction blocks the event loop for milliseconds, so one per call would hold up
+ * every request behind it.
  */
 export class InProcessUsageSink implements UsageSink {
   private queue: UsageEvent[] = [];
@@ -23,6 +25,7 @@ export class InProcessUsageSink implements UsageSink {
     private readonly settle: (events: UsageEvent[]) => Promise<void>,
     private readonly onError: (err: unknown, events: UsageEvent[]) => void,
     private readonly maxBatch = 500,
+    private readonly delayMs = 100,
   ) {}
 
   emit(event: UsageEvent): void {
@@ -31,7 +34,7 @@ export class InProcessUsageSink implements UsageSink {
   }
 
   private async drain(): Promise<void> {
-    await Promise.resolve(); // let the current tick's events join the batch
+    await new Promise((r) => setTimeout(r, this.delayMs)); // let the next calls' events join the batch
     while (this.queue.length > 0) {
       const batch = this.queue.splice(0, this.maxBatch);
       // A failed settlement (the database busy or restarting) is retried: the batch is idempotent.
