@@ -40,6 +40,7 @@ const cfg = {
   duration: num(env.BENCH_DURATION, quick ? 2 : 4),
   rounds: num(env.BENCH_ROUNDS, quick ? 1 : 3),
   warmupSec: 1,
+  jitWarmupSec: quick ? 2 : 5,
   openRate: num(env.BENCH_OPEN_RATE, 500),
   openDuration: num(env.BENCH_OPEN_DURATION, quick ? 3 : 5),
   streamSequential: quick ? 40 : 100,
@@ -247,8 +248,7 @@ async function startModelgate(mockOrigin: string): Promise<Target> {
   }
   dataPlane = spawnNode("data-plane", "data-plane/src/main.ts", [], {
     env: { ...mgEnv, PORT: String(dpPort), DATABASE_URL: "", MODELGATE_DRAIN_MS: "3000" },
-    // As `npm run start:data-plane` runs it: a larger young generation means fewer scavenges per request.
-    nodeArgs: [...profArgs, "--max-semi-space-size=32", "--import", "tsx"],
+    nodeArgs: [...profArgs, "--import", "tsx"],
     logFile: join(workDir, "data-plane.log"),
   });
   const origin = `http://127.0.0.1:${dpPort}`;
@@ -473,6 +473,8 @@ async function main(): Promise<number> {
   await startWorker();
   console.log(`targets up in ${((Date.now() - started) / 1000).toFixed(1)} s: ${targets.map((t) => t.id).join(", ")}`);
 
+  // Every target runs warm: a few seconds of load first, so no round is timed while the JIT is still compiling.
+  for (const t of targets) await closed(request(t, false), 64, cfg.jitWarmupSec);
   for (const t of targets) results.set(t.id, []);
   // CPU used by processes outside the bench while it runs (other work on a shared machine skews everything)
   const ours = () => cpuMsOf([...childPids(), ...servicePids]) + (process.cpuUsage().user + process.cpuUsage().system) / 1000;
@@ -558,7 +560,7 @@ async function main(): Promise<number> {
     `- Machine: ${machine()}; load average at start ${load0.toFixed(2)}; processes outside the bench used ${fmt(100 * foreignShare, 0)}% of the machine's CPU during the timed rounds${foreignShare > 0.1 ? " (a shared machine: absolute figures are depressed and noisy; ratios and CPU per request are steadier)" : ""}`,
   );
   lines.push(
-    `- Run: ${cfg.rounds} round(s), targets alternating within each scenario; closed loop with autocannon (c=1 ${c1Duration} s, c=64 and c=256 ${cfg.duration} s each, after ${cfg.warmupSec} s warm-up); open loop ${cfg.openRate} req/s for ${cfg.openDuration} s (undici, timed with performance.now()); streams of 100 chunks, ${cfg.streamSequential} sequential then ${cfg.streamConcurrent}×${cfg.streamPerClient} concurrent. The load generator, the mock and each proxy are separate processes on the same ${cpus().length} cores.`,
+    `- Run: ${cfg.rounds} round(s), targets alternating within each scenario; closed loop with autocannon (c=1 ${c1Duration} s, c=64 and c=256 ${cfg.duration} s each, after ${cfg.warmupSec} s warm-up; every target first ran ${cfg.jitWarmupSec} s at c=64 so none is timed cold); open loop ${cfg.openRate} req/s for ${cfg.openDuration} s (undici, timed with performance.now()); streams of 100 chunks, ${cfg.streamSequential} sequential then ${cfg.streamConcurrent}×${cfg.streamPerClient} concurrent. The load generator, the mock and each proxy are separate processes on the same ${cpus().length} cores.`,
   );
   lines.push(`- Values are medians over rounds; "(×n)" is the ratio to the pass-through floor. Added latency is the target's percentile minus the direct call's in the same round.`, "");
   lines.push("| target | req/s c=1 | req/s c=64 | req/s c=256 | added p50 ms @" + cfg.openRate + "/s | added p99 ms | added p99.9 ms | stream TTFB p50 ms (added) | stream total p50 ms | proxy CPU ms/req (c=64) | peak RSS MB |");
