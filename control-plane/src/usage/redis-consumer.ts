@@ -21,6 +21,7 @@ export class RedisUsageConsumer {
     private readonly settle: (events: UsageEvent[]) => Promise<unknown>,
     private readonly onError: (err: unknown) => void,
     private readonly claimIdleMs = 30_000,
+    private readonly maxSettleBatch = 2_000,
   ) {}
 
   async start(): Promise<void> {
@@ -82,7 +83,9 @@ export class RedisUsageConsumer {
         else this.onError(new Error(`dropping a malformed usage event in entry ${id}`));
       }
     }
-    if (events.length) await this.settle(events);
+    // An entry holds a replica's turn of events (up to 500), so one read can hold tens of thousands: they
+    // settle in transactions of a bounded size, and the entries are acknowledged once all of them did.
+    for (let i = 0; i < events.length; i += this.maxSettleBatch) await this.settle(events.slice(i, i + this.maxSettleBatch));
     const ids = entries.map(([id]) => id);
     await this.redis.multi().xack(this.names.usageStream, USAGE_GROUP, ...ids).xdel(this.names.usageStream, ...ids).exec();
   }

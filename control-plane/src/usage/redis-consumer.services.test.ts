@@ -1,0 +1,61 @@
+import { randomUUID } from "node:crypto";
+import { Redis } from "ioredis";
+import { afterAll, describe, expect, it } from "vitest";
+import { redisNames, type UsageEvent } from "@modelgate/data-plane/contract/index";
+import { RedisUsageConsumer } from "./redis-consumer.ts";
+
+const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+
+const event = (n: number): UsageEvent => ({
+  requestId: `req_${n}_${randomUUID()}`,
+  keyId: randomUUID(),
+  accountId: randomUUID(),
+  model: "m",
+  protocol: "openai",
+  upstream: "u",
+  stream: false,
+  promptTokens: 1,
+  completionTokens: 2,
+  reasoningTokens: 0,
+  cachedTokens: 0,
+  cost: "3",
+  status: 200,
+  errorCode: null,
+  latencyMs: 4,
+  ttftMs: 1,
+  clientIp: null,
+  startedAt: new Date().toISOString(),
+});
+
+describe("RedisUsageConsumer", () => {
+  const redis = new Redis(REDIS_URL);
+  const names = redisNames(`mgtest:consumer:${randomUUID()}:`);
+  afterAll(async () => {
+    await redis.del(names.usageStream);
+    redis.disconnect();
+  });
+
+  it("settles turn entries and one-event entries in bounded batches, then acknowledges and deletes them", async () => {
+    const turn1 = [event(1), event(2), event(3)];
+    const turn2 = [event(4), event(5)];
+    const single = event(6);
+    await redis.xadd(names.usageStream, "*", "events", JSON.stringify(turn1));
+    await redis.xadd(names.usageStream, "*", "event", JSON.stringify(single));
+    await redis.xadd(names.usageStream, "*", "events", "{not json");
+    await redis.xadd(names.usageStream, "*", "events", JSON.stringify([...turn2, { requestId: "" }]));
+    const batches: string[][] = [];
+    const errors: string[] = [];
+    const consumer = new RedisUsageConsumer(redis.duplicate(), names, "c1", async (events) => void batches.push(events.map((e) => e.requestId)), (err) => errors.push(String(err)), 30_000, 2);
+    await consumer.start();
+    try {
+      for (let i = 0; i < 100 && (await redis.xlen(names.usageStream)) > 0; i++) await new Promise((r) => setTimeout(r, 50));
+    } finally {
+      await consumer.stop();
+    }
+    expect(batches.every((b) => b.length <= 2)).toBe(true);
+    expect(batches.flat()).toEqual([...turn1, single, ...turn2].map((e) => e.requestId));
+    expect(await redis.xlen(names.usageStream)).toBe(0);
+    expect(errors.some((e) => e.includes("unreadable"))).toBe(true);
+    expect(errors.some((e) => e.includes("malformed"))).toBe(true);
+  });
+});
