@@ -56,12 +56,17 @@ export function startLimits(opts: DataPlaneOptions, caller: Caller, estimatedTok
   }
 }
 
-/** Gives back what started limits took (the call was refused before it went upstream). Idempotent. */
-export function cancelLimits(limits: Promise<AcquireResult>): void {
-  limits.then(
-    (r) => (r.ok ? r.cancel() : undefined),
-    () => undefined,
-  );
+/**
+ * Gives back what started limits took (the call was refused before it went upstream). Idempotent. Awaited
+ * before the refusal is sent, so the caller's next request already sees the budget back.
+ */
+export async function cancelLimits(limits: Promise<AcquireResult>): Promise<void> {
+  try {
+    const r = await limits;
+    if (r.ok) await r.cancel();
+  } catch {
+    // the limiter reports its own failures; a lease left behind expires by itself
+  }
 }
 
 /**
@@ -96,7 +101,7 @@ export async function admit(
   // (concurrency limit) × (one call's cost), as documented, and not by the calls that ended in between.
   const late = checkKeyPolicy({ key: caller.key, account: caller.account, model: modelId, clientIp: caller.clientIp, now, spend: await opts.spend.get(caller.key, caller.account) });
   if (late) {
-    void result.cancel();
+    await result.cancel();
     throw late;
   }
   return { model, price: pickPrice(caller.account, model), grant: result, headers: rateLimitHeaders(result.info), estimatedPromptTokens: estimatedTokens };

@@ -137,7 +137,7 @@ export async function handleGenerate(opts: DataPlaneOptions, req: IncomingMessag
     }
   } catch (err) {
     // Refused before the upstream: the limits taken for this call are given back.
-    if (limits !== null && !admitted) cancelLimits(limits);
+    if (limits !== null && !admitted) await cancelLimits(limits);
     call?.failed(err);
     if (!res.headersSent) sendError(res, err, client.renderError, requestId);
     else if (!res.writableEnded) res.end();
