@@ -1,4 +1,5 @@
-import { Agent, type Dispatcher } from "undici";
+import { Agent } from "undici";
+import { ResponseHandler } from "./response-handler.ts";
 
 /** What the proxy needs back from an upstream call: status, headers and the body as it arrives. */
 export interface UpstreamResponse {
@@ -41,24 +42,26 @@ export class UndiciTransport implements UpstreamTransport {
     return a;
   }
 
-  async send(req: UpstreamRequest): Promise<UpstreamResponse> {
+  send(req: UpstreamRequest): Promise<UpstreamResponse> {
     const { origin, path } = splitUrl(req.url);
-    const res = await this.agent(req.connectTimeoutMs).request({
-      origin,
-      path,
-      method: "POST",
-      headers: req.headers,
-      body: req.body,
-      signal: req.signal,
-      headersTimeout: req.firstByteTimeoutMs,
-      bodyTimeout: req.idleTimeoutMs,
-    } as Dispatcher.RequestOptions);
-    return {
-      status: res.statusCode,
-      headers: res.headers,
-      body: res.body,
-      text: () => res.body.text(),
-    };
+    const handler = new ResponseHandler(req.signal);
+    try {
+      this.agent(req.connectTimeoutMs).dispatch(
+        {
+          origin,
+          path,
+          method: "POST",
+          headers: req.headers,
+          body: req.body,
+          headersTimeout: req.firstByteTimeoutMs,
+          bodyTimeout: req.idleTimeoutMs,
+        },
+        handler,
+      );
+    } catch (err) {
+      handler.onError(err as Error);
+    }
+    return handler.response;
   }
 
   async close(): Promise<void> {

@@ -1,0 +1,164 @@
+import type { Dispatcher } from "undici";
+import { util } from "undici";
+import type { UpstreamResponse } from "./transport.ts";
+
+// One upstream call as an undici dispatch handler. undici's request() wraps every response in a Readable
+// stream inside an AsyncResource and listens for aborts through an EventTarget; on the request path that
+// machinery cost more than the call's own bytes. Here the body is a plain queue of the chunks undici hands
+// over, read as an async iterable (streams) or all at once (text()), with the same backpressure: past
+// HIGH_WATER bytes unread, undici stops reading the socket until the reader catches up.
+
+const HIGH_WATER = 64 * 1024;
+
+export class ResponseHandler implements Dispatcher.DispatchHandler, AsyncIterable<Buffer> {
+  /** Settles with the response once its head arrives, or with the error that came first. */
+  readonly response: Promise<UpstreamResponse>;
+  private resolveHead!: (r: UpstreamResponse) => void;
+  private rejectHead!: (err: Error) => void;
+  private headSeen = false;
+  private abortCall: ((reason?: Error) => void) | null = null;
+  private resume: (() => void) | null = null;
+  private paused = false;
+  private chunks: Buffer[] = [];
+  private head = 0;
+  private buffered = 0;
+  private done = false;
+  private failure: Error | null = null;
+  private wake: (() => void) | null = null;
+  private consumed = false;
+  /** text() is reading: everything is wanted, so the socket is never paused */
+  private collecting = false;
+
+  constructor(private readonly signal: AbortSignal) {
+    this.response = new Promise((resolve, reject) => {
+      this.resolveHead = resolve;
+      this.rejectHead = reject;
+    });
+    signal.addEventListener("abort", this.onAbort, { once: true });
+  }
+
+  private readonly onAbort = (): void => {
+    const reason = abortReason(this.signal);
+    if (this.abortCall) this.abortCall(reason);
+    else this.onError(reason); // not connected yet: onConnect will abort the call
+  };
+
+  onConnect(abort: (reason?: Error) => void): void {
+    if (this.signal.aborted) abort(abortReason(this.signal));
+    else this.abortCall = abort;
+  }
+
+  onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
+    if (statusCode < 200) return true; // 1xx: the final head follows
+    this.headSeen = true;
+    this.resume = resume;
+    this.resolveHead({
+      status: statusCode,
+      headers: util.parseHeaders(rawHeaders) as UpstreamResponse["headers"],
+      body: this,
+      text: () => this.text(),
+    });
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    this.chunks.push(chunk);
+    this.buffered += chunk.length;
+    this.notify();
+    if (this.collecting || this.buffered < HIGH_WATER) return true;
+    this.paused = true;
+    return false;
+  }
+
+  onComplete(): void {
+    this.done = true;
+    this.finish();
+  }
+
+  onError(err: Error): void {
+    if (this.done || this.failure) return;
+    this.failure = err;
+    if (!this.headSeen) this.rejectHead(err);
+    this.finish();
+  }
+
+  private finish(): void {
+    this.signal.removeEventListener("abort", this.onAbort);
+    this.notify();
+  }
+
+  private notify(): void {
+    const w = this.wake;
+    if (w) {
+      this.wake = null;
+      w();
+    }
+  }
+
+  private take(): Buffer | null {
+    if (this.head === this.chunks.length) return null;
+    const c = this.chunks[this.head]!;
+    this.chunks[this.head++] = EMPTY;
+    if (this.head === this.chunks.length) {
+      this.chunks = [];
+      this.head = 0;
+    }
+    this.buffered -= c.length;
+    if (this.paused && this.buffered < HIGH_WATER / 2) {
+      this.paused = false;
+      this.resume?.();
+    }
+    return c;
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<Buffer> {
+    this.claim();
+    try {
+      for (;;) {
+        const c = this.take();
+        if (c !== null) {
+          yield c;
+          continue;
+        }
+        if (this.failure) throw this.failure;
+        if (this.done) return;
+        await new Promise<void>((r) => (this.wake = r));
+      }
+    } finally {
+      // The reader stopped early (a client gone, an error in the relay): free the connection.
+      if (!this.done && !this.failure) this.abortCall?.(new Error("upstream body not read to the end"));
+    }
+  }
+
+  /** The whole body as UTF-8 (decoded once, so characters split across chunks survive). */
+  async text(): Promise<string> {
+    this.claim();
+    this.collecting = true;
+    if (this.paused) {
+      this.paused = false;
+      this.resume?.();
+    }
+    for (;;) {
+      if (this.failure) throw this.failure;
+      if (this.done) break;
+      await new Promise<void>((r) => (this.wake = r));
+    }
+    const parts = this.head === 0 ? this.chunks : this.chunks.slice(this.head);
+    this.chunks = [];
+    this.head = 0;
+    this.buffered = 0;
+    return parts.length === 1 ? parts[0]!.toString("utf8") : Buffer.concat(parts).toString("utf8");
+  }
+
+  private claim(): void {
+    if (this.consumed) throw new Error("upstream body already read");
+    this.consumed = true;
+  }
+}
+
+const EMPTY = Buffer.alloc(0);
+
+const abortReason = (signal: AbortSignal): Error => {
+  const r: unknown = signal.reason;
+  return r instanceof Error ? r : Object.assign(new Error("The operation was aborted"), { name: "AbortError", code: "UND_ERR_ABORTED" });
+};
