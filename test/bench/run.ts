@@ -16,7 +16,7 @@ import type { ClosedLoopResult, HoldResult, OpenLoopResult, Request, StreamResul
 //
 //   BENCH_QUICK=1         a short smoke run (one round, short scenarios)
 //   BENCH_DURATION=S      seconds per closed-loop measurement at c=64 and c=256 (default 4; c=1 uses at most 3)
-//   BENCH_ROUNDS=N        rounds (default 3)
+//   BENCH_ROUNDS=N        rounds (default 5: on a small shared machine single rounds vary by ±15%)
 //   BENCH_OPEN_RATE=R     open-loop rate in requests/s (default 500), BENCH_OPEN_DURATION=S (default 5)
 //   BENCH_HOLD_STREAMS=N  open streams held in the memory scenario (default 1000)
 //   BENCH_TARGETS=a,b     a subset of direct,floor,modelgate,portkey
@@ -38,7 +38,7 @@ const cpLive = env.BENCH_CP_LIVE === "1";
 const num = (v: string | undefined, d: number) => (v !== undefined && v !== "" && Number.isFinite(Number(v)) ? Number(v) : d);
 const cfg = {
   duration: num(env.BENCH_DURATION, quick ? 2 : 4),
-  rounds: num(env.BENCH_ROUNDS, quick ? 1 : 3),
+  rounds: num(env.BENCH_ROUNDS, quick ? 1 : 5),
   warmupSec: 1,
   jitWarmupSec: quick ? 2 : 5,
   openRate: num(env.BENCH_OPEN_RATE, 500),
