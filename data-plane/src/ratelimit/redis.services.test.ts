@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { rateLimiterContract } from "./contract.ts";
 import { RedisRateLimiter } from "./redis.ts";
 import type { RateLimits } from "../contract/snapshot.ts";
@@ -166,17 +166,14 @@ describe("RedisRateLimiter across replicas", () => {
     const tag = `${prefix}{acct:${accountId}}:`;
     expect(await client.zcard(`${tag}a:conc`)).toBe(3);
     const tatBefore = Number(await client.get(`${tag}a:tpm`));
-    const sent: number[] = [];
-    const original = client.modelgateRlRelease.bind(client);
-    client.modelgateRlRelease = ((...args: (string | number)[]) => {
-      sent.push(Number(args[0]));
-      return original(...args);
-    }) as typeof client.modelgateRlRelease;
+    const spy = vi.spyOn(client, "modelgateRlRelease");
+    let sent: number[] = [];
     try {
       // each call used 40 tokens fewer than estimated: 3 × 40 tokens back on the account's TPM
       await Promise.all(grants.map((g) => (g.ok ? g.release(60, now) : undefined)));
     } finally {
-      client.modelgateRlRelease = original;
+      sent = spy.mock.calls.map((c) => Number(c[0])); // numkeys of each call
+      spy.mockRestore();
     }
     expect(sent).toEqual([12]); // one call: the account's three keys plus three per freed call
     expect(await client.zcard(`${tag}a:conc`)).toBe(0);
@@ -189,18 +186,15 @@ describe("RedisRateLimiter across replicas", () => {
   it("sends nothing to release an rpm-only call", async () => {
     const l = replica(2);
     const client = clients[2]!;
-    let sent = 0;
-    const original = client.modelgateRlRelease.bind(client);
-    client.modelgateRlRelease = ((...args: (string | number)[]) => {
-      sent++;
-      return original(...args);
-    }) as typeof client.modelgateRlRelease;
+    const spy = vi.spyOn(client, "modelgateRlRelease");
+    let sent = -1;
     try {
       const g = await l.acquire({ keyId: "k", accountId: randomUUID(), keyLimits: { ...none, rpm: 10 }, accountLimits: none, estimatedTokens: 5, now: Date.now() });
       expect(g.ok).toBe(true);
       if (g.ok) await g.release(500);
     } finally {
-      client.modelgateRlRelease = original;
+      sent = spy.mock.calls.length;
+      spy.mockRestore();
     }
     expect(sent).toBe(0);
   });
@@ -209,12 +203,8 @@ describe("RedisRateLimiter across replicas", () => {
     const l = replica(1);
     const client = clients[1]!;
     const accounts = [randomUUID(), randomUUID()];
-    const sent: number[] = [];
-    const original = client.modelgateRlAcquire.bind(client);
-    client.modelgateRlAcquire = ((...args: (string | number)[]) => {
-      sent.push(Number(args[0]));
-      return original(...args);
-    }) as typeof client.modelgateRlAcquire;
+    const spy = vi.spyOn(client, "modelgateRlAcquire");
+    let sent: number[] = [];
     let results;
     try {
       const now = Date.now();
@@ -224,7 +214,8 @@ describe("RedisRateLimiter across replicas", () => {
         ),
       );
     } finally {
-      client.modelgateRlAcquire = original;
+      sent = spy.mock.calls.map((c) => Number(c[0])); // numkeys of each call
+      spy.mockRestore();
     }
     // The turn's first acquire goes out at once on its own; then one call per account for the rest, six keys
     // for each call it carries.

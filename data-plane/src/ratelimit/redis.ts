@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { Redis, Result } from "ioredis";
 import type { RateLimits } from "../contract/snapshot.ts";
 import { TurnBatcher } from "../redis/turn-batcher.ts";
-import { atTurnEnd, batchWritesThisTurn } from "../redis/write-batch.ts";
+import { batchWritesThisTurn } from "../redis/write-batch.ts";
 import { MemoryRateLimiter } from "./memory.ts";
 import { chargedUnits } from "./gcra.ts";
 import {
@@ -232,8 +232,8 @@ interface Lease {
 
 /**
  * The distributed limiter: every replica shares the counters in Redis; per account and event-loop turn, one
- * EVALSHA takes the limits of the calls that arrived and one frees those that ended. All keys of one call carry the account's hash tag ({acct:<id>}) so the script also runs on Redis
- * Cluster. The caller's `now` is the clock: replicas should run NTP (skew of s ms shifts a limit by s ms).
+ * EVALSHA takes the limits of the calls that arrived and one frees those that ended. All keys of one call
+ * carry the account's hash tag ({acct:<id>}) so the script also runs on Redis Cluster. The caller's `now` is the clock: replicas should run NTP (skew of s ms shifts a limit by s ms).
  */
 export class RedisRateLimiter implements RateLimiter {
   private readonly prefix: string;
@@ -245,12 +245,8 @@ export class RedisRateLimiter implements RateLimiter {
   private readonly instance = randomBytes(6).toString("hex");
   private seq = 0;
   private readonly leases = new Map<string, Lease>();
-  private readonly acquires = new TurnBatcher<PendingAcquire, number[]>((tag, calls) => this.sendAcquires(tag, calls));
-  /** no acquire went out yet in this event-loop turn */
-  private quietTurn = true;
-  private readonly endQuietTurn = () => {
-    this.quietTurn = true;
-  };
+  // eager: the caller overlaps the round trip with reading the body (see TurnBatcher)
+  private readonly acquires = new TurnBatcher<PendingAcquire, number[]>((tag, calls) => this.sendAcquires(tag, calls), true);
   private readonly releases = new TurnBatcher<PendingRelease>((tag, calls) => this.sendReleases(tag, calls));
   private readonly heartbeat: NodeJS.Timeout;
 
@@ -266,7 +262,7 @@ export class RedisRateLimiter implements RateLimiter {
     this.clock = options.clock ?? Date.now;
     // numberOfKeys left open: six keys per call of the turn
     redis.defineCommand("modelgateRlAcquire", { lua: ACQUIRE_LUA });
-    // numberOfKeys left open: a release carries two keys per call it frees
+    // numberOfKeys left open: the account's three keys plus three per call it frees
     redis.defineCommand("modelgateRlRelease", { lua: RELEASE_LUA });
     this.heartbeat = setInterval(() => void this.renewLeases(), Math.max(1, Math.floor(this.leaseTtlMs / 3)));
     this.heartbeat.unref();
@@ -281,14 +277,7 @@ export class RedisRateLimiter implements RateLimiter {
     const leaseId = `${this.instance}:${++this.seq}`;
     let r: number[];
     try {
-      // The first acquire of a turn goes out at once (the caller overlaps the round trip with reading the
-      // body, and on a quiet replica there is nothing to batch with); the turn's later ones share a call.
-      const pending: PendingAcquire = { keyBase, leaseId, req };
-      if (this.quietTurn) {
-        this.quietTurn = false;
-        atTurnEnd(this.endQuietTurn);
-        r = (await this.sendAcquires(tag, [pending]))[0]!;
-      } else r = await this.acquires.add(tag, pending);
+      r = await this.acquires.add(tag, { keyBase, leaseId, req });
     } catch (err) {
       this.onError(err);
       return this.fallback.acquire(req);

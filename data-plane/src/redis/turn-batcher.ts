@@ -5,6 +5,10 @@ import { atTurnEnd } from "./write-batch.ts";
 // twenty calls sends one command per group instead of twenty, and nothing waits longer than the rest of
 // the turn. `send` answers with one result per item, in order; each add gets its own item's result, or
 // the group's failure.
+//
+// `eager`: the turn's first item goes out at once, on its own, and only the rest wait for the turn's end.
+// For work a caller waits on (rate limits before the upstream call): a quiet replica has nothing to batch
+// with, and the caller overlaps the round trip with what it does next.
 
 interface Pending<T, R> {
   item: T;
@@ -14,19 +18,23 @@ interface Pending<T, R> {
 
 export class TurnBatcher<T, R = void> {
   private pending = new Map<string, Pending<T, R>[]>();
+  /** a flush is due at the end of this turn (also: an eager item already went out in it) */
   private scheduled = false;
 
-  constructor(private readonly send: (group: string, items: T[]) => Promise<R[] | void>) {}
+  constructor(
+    private readonly send: (group: string, items: T[]) => Promise<R[] | void>,
+    private readonly eager = false,
+  ) {}
 
   add(group: string, item: T): Promise<R> {
-    let g = this.pending.get(group);
-    if (g === undefined) this.pending.set(group, (g = []));
-    const p = new Promise<R>((resolve, reject) => g.push({ item, resolve, reject }));
     if (!this.scheduled) {
       this.scheduled = true;
       atTurnEnd(this.flush);
+      if (this.eager) return this.sendGroup(group, [item]).then((results) => (results as R[] | undefined)?.[0] as R);
     }
-    return p;
+    let g = this.pending.get(group);
+    if (g === undefined) this.pending.set(group, (g = []));
+    return new Promise<R>((resolve, reject) => g.push({ item, resolve, reject }));
   }
 
   /** Sends everything pending now (also on shutdown); resolves when those sends are done. */
@@ -34,20 +42,13 @@ export class TurnBatcher<T, R = void> {
     const pending = this.pending;
     this.pending = new Map();
     this.scheduled = false;
-    if (pending.size === 0) return Promise.resolve();
     const sends: Promise<void>[] = [];
     for (const [group, g] of pending) {
-      let p: Promise<R[] | void>;
-      try {
-        p = this.send(
+      sends.push(
+        this.sendGroup(
           group,
           g.map((x) => x.item),
-        );
-      } catch (err) {
-        p = Promise.reject(err);
-      }
-      sends.push(
-        p.then(
+        ).then(
           (results) => {
             for (let i = 0; i < g.length; i++) g[i]!.resolve((results as R[] | undefined)?.[i] as R);
           },
@@ -59,4 +60,12 @@ export class TurnBatcher<T, R = void> {
     }
     return Promise.all(sends).then(() => undefined);
   };
+
+  private sendGroup(group: string, items: T[]): Promise<R[] | void> {
+    try {
+      return this.send(group, items);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
 }

@@ -39,21 +39,15 @@ export interface Admission {
  * as the key is known and the body's size declared, so the round trip overlaps reading and parsing the body;
  * admit() then waits for it. A call refused before it goes upstream gives it all back (cancelLimits).
  */
-export function startLimits(opts: DataPlaneOptions, caller: Caller, estimatedTokens: number, now: number): Promise<AcquireResult> {
-  try {
-    return Promise.resolve(
-      opts.rateLimiter.acquire({
-        keyId: caller.key.id,
-        accountId: caller.account.id,
-        keyLimits: caller.key.limits,
-        accountLimits: caller.account.limits,
-        estimatedTokens,
-        now,
-      }),
-    );
-  } catch (err) {
-    return Promise.reject(err);
-  }
+export async function startLimits(opts: DataPlaneOptions, caller: Caller, estimatedTokens: number, now: number): Promise<AcquireResult> {
+  return opts.rateLimiter.acquire({
+    keyId: caller.key.id,
+    accountId: caller.account.id,
+    keyLimits: caller.key.limits,
+    accountLimits: caller.account.limits,
+    estimatedTokens,
+    now,
+  });
 }
 
 /**

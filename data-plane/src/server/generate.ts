@@ -37,7 +37,7 @@ export async function handleGenerate(opts: DataPlaneOptions, req: IncomingMessag
   const client = protocols[ep.protocol];
   const startedAt = Date.now();
   let call: Call | null = null;
-  let limits: Promise<AcquireResult> | null = null;
+  let limits: Promise<AcquireResult> | undefined;
   let admitted = false;
   try {
     const caller = identify(opts, keyHashFrom(req.headers, ep.keySources, ep.queryKey), req);
@@ -48,8 +48,7 @@ export async function handleGenerate(opts: DataPlaneOptions, req: IncomingMessag
     const raw = await readBody(req, opts.maxBodyBytes);
     const body = parseJsonObject(raw);
     const canonical = client.parseClientRequest(body, ep.route);
-    const estimate = declared ?? raw.length;
-    const admission = await admit(opts, caller, canonical.model, Math.ceil(estimate / 4), startedAt, limits ?? undefined);
+    const admission = await admit(opts, caller, canonical.model, Math.ceil((declared ?? raw.length) / 4), startedAt, limits);
     admitted = true;
     call = new Call(opts, caller, admission, {
       requestId,
@@ -137,7 +136,7 @@ export async function handleGenerate(opts: DataPlaneOptions, req: IncomingMessag
     }
   } catch (err) {
     // Refused before the upstream: the limits taken for this call are given back.
-    if (limits !== null && !admitted) await cancelLimits(limits);
+    if (limits !== undefined && !admitted) await cancelLimits(limits);
     call?.failed(err);
     if (!res.headersSent) sendError(res, err, client.renderError, requestId);
     else if (!res.writableEnded) res.end();

@@ -61,9 +61,9 @@ export async function relayOpenAIJson(call: Call, res: ServerResponse, answer: A
   }
   // The upstream's bytes as they are, unless usage was added; the model name is put back in place.
   let body = text;
-  if (usageAdded) body = JSON.stringify({ ...parsed, model: clientModel });
-  else if (parsed.model !== clientModel) {
-    body = (typeof parsed.model === "string" ? replaceModelField(text, parsed.model, clientModel) : null) ?? JSON.stringify({ ...parsed, model: clientModel });
+  if (usageAdded || parsed.model !== clientModel) {
+    const swapped = !usageAdded && typeof parsed.model === "string" ? replaceModelField(text, parsed.model, clientModel) : null;
+    body = swapped ?? JSON.stringify({ ...parsed, model: clientModel });
   }
   res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...headers });
   res.end(body);
