@@ -33,9 +33,14 @@ export function createDataPlaneOptions(input: RuntimeInput): DataPlaneOptions & 
   const env = input.env ?? process.env;
   const onError = (what: string) => (err: unknown) => input.logger.warn({ err: (err as Error)?.message ?? err }, what);
   let rateLimiter: RateLimiter;
+  let redisLimiter: RedisRateLimiter | null = null;
   let spend: SpendCounter;
   if (input.redis) {
-    rateLimiter = new RedisRateLimiter(input.redis.client, { prefix: `${input.redis.prefix}rl:`, onError: onError("rate limiter: Redis unavailable, limiting in-process") });
+    rateLimiter = redisLimiter = new RedisRateLimiter(input.redis.client, {
+      prefix: `${input.redis.prefix}rl:`,
+      onError: onError("rate limiter: Redis unavailable, limiting in-process"),
+      localFreeShare: localShare(env.MODELGATE_RATELIMIT_LOCAL_SHARE),
+    });
     spend = new RedisSpendCounter(input.redis.client, { prefix: `${input.redis.prefix}spend:`, onError: onError("spend counter: Redis unavailable") });
   } else {
     rateLimiter = new MemoryRateLimiter();
@@ -61,7 +66,7 @@ export function createDataPlaneOptions(input: RuntimeInput): DataPlaneOptions & 
       baseDelayMs: Number(env.MODELGATE_RETRY_BASE_MS ?? defaultRetryPolicy.baseDelayMs),
     },
     trustedProxies: compileAllowlist(trusted),
-    metrics: createMetrics(input.store, () => breakers),
+    metrics: createMetrics(input.store, () => breakers, () => redisLimiter?.local ?? null),
     logger: input.logger,
     masterKey: input.masterKey,
     maxBodyBytes: Number(env.MODELGATE_MAX_BODY_BYTES ?? 8 * 1024 * 1024),
@@ -73,4 +78,13 @@ export function createDataPlaneOptions(input: RuntimeInput): DataPlaneOptions & 
       await transport.close();
     },
   };
+}
+
+/** MODELGATE_RATELIMIT_LOCAL_SHARE: unset (the limiter's default), a share between 0 and 1, or "off". */
+function localShare(v: string | undefined): number | undefined {
+  if (v === undefined || v === "") return undefined;
+  if (v === "off") return 1;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < 0 || n > 1) throw new Error(`MODELGATE_RATELIMIT_LOCAL_SHARE must be a number from 0 to 1, or "off"; got '${v}'`);
+  return n;
 }

@@ -132,6 +132,36 @@ describe("distributed mode", () => {
     expect(Date.now() - revokedAt).toBeLessThan(1_000);
   });
 
+  it("admits calls far from their limits without waiting for Redis, while Redis counts every one for all replicas", async () => {
+    const created = (await admin(env, "key", "create", "--account", "globex", "--name", "local", "--rpm", "100", "--concurrency", "50")).json as { key: string };
+    const [a, b] = replicas;
+    const remaining = async (base: string) => {
+      const c = sdk(base, created.key);
+      const res = await eventually(
+        () => c.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "hi" }] }).withResponse().catch((e: unknown) => e),
+        (v) => !(v instanceof Error),
+        3_000,
+        50,
+      ) as { response: Response };
+      return Number(res.response.headers.get("x-ratelimit-remaining-requests"));
+    };
+    const start = Date.now();
+    const seen: number[] = [];
+    for (let i = 0; i < 10; i++) seen.push(await remaining(a!.base));
+    // The replica counts its own calls: the remaining requests go down one by one (100 rpm refills one per 600 ms).
+    for (let i = 1; i < seen.length; i++) expect(seen[i]! - seen[i - 1]!).toBeLessThanOrEqual(-1 + Math.ceil((Date.now() - start) / 600));
+    const metrics = await (await fetch(`${a!.base}/metrics`)).text();
+    const granted = Number(/modelgate_ratelimit_local_admissions_total\{kind="granted"\} (\d+)/.exec(metrics)?.[1]);
+    expect(granted).toBeGreaterThanOrEqual(5); // the first waits for Redis, then locally while more than 50 are left
+    expect(metrics).toContain('modelgate_ratelimit_local_admissions_total{kind="overrun"} 0');
+    await new Promise((r) => setTimeout(r, 100)); // a's last local admissions reach Redis within 5 ms
+    // The other replica has no view of this key: Redis decides its call, and has all eleven.
+    const other = await remaining(b!.base);
+    const refilled = Math.floor((Date.now() - start) / 600);
+    expect(other).toBeGreaterThanOrEqual(100 - 11);
+    expect(other).toBeLessThanOrEqual(100 - 11 + refilled);
+  });
+
   it("answers unknown paths and unknown models with 404 in OpenAI's shape on a replica", async () => {
     const res = await fetch(`${replicas[0]!.base}/chat/completions`, { method: "POST", body: "{}" });
     expect(res.status).toBe(404);

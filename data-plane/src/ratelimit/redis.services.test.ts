@@ -226,3 +226,114 @@ describe("RedisRateLimiter across replicas", () => {
     for (const r of results) if (r.ok) await r.release(0);
   });
 });
+
+describe("RedisRateLimiter local admission", () => {
+  const prefix = `mgtest:rl:${randomUUID()}:`;
+  const clients: Redis[] = [];
+  const limiters: RedisRateLimiter[] = [];
+  const none: RateLimits = { rpm: null, tpm: null, concurrency: null };
+
+  beforeAll(() => {
+    for (let i = 0; i < 3; i++) clients.push(new Redis(REDIS_URL));
+  });
+  afterAll(async () => {
+    for (const l of limiters) await l.close();
+    await dropPrefix(clients[0]!, prefix);
+    for (const c of clients) c.disconnect();
+  });
+  const replica = (i: number, options: ConstructorParameters<typeof RedisRateLimiter>[1] = {}) => {
+    const l = new RedisRateLimiter(clients[i]!, { prefix, ...options });
+    limiters.push(l);
+    return l;
+  };
+  const call = (keyId: string, accountId: string, keyLimits: Partial<RateLimits>, now = Date.now(), estimatedTokens = 0) => ({
+    keyId,
+    accountId,
+    keyLimits: { ...none, ...keyLimits },
+    accountLimits: none,
+    estimatedTokens,
+    now,
+  });
+
+  it("admits a call far from its limits without waiting for Redis, and Redis still takes it", async () => {
+    const l = replica(0);
+    const ids = [randomUUID(), randomUUID()] as const;
+    // One clock for all calls, so nothing refills between them (Redis expires a TAT by its own clock: 1.6 s
+    // after the first call at 100 rpm, longer than the pause below).
+    const now = Date.now();
+    const first = await l.acquire(call(...ids, { rpm: 100, concurrency: 50 }, now));
+    expect(first.ok).toBe(true);
+    // Redis holds every command for a while: a call decided by Redis would wait for all of it.
+    await clients[1]!.call("CLIENT", "PAUSE", "700", "ALL");
+    const raced = await Promise.race([
+      Promise.resolve(l.acquire(call(...ids, { rpm: 100, concurrency: 50 }, now))).then((r) => (r.ok ? "granted" : "refused")),
+      new Promise((resolve) => setTimeout(() => resolve("waiting for Redis"), 300)),
+    ]);
+    expect(raced).toBe("granted");
+    expect(l.local.granted).toBe(1);
+    // Once Redis resumes it has both calls (the local call goes out when its sync window ends; a PING behind it
+    // on the same connection says it was run): a fresh replica, with no local view, sees both.
+    await new Promise((r) => setTimeout(r, 50));
+    await clients[0]!.ping();
+    const other = replica(2);
+    const seen = await other.acquire(call(...ids, { rpm: 100, concurrency: 50 }, now));
+    expect(seen.ok && seen.info.requests?.remaining).toBe(97);
+    expect(await clients[2]!.zcard(`${prefix}{acct:${ids[1]}}:k:${ids[0]}:conc`)).toBe(3);
+  });
+
+  it("leaves the last half of every limit to Redis, which refuses exactly at the limit", async () => {
+    const l = replica(0);
+    const ids = [randomUUID(), randomUUID()] as const;
+    const results = [];
+    for (let i = 0; i < 12; i++) results.push(await l.acquire(call(...ids, { rpm: 10 })));
+    expect(results.map((r) => r.ok)).toEqual([...Array(10).fill(true), false, false]);
+    // the first waits (no answer from Redis yet), then local grants while more than 5 of 10 stay free
+    expect(l.local.granted).toBeGreaterThan(0);
+    expect(l.local.granted).toBeLessThanOrEqual(4);
+    expect(l.local.overrun).toBe(0);
+  });
+
+  it("takes a call past the limit when other replicas used it up unseen, counts the overrun, and makes later calls wait for it", async () => {
+    const overruns: number[] = [];
+    const a = replica(0, { onLocalOverrun: () => overruns.push(1) });
+    const b = replica(1);
+    const ids = [randomUUID(), randomUUID()] as const;
+    const now = Date.now();
+    expect((await a.acquire(call(...ids, { rpm: 10 }, now))).ok).toBe(true); // a's view: 9 free
+    for (let i = 0; i < 9; i++) expect((await b.acquire(call(...ids, { rpm: 10 }, now))).ok).toBe(true);
+    const late = await a.acquire(call(...ids, { rpm: 10 }, now)); // a still believes 9 are free
+    expect(late.ok).toBe(true);
+    if (late.ok) await late.release(0); // waits until Redis has taken it
+    expect(a.local).toEqual({ granted: 1, overrun: 1 });
+    expect(overruns).toEqual([1]);
+    // 11 taken against 10 a minute: the next call waits one interval (6 s) longer than it otherwise would
+    const refused = await b.acquire(call(...ids, { rpm: 10 }, now + 1_000));
+    expect(refused.ok).toBe(false);
+    if (!refused.ok) expect(refused.retryAfterMs).toBe(11_000);
+  });
+
+  it("frees a locally admitted call only after Redis took it, and gives a cancelled one back", async () => {
+    const l = replica(0);
+    const ids = [randomUUID(), randomUUID()] as const;
+    const limits = { rpm: 100, tpm: 100_000, concurrency: 20 };
+    const now = Date.now();
+    const first = await l.acquire(call(...ids, limits, now, 100));
+    const second = await l.acquire(call(...ids, limits, now, 100));
+    expect(l.local.granted).toBe(1);
+    // cancelled in the same turn it was granted in, before its acquire reached Redis
+    if (second.ok) await second.cancel(now);
+    if (first.ok) await first.release(100, now);
+    const fresh = replica(2);
+    const after = await fresh.acquire(call(...ids, limits, now, 100));
+    expect(after.ok && after.info.requests?.remaining).toBe(98); // the first call and this one
+    expect(after.ok && after.info.tokens?.remaining).toBe(100_000 - 200);
+    expect(await clients[2]!.zcard(`${prefix}{acct:${ids[1]}}:k:${ids[0]}:conc`)).toBe(1); // only this one's slot
+  });
+
+  it("waits for Redis on every call when local admission is off", async () => {
+    const l = replica(0, { localFreeShare: 1 });
+    const ids = [randomUUID(), randomUUID()] as const;
+    for (let i = 0; i < 5; i++) expect((await l.acquire(call(...ids, { rpm: 1000 }))).ok).toBe(true);
+    expect(l.local.granted).toBe(0);
+  });
+});

@@ -5,6 +5,7 @@ import { TurnBatcher } from "../redis/turn-batcher.ts";
 import { batchWritesThisTurn } from "../redis/write-batch.ts";
 import { MemoryRateLimiter } from "./memory.ts";
 import { chargedUnits } from "./gcra.ts";
+import { type Free, Headroom, resetMsOf } from "./headroom.ts";
 import {
   hasAnyLimit,
   NO_INFO,
@@ -23,10 +24,13 @@ import {
 // (exactly as separate round trips would). The GCRA lines mirror gcra.ts; TATs are stored with %.17g so
 // nothing is lost between calls. Concurrency: a sorted set of leases scored by expiry, so a replica that dies
 // without releasing loses its slots after the lease TTL instead of leaking them; live replicas renew their
-// leases (see heartbeat).
+// leases (see heartbeat). A forced call was already admitted by the replica (see Headroom): it is taken even
+// past a limit, so Redis keeps the exact count and later calls wait for what it overran; its answer says so.
 // KEYS: per call key rpm, key tpm, key conc, account rpm, account tpm, account conc.
-// ARGV: lease TTL, concurrency retry, then per call now, estimate, lease id and the six limits.
-// Answers 13 numbers per call (see infoFrom).
+// ARGV: lease TTL, concurrency retry, then per call now, estimate, lease id, the six limits and force (0/1).
+// Answers 15 numbers per call: status (0 refused, 1 taken, 2 forced past a limit), the refusing limit's index,
+// retry, limit and remaining, then remaining and reset of key rpm, key tpm, account rpm, account tpm, then
+// free slots of key and account concurrency (see infoFrom).
 const ACQUIRE_LUA = `
 local P = 60000
 local EPS = 0.01
@@ -42,7 +46,7 @@ local function gcra(now, tat, limit, cost)
   local newTat = base + cost * interval
   local allowAt = newTat - P
   if allowAt - now > EPS then
-    return false, tat, math.ceil(allowAt - now - EPS), math.max(0, math.floor((P - (base - now)) / interval + EPS)), math.ceil(base - now - EPS)
+    return false, newTat, math.ceil(allowAt - now - EPS), math.max(0, math.floor((P - (base - now)) / interval + EPS)), math.ceil(base - now - EPS)
   end
   return true, newTat, 0, math.max(0, math.floor((P - (newTat - now)) / interval + EPS)), math.ceil(newTat - now - EPS)
 end
@@ -55,10 +59,11 @@ local function acquire(kb, ab)
   local now = tonumber(ARGV[ab])
   local est = tonumber(ARGV[ab + 1])
   local leaseId = ARGV[ab + 2]
+  local force = ARGV[ab + 9] == '1'
   local limits = {}
   for i = 1, 6 do limits[i] = tonumber(ARGV[ab + 2 + i]) end
   local costs = {1, est, 0, 1, est, 0}
-  local tats, newTats, rem, reset = {}, {}, {0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}
+  local tats, newTats, rem, reset, cards = {}, {}, {0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}
   local denyRetry, denyIdx, denyLimit, denyRem = -1, 0, 0, 0
   for i = 1, 6 do
     local limit = limits[i]
@@ -66,7 +71,8 @@ local function acquire(kb, ab)
       local key = KEYS[kb + i - 1]
       if i == 3 or i == 6 then
         redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
-        if redis.call('ZCARD', key) >= limit and concRetry > denyRetry then
+        cards[i] = redis.call('ZCARD', key)
+        if cards[i] >= limit and concRetry > denyRetry then
           denyRetry, denyIdx, denyLimit, denyRem = concRetry, i, limit, 0
         end
       else
@@ -80,15 +86,19 @@ local function acquire(kb, ab)
       end
     end
   end
+  local status = 1
   if denyIdx > 0 then
-    for _, i in ipairs({1, 2, 4, 5}) do
-      if limits[i] > 0 then
-        local ok, nt, retry, r, rs = gcra(now, tats[i], limits[i], 0)
-        rem[i], reset[i] = r, rs
+    status = 2
+    if not force then
+      for _, i in ipairs({1, 2, 4, 5}) do
+        if limits[i] > 0 then
+          local ok, nt, retry, r, rs = gcra(now, tats[i], limits[i], 0)
+          rem[i], reset[i] = r, rs
+        end
       end
+      push(0, denyIdx, denyRetry, denyLimit, denyRem, rem[1], reset[1], rem[2], reset[2], rem[4], reset[4], rem[5], reset[5], limits[3] - cards[3], limits[6] - cards[6])
+      return
     end
-    push(0, denyIdx, denyRetry, denyLimit, denyRem, rem[1], reset[1], rem[2], reset[2], rem[4], reset[4], rem[5], reset[5])
-    return
   end
   for i = 1, 6 do
     local limit = limits[i]
@@ -97,16 +107,21 @@ local function acquire(kb, ab)
       if i == 3 or i == 6 then
         redis.call('ZADD', key, now + leaseTtl, leaseId)
         redis.call('PEXPIRE', key, leaseTtl * 2)
+        cards[i] = cards[i] + 1
       else
         redis.call('SET', key, string.format('%.17g', newTats[i]), 'PX', math.ceil(newTats[i] - now) + 1000)
+        if status == 2 then
+          local ok, nt, retry, r, rs = gcra(now, newTats[i], limit, 0)
+          rem[i], reset[i] = r, rs
+        end
       end
     end
   end
-  push(1, 0, 0, 0, 0, rem[1], reset[1], rem[2], reset[2], rem[4], reset[4], rem[5], reset[5])
+  push(status, denyIdx, denyRetry, denyLimit, denyRem, rem[1], reset[1], rem[2], reset[2], rem[4], reset[4], rem[5], reset[5], limits[3] - cards[3], limits[6] - cards[6])
 end
 
-local n = (#ARGV - 2) / 9
-for j = 0, n - 1 do acquire(1 + j * 6, 3 + j * 9) end
+local n = (#ARGV - 2) / 10
+for j = 0, n - 1 do acquire(1 + j * 6, 3 + j * 10) end
 return out
 `;
 
@@ -178,6 +193,22 @@ export interface RedisRateLimiterOptions {
   concurrencyRetryMs?: number;
   /** used while Redis cannot be reached: each replica then enforces every limit on its own */
   fallback?: RateLimiter;
+  /**
+   * Local admission (see Headroom): a call goes on without waiting for Redis while, by this replica's latest
+   * answer from Redis, every limit it touches keeps more than this share of itself free after it; default 0.5.
+   * 1 or more turns it off (every call waits for Redis).
+   */
+  localFreeShare?: number;
+  /** the latest answer from Redis is used for local admission for at most this long; default 1000 ms */
+  localViewMs?: number;
+  /**
+   * What nobody waits for, calls admitted locally and calls that ended, goes to Redis at most this long
+   * later, together (one script call per account and window instead of one per call); default 5 ms. Before
+   * a call that Redis decides, all of it goes at once, so Redis always decides on everything this replica knows.
+   */
+  syncMs?: number;
+  /** a call admitted locally turned out to be past a limit (it was taken nonetheless; later calls pay for it) */
+  onLocalOverrun?: () => void;
   onError?: (err: unknown) => void;
   clock?: () => number;
 }
@@ -194,6 +225,9 @@ const KINDS: readonly (readonly [LimitScope, LimitKind])[] = [
 
 const lim = (n: number | null): number => n ?? 0;
 
+/** Numbers the acquire script answers per call. */
+const REPLY = 15;
+
 function infoFrom(r: number[], kl: RateLimits, al: RateLimits): RateLimitInfo {
   return {
     requests: tighterLimit(kl.rpm, r[5]!, r[6]!, al.rpm, r[9]!, r[10]!),
@@ -201,10 +235,21 @@ function infoFrom(r: number[], kl: RateLimits, al: RateLimits): RateLimitInfo {
   };
 }
 
+/** Headers for a call admitted locally: what is left by the replica's reckoning. */
+function localInfo(kl: RateLimits, k: Free, al: RateLimits, a: Free): RateLimitInfo {
+  const reset = (limit: number | null, free: number) => (limit === null ? 0 : resetMsOf(limit, free));
+  return {
+    requests: tighterLimit(kl.rpm, k.rpm, reset(kl.rpm, k.rpm), al.rpm, a.rpm, reset(al.rpm, a.rpm)),
+    tokens: tighterLimit(kl.tpm, k.tpm, reset(kl.tpm, k.tpm), al.tpm, a.tpm, reset(al.tpm, a.tpm)),
+  };
+}
+
 interface PendingAcquire {
   keyBase: string;
   leaseId: string;
   req: RateLimitRequest;
+  /** admitted locally: taken in Redis even past a limit */
+  force: boolean;
 }
 
 interface PendingRelease {
@@ -223,6 +268,8 @@ interface RedisGrantState {
   keyLimits: RateLimits;
   accountLimits: RateLimits;
   estimated: number;
+  /** a call admitted locally: settles when Redis has taken it (true) or could not (false); null: taken already */
+  taken: Promise<boolean> | null;
 }
 
 interface Lease {
@@ -246,9 +293,15 @@ export class RedisRateLimiter implements RateLimiter {
   private seq = 0;
   private readonly leases = new Map<string, Lease>();
   // eager: the caller overlaps the round trip with reading the body (see TurnBatcher)
-  private readonly acquires = new TurnBatcher<PendingAcquire, number[]>((tag, calls) => this.sendAcquires(tag, calls), true);
-  private readonly releases = new TurnBatcher<PendingRelease>((tag, calls) => this.sendReleases(tag, calls));
+  private readonly acquires = new TurnBatcher<PendingAcquire, number[]>((tag, calls) => this.sendAcquires(tag, calls), { eager: true });
+  // Calls admitted locally are told to Redis once per window: nobody waits for them (see syncMs).
+  private readonly localAcquires: TurnBatcher<PendingAcquire, number[]>;
+  private readonly releases: TurnBatcher<PendingRelease>;
   private readonly heartbeat: NodeJS.Timeout;
+  private readonly headroom: Headroom;
+  private readonly onLocalOverrun: () => void;
+  /** calls admitted without waiting for Redis, and those of them Redis found past a limit */
+  readonly local = { granted: 0, overrun: 0 };
 
   constructor(
     private readonly redis: Redis,
@@ -260,11 +313,20 @@ export class RedisRateLimiter implements RateLimiter {
     this.fallback = options.fallback ?? new MemoryRateLimiter({ concurrencyRetryMs: this.concurrencyRetryMs });
     this.onError = options.onError ?? (() => {});
     this.clock = options.clock ?? Date.now;
+    const viewMs = options.localViewMs ?? 1000;
+    this.headroom = new Headroom(options.localFreeShare ?? 0.5, viewMs);
+    this.onLocalOverrun = options.onLocalOverrun ?? (() => {});
+    const windowMs = options.syncMs ?? 5;
+    this.localAcquires = new TurnBatcher((tag, calls) => this.sendAcquires(tag, calls), { windowMs });
+    this.releases = new TurnBatcher((tag, calls) => this.sendReleases(tag, calls), { windowMs });
     // numberOfKeys left open: six keys per call of the turn
     redis.defineCommand("modelgateRlAcquire", { lua: ACQUIRE_LUA });
     // numberOfKeys left open: the account's three keys plus three per call it frees
     redis.defineCommand("modelgateRlRelease", { lua: RELEASE_LUA });
-    this.heartbeat = setInterval(() => void this.renewLeases(), Math.max(1, Math.floor(this.leaseTtlMs / 3)));
+    this.heartbeat = setInterval(() => {
+      void this.renewLeases();
+      this.headroom.sweep(this.clock());
+    }, Math.max(1, Math.floor(this.leaseTtlMs / 3)));
     this.heartbeat.unref();
   }
 
@@ -275,9 +337,44 @@ export class RedisRateLimiter implements RateLimiter {
     const tag = `${this.prefix}{acct:${req.accountId}}:`;
     const keyBase = `${tag}k:${req.keyId}:`;
     const leaseId = `${this.instance}:${++this.seq}`;
+    const state: RedisGrantState = { leaseId, keyBase, tag, keyLimits: kl, accountLimits: al, estimated: req.estimatedTokens, taken: null };
+    // Far from every limit, the call goes on now and Redis takes it on the way (forced); near one, Redis decides.
+    const k = this.headroom.admit(keyBase, kl, req.estimatedTokens, req.now);
+    const a = k === null ? null : this.headroom.admit(tag, al, req.estimatedTokens, req.now);
+    this.headroom.sent(keyBase, kl, req.estimatedTokens);
+    this.headroom.sent(tag, al, req.estimatedTokens);
+    const local = k !== null && a !== null;
+    const item = { keyBase, leaseId, req, force: local };
+    // Redis must see the calls admitted locally and the calls that ended before one it decides, or it would
+    // decide without them (and refuse a slot that is free, say).
+    if (!local) {
+      void this.localAcquires.flush();
+      void this.releases.flush();
+    }
+    const answer = local ? this.localAcquires.add(tag, item) : this.acquires.add(tag, item);
+    if (local) {
+      this.local.granted++;
+      state.taken = answer.then(
+        (r) => {
+          if (r[0] === 2) {
+            this.local.overrun++;
+            this.onLocalOverrun();
+          }
+          return true;
+        },
+        (err: unknown) => {
+          // Not counted in Redis: nothing to release there either.
+          this.leases.delete(leaseId);
+          this.onError(err);
+          return false;
+        },
+      );
+      this.holdLease(leaseId, keyBase, tag, kl, al);
+      return new RedisGrant(this, localInfo(kl, k, al, a), state);
+    }
     let r: number[];
     try {
-      r = await this.acquires.add(tag, { keyBase, leaseId, req });
+      r = await answer;
     } catch (err) {
       this.onError(err);
       return this.fallback.acquire(req);
@@ -287,28 +384,45 @@ export class RedisRateLimiter implements RateLimiter {
       const [scope, kind] = KINDS[r[1]!]!;
       return { ok: false, retryAfterMs: r[2]!, limit: r[3]!, remaining: r[4]!, scope, kind, info };
     }
-    const lease: Lease = {
-      keyConc: kl.concurrency === null ? null : `${keyBase}conc`,
-      accountConc: al.concurrency === null ? null : `${tag}a:conc`,
-    };
-    if (lease.keyConc !== null || lease.accountConc !== null) this.leases.set(leaseId, lease);
-    return new RedisGrant(this, info, { leaseId, keyBase, tag, keyLimits: kl, accountLimits: al, estimated: req.estimatedTokens });
+    this.holdLease(leaseId, keyBase, tag, kl, al);
+    return new RedisGrant(this, info, state);
   }
 
-  /** One script call for the acquires of one account in this turn; 13 numbers back per call. */
+  private holdLease(leaseId: string, keyBase: string, tag: string, kl: RateLimits, al: RateLimits): void {
+    if (kl.concurrency === null && al.concurrency === null) return;
+    this.leases.set(leaseId, { keyConc: kl.concurrency === null ? null : `${keyBase}conc`, accountConc: al.concurrency === null ? null : `${tag}a:conc` });
+  }
+
+  /** One script call for the acquires of one account in this turn; REPLY numbers back per call. */
   private async sendAcquires(tag: string, calls: PendingAcquire[]): Promise<number[][]> {
     const keys: string[] = [];
     const args: (string | number)[] = [this.leaseTtlMs, this.concurrencyRetryMs];
-    for (const { keyBase, leaseId, req } of calls) {
+    for (const { keyBase, leaseId, req, force } of calls) {
       const kl = req.keyLimits;
       const al = req.accountLimits;
       keys.push(`${keyBase}rpm`, `${keyBase}tpm`, `${keyBase}conc`, `${tag}a:rpm`, `${tag}a:tpm`, `${tag}a:conc`);
-      args.push(req.now, req.estimatedTokens, leaseId, lim(kl.rpm), lim(kl.tpm), lim(kl.concurrency), lim(al.rpm), lim(al.tpm), lim(al.concurrency));
+      args.push(req.now, req.estimatedTokens, leaseId, lim(kl.rpm), lim(kl.tpm), lim(kl.concurrency), lim(al.rpm), lim(al.tpm), lim(al.concurrency), force ? 1 : 0);
     }
-    const flat = await this.redis.modelgateRlAcquire(keys.length, ...keys, ...args);
-    if (!Array.isArray(flat) || flat.length !== calls.length * 13) throw new Error("rate limiter: unexpected reply from Redis");
+    let flat: number[];
+    try {
+      flat = await this.redis.modelgateRlAcquire(keys.length, ...keys, ...args)
+      if (!Array.isArray(flat) || flat.length !== calls.length * REPLY) throw new Error("rate limiter: unexpected reply from Redis");
+    } catch (err) {
+      for (const { keyBase, req } of calls) {
+        this.headroom.heard(keyBase, req.keyLimits, req.estimatedTokens, req.now, null);
+        this.headroom.heard(tag, req.accountLimits, req.estimatedTokens, req.now, null);
+      }
+      throw err;
+    }
     const out: number[][] = [];
-    for (let i = 0; i < calls.length; i++) out.push(flat.slice(i * 13, i * 13 + 13));
+    for (let i = 0; i < calls.length; i++) {
+      const r = flat.slice(i * REPLY, i * REPLY + REPLY);
+      const { keyBase, req } = calls[i]!;
+      // What Redis reports left after this call (in arrival order, so the last call's answer is the latest).
+      this.headroom.heard(keyBase, req.keyLimits, req.estimatedTokens, req.now, { rpm: r[5]!, tpm: r[7]!, conc: r[13]! });
+      this.headroom.heard(tag, req.accountLimits, req.estimatedTokens, req.now, { rpm: r[9]!, tpm: r[11]!, conc: r[14]! });
+      out.push(r);
+    }
     return out;
   }
 
@@ -318,6 +432,9 @@ export class RedisRateLimiter implements RateLimiter {
     const kDelta = grant.keyLimits.tpm === null ? 0 : actual - chargedUnits(grant.keyLimits.tpm, grant.estimated);
     const aDelta = grant.accountLimits.tpm === null ? 0 : actual - chargedUnits(grant.accountLimits.tpm, grant.estimated);
     const rpmDelta = cancel && (grant.keyLimits.rpm !== null || grant.accountLimits.rpm !== null) ? -1 : 0;
+    // A call bigger than its estimate leaves less free than the last answer said: local admission must know.
+    this.headroom.charge(grant.keyBase, kDelta);
+    this.headroom.charge(grant.tag, aDelta);
     if (!held && kDelta === 0 && aDelta === 0 && rpmDelta === 0) return Promise.resolve();
     return this.releases.add(grant.tag, { grant, kDelta, aDelta, rpmDelta, now });
   }
@@ -368,6 +485,7 @@ export class RedisRateLimiter implements RateLimiter {
   /** Stops renewing; leases still held expire after the lease TTL. Does not close the Redis connection. */
   async close(): Promise<void> {
     clearInterval(this.heartbeat);
+    await this.localAcquires.flush();
     await this.acquires.flush();
     await this.releases.flush();
     await this.fallback.close();
@@ -386,14 +504,19 @@ class RedisGrant implements RateLimitGrant {
   ) {}
 
   release(actualTokens: number, now: number = Date.now()): Promise<void> {
-    if (this.released) return Promise.resolve();
-    this.released = true;
-    return this.limiter.release(this.state, actualTokens, now, false);
+    return this.end(actualTokens, now, false);
   }
 
   cancel(now: number = Date.now()): Promise<void> {
+    return this.end(0, now, true);
+  }
+
+  private end(actualTokens: number, now: number, cancel: boolean): Promise<void> {
     if (this.released) return Promise.resolve();
     this.released = true;
-    return this.limiter.release(this.state, 0, now, true);
+    const taken = this.state.taken;
+    // A call admitted locally is freed only once Redis has taken it, and not at all if Redis never did.
+    if (taken === null) return this.limiter.release(this.state, actualTokens, now, cancel);
+    return taken.then((ok) => (ok ? this.limiter.release(this.state, actualTokens, now, cancel) : undefined));
   }
 }

@@ -38,6 +38,24 @@ describe("TurnBatcher", () => {
     expect(sends).toBe(1);
   });
 
+  it("with a window, sends what several turns added once, when the window ends, or at once on flush", async () => {
+    const sent: [string, number[]][] = [];
+    const b = new TurnBatcher<number>(async (group, items) => void sent.push([group, items]), { windowMs: 40 });
+    const first = b.add("a", 1);
+    await nextTurn();
+    const second = b.add("a", 2);
+    await nextTurn();
+    expect(sent).toEqual([]); // turns ended, the window has not
+    await Promise.all([first, second]);
+    expect(sent).toEqual([["a", [1, 2]]]);
+    const third = b.add("a", 3);
+    await b.flush();
+    await third;
+    expect(sent.at(-1)).toEqual(["a", [3]]);
+    await new Promise((r) => setTimeout(r, 60));
+    expect(sent.length).toBe(2); // the flushed window sends nothing more
+  });
+
   it("runs work deferred during the turn's end in the next turn", async () => {
     const order: string[] = [];
     atTurnEnd(() => {

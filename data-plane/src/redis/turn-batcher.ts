@@ -1,4 +1,4 @@
-import { atTurnEnd } from "./write-batch.ts";
+import { atTurnEnd, atWindowEnd } from "./write-batch.ts";
 
 // Collects what the calls of one event-loop turn want from Redis, by group (an account's hash tag, a spend
 // counter), and sends each group once at the end of the turn (see write-batch.ts): a turn that handled
@@ -9,7 +9,14 @@ import { atTurnEnd } from "./write-batch.ts";
 // `eager`: the turn's first item goes out at once, on its own, and only the rest wait for the turn's end.
 // For work a caller waits on (rate limits before the upstream call): a quiet replica has nothing to batch
 // with, and the caller overlaps the round trip with what it does next.
+//
+// `windowMs`: items wait up to this long instead of to the turn's end, so work nobody waits on is sent once
+// per window rather than once per call, and not in the middle of the calls it belongs to.
 
+export interface TurnBatcherOptions {
+  eager?: boolean;
+  windowMs?: number;
+}
 interface Pending<T, R> {
   item: T;
   resolve(result: R): void;
@@ -21,15 +28,22 @@ export class TurnBatcher<T, R = void> {
   /** a flush is due at the end of this turn (also: an eager item already went out in it) */
   private scheduled = false;
 
+  private readonly eager: boolean;
+  private readonly windowMs: number;
+
   constructor(
     private readonly send: (group: string, items: T[]) => Promise<R[] | void>,
-    private readonly eager = false,
-  ) {}
+    options: TurnBatcherOptions = {},
+  ) {
+    this.eager = options.eager ?? false;
+    this.windowMs = options.windowMs ?? 0;
+  }
 
   add(group: string, item: T): Promise<R> {
     if (!this.scheduled) {
       this.scheduled = true;
-      atTurnEnd(this.flush);
+      if (this.windowMs > 0) atWindowEnd(this.flush, this.windowMs);
+      else atTurnEnd(this.flush);
       if (this.eager) return this.sendGroup(group, [item]).then((results) => (results as R[] | undefined)?.[0] as R);
     }
     let g = this.pending.get(group);
@@ -39,6 +53,10 @@ export class TurnBatcher<T, R = void> {
 
   /** Sends everything pending now (also on shutdown); resolves when those sends are done. */
   readonly flush = (): Promise<void> => {
+    if (this.pending.size === 0) {
+      this.scheduled = false;
+      return Promise.resolve();
+    }
     const pending = this.pending;
     this.pending = new Map();
     this.scheduled = false;

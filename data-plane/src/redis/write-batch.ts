@@ -51,6 +51,27 @@ export function atTurnEnd(task: () => void): void {
   if (!ending) schedule();
 }
 
+let windowTasks: (() => void)[] = [];
+let windowTimer: NodeJS.Timeout | null = null;
+
+function endWindow(): void {
+  windowTimer = null;
+  const tasks = windowTasks;
+  windowTasks = [];
+  // At the end of the turn the timer fires in, with that turn's other Redis writes, corked together.
+  for (const task of tasks) atTurnEnd(task);
+}
+
+/**
+ * Runs `task` once the current window ends: the first task of a window opens it for `ms` milliseconds, and
+ * every task deferred meanwhile runs with it. For Redis writes nobody waits for, so that a quiet replica
+ * sends them once per window rather than once per call.
+ */
+export function atWindowEnd(task: () => void, ms: number): void {
+  windowTasks.push(task);
+  if (windowTimer === null) windowTimer = setTimeout(endWindow, ms);
+}
+
 /** Batches this turn's writes on the client's current connection; call before sending a command. */
 export function batchWritesThisTurn(redis: Redis): void {
   const stream = redis.stream as Stream | undefined;

@@ -4,7 +4,7 @@ import type { SnapshotStore } from "../snapshot/store.ts";
 import type { BreakerRegistry } from "../upstreams/breaker.ts";
 
 /** Prometheus metrics of one data plane (GET /metrics). Labels stay low-cardinality: no key or account ids. */
-export function createMetrics(store: SnapshotStore, breakers: () => BreakerRegistry) {
+export function createMetrics(store: SnapshotStore, breakers: () => BreakerRegistry, localAdmissions: () => { granted: number; overrun: number } | null = () => null) {
   const registry = new Registry();
   // The per-call series are updated on every request: see series.ts.
   const requests = new FastCounter("modelgate_requests_total", "Requests by client protocol, model and status");
@@ -30,6 +30,20 @@ export function createMetrics(store: SnapshotStore, breakers: () => BreakerRegis
     registers: [registry],
     collect() {
       for (const [name, state] of Object.entries(breakers().states(Date.now()))) this.set({ upstream: name }, state === "closed" ? 0 : 1);
+    },
+  });
+  new Counter({
+    name: "modelgate_ratelimit_local_admissions_total",
+    help: "Calls admitted without waiting for Redis (kind=granted) and those of them Redis found past a limit (kind=overrun), since start",
+    labelNames: ["kind"] as const,
+    registers: [registry],
+    collect() {
+      const local = localAdmissions();
+      if (local === null) return;
+      // The limiter keeps the counts; the series mirrors them at scrape time.
+      this.reset();
+      this.inc({ kind: "granted" }, local.granted);
+      this.inc({ kind: "overrun" }, local.overrun);
     },
   });
   return {

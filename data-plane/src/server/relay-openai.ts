@@ -4,7 +4,7 @@ import { renderOpenAIError } from "../protocols/openai/errors.ts";
 import { replaceModelField } from "../protocols/openai/model-field.ts";
 import { SseParser } from "../protocols/sse.ts";
 import type { Call } from "./call.ts";
-import { SSE_HEADERS } from "./relay.ts";
+import { SSE_HEADERS, startEventStream } from "./relay.ts";
 import type { Answer } from "./upstream-call.ts";
 
 // OpenAI client to OpenAI upstream, the common case: no translation. Each SSE event is parsed once to read
@@ -78,8 +78,7 @@ export async function relayOpenAIStream(
   includeUsage: boolean,
   headers: Record<string, string>,
 ): Promise<void> {
-  res.writeHead(200, { ...SSE_HEADERS, ...headers });
-  res.flushHeaders();
+  const headSent = startEventStream(res, { ...SSE_HEADERS, ...headers });
   const parser = new SseParser();
   let sawDone = false;
   let sawUsage = false;
@@ -133,7 +132,14 @@ export async function relayOpenAIStream(
   try {
     for await (const buf of answer.upstream.body) {
       call.firstByte();
-      for (const ev of parser.push(buf)) relayEvent(ev.data);
+      headSent();
+      // one write for all the events of this chunk
+      res.cork();
+      try {
+        for (const ev of parser.push(buf)) relayEvent(ev.data);
+      } finally {
+        res.uncork();
+      }
     }
     for (const ev of parser.flush()) relayEvent(ev.data);
     if (upstreamError) {
@@ -157,6 +163,7 @@ export async function relayOpenAIStream(
       res.write(`data: ${renderOpenAIError(err, call.record.requestId).body}\n\n`);
     }
   }
+  headSent();
   if (!res.destroyed) res.end(status === 200 ? "data: [DONE]\n\n" : undefined);
   call.finish(status, errorCode);
 }

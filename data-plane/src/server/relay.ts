@@ -19,6 +19,21 @@ export const SSE_HEADERS = {
   "x-accel-buffering": "no",
 } as const;
 
+/** A stream's head goes out with its first chunk, in one write; an upstream slower than this to send one gets it alone. */
+const HEAD_ALONE_AFTER_MS = 20;
+
+/**
+ * Starts an event stream. Returns what to call when the first chunk goes out (or the relay ends): until
+ * then the head waits to travel with it, so the client's first byte costs one packet, not two.
+ */
+export function startEventStream(res: ServerResponse, headers: Record<string, string>): () => void {
+  res.writeHead(200, headers);
+  const t = setTimeout(() => {
+    if (!res.destroyed) res.flushHeaders();
+  }, HEAD_ALONE_AFTER_MS);
+  return () => clearTimeout(t);
+}
+
 const streamBroke = () => new GatewayError("upstream", "upstream_stream_error", "The upstream stream failed before it finished.");
 
 /** Non-streaming: read the body, take usage from it, send it on (re-rendered when translating). */
@@ -70,8 +85,7 @@ export interface StreamRelay {
  * ends the client's stream with its protocol's error event; the call is charged for what was delivered.
  */
 export async function relayStream(call: Call, res: ServerResponse, answer: Answer, relay: StreamRelay, headers: Record<string, string>): Promise<void> {
-  res.writeHead(200, { ...SSE_HEADERS, ...(relay.contentType ? { "content-type": relay.contentType } : {}), ...headers });
-  res.flushHeaders();
+  const headSent = startEventStream(res, { ...SSE_HEADERS, ...(relay.contentType ? { "content-type": relay.contentType } : {}), ...headers });
   const out = (s: string) => {
     if (s && !res.destroyed) res.write(relay.wrap ? relay.wrap.frames(s) : s);
   };
@@ -90,8 +104,15 @@ export async function relayStream(call: Call, res: ServerResponse, answer: Answe
   try {
     for await (const chunk of answer.upstream.body) {
       call.firstByte();
-      if (relay.passthrough) out(relay.passthrough.push(chunk));
-      handle(relay.decoder.push(chunk));
+      headSent();
+      // one write for all the events of this chunk
+      res.cork();
+      try {
+        if (relay.passthrough) out(relay.passthrough.push(chunk));
+        handle(relay.decoder.push(chunk));
+      } finally {
+        res.uncork();
+      }
     }
     if (relay.passthrough) out(relay.passthrough.end());
     handle(relay.decoder.end());
@@ -110,6 +131,7 @@ export async function relayStream(call: Call, res: ServerResponse, answer: Answe
       else out(relay.errorFrame(err));
     }
   }
+  headSent();
   if (!res.destroyed) res.end(relay.wrap ? relay.wrap.close() : undefined);
   call.finish(status, errorCode);
 }

@@ -58,8 +58,8 @@ export class InProcessUsageSink implements UsageSink {
 }
 
 /**
- * Distributed mode: a Redis Stream read by the control plane's consumer group. The events of one event-loop
- * turn go as one stream entry (see USAGE_ENTRY_FIELD). While Redis cannot take an entry, its events go to
+ * Distributed mode: a Redis Stream read by the control plane's consumer group. The events of one 5 ms
+ * window go as one stream entry (see USAGE_ENTRY_FIELD). While Redis cannot take an entry, its events go to
  * the local disk spool instead, and a replay loop moves the backlog to Redis once it is back (the control
  * plane settles by request id, so a replayed duplicate is harmless). Nothing is dropped.
  *
@@ -70,7 +70,7 @@ export class InProcessUsageSink implements UsageSink {
  */
 export class RedisUsageSink implements UsageSink {
   private inflight = new Set<Promise<unknown>>();
-  private readonly turn: TurnBatcher<UsageEvent>;
+  private readonly batch: TurnBatcher<UsageEvent>;
   private timer: NodeJS.Timeout | null = null;
   /** events Redis accepted, oldest first, from index `head` on */
   private recent: { at: number; event: UsageEvent }[] = [];
@@ -87,7 +87,8 @@ export class RedisUsageSink implements UsageSink {
     private readonly onResend: (count: number) => void = () => undefined,
     private readonly maxEntryEvents = 500,
   ) {
-    this.turn = new TurnBatcher((_, events) => this.send(events));
+    // Nobody waits for an event: they go once per window (5 ms), not once per call (close() flushes them).
+    this.batch = new TurnBatcher((_, events) => this.send(events), { windowMs: 5 });
     this.timer = setInterval(() => void this.replay().catch(this.onError), replayEveryMs);
     this.timer.unref();
     redis.on("ready", () => void this.checkServer());
@@ -95,7 +96,7 @@ export class RedisUsageSink implements UsageSink {
   }
 
   emit(event: UsageEvent): void {
-    void this.turn.add("", event);
+    void this.batch.add("", event);
   }
 
   private send(events: UsageEvent[]): Promise<void> {
@@ -164,7 +165,7 @@ export class RedisUsageSink implements UsageSink {
   }
 
   async flush(): Promise<void> {
-    await this.turn.flush();
+    await this.batch.flush();
     await Promise.all([...this.inflight]);
     await this.spool.flush();
   }
