@@ -22,7 +22,7 @@ interface Profile {
   timeDeltas: number[];
 }
 
-const ownCode = /\/(data-plane|control-plane)\/src\//;
+const ownCode = /\/(data-plane|control-plane)\/(src|dist)\//;
 
 function category(url: string, name: string): string {
   if (!url) return name.startsWith("(") ? name : "(native / V8 builtins)";

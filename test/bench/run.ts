@@ -1,8 +1,10 @@
+import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
+import ts from "typescript";
 import { usageEntryEvents } from "../../data-plane/src/contract/usage.ts";
 import { freshDatabase } from "../helpers/postgres.ts";
 import { admin, freePort, repoRoot } from "../helpers/processes.ts";
@@ -198,9 +200,30 @@ async function startMock(): Promise<string> {
   return origin;
 }
 
+/**
+ * The proxies run as plain JavaScript, as in production: under tsx, esbuild's keepNames wraps every closure
+ * a request creates in a defineProperty call, a cost neither the floor nor modelgate has when deployed.
+ * The floor is one file and only needs its types stripped.
+ */
+function plainJs(entry: string): string {
+  // inside the repository, so that its imports resolve from node_modules (bench/results/*.tmp is ignored)
+  const dir = join(resultsDir, "plain-js.tmp");
+  mkdirSync(dir, { recursive: true });
+  const out = join(dir, entry.replace(/[/\\]/g, "_").replace(/\.ts$/, ".mjs"));
+  const source = readFileSync(join(repoRoot, entry), "utf8");
+  writeFileSync(out, ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2023 } }).outputText);
+  return out;
+}
+
+/** modelgate's data plane, compiled as `npm run start:data-plane` runs it (data-plane/dist). */
+function buildDataPlane(): string {
+  execFileSync(process.execPath, [join(repoRoot, "node_modules/typescript/bin/tsc"), "-p", join(repoRoot, "data-plane/tsconfig.build.json")], { stdio: "inherit" });
+  return "data-plane/dist/main.js";
+}
+
 async function startFloor(mockOrigin: string): Promise<Target> {
   const port = await freePort();
-  floorProc = spawnNode("pass-through", "test/bench/passthrough.ts", [], { env: { PORT: String(port), UPSTREAM: mockOrigin } });
+  floorProc = spawnNode("pass-through", plainJs("test/bench/passthrough.ts"), [], { nodeArgs: [], env: { PORT: String(port), UPSTREAM: mockOrigin } });
   const origin = `http://127.0.0.1:${port}`;
   await waitForUrl(`${origin}/stats`, floorProc);
   return { id: "floor", label: "undici pass-through (floor)", origin, streamOrigin: origin, headers: { authorization: `Bearer ${UPSTREAM_KEY}` }, proxyPids: [floorProc.pid], sidePids: [] };
@@ -246,9 +269,9 @@ async function startModelgate(mockOrigin: string): Promise<Target> {
     rmSync(profileDir, { recursive: true, force: true });
     mkdirSync(profileDir, { recursive: true });
   }
-  dataPlane = spawnNode("data-plane", "data-plane/src/main.ts", [], {
+  dataPlane = spawnNode("data-plane", buildDataPlane(), [], {
     env: { ...mgEnv, PORT: String(dpPort), DATABASE_URL: "", MODELGATE_DRAIN_MS: "3000" },
-    nodeArgs: [...profArgs, "--import", "tsx"],
+    nodeArgs: profArgs,
     logFile: join(workDir, "data-plane.log"),
   });
   const origin = `http://127.0.0.1:${dpPort}`;

@@ -1,5 +1,6 @@
 import type { RateLimits } from "../contract/snapshot.ts";
 import { chargedUnits, PERIOD_MS } from "./gcra.ts";
+import { hasAnyLimit, sameRateLimits } from "./types.ts";
 
 // What one replica knows of a scope's limits (a key's, or an account's) without asking Redis: the free units
 // Redis reported in its latest answer for that scope, less what this replica has sent since and not yet heard
@@ -19,8 +20,6 @@ interface View extends Free {
   at: number;
   limits: RateLimits;
 }
-
-const sameLimits = (a: RateLimits, b: RateLimits): boolean => a.rpm === b.rpm && a.tpm === b.tpm && a.concurrency === b.concurrency;
 
 export const UNLIMITED_FREE: Readonly<Free> = Object.freeze({ rpm: Infinity, tpm: Infinity, conc: Infinity });
 
@@ -46,9 +45,9 @@ export class Headroom {
    * is enough for every limit set to admit it without waiting; null when Redis must decide.
    */
   admit(scope: string, limits: RateLimits, tokens: number, now: number): Free | null {
-    if (limits.rpm === null && limits.tpm === null && limits.concurrency === null) return UNLIMITED_FREE;
+    if (!hasAnyLimit(limits)) return UNLIMITED_FREE;
     const v = this.views.get(scope);
-    if (v === undefined || now < v.at || now - v.at > this.maxAgeMs || !sameLimits(v.limits, limits)) return null;
+    if (v === undefined || now < v.at || now - v.at > this.maxAgeMs || !sameRateLimits(v.limits, limits)) return null;
     const sent = this.inFlight.get(scope);
     const free: Free = { rpm: Infinity, tpm: Infinity, conc: Infinity };
     if (limits.rpm !== null) {
@@ -68,7 +67,7 @@ export class Headroom {
 
   /** A call's acquire is on its way to Redis. */
   sent(scope: string, limits: RateLimits, tokens: number): void {
-    if (limits.rpm === null && limits.tpm === null && limits.concurrency === null) return;
+    if (!hasAnyLimit(limits)) return;
     let f = this.inFlight.get(scope);
     if (f === undefined) this.inFlight.set(scope, (f = { rpm: 0, tpm: 0, conc: 0 }));
     f.rpm += 1;
@@ -78,7 +77,7 @@ export class Headroom {
 
   /** Redis answered a call's acquire (`free`: what it reported left after it), or failed to (null). */
   heard(scope: string, limits: RateLimits, tokens: number, at: number, free: Free | null): void {
-    if (limits.rpm === null && limits.tpm === null && limits.concurrency === null) return;
+    if (!hasAnyLimit(limits)) return;
     const f = this.inFlight.get(scope);
     if (f !== undefined) {
       f.rpm -= 1;

@@ -175,7 +175,7 @@ describe("RedisRateLimiter across replicas", () => {
       sent = spy.mock.calls.map((c) => Number(c[0])); // numkeys of each call
       spy.mockRestore();
     }
-    expect(sent).toEqual([12]); // one call: the account's three keys plus three per freed call
+    expect(sent).toEqual([12]); // one call: the account's three keys plus three per run of one key's calls (a, b, a)
     expect(await client.zcard(`${tag}a:conc`)).toBe(0);
     expect(await client.zcard(`${tag}k:key-a:conc`)).toBe(0);
     expect(await client.zcard(`${tag}k:key-b:conc`)).toBe(0);
@@ -210,7 +210,7 @@ describe("RedisRateLimiter across replicas", () => {
       const now = Date.now();
       results = await Promise.all(
         Array.from({ length: 10 }, (_, i) =>
-          l.acquire({ keyId: `k${i % 2}`, accountId: accounts[i % 2]!, keyLimits: none, accountLimits: { ...none, concurrency: 3 }, estimatedTokens: 0, now }),
+          l.acquire({ keyId: `k${i % 3}`, accountId: accounts[i % 2]!, keyLimits: none, accountLimits: { ...none, concurrency: 3 }, estimatedTokens: 0, now }),
         ),
       );
     } finally {
@@ -218,12 +218,40 @@ describe("RedisRateLimiter across replicas", () => {
       spy.mockRestore();
     }
     // The turn's first acquire goes out at once on its own; then one call per account for the rest, six keys
-    // for each call it carries.
+    // for each run of one key's calls it carries (here the keys alternate, so one per call: 4 and 5).
     expect(sent[0]).toBe(6);
     expect(sent.slice(1).sort((x, y) => x - y)).toEqual([24, 30]);
     // per account the first three in arrival order get a slot, the last two are refused
     expect(results.map((r) => r.ok)).toEqual([true, true, true, true, true, true, false, false, false, false]);
     for (const r of results) if (r.ok) await r.release(0);
+  });
+
+  it("sends consecutive calls of one key as one run, still taken one by one", async () => {
+    const l = replica(1, { localFreeShare: 1 });
+    const client = clients[1]!;
+    const accountId = randomUUID();
+    const acquireSpy = vi.spyOn(client, "modelgateRlAcquire");
+    const releaseSpy = vi.spyOn(client, "modelgateRlRelease");
+    let acquires: number[] = [];
+    let releases: number[] = [];
+    try {
+      const now = Date.now();
+      const results = await Promise.all(
+        Array.from({ length: 6 }, () => l.acquire({ keyId: "k", accountId, keyLimits: { ...none, rpm: 4, concurrency: 10 }, accountLimits: none, estimatedTokens: 0, now })),
+      );
+      // the first goes at once; the other five as one run of one key: six keys, not thirty; the limit still
+      // counts them one by one
+      expect(results.map((r) => r.ok)).toEqual([true, true, true, true, false, false]);
+      await Promise.all(results.map((r) => (r.ok ? r.release(0, now) : undefined)));
+    } finally {
+      acquires = acquireSpy.mock.calls.map((c) => Number(c[0]));
+      releases = releaseSpy.mock.calls.map((c) => Number(c[0]));
+      acquireSpy.mockRestore();
+      releaseSpy.mockRestore();
+    }
+    expect(acquires).toEqual([6, 6]);
+    expect(releases).toEqual([6]); // the account's three keys and one run of four
+    expect(await client.zcard(`${prefix}{acct:${accountId}}:k:k:conc`)).toBe(0);
   });
 });
 

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { RouteSnapshot } from "../contract/index.ts";
 import { GatewayError } from "../errors.ts";
 import { type ClientRoute, type ProtocolAdapter, type ProtocolName, protocols } from "../protocols/index.ts";
+import { CallAbort } from "../upstreams/call-abort.ts";
 import { orderRoutes } from "../upstreams/pick-route.ts";
 import type { AcquireResult } from "../ratelimit/types.ts";
 import { admit, cancelLimits, identify, startLimits } from "./admission.ts";
@@ -65,7 +66,7 @@ export async function handleGenerate(opts: DataPlaneOptions, req: IncomingMessag
     const routes = orderRoutes(admission.model.routes);
     if (routes.length === 0) throw new GatewayError("unavailable", "no_upstream", `The model '${canonical.model}' has no upstream configured right now.`);
 
-    const abort = new AbortController();
+    const abort = new CallAbort();
     res.on("close", () => {
       if (!res.writableFinished) abort.abort();
     });
@@ -98,7 +99,7 @@ export async function handleGenerate(opts: DataPlaneOptions, req: IncomingMessag
       return { path: up.path, body: JSON.stringify(up.body), headers: up.headers };
     };
 
-    const answer = await callUpstream(opts, routes, outgoing, abort.signal);
+    const answer = await callUpstream(opts, routes, outgoing, abort);
     call.record.upstream = answer.route.upstream;
     const upstreamAdapter = protocols[upstreamProtocol(answer.route)];
     const headers = admission.headers;

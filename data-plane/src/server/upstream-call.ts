@@ -3,6 +3,7 @@ import { open } from "../crypto/secret-box.ts";
 import { GatewayError } from "../errors.ts";
 import { protocols } from "../protocols/index.ts";
 import { REFUSED } from "../upstreams/breaker.ts";
+import type { AbortLike } from "../upstreams/call-abort.ts";
 import { isConnectError, isRetryableStatus, parseRetryAfter, withRetry } from "../upstreams/retry.ts";
 import type { UpstreamResponse } from "../upstreams/transport.ts";
 import type { DataPlaneOptions } from "./context.ts";
@@ -45,7 +46,7 @@ export async function callUpstream(
   opts: DataPlaneOptions,
   routes: RouteSnapshot[],
   build: (route: RouteSnapshot) => Outgoing,
-  signal: AbortSignal,
+  signal: AbortLike,
 ): Promise<Answer> {
   let lastFailure: unknown = null;
   let skipped = 0;

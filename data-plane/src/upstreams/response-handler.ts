@@ -1,5 +1,6 @@
 import type { Dispatcher } from "undici";
 import { util } from "undici";
+import type { AbortLike } from "./call-abort.ts";
 import type { UpstreamResponse } from "./transport.ts";
 
 // One upstream call as an undici dispatch handler. undici's request() wraps every response in a Readable
@@ -29,7 +30,7 @@ export class ResponseHandler implements Dispatcher.DispatchHandler, AsyncIterabl
   /** text() is reading: everything is wanted, so the socket is never paused */
   private collecting = false;
 
-  constructor(private readonly signal: AbortSignal) {
+  constructor(private readonly signal: AbortLike) {
     this.response = new Promise((resolve, reject) => {
       this.resolveHead = resolve;
       this.rejectHead = reject;
@@ -158,7 +159,7 @@ export class ResponseHandler implements Dispatcher.DispatchHandler, AsyncIterabl
 
 const EMPTY = Buffer.alloc(0);
 
-const abortReason = (signal: AbortSignal): Error => {
+const abortReason = (signal: AbortLike): Error => {
   const r: unknown = signal.reason;
   return r instanceof Error ? r : Object.assign(new Error("The operation was aborted"), { name: "AbortError", code: "UND_ERR_ABORTED" });
 };

@@ -2,6 +2,8 @@
 // jitter (a random delay in [0, min(max, base × 2^(n−1))], which spreads a thundering herd best), at most
 // maxAttempts tries, and only for failures a retry can cure: connection failures, 429 and 5xx.
 
+import type { AbortLike } from "./call-abort.ts";
+
 export interface RetryPolicy {
   /** tries in all, the first included; default 3 */
   maxAttempts: number;
@@ -73,10 +75,10 @@ export type AttemptResult<T> =
   | { ok: false; retryable: boolean; failure: unknown; retryAfterMs?: number | null };
 
 export interface RetryDeps {
-  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  sleep?: (ms: number, signal?: AbortLike) => Promise<void>;
   random?: () => number;
   /** the client's abort: no further tries once it fires */
-  signal?: AbortSignal;
+  signal?: AbortLike;
 }
 
 export type RetryOutcome<T> =
@@ -111,7 +113,7 @@ export async function withRetry<T>(
   }
 }
 
-function defaultSleep(ms: number, signal?: AbortSignal): Promise<void> {
+function defaultSleep(ms: number, signal?: AbortLike): Promise<void> {
   return new Promise((resolve, reject) => {
     if (ms <= 0) return resolve();
     const timer = setTimeout(() => {

@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CallAbort } from "./call-abort.ts";
 import { UndiciTransport, type UpstreamRequest } from "./transport.ts";
 
 // The transport against a real local HTTP server: bodies whole and streamed, backpressure, aborts, timeouts.
@@ -86,22 +87,25 @@ describe("UndiciTransport", () => {
     expect(ok).toBe(true);
   });
 
-  it("aborts a call when its signal fires, before or during the body", async () => {
-    routes.set("/hang", (_req, res) => {
+  it.each([
+    ["an AbortController's signal", "/hang-signal", () => new AbortController()],
+    ["the request path's CallAbort", "/hang-call-abort", () => new CallAbort()],
+  ])("aborts a call when %s fires, before or during the body", async (_name, path, make) => {
+    routes.set(path, (_req, res) => {
       res.writeHead(200);
       res.write("first");
     });
-    const ac = new AbortController();
-    const r = await call("/hang", { signal: ac.signal });
+    const ac = make();
+    const r = await call(path, { signal: "signal" in ac ? ac.signal : ac });
     const it = r.body[Symbol.asyncIterator]();
     expect((await it.next()).value.toString()).toBe("first");
     ac.abort();
     await expect(it.next()).rejects.toThrow();
-    await expect.poll(() => closed.includes("/hang")).toBe(true);
+    await expect.poll(() => closed.includes(path)).toBe(true);
 
-    const early = new AbortController();
+    const early = make();
     early.abort();
-    await expect(call("/hang", { signal: early.signal })).rejects.toThrow();
+    await expect(call(path, { signal: "signal" in early ? early.signal : early })).rejects.toThrow();
   });
 
   it("frees the connection when the reader stops early", async () => {

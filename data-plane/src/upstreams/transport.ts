@@ -1,4 +1,5 @@
 import { Agent } from "undici";
+import type { AbortLike } from "./call-abort.ts";
 import { ResponseHandler } from "./response-handler.ts";
 
 /** What the proxy needs back from an upstream call: status, headers and the body as it arrives. */
@@ -14,7 +15,7 @@ export interface UpstreamRequest {
   url: string;
   headers: Record<string, string>;
   body: string | Buffer;
-  signal: AbortSignal;
+  signal: AbortLike;
   connectTimeoutMs: number;
   firstByteTimeoutMs: number;
   idleTimeoutMs: number;
