@@ -30,12 +30,13 @@ rateLimiterContract("redis", async () => {
   };
 });
 
-describe("RedisRateLimiter across replicas", () => {
+const none: RateLimits = { rpm: null, tpm: null, concurrency: null };
+
+/** Three Redis connections (replicas' own clients), limiters on them under one fresh prefix; all closed after. */
+function replicas() {
   const prefix = `mgtest:rl:${randomUUID()}:`;
   const clients: Redis[] = [];
   const limiters: RedisRateLimiter[] = [];
-  const none: RateLimits = { rpm: null, tpm: null, concurrency: null };
-
   beforeAll(() => {
     for (let i = 0; i < 3; i++) clients.push(new Redis(REDIS_URL));
   });
@@ -49,6 +50,11 @@ describe("RedisRateLimiter across replicas", () => {
     limiters.push(l);
     return l;
   };
+  return { prefix, clients, replica };
+}
+
+describe("RedisRateLimiter across replicas", () => {
+  const { prefix, clients, replica } = replicas();
 
   it("two replicas together hold an RPM limit within 5%", async () => {
     const a = replica(0);
@@ -256,24 +262,7 @@ describe("RedisRateLimiter across replicas", () => {
 });
 
 describe("RedisRateLimiter local admission", () => {
-  const prefix = `mgtest:rl:${randomUUID()}:`;
-  const clients: Redis[] = [];
-  const limiters: RedisRateLimiter[] = [];
-  const none: RateLimits = { rpm: null, tpm: null, concurrency: null };
-
-  beforeAll(() => {
-    for (let i = 0; i < 3; i++) clients.push(new Redis(REDIS_URL));
-  });
-  afterAll(async () => {
-    for (const l of limiters) await l.close();
-    await dropPrefix(clients[0]!, prefix);
-    for (const c of clients) c.disconnect();
-  });
-  const replica = (i: number, options: ConstructorParameters<typeof RedisRateLimiter>[1] = {}) => {
-    const l = new RedisRateLimiter(clients[i]!, { prefix, ...options });
-    limiters.push(l);
-    return l;
-  };
+  const { prefix, clients, replica } = replicas();
   const call = (keyId: string, accountId: string, keyLimits: Partial<RateLimits>, now = Date.now(), estimatedTokens = 0) => ({
     keyId,
     accountId,

@@ -20,13 +20,14 @@ import {
   type RateLimitRequest,
 } from "./types.ts";
 
-// One round trip checks and takes all six limits (rpm, tpm, concurrency × key, account) atomically, for
-// every call of one account that arrived in the same event-loop turn, one after the other in arrival order
-// (exactly as separate round trips would). The GCRA lines mirror gcra.ts; TATs are stored with %.17g so
-// nothing is lost between calls. Concurrency: a sorted set of leases scored by expiry, so a replica that dies
-// without releasing loses its slots after the lease TTL instead of leaking them; live replicas renew their
-// leases (see heartbeat). A forced call was already admitted by the replica (see Headroom): it is taken even
-// past a limit, so Redis keeps the exact count and later calls wait for what it overran; its answer says so.
+// One round trip checks and takes all six limits (rpm, tpm, concurrency × key, account) atomically, for every
+// call of one account in a batch (an event-loop turn, or a window of calls admitted locally), one after the
+// other in arrival order (exactly as separate round trips would). The GCRA lines mirror gcra.ts; TATs are
+// stored with %.17g so nothing is lost between calls. Concurrency: a sorted set of leases scored by expiry,
+// so a replica that dies without releasing loses its slots after the lease TTL instead of leaking them; live
+// replicas renew their leases (see heartbeat). A forced call was already admitted by the replica (see
+// Headroom): it is taken even past a limit, so Redis keeps the exact count and later calls wait for what it
+// overran; its answer says so.
 // Calls come in runs: consecutive calls of one key with the same limits share their keys and limits in the
 // arguments (under load a window holds many calls of few keys), and are taken one by one all the same.
 // KEYS: per run key rpm, key tpm, key conc, account rpm, account tpm, account conc.
@@ -134,7 +135,7 @@ end
 return out
 `;
 
-// Frees the leases of one account's calls that ended in the same event-loop turn and corrects their TPM
+// Frees the leases of one account's calls that ended in the same window (syncMs) and corrects their TPM
 // charges to the actual token counts (mirrors correctTat in gcra.ts), call by call, in the order they ended;
 // a cancelled call (refused before it went upstream) also gets its request back on both RPM limits.
 // Calls come in runs of one key with the same limits, as in the acquire script.
@@ -297,9 +298,12 @@ interface Lease {
 }
 
 /**
- * The distributed limiter: every replica shares the counters in Redis; per account and event-loop turn, one
- * EVALSHA takes the limits of the calls that arrived and one frees those that ended. All keys of one call
- * carry the account's hash tag ({acct:<id>}) so the script also runs on Redis Cluster. The caller's `now` is the clock: replicas should run NTP (skew of s ms shifts a limit by s ms).
+ * The distributed limiter: every replica shares the counters in Redis. A call far from its limits is
+ * admitted locally (see Headroom) and taken in Redis within syncMs; any other call waits for Redis, which
+ * takes the limits of one account's waiting calls of an event-loop turn in one EVALSHA. Calls that ended are
+ * freed once per window, also one EVALSHA per account. All keys of one call carry the account's hash tag
+ * ({acct:<id>}) so the scripts also run on Redis Cluster. The caller's `now` is the clock: replicas should
+ * run NTP (skew of s ms shifts a limit by s ms).
  */
 export class RedisRateLimiter implements RateLimiter {
   private readonly prefix: string;
@@ -338,9 +342,9 @@ export class RedisRateLimiter implements RateLimiter {
     const windowMs = options.syncMs ?? 5;
     this.localAcquires = new TurnBatcher((tag, calls) => this.sendAcquires(tag, calls), { windowMs });
     this.releases = new TurnBatcher((tag, calls) => this.sendReleases(tag, calls), { windowMs });
-    // numberOfKeys left open: six keys per call of the turn
+    // numberOfKeys left open: six keys per run of one key's calls
     redis.defineCommand("modelgateRlAcquire", { lua: ACQUIRE_LUA });
-    // numberOfKeys left open: the account's three keys plus three per call it frees
+    // numberOfKeys left open: the account's three keys plus three per run of one key's calls
     redis.defineCommand("modelgateRlRelease", { lua: RELEASE_LUA });
     this.heartbeat = setInterval(() => {
       void this.renewLeases();
@@ -412,7 +416,7 @@ export class RedisRateLimiter implements RateLimiter {
     this.leases.set(leaseId, { keyConc: kl.concurrency === null ? null : `${keyBase}conc`, accountConc: al.concurrency === null ? null : `${tag}a:conc` });
   }
 
-  /** One script call for the acquires of one account in this turn; REPLY numbers back per call. */
+  /** One script call for the acquires of one account in this batch; REPLY numbers back per call. */
   private async sendAcquires(tag: string, calls: PendingAcquire[]): Promise<number[][]> {
     const keys: string[] = [];
     const args: (string | number)[] = [this.leaseTtlMs, this.concurrencyRetryMs];
