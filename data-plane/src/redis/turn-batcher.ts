@@ -17,6 +17,7 @@ export interface TurnBatcherOptions {
   eager?: boolean;
   windowMs?: number;
 }
+
 interface Pending<T, R> {
   item: T;
   resolve(result: R): void;
@@ -25,7 +26,7 @@ interface Pending<T, R> {
 
 export class TurnBatcher<T, R = void> {
   private pending = new Map<string, Pending<T, R>[]>();
-  /** a flush is due at the end of this turn (also: an eager item already went out in it) */
+  /** a flush is due at the end of this turn or window (also: an eager item already went out in it) */
   private scheduled = false;
 
   private readonly eager: boolean;

@@ -72,8 +72,12 @@ export class RedisUsageSink implements UsageSink {
   private inflight = new Set<Promise<unknown>>();
   private readonly batch: TurnBatcher<UsageEvent>;
   private timer: NodeJS.Timeout | null = null;
-  /** events Redis accepted, oldest first, from index `head` on */
-  private recent: { at: number; event: UsageEvent }[] = [];
+  /**
+   * Entries Redis accepted, oldest first, from index `head` on, kept as the JSON they were sent as: under
+   * load that is hundreds of thousands of events, and one string per entry takes a fraction of the memory
+   * the event objects would.
+   */
+  private recent: { at: number; id: string; json: string }[] = [];
   private head = 0;
   private runId: string | null = null;
 
@@ -89,7 +93,10 @@ export class RedisUsageSink implements UsageSink {
   ) {
     // Nobody waits for an event: they go once per window (5 ms), not once per call (close() flushes them).
     this.batch = new TurnBatcher((_, events) => this.send(events), { windowMs: 5 });
-    this.timer = setInterval(() => void this.replay().catch(this.onError), replayEveryMs);
+    this.timer = setInterval(() => {
+      void this.replay().catch(this.onError);
+      void this.forgetSettled().catch(this.onError);
+    }, replayEveryMs);
     this.timer.unref();
     redis.on("ready", () => void this.checkServer());
     if (redis.status === "ready") void this.checkServer();
@@ -104,12 +111,11 @@ export class RedisUsageSink implements UsageSink {
     batchWritesThisTurn(this.redis);
     for (let i = 0; i < events.length; i += this.maxEntryEvents) {
       const entry = events.slice(i, i + this.maxEntryEvents);
+      const json = JSON.stringify(entry);
       const p = this.redis
-        .xadd(this.stream, "*", USAGE_ENTRY_FIELD, JSON.stringify(entry))
+        .xadd(this.stream, "*", USAGE_ENTRY_FIELD, json)
         .then(
-          () => {
-            for (const e of entry) this.remember(e);
-          },
+          (id) => this.remember(id, json),
           (err) => {
             this.onError(err);
             for (const e of entry) this.spool.append(e);
@@ -126,21 +132,48 @@ export class RedisUsageSink implements UsageSink {
   async replay(): Promise<number> {
     if ((await this.spool.backlogBytes()) === 0) return 0;
     const r = await this.spool.replay(async (batch) => {
-      await this.redis.xadd(this.stream, "*", USAGE_ENTRY_FIELD, JSON.stringify(batch));
-      for (const e of batch) this.remember(e);
+      const json = JSON.stringify(batch);
+      this.remember(await this.redis.xadd(this.stream, "*", USAGE_ENTRY_FIELD, json), json);
     });
     return r.sent;
   }
 
-  private remember(event: UsageEvent): void {
+  private remember(id: string | null, json: string): void {
     const now = Date.now();
-    this.recent.push({ at: now, event });
-    const cutoff = now - this.retainMs;
-    while (this.head < this.recent.length && this.recent[this.head]!.at < cutoff) this.head++;
+    this.recent.push({ at: now, id: id ?? "0-0", json });
+    this.forget((r) => r.at < now - this.retainMs);
+  }
+
+  /** Drops retained entries from the oldest on while `done` says so. */
+  private forget(done: (r: { at: number; id: string }) => boolean): void {
+    while (this.head < this.recent.length && done(this.recent[this.head]!)) this.head++;
     if (this.head > 1024 && this.head * 2 > this.recent.length) {
       this.recent = this.recent.slice(this.head);
       this.head = 0;
     }
+  }
+
+  /**
+   * Forgets the entries the control plane has settled: it deletes an entry from the stream once settled, so
+   * every retained entry older than the stream's first one is settled (and all of them, when it is empty).
+   * Without this the retention holds `retainMs` of traffic, a lot of memory at thousands of calls a second.
+   */
+  async forgetSettled(): Promise<void> {
+    if (this.head === this.recent.length) return;
+    // Only what was retained before the read can be judged by it (a later entry may be in the stream unseen).
+    const last = this.recent[this.recent.length - 1]!;
+    const first = (await this.redis.xrange(this.stream, "-", "+", "COUNT", 1))[0]?.[0];
+    let judged = true;
+    this.forget((r) => {
+      const settled = judged && (first === undefined || streamIdLess(r.id, first));
+      if (r === last) judged = false;
+      return settled;
+    });
+  }
+
+  /** Entries kept for a resend after a Redis restart (for tests and introspection). */
+  get retainedEntries(): number {
+    return this.recent.length - this.head;
   }
 
   /** After each (re)connect: a different server run id means Redis restarted and may have lost entries. */
@@ -157,7 +190,10 @@ export class RedisUsageSink implements UsageSink {
     this.runId = id;
     if (previous === null || previous === id) return;
     const cutoff = Date.now() - this.retainMs;
-    const resend = this.recent.slice(this.head).filter((r) => r.at >= cutoff).map((r) => r.event);
+    const resend = this.recent
+      .slice(this.head)
+      .filter((r) => r.at >= cutoff)
+      .flatMap((r) => JSON.parse(r.json) as UsageEvent[]);
     this.recent = [];
     this.head = 0;
     this.onResend(resend.length);
@@ -176,4 +212,13 @@ export class RedisUsageSink implements UsageSink {
     await this.replay().catch(() => 0);
     await this.spool.close();
   }
+}
+
+/** Stream ids ("<ms>-<seq>") in Redis's order. */
+export function streamIdLess(a: string, b: string): boolean {
+  const i = a.indexOf("-");
+  const j = b.indexOf("-");
+  const ams = Number(a.slice(0, i));
+  const bms = Number(b.slice(0, j));
+  return ams !== bms ? ams < bms : Number(a.slice(i + 1)) < Number(b.slice(j + 1));
 }

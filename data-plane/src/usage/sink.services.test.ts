@@ -1,0 +1,81 @@
+import { randomUUID } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type UsageEvent, usageEntryEvents } from "../contract/usage.ts";
+import { RedisUsageSink, streamIdLess } from "./sink.ts";
+import { UsageSpool } from "./spool.ts";
+
+const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+
+const event = (n: number): UsageEvent => ({
+  requestId: `req-${n}`,
+  keyId: "k1",
+  accountId: "a1",
+  model: "acme-chat-2025-01-01",
+  protocol: "openai",
+  upstream: "mock",
+  stream: false,
+  promptTokens: n,
+  completionTokens: 1,
+  reasoningTokens: 0,
+  cachedTokens: 0,
+  cost: String(n * 10),
+  status: 200,
+  errorCode: null,
+  latencyMs: 5,
+  ttftMs: null,
+  clientIp: "203.0.113.1",
+  startedAt: "2025-01-01T00:00:00.000Z",
+});
+
+describe("RedisUsageSink retention", () => {
+  const stream = `mgtest:usage:${randomUUID()}`;
+  let redis: Redis;
+  let dir: string;
+  let sink: RedisUsageSink;
+
+  beforeAll(async () => {
+    redis = new Redis(REDIS_URL);
+    dir = await mkdtemp(join(tmpdir(), "mg-sink-"));
+    // replay and forgetting settled entries only when the test says so
+    sink = new RedisUsageSink(redis, stream, await UsageSpool.open(dir), () => undefined, 3_600_000, 30_000);
+  });
+  afterAll(async () => {
+    await sink.close();
+    await redis.del(stream);
+    redis.disconnect();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("sends a window's events as one entry and keeps it until the control plane has settled (deleted) it", async () => {
+    for (const n of [1, 2, 3]) sink.emit(event(n));
+    await sink.flush();
+    for (const n of [4, 5]) sink.emit(event(n));
+    await sink.flush();
+    const entries = await redis.xrange(stream, "-", "+");
+    expect(entries.map(([, fields]) => (usageEntryEvents(fields) as UsageEvent[]).map((e) => e.requestId))).toEqual([
+      ["req-1", "req-2", "req-3"],
+      ["req-4", "req-5"],
+    ]);
+    expect(sink.retainedEntries).toBe(2);
+
+    await sink.forgetSettled(); // nothing settled yet
+    expect(sink.retainedEntries).toBe(2);
+    await redis.xdel(stream, entries[0]![0]); // the control plane settled the first entry
+    await sink.forgetSettled();
+    expect(sink.retainedEntries).toBe(1);
+    await redis.xdel(stream, entries[1]![0]);
+    await sink.forgetSettled();
+    expect(sink.retainedEntries).toBe(0);
+  });
+
+  it("orders stream ids as Redis does", () => {
+    expect(streamIdLess("1700000000000-5", "1700000000000-12")).toBe(true);
+    expect(streamIdLess("1700000000000-12", "1700000000000-5")).toBe(false);
+    expect(streamIdLess("999999999999-99", "1700000000000-0")).toBe(true);
+    expect(streamIdLess("1700000000000-0", "1700000000000-0")).toBe(false);
+  });
+});
