@@ -46,6 +46,8 @@ const usage = new RedisUsageSink(
   1_000,
   Number(env.MODELGATE_USAGE_RETAIN_MS ?? 30_000),
   (count) => logger.warn({ count }, "Redis restarted: re-sending recent usage events it may have lost"),
+  500,
+  Number(env.MODELGATE_USAGE_RETAIN_MB ?? 64) * 1024 * 1024,
 );
 let draining = false;
 const options = createDataPlaneOptions({

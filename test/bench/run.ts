@@ -526,13 +526,16 @@ async function main(): Promise<number> {
   const peak = new Map(targets.map((t) => [t.id, t.proxyPids.length ? Math.max(...t.proxyPids.map((p) => memoryMb(p).peak)) : NaN]));
   const sidePeak = controlPlane ? memoryMb(controlPlane.pid).peak : NaN;
 
+  // Settlement first: it resumes the control plane, so the memory scenario then finds the data plane as in
+  // production, its usage settled (a replica keeps what the control plane has not settled yet, and while
+  // the control plane is paused that is every event of the last MODELGATE_USAGE_RETAIN_MS).
+  const settle = scenarios.has("settle") ? await runSettlement() : null;
   const holds: HoldReport[] = [];
   const mg = targets.find((t) => t.id === "modelgate");
   const fl = targets.find((t) => t.id === "floor");
   if (scenarios.has("hold") && fl && floorProc) holds.push(await runHold(fl, floorProc));
   if (scenarios.has("hold") && mg && dataPlane) holds.push(await runHold(mg, dataPlane));
   const holdPeakMg = dataPlane ? memoryMb(dataPlane.pid).peak : NaN;
-  const settle = scenarios.has("settle") ? await runSettlement() : null;
 
   // ------------------------------------------------------------------ aggregate
   const m = (id: TargetId, f: (r: RoundResult) => number | undefined) => median((results.get(id) ?? []).map((r) => f(r) ?? NaN));

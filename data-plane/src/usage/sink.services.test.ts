@@ -72,6 +72,20 @@ describe("RedisUsageSink retention", () => {
     expect(sink.retainedEntries).toBe(0);
   });
 
+  it("keeps at most its size bound, dropping the oldest entries first", async () => {
+    const small = new RedisUsageSink(redis, `${stream}:small`, await UsageSpool.open(join(dir, "small")), () => undefined, 3_600_000, 30_000, undefined, 500, 1_000);
+    try {
+      for (let n = 0; n < 6; n++) {
+        small.emit(event(n)); // one entry of about 350 characters each
+        await small.flush();
+      }
+      expect(small.retainedEntries).toBe(2);
+    } finally {
+      await small.close();
+      await redis.del(`${stream}:small`);
+    }
+  });
+
   it("orders stream ids as Redis does", () => {
     expect(streamIdLess("1700000000000-5", "1700000000000-12")).toBe(true);
     expect(streamIdLess("1700000000000-12", "1700000000000-5")).toBe(false);

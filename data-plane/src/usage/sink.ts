@@ -64,9 +64,10 @@ export class InProcessUsageSink implements UsageSink {
  * plane settles by request id, so a replayed duplicate is harmless). Nothing is dropped.
  *
  * An event Redis accepted is not settled yet: if Redis then restarts without persistence (or fails over to
- * a replica that had not received it), the entry is gone. So the sink keeps what Redis accepted during the
- * last `retainMs` (far longer than settlement takes) and, when it sees a different Redis server run id after
- * a reconnect, sends those events again. Settlement ignores the ones that had settled already.
+ * a replica that had not received it), the entry is gone. So the sink keeps what Redis accepted and the
+ * control plane has not settled yet, for at most `retainMs` and `retainMaxChars` of JSON, and, when it sees
+ * a different Redis server run id after a reconnect, sends those events again. Settlement ignores the ones
+ * that had settled already.
  */
 export class RedisUsageSink implements UsageSink {
   private inflight = new Set<Promise<unknown>>();
@@ -79,6 +80,8 @@ export class RedisUsageSink implements UsageSink {
    */
   private recent: { at: number; id: string; json: string }[] = [];
   private head = 0;
+  /** characters of JSON retained, from `head` on */
+  private retainedChars = 0;
   private runId: string | null = null;
 
   constructor(
@@ -90,6 +93,8 @@ export class RedisUsageSink implements UsageSink {
     private readonly retainMs = 30_000,
     private readonly onResend: (count: number) => void = () => undefined,
     private readonly maxEntryEvents = 500,
+    /** retention never holds more than this many characters of JSON (the oldest go first); default 64 Mi */
+    private readonly retainMaxChars = 64 * 1024 * 1024,
   ) {
     // Nobody waits for an event: they go once per window (5 ms), not once per call (close() flushes them).
     this.batch = new TurnBatcher((_, events) => this.send(events), { windowMs: 5 });
@@ -141,12 +146,13 @@ export class RedisUsageSink implements UsageSink {
   private remember(id: string | null, json: string): void {
     const now = Date.now();
     this.recent.push({ at: now, id: id ?? "0-0", json });
-    this.forget((r) => r.at < now - this.retainMs);
+    this.retainedChars += json.length;
+    this.forget((r) => r.at < now - this.retainMs || this.retainedChars > this.retainMaxChars);
   }
 
   /** Drops retained entries from the oldest on while `done` says so. */
   private forget(done: (r: { at: number; id: string }) => boolean): void {
-    while (this.head < this.recent.length && done(this.recent[this.head]!)) this.head++;
+    while (this.head < this.recent.length && done(this.recent[this.head]!)) this.retainedChars -= this.recent[this.head++]!.json.length;
     if (this.head > 1024 && this.head * 2 > this.recent.length) {
       this.recent = this.recent.slice(this.head);
       this.head = 0;
@@ -196,6 +202,7 @@ export class RedisUsageSink implements UsageSink {
       .flatMap((r) => JSON.parse(r.json) as UsageEvent[]);
     this.recent = [];
     this.head = 0;
+    this.retainedChars = 0;
     this.onResend(resend.length);
     for (const e of resend) this.emit(e);
   }
