@@ -3,7 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type UsageEvent, usageEntryEvents } from "../contract/usage.ts";
 import { RedisUsageSink, streamIdLess } from "./sink.ts";
 import { UsageSpool } from "./spool.ts";
@@ -39,6 +39,7 @@ describe("RedisUsageSink retention", () => {
 
   beforeAll(async () => {
     redis = new Redis(REDIS_URL);
+    await redis.ping(); // ready, so the sink learns the server's run id at once
     dir = await mkdtemp(join(tmpdir(), "mg-sink-"));
     // replay and forgetting settled entries only when the test says so
     sink = new RedisUsageSink(redis, stream, await UsageSpool.open(dir), () => undefined, 3_600_000, 30_000);
@@ -68,6 +69,24 @@ describe("RedisUsageSink retention", () => {
     await sink.forgetSettled();
     expect(sink.retainedEntries).toBe(1);
     await redis.xdel(stream, entries[1]![0]);
+    await sink.forgetSettled();
+    expect(sink.retainedEntries).toBe(0);
+  });
+
+  it("forgets nothing on the word of a Redis that is not the server its entries went to (restarted empty)", async () => {
+    sink.emit(event(7));
+    await sink.flush();
+    expect(sink.retainedEntries).toBe(1);
+    // the next read answers from a server with another run id and an empty stream
+    const fake = { info: () => fake, xrange: () => fake, exec: async () => [[null, "# Server\r\nrun_id:0123456789abcdef\r\n"], [null, []]] };
+    const spy = vi.spyOn(redis, "pipeline").mockReturnValue(fake as never);
+    try {
+      await sink.forgetSettled();
+    } finally {
+      spy.mockRestore();
+    }
+    expect(sink.retainedEntries).toBe(1);
+    await redis.del(stream); // settled (deleted) on the real server: now it may go
     await sink.forgetSettled();
     expect(sink.retainedEntries).toBe(0);
   });

@@ -165,10 +165,16 @@ export class RedisUsageSink implements UsageSink {
    * Without this the retention holds `retainMs` of traffic, a lot of memory at thousands of calls a second.
    */
   async forgetSettled(): Promise<void> {
-    if (this.head === this.recent.length) return;
+    if (this.head === this.recent.length || this.runId === null) return;
     // Only what was retained before the read can be judged by it (a later entry may be in the stream unseen).
     const last = this.recent[this.recent.length - 1]!;
-    const first = (await this.redis.xrange(this.stream, "-", "+", "COUNT", 1))[0]?.[0];
+    // The read and the server's identity in one pipeline, so both come from one server: a Redis that restarted
+    // empty must not pass for one that settled everything (checkServer resends to it instead).
+    const replies = await this.redis.pipeline().info("server").xrange(this.stream, "-", "+", "COUNT", 1).exec();
+    const [infoReply, rangeReply] = replies ?? [];
+    if (infoReply?.[0] || rangeReply?.[0]) throw infoReply?.[0] ?? rangeReply?.[0];
+    if (/run_id:(\w+)/.exec(infoReply![1] as string)?.[1] !== this.runId) return;
+    const first = (rangeReply![1] as [string, string[]][])[0]?.[0];
     let judged = true;
     this.forget((r) => {
       const settled = judged && (first === undefined || streamIdLess(r.id, first));
