@@ -7,29 +7,10 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type UsageEvent, usageEntryEvents } from "../contract/usage.ts";
 import { RedisUsageSink, streamIdLess } from "./sink.ts";
 import { UsageSpool } from "./spool.ts";
+import { usageEvent as event } from "../../../test/helpers/usage-event.ts";
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 
-const event = (n: number): UsageEvent => ({
-  requestId: `req-${n}`,
-  keyId: "k1",
-  accountId: "a1",
-  model: "acme-chat-2025-01-01",
-  protocol: "openai",
-  upstream: "mock",
-  stream: false,
-  promptTokens: n,
-  completionTokens: 1,
-  reasoningTokens: 0,
-  cachedTokens: 0,
-  cost: String(n * 10),
-  status: 200,
-  errorCode: null,
-  latencyMs: 5,
-  ttftMs: null,
-  clientIp: "203.0.113.1",
-  startedAt: "2025-01-01T00:00:00.000Z",
-});
 
 describe("RedisUsageSink retention", () => {
   const stream = `mgtest:usage:${randomUUID()}`;

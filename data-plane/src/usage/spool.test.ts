@@ -4,27 +4,8 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { UsageEvent } from "../contract/usage.ts";
 import { UsageSpool } from "./spool.ts";
+import { usageEvent as event } from "../../../test/helpers/usage-event.ts";
 
-const event = (n: number): UsageEvent => ({
-  requestId: `req-${n}`,
-  keyId: "k1",
-  accountId: "a1",
-  model: "acme-chat-2025-01-01",
-  protocol: "openai",
-  upstream: "mock",
-  stream: false,
-  promptTokens: n,
-  completionTokens: 1,
-  reasoningTokens: 0,
-  cachedTokens: 0,
-  cost: String(n * 10),
-  status: 200,
-  errorCode: null,
-  latencyMs: 5,
-  ttftMs: null,
-  clientIp: "203.0.113.1",
-  startedAt: "2025-01-01T00:00:00.000Z",
-});
 const ids = (events: UsageEvent[]) => events.map((e) => e.requestId);
 const lines = (...events: UsageEvent[]) => events.map((e) => JSON.stringify(e) + "\n").join("");
 
