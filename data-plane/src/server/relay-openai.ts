@@ -78,7 +78,7 @@ export async function relayOpenAIStream(
   includeUsage: boolean,
   headers: Record<string, string>,
 ): Promise<void> {
-  const headSent = startEventStream(res, { ...SSE_HEADERS, ...headers });
+  const stream = startEventStream(res, { ...SSE_HEADERS, ...headers });
   const parser = new SseParser();
   let sawDone = false;
   let sawUsage = false;
@@ -127,19 +127,15 @@ export async function relayOpenAIStream(
     }
     res.write(`data: ${out}\n\n`);
   };
+  const relayChunk = (buf: Buffer) => {
+    for (const ev of parser.push(buf)) relayEvent(ev.data);
+  };
   let status = 200;
   let errorCode: string | null = null;
   try {
     for await (const buf of answer.upstream.body) {
       call.firstByte();
-      headSent();
-      // one write for all the events of this chunk
-      res.cork();
-      try {
-        for (const ev of parser.push(buf)) relayEvent(ev.data);
-      } finally {
-        res.uncork();
-      }
+      stream.chunk(relayChunk, buf);
     }
     for (const ev of parser.flush()) relayEvent(ev.data);
     if (upstreamError) {
@@ -163,7 +159,7 @@ export async function relayOpenAIStream(
       res.write(`data: ${renderOpenAIError(err, call.record.requestId).body}\n\n`);
     }
   }
-  headSent();
+  stream.end();
   if (!res.destroyed) res.end(status === 200 ? "data: [DONE]\n\n" : undefined);
   call.finish(status, errorCode);
 }

@@ -12,9 +12,9 @@ afterEach(() => new Promise<void>((r) => (server ? server.close(() => r()) : r()
 async function streamAfter(firstChunkAfterMs: number): Promise<{ res: IncomingMessage; chunkWritten: () => boolean; body: Promise<string> }> {
   let written = false;
   server = createServer((_req, res) => {
-    const headSent = startEventStream(res, { "content-type": "text/event-stream" });
+    const stream = startEventStream(res, { "content-type": "text/event-stream" });
     setTimeout(() => {
-      headSent();
+      stream.end();
       written = true;
       res.end("data: first\n\n");
     }, firstChunkAfterMs);

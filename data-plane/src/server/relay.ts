@@ -22,16 +22,35 @@ export const SSE_HEADERS = {
 /** A stream's head goes out with its first chunk, in one write; an upstream slower than this to send one gets it alone. */
 const HEAD_ALONE_AFTER_MS = 20;
 
+/** An event stream's writes, one upstream chunk at a time. */
+export interface EventStream {
+  /** Runs `relay(chunk)`, whose writes (and, the first time, the head) leave in one write. */
+  chunk<T>(relay: (chunk: T) => void, chunk: T): void;
+  /** The relay is over: the head no longer waits for a chunk. */
+  end(): void;
+}
+
 /**
- * Starts an event stream. Returns what to call when the first chunk goes out (or the relay ends): until
- * then the head waits to travel with it, so the client's first byte costs one packet, not two.
+ * Starts an event stream. The head waits to travel with the first chunk, so the client's first byte costs
+ * one packet, not two; an upstream slower than HEAD_ALONE_AFTER_MS to send one gets it alone.
  */
-export function startEventStream(res: ServerResponse, headers: Record<string, string>): () => void {
+export function startEventStream(res: ServerResponse, headers: Record<string, string>): EventStream {
   res.writeHead(200, headers);
   const t = setTimeout(() => {
     if (!res.destroyed) res.flushHeaders();
   }, HEAD_ALONE_AFTER_MS);
-  return () => clearTimeout(t);
+  return {
+    chunk(relay, chunk) {
+      clearTimeout(t);
+      res.cork();
+      try {
+        relay(chunk);
+      } finally {
+        res.uncork();
+      }
+    },
+    end: () => clearTimeout(t),
+  };
 }
 
 const streamBroke = () => new GatewayError("upstream", "upstream_stream_error", "The upstream stream failed before it finished.");
@@ -85,7 +104,7 @@ export interface StreamRelay {
  * ends the client's stream with its protocol's error event; the call is charged for what was delivered.
  */
 export async function relayStream(call: Call, res: ServerResponse, answer: Answer, relay: StreamRelay, headers: Record<string, string>): Promise<void> {
-  const headSent = startEventStream(res, { ...SSE_HEADERS, ...(relay.contentType ? { "content-type": relay.contentType } : {}), ...headers });
+  const stream = startEventStream(res, { ...SSE_HEADERS, ...(relay.contentType ? { "content-type": relay.contentType } : {}), ...headers });
   const out = (s: string) => {
     if (s && !res.destroyed) res.write(relay.wrap ? relay.wrap.frames(s) : s);
   };
@@ -101,18 +120,14 @@ export async function relayStream(call: Call, res: ServerResponse, answer: Answe
       if (relay.encoder) out(relay.encoder.encode(ev));
     }
   };
+  const relayChunk = (chunk: Buffer) => {
+    if (relay.passthrough) out(relay.passthrough.push(chunk));
+    handle(relay.decoder.push(chunk));
+  };
   try {
     for await (const chunk of answer.upstream.body) {
       call.firstByte();
-      headSent();
-      // one write for all the events of this chunk
-      res.cork();
-      try {
-        if (relay.passthrough) out(relay.passthrough.push(chunk));
-        handle(relay.decoder.push(chunk));
-      } finally {
-        res.uncork();
-      }
+      stream.chunk(relayChunk, chunk);
     }
     if (relay.passthrough) out(relay.passthrough.end());
     handle(relay.decoder.end());
@@ -131,7 +146,7 @@ export async function relayStream(call: Call, res: ServerResponse, answer: Answe
       else out(relay.errorFrame(err));
     }
   }
-  headSent();
+  stream.end();
   if (!res.destroyed) res.end(relay.wrap ? relay.wrap.close() : undefined);
   call.finish(status, errorCode);
 }
