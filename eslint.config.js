@@ -1,5 +1,6 @@
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
+import pluginVue from "eslint-plugin-vue";
 import globals from "globals";
 
 export default tseslint.config(
@@ -7,9 +8,9 @@ export default tseslint.config(
     ignores: [
       "**/node_modules/**",
       "**/dist/**",
+      "release/**",
       "control-plane/src/generated/**",
       "data/**",
-      "console/**",
       "bench/results/**",
       "test/browser/screenshots/**",
       "scratch/**",
@@ -23,6 +24,15 @@ export default tseslint.config(
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
       "@typescript-eslint/consistent-type-imports": "error",
       "no-console": "off",
+    },
+  },
+  // The console: Vue single-file components (TypeScript in <script setup>), run in the browser.
+  ...pluginVue.configs["flat/essential"].map((c) => ({ ...c, files: ["console/**/*.{js,ts,vue}"] })),
+  {
+    files: ["console/**/*.{js,ts,vue}"],
+    languageOptions: {
+      globals: { ...globals.browser },
+      parserOptions: { parser: tseslint.parser, extraFileExtensions: [".vue"], sourceType: "module" },
     },
   },
 );

@@ -16,6 +16,6 @@ export default defineConfig({
     },
   },
   server: {
-    proxy: { "/graphql": target, "/api": target, "/v1": target },
+    proxy: { "/graphql": target, "/api": target, "/auth": target, "/v1": target },
   },
 });

@@ -1,5 +1,5 @@
 // Prints the GraphQL schema to control-plane/schema.graphql (committed, so API changes show in diffs).
-// Usage: npx tsx scripts/print-schema.ts [--check]   (--check fails when the file is out of date)
+// Usage: npm run print-schema [-- --check]   (--check fails when the file is out of date)
 import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { printedSchema } from "../control-plane/src/graphql/schema/index.ts";
@@ -15,7 +15,7 @@ if (process.argv.includes("--check")) {
     // missing counts as out of date
   }
   if (current !== text) {
-    console.error("control-plane/schema.graphql is out of date: run npx tsx scripts/print-schema.ts");
+    console.error("control-plane/schema.graphql is out of date: run npm run print-schema");
     process.exit(1);
   }
 } else {

@@ -1,10 +1,12 @@
 #!/usr/bin/env node
-// Runs the TypeScript CLI through tsx's loader, so the bin works from a plain npm install.
-import { spawnSync } from "node:child_process";
-import { createRequire } from "node:module";
+// The admin CLI as built JavaScript (npm run build writes control-plane/dist); a missing build is said plainly.
+import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
-const require = createRequire(import.meta.url);
-const cli = fileURLToPath(new URL("../src/admin/cli.ts", import.meta.url));
-const r = spawnSync(process.execPath, ["--import", require.resolve("tsx/esm"), cli, ...process.argv.slice(2)], { stdio: "inherit" });
-process.exit(r.status ?? 1);
+const cli = new URL("../dist/admin/cli.js", import.meta.url);
+if (!existsSync(fileURLToPath(cli))) {
+  console.error("modelgate-admin: control-plane/dist is missing; run `npm run build` first.");
+  process.exit(1);
+}
+const { main } = await import(cli.href);
+process.exitCode = await main(process.argv.slice(2));

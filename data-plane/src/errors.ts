@@ -32,7 +32,7 @@ export class GatewayError extends Error {
   readonly status: number;
   constructor(
     readonly kind: GatewayErrorKind,
-    /** stable machine-readable code, e.g. invalid_api_key, model_not_found (documented in the README) */
+    /** stable machine-readable code, e.g. invalid_api_key, model_not_found (documented in docs/errors.md) */
     readonly code: string,
     message: string,
     readonly param: string | null = null,

@@ -1,12 +1,14 @@
-import { createServer } from "node:http";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import { redisNames } from "./contract/index.ts";
 import { parseMasterKey } from "./crypto/secret-box.ts";
 import { createLogger } from "./logger.ts";
+import { OutageLog } from "./logging/outage-log.ts";
 import { createDataPlaneOptions } from "./runtime.ts";
+import { createGatewayServer } from "./http/server.ts";
 import { createDataPlaneHandler } from "./server/app.ts";
+import { initTracing } from "./telemetry/tracing.ts";
 import { RedisSnapshotSource } from "./snapshot/redis-source.ts";
 import { SnapshotStore } from "./snapshot/store.ts";
 import { RedisUsageSink } from "./usage/sink.ts";
@@ -15,6 +17,9 @@ import { UsageSpool } from "./usage/spool.ts";
 // A data-plane replica (distributed mode): stateless; policy from the Redis snapshot, usage to the Redis stream.
 
 const logger = createLogger("modelgate-data-plane");
+const tracing = initTracing("modelgate-data-plane");
+// The spool holds usage events: what this process writes is private to its user.
+process.umask(0o077);
 const env = process.env;
 if (!env.REDIS_URL) {
   console.error("REDIS_URL is required for the data plane (distributed mode). For one process, use `npm start`.");
@@ -32,17 +37,25 @@ const redis = new Redis(env.REDIS_URL, redisOptions);
 // small replies queued behind it on one socket.
 const snapshotRedis = new Redis(env.REDIS_URL, redisOptions);
 const subscriber = new Redis(env.REDIS_URL, { lazyConnect: false });
-for (const r of [redis, snapshotRedis, subscriber]) r.on("error", (err) => logger.warn({ err: err.message }, "redis error"));
+// An outage is logged as a change of state, then one summary line per interval, then the recovery: not a
+// line per failed request or reconnect attempt.
+const outage = new OutageLog(logger, Number(env.MODELGATE_LOG_SUMMARY_MS ?? 30_000));
+for (const r of [redis, snapshotRedis, subscriber]) {
+  r.on("error", (err) => outage.failure("redis", "connection", err));
+  r.on("ready", () => outage.recovered("redis"));
+}
 
 const store = new SnapshotStore();
-const source = new RedisSnapshotSource(snapshotRedis, subscriber, store, names, 250, (err) => logger.warn({ err }, "snapshot reload failed; serving the last one"));
-const spoolDir = env.MODELGATE_SPOOL_DIR ?? join(env.MODELGATE_DATA_DIR ?? "./data", `spool-${hostname()}-${env.PORT ?? 8080}`);
+const source = new RedisSnapshotSource(snapshotRedis, subscriber, store, names, 250, (err) => outage.failure("redis", "snapshot reload (serving the last snapshot)", err));
+// A worker of a multi-worker data plane (workers.ts) has a folder of its own.
+const worker = env.MODELGATE_WORKER_INDEX === undefined ? "" : `-w${env.MODELGATE_WORKER_INDEX}`;
+const spoolDir = (env.MODELGATE_SPOOL_DIR ?? join(env.MODELGATE_DATA_DIR ?? "./data", `spool-${hostname()}-${env.PORT ?? 8080}`)) + worker;
 const spool = await UsageSpool.open(spoolDir, { onError: (err) => logger.error({ err }, "usage spool error") });
 const usage = new RedisUsageSink(
   redis,
   names.usageStream,
   spool,
-  (err) => logger.warn({ err: (err as Error).message }, "usage event spooled to disk: Redis unavailable"),
+  (err) => outage.failure("redis", "usage write (spooled to disk)", err),
   1_000,
   Number(env.MODELGATE_USAGE_RETAIN_MS ?? 30_000),
   (count) => logger.warn({ count }, "Redis restarted: re-sending recent usage events it may have lost"),
@@ -58,6 +71,7 @@ const options = createDataPlaneOptions({
   ready: () => !draining,
   dependencies: () => ({ redis: redis.status, snapshotRedis: snapshotRedis.status, snapshotSubscription: subscriber.status }),
   redis: { client: redis, prefix: names.prefix },
+  outage,
 });
 const handler = createDataPlaneHandler(options, true);
 
@@ -71,8 +85,7 @@ await new Promise<void>((resolve) => {
   });
 });
 await source.start().catch((err) => logger.warn({ err }, "no snapshot yet; waiting for the control plane"));
-const server = createServer((req, res) => void handler(req, res));
-server.keepAliveTimeout = 65_000;
+const server = createGatewayServer((req, res) => void handler(req, res));
 const port = Number(env.PORT ?? 8080);
 server.listen(port, env.HOST ?? "0.0.0.0", () => logger.info({ port, host: hostname(), snapshotVersion: store.version }, "data plane listening"));
 
@@ -86,10 +99,13 @@ const stop = async () => {
   await usage.close();
   await source.stop();
   await options.close();
+  await tracing?.shutdown();
   redis.disconnect();
   snapshotRedis.disconnect();
   subscriber.disconnect();
   process.exit(0);
 };
 process.on("SIGTERM", () => void stop());
-process.on("SIGINT", () => void stop());
+// A worker leaves Ctrl-C to its primary, which passes SIGTERM on: the terminal signals the whole process
+// group, and a second signal would cut the drain short.
+process.on("SIGINT", () => (worker ? undefined : void stop()));

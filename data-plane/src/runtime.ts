@@ -1,5 +1,6 @@
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
+import type { OutageLog } from "./logging/outage-log.ts";
 import type { SpendCounter } from "./billing/spend.ts";
 import { MemorySpendCounter } from "./billing/spend.ts";
 import { RedisSpendCounter } from "./billing/spend-redis.ts";
@@ -9,6 +10,7 @@ import { RedisRateLimiter } from "./ratelimit/redis.ts";
 import type { RateLimiter } from "./ratelimit/types.ts";
 import type { DataPlaneOptions } from "./server/context.ts";
 import { createMetrics } from "./server/metrics.ts";
+import { tracingNow } from "./telemetry/tracing.ts";
 import type { SnapshotStore } from "./snapshot/store.ts";
 import { BreakerRegistry } from "./upstreams/breaker.ts";
 import { DemoTransport } from "./upstreams/demo.ts";
@@ -26,12 +28,15 @@ export interface RuntimeInput {
   env?: NodeJS.ProcessEnv;
   /** distributed mode: rate limits and spend shared through Redis (keys under `prefix`) */
   redis?: { client: Redis; prefix: string };
+  /** Redis failures go here (one line per change of state and a periodic summary) instead of a line each */
+  outage?: OutageLog;
 }
 
 /** Assembles the request path's dependencies: in-memory for one process, Redis-backed for replicas. */
 export function createDataPlaneOptions(input: RuntimeInput): DataPlaneOptions & { close(): Promise<void> } {
   const env = input.env ?? process.env;
-  const onError = (what: string) => (err: unknown) => input.logger.warn({ err: (err as Error)?.message ?? err }, what);
+  const onError = (what: string) => (err: unknown) =>
+    input.outage ? input.outage.failure("redis", what, err) : input.logger.warn({ err: (err as Error)?.message ?? err }, what);
   let rateLimiter: RateLimiter;
   let redisLimiter: RedisRateLimiter | null = null;
   let spend: SpendCounter;
@@ -49,6 +54,7 @@ export function createDataPlaneOptions(input: RuntimeInput): DataPlaneOptions & 
   const breakers = new BreakerRegistry({
     consecutiveFailures: Number(env.MODELGATE_BREAKER_FAILURES ?? 5),
     openMs: Number(env.MODELGATE_BREAKER_OPEN_MS ?? 30_000),
+    minAccounts: Number(env.MODELGATE_BREAKER_MIN_ACCOUNTS ?? 2),
   });
   const trusted = (env.MODELGATE_TRUSTED_PROXIES ?? "").split(",").map((s) => s.trim()).filter(Boolean);
   const transport = new UndiciTransport();
@@ -68,8 +74,12 @@ export function createDataPlaneOptions(input: RuntimeInput): DataPlaneOptions & 
     trustedProxies: compileAllowlist(trusted),
     metrics: createMetrics(input.store, () => breakers, () => redisLimiter?.local ?? null),
     logger: input.logger,
+    tracing: tracingNow(),
     masterKey: input.masterKey,
-    maxBodyBytes: Number(env.MODELGATE_MAX_BODY_BYTES ?? 8 * 1024 * 1024),
+    // 4 MiB: parsing a body holds the event loop about 10 ms per MB, so this keeps any one request's stall of the
+    // process under 50 ms; raise it for larger (e.g. image) inputs.
+    maxBodyBytes: Number(env.MODELGATE_MAX_BODY_BYTES ?? 4 * 1024 * 1024),
+    opsToken: env.MODELGATE_METRICS_TOKEN || null,
     ready: input.ready,
     dependencies: input.dependencies,
     async close() {

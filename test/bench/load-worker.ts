@@ -1,7 +1,7 @@
 import { performance } from "node:perf_hooks";
 import autocannon from "autocannon";
 import { Pool } from "undici";
-import type { ClosedLoopResult, HoldResult, OpenLoopResult, Percentiles, Request, StreamResult, WorkerCommand, WorkerReply } from "./protocol.ts";
+import type { ClosedLoopResult, HoldResult, OpenLoopResult, Percentiles, Request, SequentialResult, StreamResult, WorkerCommand, WorkerReply } from "./protocol.ts";
 
 // The load generator, in its own process (spawned by run.ts with an IPC channel) so it never shares an event
 // loop with the harness, the mock or a proxy. One command at a time; each answer is one IPC message.
@@ -40,6 +40,31 @@ async function closedLoop(r: Request, connections: number, durationSec: number):
     timeouts: result.timeouts,
     latencyMs: { p50: result.latency.p50, p99: result.latency.p99 },
   };
+}
+
+/** c=1 with sub-millisecond timing (autocannon reports whole milliseconds): one request at a time on one connection. */
+async function sequential(r: Request, durationSec: number): Promise<SequentialResult> {
+  const pool = poolFor(r.url, 1);
+  const path = new URL(r.url).pathname;
+  const latencies: number[] = [];
+  let non2xx = 0;
+  let errors = 0;
+  const start = performance.now();
+  const until = start + durationSec * 1000;
+  while (performance.now() < until) {
+    const t0 = performance.now();
+    try {
+      const res = await pool.request({ path, method: "POST", headers: r.headers, body: r.body });
+      await res.body.dump({ limit: Infinity });
+      if (res.statusCode >= 200 && res.statusCode < 300) latencies.push(performance.now() - t0);
+      else non2xx++;
+    } catch {
+      errors++;
+    }
+  }
+  const elapsed = (performance.now() - start) / 1000;
+  await pool.close();
+  return { requests: latencies.length + non2xx + errors, rps: latencies.length / elapsed, non2xx, errors, latencyMs: percentiles(latencies) };
 }
 
 /**
@@ -191,6 +216,8 @@ async function run(cmd: WorkerCommand): Promise<WorkerReply> {
       return { kind: "closed", result: await closedLoop(cmd.request, cmd.connections, cmd.durationSec) };
     case "open":
       return { kind: "open", result: await openLoop(cmd.request, cmd.rate, cmd.durationSec, cmd.connections) };
+    case "sequential":
+      return { kind: "sequential", result: await sequential(cmd.request, cmd.durationSec) };
     case "streams":
       return { kind: "streams", result: await streams(cmd.request, cmd.sequential, cmd.concurrent, cmd.perClient) };
     case "hold":

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn, type StdioOptions } from "node:child_process";
-import { closeSync, openSync, readFileSync } from "node:fs";
+import { closeSync, openSync, readdirSync, readFileSync } from "node:fs";
 import { repoRoot } from "../helpers/processes.ts";
 
 // Child processes of the bench (every one is tracked and killed on exit, also on failure) and their CPU time
@@ -28,7 +28,7 @@ export interface SpawnOptions {
 export function spawnNode(name: string, entry: string, args: string[], opts: SpawnOptions = {}): BenchProc {
   const fd = opts.logFile ? openSync(opts.logFile, "a") : null;
   const out: StdioOptions = fd !== null ? ["ignore", fd, fd] : ["ignore", "pipe", "pipe"];
-  const child = spawn(process.execPath, [...(opts.nodeArgs ?? ["--import", "tsx"]), entry, ...args], {
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? ["--import", "tsx", "--conditions=modelgate-source"]), entry, ...args], {
     cwd: repoRoot,
     env: { ...process.env, ...opts.env },
     stdio: opts.ipc ? ([...(out as unknown[]), "ipc"] as StdioOptions) : out,
@@ -146,4 +146,19 @@ export async function waitIdle(pids: number[], maxMs: number): Promise<number> {
     if (cpuMsOf(pids) - before < 25) break;
   }
   return Date.now() - t0;
+}
+
+/** Live child processes of `ppid` (a cluster primary's workers), from /proc. */
+export function childrenOf(ppid: number): number[] {
+  const out: number[] = [];
+  for (const d of readdirSync("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, "utf8");
+      if (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === ppid) out.push(Number(d));
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  return out;
 }

@@ -28,6 +28,15 @@ export interface ClosedLoopResult {
   latencyMs: { p50: number; p99: number };
 }
 
+/** One connection, each request sent when the last answered, each timed with performance.now() (c=1). */
+export interface SequentialResult {
+  requests: number;
+  rps: number;
+  non2xx: number;
+  errors: number;
+  latencyMs: Percentiles;
+}
+
 export interface OpenLoopResult {
   sent: number;
   /** requests still unanswered 2 s after the last was sent (aborted, counted as infinitely slow) */
@@ -57,6 +66,7 @@ export interface HoldResult {
 export type WorkerCommand =
   | { kind: "closed"; request: Request; connections: number; durationSec: number }
   | { kind: "open"; request: Request; rate: number; durationSec: number; connections: number }
+  | { kind: "sequential"; request: Request; durationSec: number }
   | { kind: "streams"; request: Request; sequential: number; concurrent: number; perClient: number }
   | { kind: "hold"; request: Request; count: number; waitMs: number }
   | { kind: "release" };
@@ -65,6 +75,7 @@ export type WorkerReply =
   | { kind: "ready" }
   | { kind: "closed"; result: ClosedLoopResult }
   | { kind: "open"; result: OpenLoopResult }
+  | { kind: "sequential"; result: SequentialResult }
   | { kind: "streams"; result: StreamResult }
   | { kind: "hold"; result: HoldResult }
   | { kind: "release" }

@@ -32,6 +32,8 @@ export interface Gateway {
   trustedBase: string;
   /** a data plane started without trusted proxies (distributed only: embedded mode has one process) */
   untrustedBase: string | null;
+  /** where the control plane's API (GraphQL, /api) answers: the one process in embedded mode */
+  controlPlaneBase: string;
   /** the processes, for their output in failure messages */
   procs: Proc[];
   admin<T = Record<string, unknown>>(command: CommandName, args?: Record<string, unknown>): Promise<T>;
@@ -61,6 +63,9 @@ export interface GatewayOptions {
 
 const TRUSTED = "127.0.0.1/32";
 
+/** /readyz needs the bearer token when the gateway runs with MODELGATE_METRICS_TOKEN. */
+const opsAuth = (env?: NodeJS.ProcessEnv): Record<string, string> => (env?.MODELGATE_METRICS_TOKEN ? { authorization: `Bearer ${env.MODELGATE_METRICS_TOKEN}` } : {});
+
 export async function startGateway(mode: Mode, o: GatewayOptions): Promise<Gateway> {
   return mode === "embedded" ? startEmbedded(o) : startDistributed(o);
 }
@@ -83,7 +88,7 @@ async function startEmbedded(o: GatewayOptions): Promise<Gateway> {
   };
   const proc = startTs("control-plane/src/main/embedded.ts", env);
   try {
-    await waitForHttp(`${base}/readyz`, proc, 120_000);
+    await waitForHttp(`${base}/readyz`, proc, 120_000, opsAuth(o.env));
   } catch (err) {
     await proc.stop();
     rmSync(dataDir, { recursive: true, force: true });
@@ -105,6 +110,7 @@ async function startEmbedded(o: GatewayOptions): Promise<Gateway> {
     bases: [base],
     trustedBase: base,
     untrustedBase: null,
+    controlPlaneBase: base,
     procs: [proc],
     admin,
     balance: async (account) => BigInt((await admin<{ balanceMicro: string }>("account show", { account })).balanceMicro),
@@ -159,8 +165,8 @@ async function startDistributed(o: GatewayOptions): Promise<Gateway> {
     rmSync(dataDir, { recursive: true, force: true });
   };
   const bases: string[] = [];
+  const cpPort = await freePort();
   try {
-    const cpPort = await freePort();
     const cp = startTs("control-plane/src/main/control-plane.ts", { ...env, PORT: String(cpPort) });
     procs.push(cp);
     await waitForHttp(`http://127.0.0.1:${cpPort}/healthz`, cp, 120_000);
@@ -180,7 +186,7 @@ async function startDistributed(o: GatewayOptions): Promise<Gateway> {
       started.push({ proc, base: `http://127.0.0.1:${port}` });
     }
     for (const r of started) {
-      await waitForHttp(`${r.base}/readyz`, r.proc, 120_000);
+      await waitForHttp(`${r.base}/readyz`, r.proc, 120_000, opsAuth(o.env));
       bases.push(r.base);
     }
   } catch (err) {
@@ -200,6 +206,7 @@ async function startDistributed(o: GatewayOptions): Promise<Gateway> {
     bases,
     trustedBase: bases[1] ?? bases[0]!,
     untrustedBase: bases[0]!,
+    controlPlaneBase: `http://127.0.0.1:${cpPort}`,
     procs,
     admin,
     balance: async (name) => (await db.db.prisma.account.findUniqueOrThrow({ where: { id: await account(name) } })).balanceMicro,
@@ -217,14 +224,15 @@ async function startDistributed(o: GatewayOptions): Promise<Gateway> {
 }
 
 /**
- * Waits until every data plane knows the key (a new key reaches replicas through the snapshot): GET
- * /v1/models answers anything but 401 invalid_api_key. Charges nothing and never reaches an upstream.
+ * Waits until every data plane knows the key (a new key reaches replicas through the policy push): asking for
+ * a model that does not exist answers anything but 401 invalid_api_key. Such a refusal gives back its request,
+ * so waiting uses none of the key's rate limits (the model list counts against them), and it reads no spend.
  */
 export async function waitForKey(gw: Gateway, key: string, timeoutMs = 5_000): Promise<void> {
   for (const base of gw.bases) {
     await eventually(
       async () => {
-        const res = await fetch(`${base}/v1/models`, { headers: { authorization: `Bearer ${key}` } });
+        const res = await fetch(`${base}/v1/models/no-such-model-2000-01-01`, { headers: { authorization: `Bearer ${key}` } });
         const body = (await res.json()) as { error?: { code?: string } };
         return body.error?.code ?? "ok";
       },

@@ -24,7 +24,7 @@ export interface Proc {
 
 /** Starts a TypeScript entry point of the repo the way the npm scripts do (node + tsx). */
 export function startTs(entry: string, env: NodeJS.ProcessEnv, args: string[] = []): Proc {
-  const child = spawn(process.execPath, ["--import", "tsx", entry, ...args], {
+  const child = spawn(process.execPath, ["--import", "tsx", "--conditions=modelgate-source", entry, ...args], {
     cwd: repoRoot,
     env: { ...process.env, LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "warn", ...env },
     stdio: ["ignore", "pipe", "pipe"],
@@ -45,12 +45,12 @@ export function startTs(entry: string, env: NodeJS.ProcessEnv, args: string[] = 
 }
 
 /** Polls a URL until it answers 200, or fails with the process output. */
-export async function waitForHttp(url: string, proc: Proc, timeoutMs = 60_000): Promise<void> {
+export async function waitForHttp(url: string, proc: Proc, timeoutMs = 60_000, headers: Record<string, string> = {}): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
     if (proc.child.exitCode !== null) throw new Error(`process exited (${proc.child.exitCode}):\n${proc.output()}`);
     try {
-      const res = await fetch(url);
+      const res = await fetch(url, { headers });
       if (res.ok) return;
     } catch {
       /* not up yet */
@@ -62,7 +62,7 @@ export async function waitForHttp(url: string, proc: Proc, timeoutMs = 60_000): 
 
 /** Runs the admin CLI as `npm run admin` does and returns its parsed --json output. */
 export async function admin(env: NodeJS.ProcessEnv, ...args: string[]): Promise<{ code: number; json: unknown; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ["--import", "tsx", "control-plane/src/admin/cli.ts", ...args, "--json"], {
+  const child = spawn(process.execPath, ["--import", "tsx", "--conditions=modelgate-source", "control-plane/src/admin/cli.ts", ...args, "--json"], {
     cwd: repoRoot,
     env: { ...process.env, LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "warn", ...env },
     stdio: ["ignore", "pipe", "pipe"],

@@ -27,6 +27,10 @@ const BREAKER_OPEN_MS = 1_500;
 // 1000 prompt × 1 + 1000 completion × 2 per 1M tokens
 const COST = 3000n;
 
+// /readyz names upstreams only to a caller with the operations token.
+const OPS_TOKEN = "faults-ops-token";
+const OPS = { headers: { authorization: `Bearer ${OPS_TOKEN}` } };
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 let good: OpenAIMock;
@@ -79,11 +83,13 @@ beforeAll(async () => {
   });
   gw = await startGateway("distributed", {
     redisUrl: `redis://127.0.0.1:${redisPort}`,
-    env: { FAULT_UPSTREAM_KEY: UPSTREAM_KEY, MODELGATE_RETRY_BASE_MS: "50" },
+    env: { FAULT_UPSTREAM_KEY: UPSTREAM_KEY, MODELGATE_RETRY_BASE_MS: "50", MODELGATE_METRICS_TOKEN: OPS_TOKEN },
     replicaEnv: (i) =>
       i === 0
         ? { MODELGATE_BREAKER_FAILURES: "1000000" }
-        : { MODELGATE_BREAKER_FAILURES: String(BREAKER_FAILURES), MODELGATE_BREAKER_OPEN_MS: String(BREAKER_OPEN_MS) },
+        : // One account's evidence is enough here (this file has one account); test/security/breaker-tenants.test.ts
+          // holds the default, where it never is.
+          { MODELGATE_BREAKER_FAILURES: String(BREAKER_FAILURES), MODELGATE_BREAKER_OPEN_MS: String(BREAKER_OPEN_MS), MODELGATE_BREAKER_MIN_ACCOUNTS: "1" },
     config: {
       upstreams: [
         up("good", good.url),
@@ -212,9 +218,13 @@ describe("upstream faults", () => {
     expect(text).toBe("one two three ");
     const row = await eventually(() => prisma().usageLog.findUnique({ where: { requestId: id } }), (r) => r !== null, 10_000);
     expect(row).toMatchObject({ status: 502, errorCode: "upstream_stream_error" });
-    // "one two three " is 14 characters: 4 tokens × 2 micro = 8 micro, where the full answer would be 3000.
-    expect(row!.costMicro).toBeGreaterThan(0n);
-    expect(row!.costMicro).toBeLessThan(COST);
+    // The upstream's usage never came, so the gateway counts: "one two three " is 14 characters = 4 completion
+    // tokens × 2 micro = 8 micro, plus the prompt as estimated at admission (its request body, 4 characters a
+    // token) × 1 micro; the full answer would have cost 3000.
+    expect(row!.completionTokens).toBe(4);
+    expect(row!.promptTokens).toBeGreaterThan(0);
+    expect(row!.promptTokens).toBeLessThan(100);
+    expect(row!.costMicro).toBe(BigInt(row!.promptTokens) * 1n + 8n);
     await sleep(500);
     expect(await prisma().usageLog.count({ where: { requestId: id } })).toBe(1);
     const charges = await prisma().ledgerEntry.findMany({ where: { requestId: id } });
@@ -223,7 +233,7 @@ describe("upstream faults", () => {
   });
 
   it("the circuit breaker opens after repeated failures, shows in /readyz, skips the upstream, and closes after a good probe", async () => {
-    const readyz = async () => ((await (await fetch(`${B}/readyz`)).json()) as { upstreams: Record<string, string> }).upstreams;
+    const readyz = async () => ((await (await fetch(`${B}/readyz`, OPS)).json()) as { upstreams: Record<string, string> }).upstreams;
     brk.fallback = { status: 500, errorMessage: "down" };
     const since = brk.requests.length;
     await failure(ask(B, BREAKER), 502, "upstream_error");
@@ -244,7 +254,7 @@ describe("upstream faults", () => {
     expect(body.error.code).toBe("upstream_unavailable");
     expect(brk.requests.length).toBe(before);
     // Replica A has its own breaker, still closed.
-    expect(((await (await fetch(`${A}/readyz`)).json()) as { upstreams: Record<string, string> }).upstreams.brk).toBeUndefined();
+    expect(((await (await fetch(`${A}/readyz`, OPS)).json()) as { upstreams: Record<string, string> }).upstreams.brk).toBeUndefined();
     // The upstream recovers; after the open period one probe goes through and closes the breaker.
     brk.fallback = { content: "fine", promptTokens: 1000, completionTokens: 1000 };
     await sleep(BREAKER_OPEN_MS + 100);
@@ -258,7 +268,7 @@ describe("Redis restarted empty (no persistence)", () => {
   it("with no traffic: policy changes still reach every replica afterwards", async () => {
     const prefix = gw.cliEnv.MODELGATE_REDIS_PREFIX!;
     const cli = (...args: string[]) => execFileSync("redis-cli", ["-p", String(redisPort), ...args], { encoding: "utf8" }).trim();
-    const versionBefore = ((await (await fetch(`${A}/readyz`)).json()) as { snapshotVersion: number }).snapshotVersion;
+    const versionBefore = ((await (await fetch(`${A}/readyz`, OPS)).json()) as { snapshotVersion: number }).snapshotVersion;
     expect(versionBefore).toBeGreaterThan(1);
     stopRedis();
     await eventually(async () => redisUp(), (up) => !up, 5_000);
@@ -300,7 +310,7 @@ describe("Redis stopped and restarted under load", () => {
     stopRedis();
     await eventually(async () => redisUp(), (up) => !up, 5_000);
     await sleep(3_500);
-    const readyDuring = (await (await fetch(`${A}/readyz`)).json()) as { status: string; snapshotAgeMs: number };
+    const readyDuring = (await (await fetch(`${A}/readyz`, OPS)).json()) as { status: string; snapshotAgeMs: number };
     const servedDuring = ids.length - beforeOutage;
     startRedis();
     await eventually(async () => redisUp(), (up) => up, 10_000);
@@ -330,7 +340,7 @@ describe("Redis stopped and restarted under load", () => {
     const fresh = await gw.admin<{ key: string }>("key create", { account: "ops", name: "after-restart" });
     await waitForKey(gw, fresh.key, 10_000);
     for (const base of gw.bases) {
-      await eventually(async () => ((await (await fetch(`${base}/readyz`)).json()) as { snapshotAgeMs: number }).snapshotAgeMs, (age) => age < 2_500, 10_000);
+      await eventually(async () => ((await (await fetch(`${base}/readyz`, OPS)).json()) as { snapshotAgeMs: number }).snapshotAgeMs, (age) => age < 2_500, 10_000);
     }
   });
 });

@@ -1,9 +1,9 @@
 import { gql } from "@urql/vue";
 import type { User } from "./types";
 
-export const ChangePasswordMutation = gql<{ changePassword: boolean }, { currentPassword: string; newPassword: string }>`
-  mutation ChangePassword($currentPassword: String!, $newPassword: String!) {
-    changePassword(currentPassword: $currentPassword, newPassword: $newPassword)
+export const ChangePasswordMutation = gql<{ changePassword: boolean }, { currentPassword: string; newPassword: string; code: string | null }>`
+  mutation ChangePassword($currentPassword: String!, $newPassword: String!, $code: String) {
+    changePassword(currentPassword: $currentPassword, newPassword: $newPassword, code: $code)
   }
 `;
 

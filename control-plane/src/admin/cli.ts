@@ -1,6 +1,9 @@
 import { parseArgs } from "node:util";
 import { commandNames, runAdminCommand, UsageError, type CommandName } from "./commands.ts";
-import { readAdminToken } from "./token.ts";
+import { resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { DataDirLocked, lockDataDir, lockHolder, readAdvert, tighten } from "../main/data-dir.ts";
+import { adminTokenPath, readAdminToken } from "./token.ts";
 
 const HELP = `modelgate-admin: operator commands
 
@@ -21,20 +24,22 @@ const HELP = `modelgate-admin: operator commands
 
 Add --json for machine-readable output. Amounts are decimal currency units (10 = 10.000000).
 Distributed mode (DATABASE_URL set): works on the database and asks the control plane, through REDIS_URL,
-to publish the change to the data planes. Embedded mode: talks to the running server (MODELGATE_URL,
-default http://127.0.0.1:$PORT) with the admin token in the data directory, or opens ./data when no
-server runs.`;
+to publish the change to the data planes. Embedded mode: --data-dir DIR (or MODELGATE_DATA_DIR; default
+./data) names the server's data directory. While a server holds it, the CLI talks to that server at the
+address it advertised there (or MODELGATE_URL), with the admin token kept there; with no server, the CLI
+opens the directory itself. It never opens a directory a live process holds.`;
 
 type Positional = "id";
 const positional: Partial<Record<CommandName, Positional>> = { "key revoke": "id" };
 
-export function parseCli(argv: string[]): { command: CommandName; args: Record<string, unknown>; json: boolean } {
+export function parseCli(argv: string[]): { command: CommandName; args: Record<string, unknown>; json: boolean; dataDir?: string } {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
     strict: true,
     options: {
       json: { type: "boolean" },
+      "data-dir": { type: "string" },
       help: { type: "boolean", short: "h" },
       name: { type: "string" },
       email: { type: "string" },
@@ -61,50 +66,79 @@ export function parseCli(argv: string[]): { command: CommandName; args: Record<s
   if (values.help || positionals.length < 2) throw new UsageError(HELP);
   const command = `${positionals[0]} ${positionals[1]}` as CommandName;
   if (!commandNames.includes(command)) throw new UsageError(`unknown command '${command}'\n\n${HELP}`);
-  const { json, help: _help, ...args } = values;
+  const { json, help: _help, "data-dir": dataDir, ...args } = values;
   const pos = positional[command];
   const rest = positionals.slice(2);
   if (pos) {
     if (rest.length !== 1) throw new UsageError(`'${command}' takes exactly one ${pos.toUpperCase()}`);
     (args as Record<string, unknown>)[pos] = rest[0];
   } else if (rest.length) throw new UsageError(`unexpected argument '${rest[0]}'`);
-  return { command, args, json: json === true };
+  return { command, args, json: json === true, dataDir };
 }
 
-async function viaServer(dataDir: string, command: CommandName, args: Record<string, unknown>): Promise<unknown | typeof NO_SERVER> {
-  const token = process.env.MODELGATE_ADMIN_TOKEN ?? readAdminToken(dataDir);
-  const url = process.env.MODELGATE_URL ?? `http://127.0.0.1:${process.env.PORT ?? 8080}`;
-  if (!token) return NO_SERVER;
+/**
+ * Where the running server for this data directory listens: MODELGATE_URL when the operator says so, else
+ * the address the server advertised in the directory. No server holding the directory: null, and the CLI
+ * may open it itself. Never a guessed port: the admin token goes only where the directory says.
+ */
+function serverFor(dataDir: string): { url: string; pid: number | null } | null {
+  if (process.env.MODELGATE_URL) return { url: process.env.MODELGATE_URL, pid: null };
+  const holder = lockHolder(dataDir);
+  if (holder === null) return null;
+  if (holder.holder === "cli") throw new UsageError(new DataDirLocked(dataDir, holder).message);
+  const advert = readAdvert(dataDir);
+  if (advert === null || advert.pid !== holder.pid) {
+    throw new UsageError(
+      `A modelgate server (pid ${holder.pid}) holds ${dataDir} but has not said where it listens yet (it may still be starting). ` +
+        "Try again in a moment, or set MODELGATE_URL to its address.",
+    );
+  }
+  return { url: advert.url, pid: advert.pid };
+}
+
+async function viaServer(dataDir: string, server: { url: string; pid: number | null }, command: CommandName, args: Record<string, unknown>): Promise<unknown> {
+  const token = process.env.MODELGATE_ADMIN_TOKEN || readAdminToken(dataDir);
+  if (!token) throw new UsageError(`No admin token: ${adminTokenPath(dataDir)} is missing and MODELGATE_ADMIN_TOKEN is not set.`);
   let res: Response;
   try {
-    res = await fetch(`${url}/api/admin`, {
+    res = await fetch(`${server.url}/api/admin`, {
       method: "POST",
       headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
       body: JSON.stringify({ command, args }),
+      signal: AbortSignal.timeout(30_000),
     });
-  } catch {
-    return NO_SERVER; // nothing listening: open the database directly
+  } catch (err) {
+    // The directory is held, so opening it here is not an option: say what to do instead.
+    throw new UsageError(
+      `Cannot reach the modelgate server${server.pid === null ? "" : ` (pid ${server.pid})`} at ${server.url}: ${(err as Error).message}. ` +
+        `It holds ${dataDir}, so the CLI will not open the database itself: check that it is running, or stop it and run the command again.`,
+    );
   }
   const body = (await res.json().catch(() => ({}))) as { result?: unknown; error?: string };
   if (!res.ok) throw new UsageError(body.error ?? `server answered ${res.status}`);
   return body.result;
 }
-const NO_SERVER = Symbol("no server");
 
-async function direct(command: CommandName, args: Record<string, unknown>): Promise<unknown> {
+async function direct(command: CommandName, args: Record<string, unknown>, dataDir: string): Promise<unknown> {
   const [{ openDatabase }, { migrate }, { readSettings }] = await Promise.all([
     import("../db/client.ts"),
     import("../db/migrate.ts"),
     import("../main/settings.ts"),
   ]);
-  const settings = readSettings(process.env, 8080);
-  const db = await openDatabase({ databaseUrl: settings.databaseUrl, dataDir: settings.dataDir });
+  const settings = readSettings({ ...process.env, MODELGATE_DATA_DIR: dataDir }, 8080);
+  // Embedded database: hold the directory while working on it, so a server starting now waits its turn
+  // (it refuses to start) instead of opening the same files.
+  const lock = settings.databaseUrl ? null : lockDataDir(settings.dataDir, "cli");
+  const db = await openDatabase({ databaseUrl: settings.databaseUrl, dataDir: settings.dataDir }).catch((err) => {
+    lock?.release();
+    throw err;
+  });
   let changed = false;
   try {
     await migrate(db.sql);
     const result = await runAdminCommand({ prisma: db.prisma, masterKey: settings.masterKey, snapshotChanged: () => void (changed = true) }, command, args);
     if (changed && settings.redisUrl) {
-      const [{ Redis }, { redisNames }] = await Promise.all([import("ioredis"), import("@modelgate/data-plane/contract/index")]);
+      const [{ Redis }, { redisNames }] = await Promise.all([import("ioredis"), import("@modelgate/data-plane")]);
       const redis = new Redis(settings.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 2 });
       try {
         await redis.connect();
@@ -116,6 +150,8 @@ async function direct(command: CommandName, args: Record<string, unknown>): Prom
     return result;
   } finally {
     await db.close();
+    if (lock) tighten(settings.dataDir); // PGlite sets its own file modes; keep them private
+    lock?.release();
   }
 }
 
@@ -132,11 +168,10 @@ function print(result: unknown, json: boolean): void {
 
 export async function main(argv: string[]): Promise<number> {
   try {
-    const { command, args, json } = parseCli(argv);
-    const dataDir = process.env.MODELGATE_DATA_DIR ?? "./data";
-    let result: unknown = NO_SERVER;
-    if (!process.env.DATABASE_URL) result = await viaServer(dataDir, command, args);
-    if (result === NO_SERVER) result = await direct(command, args);
+    const { command, args, json, dataDir: dataDirArg } = parseCli(argv);
+    const dataDir = resolve(dataDirArg ?? process.env.MODELGATE_DATA_DIR ?? "./data");
+    const server = process.env.DATABASE_URL ? null : serverFor(dataDir);
+    const result = server ? await viaServer(dataDir, server, command, args) : await direct(command, args, dataDir);
     print(result, json);
     return 0;
   } catch (err) {
@@ -146,6 +181,6 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith("cli.ts")) {
+if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
   process.exitCode = await main(process.argv.slice(2));
 }

@@ -1,6 +1,8 @@
 import { z } from "zod";
 import { createAccount, resolveAccount, topUp } from "../services/accounts.ts";
-import { createApiKey, listApiKeys, revokeApiKey } from "../services/api-keys.ts";
+import { listApiKeys, revokeApiKey } from "../services/api-keys.ts";
+import { ipAllowlistSchema, nameSchema } from "../services/inputs.ts";
+import { issueApiKey } from "../services/key-policy.ts";
 import type { ServiceContext } from "../services/context.ts";
 import { formatAmount, parseAmount } from "../services/money.ts";
 import { createUser } from "../services/users.ts";
@@ -19,16 +21,15 @@ const amount = z.string().transform((s, ctx) => {
 const list = z.string().transform((s) => s.split(",").map((x) => x.trim()).filter(Boolean));
 const positiveInt = z.string().regex(/^\d+$/, "must be a positive integer").transform(Number).refine((n) => n > 0, "must be a positive integer");
 const iso = z.string().refine((s) => !Number.isNaN(Date.parse(s)), "must be an ISO 8601 date-time").transform((s) => new Date(s));
-const cidr = /^([0-9.]+|[0-9a-fA-F:.]+)(\/\d{1,3})?$/;
 
 export const commandSchemas = {
-  "account create": z.object({ name: z.string().min(1), email: z.string().email().optional(), balance: amount.optional() }),
+  "account create": z.object({ name: nameSchema, email: z.string().email().optional(), balance: amount.optional() }),
   "account topup": z.object({ account: z.string().min(1), amount }),
   "key create": z.object({
     account: z.string().min(1),
-    name: z.string().min(1).optional(),
+    name: nameSchema.optional(),
     models: list.optional(),
-    "ip-allowlist": list.refine((l) => l.every((c) => cidr.test(c)), "must be IP addresses or CIDRs separated by commas").optional(),
+    "ip-allowlist": list.pipe(ipAllowlistSchema).optional(),
     quota: amount.optional(),
     expires: iso.optional(),
     rpm: positiveInt.optional(),
@@ -100,7 +101,8 @@ export async function runAdminCommand(ctx: ServiceContext, name: CommandName, ra
     case "key create": {
       const a = parseCommandArgs("key create", rawArgs);
       const account = await resolveAccount(ctx, a.account);
-      const { row, key } = await createApiKey(ctx, account.id, {
+      // The same rules as the API's (account active, expiry ahead, trial quota and expiry), as an operator.
+      const { row, key } = await issueApiKey(ctx, account.id, {
         name: a.name,
         allowedModels: a.models,
         ipAllowlist: a["ip-allowlist"],
@@ -109,7 +111,7 @@ export async function runAdminCommand(ctx: ServiceContext, name: CommandName, ra
         rpm: a.rpm,
         tpm: a.tpm,
         concurrency: a.concurrency,
-      });
+      }, { operator: true });
       return { id: row.id, key, name: row.name, accountId: account.id };
     }
     case "key revoke": {

@@ -1,14 +1,22 @@
-import { describe, expect, it } from "vitest";
+import type * as Crypto from "node:crypto";
+import { timingSafeEqual } from "node:crypto";
+import { describe, expect, it, vi } from "vitest";
 import { hashPassword, passwordProblem, verifyPassword } from "./password.ts";
 import { parseCookies, serializeSessionCookie } from "./cookies.ts";
 import { normaliseRecoveryCode, recoveryCode, safeEqualHex, sha256 } from "./tokens.ts";
+
+// crypto's timingSafeEqual, watched (and still doing the work) so the test sees that comparisons go through it.
+vi.mock("node:crypto", async (original) => {
+  const actual = await original<typeof Crypto>();
+  return { ...actual, timingSafeEqual: vi.fn(actual.timingSafeEqual) };
+});
 
 describe("passwords", () => {
   it("hashes with a salt and verifies", async () => {
     const a = await hashPassword("correct horse battery");
     const b = await hashPassword("correct horse battery");
     expect(a).not.toBe(b);
-    expect(a.startsWith("scrypt$16384$8$1$")).toBe(true);
+    expect(a.startsWith("scrypt$131072$8$1$")).toBe(true); // OWASP: N = 2^17, r = 8, p = 1
     expect(await verifyPassword("correct horse battery", a)).toBe(true);
     expect(await verifyPassword("correct horse batterY", a)).toBe(false);
     expect(await verifyPassword("x", "garbage")).toBe(false);
@@ -39,8 +47,16 @@ describe("tokens", () => {
     expect(normaliseRecoveryCode(` ${code.toUpperCase().replace("-", " ")} `)).toBe(code);
   });
   it("compares hashes in constant time", () => {
+    const spy = vi.mocked(timingSafeEqual);
+    spy.mockClear();
     expect(safeEqualHex(sha256("a"), sha256("a"))).toBe(true);
     expect(safeEqualHex(sha256("a"), sha256("b"))).toBe(false);
+    // both same-length comparisons went through crypto's constant-time compare, on the decoded 32 bytes
+    expect(spy).toHaveBeenCalledTimes(2);
+    expect((spy.mock.calls[1]![0] as Buffer).length).toBe(32);
+    // lengths differ or nothing to compare: refused without comparing bytes
+    expect(safeEqualHex(sha256("a"), sha256("a").slice(0, 62))).toBe(false);
     expect(safeEqualHex("", "")).toBe(false);
+    expect(spy).toHaveBeenCalledTimes(2);
   });
 });

@@ -1,53 +1,35 @@
 import type { Db } from "../db/client.ts";
-import { open } from "@modelgate/data-plane/crypto/secret-box";
+import { open } from "@modelgate/data-plane";
 import { AppError } from "../services/errors.ts";
-import { dummyHash, verifyPassword } from "./password.ts";
+import { dummyHash, hashPassword, needsRehash, verifyPassword } from "./password.ts";
 import { createSession, revokeSession } from "./sessions.ts";
 import { hmacCode, normaliseRecoveryCode, safeEqualHex } from "./tokens.ts";
-import { verifyTotp } from "./totp.ts";
-
-export const MAX_FAILURES = 5;
-export const LOCK_MS = 15 * 60_000;
+import { LOGIN_POLICY, loginKey, secondStepKey, succeeded, takeAttempt } from "./throttle.ts";
+import { totpStep } from "./totp.ts";
 
 export const normaliseEmail = (email: string) => email.trim().toLowerCase();
-
-const locked = (until: Date) =>
-  new AppError("TOO_MANY_REQUESTS", `too many failed attempts; try again after ${until.toISOString()}`, {
-    lockedUntil: until.toISOString(),
-  });
-
-/** Counts a failure; the fifth in a row locks the user out for LOCK_MS. */
-async function recordFailure(prisma: Db, userId: string) {
-  const user = await prisma.user.update({ where: { id: userId }, data: { failedLogins: { increment: 1 } } });
-  if (user.failedLogins >= MAX_FAILURES) {
-    const until = new Date(Date.now() + LOCK_MS);
-    await prisma.user.update({ where: { id: userId }, data: { failedLogins: 0, lockedUntil: until } });
-    return until;
-  }
-  return null;
-}
 
 export type LoginResult =
   | { secondStepRequired: false; token: string; userId: string }
   | { secondStepRequired: true; token: string; userId: string };
 
-export async function login(prisma: Db, email: string, password: string): Promise<LoginResult> {
-  const user = await prisma.user.findUnique({ where: { email: normaliseEmail(email) }, include: { account: true } });
-  const wrong = new AppError("UNAUTHENTICATED", "wrong e-mail or password");
-  if (!user || !user.passwordHash) {
-    await verifyPassword(password, await dummyHash()); // same cost as a real check: no user-exists oracle by timing
-    throw wrong;
-  }
-  if (user.lockedUntil && user.lockedUntil.getTime() > Date.now()) throw locked(user.lockedUntil);
-  if (!(await verifyPassword(password, user.passwordHash))) {
-    const until = await recordFailure(prisma, user.id);
-    if (until) throw locked(until);
-    throw wrong;
-  }
+/**
+ * Password sign-in, throttled by (e-mail, client address) before the password is checked. An unknown e-mail
+ * costs and answers exactly what a known one does: the same hash work, the same throttle, the same message.
+ */
+export async function login(prisma: Db, email: string, password: string, clientIp: string | null = null): Promise<LoginResult> {
+  const address = normaliseEmail(email);
+  const key = loginKey(address, clientIp);
+  await takeAttempt(prisma, key, LOGIN_POLICY);
+  const user = await prisma.user.findUnique({ where: { email: address }, include: { account: true } });
+  const ok = await verifyPassword(password, user?.passwordHash ?? (await dummyHash())); // same cost either way
+  if (!user || !user.passwordHash || !ok) throw new AppError("UNAUTHENTICATED", "wrong e-mail or password");
+  await succeeded(prisma, key);
   if (user.role !== "operator" && user.account?.status === "disabled") {
     throw new AppError("FORBIDDEN", "this account is disabled; contact your business contact");
   }
-  await prisma.user.update({ where: { id: user.id }, data: { failedLogins: 0, lockedUntil: null } });
+  // a hash made at an older cost is made again now that the password is at hand
+  if (needsRehash(user.passwordHash)) await prisma.user.update({ where: { id: user.id }, data: { passwordHash: await hashPassword(password) } });
   const pending = user.totpEnabledAt !== null;
   const { token } = await createSession(prisma, user.id, pending);
   return { secondStepRequired: pending, token, userId: user.id };
@@ -57,7 +39,13 @@ export async function login(prisma: Db, email: string, password: string): Promis
 export async function checkSecondFactor(prisma: Db, masterKey: Buffer, userId: string, code: string): Promise<boolean> {
   const user = await prisma.user.findUniqueOrThrow({ where: { id: userId } });
   if (!user.totpSecretEnc) return false;
-  if (/^\s*\d{6}\s*$/.test(code)) return verifyTotp(open(masterKey, user.totpSecretEnc), code);
+  if (/^\s*\d{6}\s*$/.test(code)) {
+    const step = totpStep(open(masterKey, user.totpSecretEnc), code);
+    if (step === null) return false;
+    // A code is good once: the step is recorded only if it is later than the last one used, atomically.
+    const used = await prisma.user.updateMany({ where: { id: userId, OR: [{ totpLastStep: null }, { totpLastStep: { lt: BigInt(step) } }] }, data: { totpLastStep: BigInt(step) } });
+    return used.count === 1;
+  }
   const hash = hmacCode(masterKey, "recovery", normaliseRecoveryCode(code));
   const candidates = await prisma.recoveryCode.findMany({ where: { userId, usedAt: null } });
   const hit = candidates.find((c) => safeEqualHex(c.codeHash, hash));
@@ -73,20 +61,16 @@ export async function verifySecondStep(
   pending: { sessionId: string; userId: string },
   code: string,
 ): Promise<{ token: string }> {
+  const key = secondStepKey(pending.userId);
+  try {
+    await takeAttempt(prisma, key, LOGIN_POLICY);
+  } catch (err) {
+    await revokeSession(prisma, pending.sessionId); // the pending sign-in ends: start again with the password
+    throw err;
+  }
   const user = await prisma.user.findUniqueOrThrow({ where: { id: pending.userId } });
-  if (user.lockedUntil && user.lockedUntil.getTime() > Date.now()) {
-    await revokeSession(prisma, pending.sessionId);
-    throw locked(user.lockedUntil);
-  }
-  if (!(await checkSecondFactor(prisma, masterKey, user.id, code))) {
-    const until = await recordFailure(prisma, user.id);
-    if (until) {
-      await revokeSession(prisma, pending.sessionId);
-      throw locked(until);
-    }
-    throw new AppError("BAD_USER_INPUT", "the code is not valid", { field: "code" });
-  }
-  await prisma.user.update({ where: { id: user.id }, data: { failedLogins: 0, lockedUntil: null } });
+  if (!(await checkSecondFactor(prisma, masterKey, user.id, code))) throw new AppError("BAD_USER_INPUT", "the code is not valid", { field: "code" });
+  await succeeded(prisma, key);
   await revokeSession(prisma, pending.sessionId);
   const { token } = await createSession(prisma, user.id, false);
   return { token };

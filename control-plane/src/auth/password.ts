@@ -1,17 +1,55 @@
 import { randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } from "node:crypto";
 
 // Passwords are stored as "scrypt$N$r$p$salt$hash" (salt and hash base64), so the cost can be raised later
-// without breaking existing hashes: verification reads the parameters from the stored value.
+// without breaking existing hashes: verification reads the parameters from the stored value, and a sign-in
+// with a hash of a lower cost stores it again at the current one (needsRehash).
+//
+// The cost is OWASP's minimum for scrypt: N = 2^17, r = 8, p = 1 (128 MiB and ~0.45 s on a 2-core VM per
+// hash). MODELGATE_SCRYPT_N changes N (a power of two from 2^14); the test suites lower it to stay fast.
 
-const N = 16384;
+const N = scryptN(process.env.MODELGATE_SCRYPT_N);
 const R = 8;
 const P = 1;
 const KEYLEN = 32;
 
+export function scryptN(v: string | undefined): number {
+  if (v === undefined || v === "") return 2 ** 17;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 2 ** 14 || n > 2 ** 20 || (n & (n - 1)) !== 0) throw new Error(`MODELGATE_SCRYPT_N must be a power of two from 16384 to 1048576, not ${v}`);
+  return n;
+}
+
+/**
+ * At most two hashes at once: each takes 128 MiB and a thread of libuv's pool (four by default, shared with
+ * file and DNS work), so a burst of sign-ins queues here instead of exhausting memory or the pool.
+ */
+const MAX_PARALLEL = 2;
+let running = 0;
+const waiting: (() => void)[] = [];
+async function limited<T>(fn: () => Promise<T>): Promise<T> {
+  if (running >= MAX_PARALLEL) await new Promise<void>((r) => waiting.push(r));
+  running++;
+  try {
+    return await fn();
+  } finally {
+    running--;
+    waiting.shift()?.();
+  }
+}
+
 const scrypt = (password: string, salt: Buffer, keylen: number, opts: ScryptOptions) =>
-  new Promise<Buffer>((resolve, reject) =>
-    scryptCb(password, salt, keylen, { ...opts, maxmem: 64 * 1024 * 1024 }, (err, key) => (err ? reject(err) : resolve(key))),
+  limited(
+    () =>
+      new Promise<Buffer>((resolve, reject) =>
+        scryptCb(password, salt, keylen, { ...opts, maxmem: 256 * 1024 * 1024 }, (err, key) => (err ? reject(err) : resolve(key))),
+      ),
   );
+
+/** The stored hash was made at a lower cost than the current one. */
+export function needsRehash(stored: string): boolean {
+  const parts = stored.split("$");
+  return parts[0] === "scrypt" && Number(parts[1]) < N;
+}
 
 export const MIN_PASSWORD_LENGTH = 10;
 export const MAX_PASSWORD_LENGTH = 256;
@@ -36,8 +74,10 @@ export async function verifyPassword(password: string, stored: string): Promise<
   const [, n, r, p, saltText, hashText] = parts as [string, string, string, string, string, string];
   const expected = Buffer.from(hashText, "base64");
   if (expected.length < 16) return false;
+  const cost = Number(n);
+  if (!Number.isInteger(cost) || cost < 2 || cost > 2 ** 20) return false; // a tampered row must not make us allocate gigabytes
   const actual = await scrypt(password, Buffer.from(saltText, "base64"), expected.length, {
-    N: Number(n),
+    N: cost,
     r: Number(r),
     p: Number(p),
   });

@@ -11,11 +11,14 @@ export const newTotpSecret = (): string => new Secret({ size: 20 }).base32;
 
 export const totpUri = (secretBase32: string, email: string): string => totpFor(secretBase32, email).toString();
 
-/** Accepts the current code and one step either side (clock drift). */
-export function verifyTotp(secretBase32: string, code: string): boolean {
+/** The time step (30 s periods since the epoch) a code belongs to: the current one or one either side (clock drift); null if none. */
+export function totpStep(secretBase32: string, code: string, timestamp = Date.now()): number | null {
   const token = code.replace(/\s+/g, "");
-  if (!/^\d{6}$/.test(token)) return false;
-  return totpFor(secretBase32).validate({ token, window: 1 }) !== null;
+  if (!/^\d{6}$/.test(token)) return null;
+  const delta = totpFor(secretBase32).validate({ token, window: 1, timestamp });
+  return delta === null ? null : Math.floor(timestamp / 30_000) + delta;
 }
 
-export const currentTotp = (secretBase32: string, timestamp = Date.now()) => totpFor(secretBase32).generate({ timestamp });
+/** Accepts the current code and one step either side (clock drift); says nothing about reuse (see checkSecondFactor). */
+export const verifyTotp = (secretBase32: string, code: string): boolean => totpStep(secretBase32, code) !== null;
+

@@ -1,4 +1,4 @@
-import { seal } from "@modelgate/data-plane/crypto/secret-box";
+import { seal } from "@modelgate/data-plane";
 import { parseAmount } from "../services/money.ts";
 import type { ServiceContext } from "../services/context.ts";
 import type { GatewayConfig } from "./schema.ts";

@@ -13,6 +13,12 @@ import { csvHeader, csvLine, jsonLine } from "./format.ts";
 export const BATCH = 2_000;
 export const MAX_ACTIVE_PER_ACCOUNT = 2;
 
+const positive = (v: string | undefined, d: number) => (v && Number.isFinite(Number(v)) && Number(v) > 0 ? Number(v) : d);
+/** Exports an account may keep at once (MODELGATE_EXPORTS_PER_ACCOUNT, default 20); older ones expire first. */
+export const maxKeptPerAccount = () => positive(process.env.MODELGATE_EXPORTS_PER_ACCOUNT, 20);
+/** How long an export (its row and its file) is kept after it finished (MODELGATE_EXPORT_RETENTION_HOURS, default 24). */
+export const retentionMs = () => positive(process.env.MODELGATE_EXPORT_RETENTION_HOURS, 24) * 3600_000;
+
 type Ctx = ServiceContext & { dataDir: string };
 
 export interface StoredFilters {
@@ -63,6 +69,11 @@ export async function startExport(
   if (active >= MAX_ACTIVE_PER_ACCOUNT) {
     throw new AppError("TOO_MANY_REQUESTS", "wait for the running exports to finish before starting another");
   }
+  await pruneExports(ctx);
+  const kept = await ctx.prisma.export.count({ where: { accountId: input.accountId } });
+  if (kept >= maxKeptPerAccount()) {
+    throw new AppError("LIMIT_EXCEEDED", `this account keeps ${kept} exports, the most it may (${maxKeptPerAccount()}); each is deleted ${Math.round(retentionMs() / 3600_000)} h after it finished`);
+  }
   const row = await ctx.prisma.export.create({
     data: {
       accountId: input.accountId,
@@ -87,6 +98,32 @@ function schedule(ctx: Ctx, id: string) {
     })
     .finally(() => running.delete(job));
   running.add(job);
+}
+
+/**
+ * Deletes exports (row and file) that finished more than the retention ago. Runs at start-up, before each new
+ * export and every hour (startExportRetention), so the data directory does not fill with old usage data.
+ */
+export async function pruneExports(ctx: Ctx, now = Date.now()): Promise<number> {
+  const old = await ctx.prisma.export.findMany({
+    where: { status: { in: ["ready", "failed"] }, OR: [{ finishedAt: { lt: new Date(now - retentionMs()) } }, { finishedAt: null, createdAt: { lt: new Date(now - retentionMs()) } }] },
+    select: { id: true, format: true },
+    take: 1_000,
+  });
+  for (const e of old) {
+    await rm(join(exportDir(ctx.dataDir), `${e.id}.${e.format}`), { force: true });
+    await rm(join(exportDir(ctx.dataDir), `${e.id}.${e.format}.part`), { force: true });
+  }
+  if (old.length) await ctx.prisma.export.deleteMany({ where: { id: { in: old.map((e) => e.id) } } });
+  return old.length;
+}
+
+/** Hourly retention; the timer does not keep the process alive. */
+export function startExportRetention(ctx: Ctx, onError: (err: unknown) => void): () => void {
+  const timer = setInterval(() => void pruneExports(ctx).catch(onError), 3600_000);
+  timer.unref();
+  void pruneExports(ctx).catch(onError);
+  return () => clearInterval(timer);
 }
 
 /** Picks up exports left pending or running by a previous process (call once at start-up). */

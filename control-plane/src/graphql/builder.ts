@@ -1,5 +1,9 @@
 import SchemaBuilder from "@pothos/core";
+import PrismaPlugin from "@pothos/plugin-prisma";
 import ScopeAuthPlugin from "@pothos/plugin-scope-auth";
+import ZodPlugin from "@pothos/plugin-zod";
+import type PrismaTypes from "../generated/pothos-types.ts";
+import { getDatamodel } from "../generated/pothos-types.ts";
 import { GraphQLError, Kind } from "graphql";
 import type { GqlContext } from "./context.ts";
 
@@ -9,6 +13,7 @@ export const isOperator = (ctx: GqlContext) =>
 
 export const builder = new SchemaBuilder<{
   Context: GqlContext;
+  PrismaTypes: PrismaTypes;
   AuthScopes: {
     /** signed in (session or token) */
     authenticated: boolean;
@@ -25,8 +30,21 @@ export const builder = new SchemaBuilder<{
   };
   DefaultFieldNullability: false;
 }>({
-  plugins: [ScopeAuthPlugin],
+  // Scope auth first, so a field's authorisation runs before the Prisma plugin plans its relation query.
+  plugins: [ScopeAuthPlugin, ZodPlugin, PrismaPlugin],
+  // Arguments validated with the services' zod schemas (services/inputs.ts) before a resolver runs; a refusal is
+  // the same BAD_USER_INPUT, naming the field, that the services raise.
+  zod: {
+    validationError: (error) => {
+      const issue = error.issues[0];
+      const field = [...(issue?.path ?? [])].reverse().find((p) => typeof p === "string");
+      return new GraphQLError(issue?.message ?? "invalid input", { extensions: { code: "BAD_USER_INPUT", ...(field ? { field } : {}) } });
+    },
+  },
   defaultFieldNullability: false,
+  // Object types backed by Prisma models (builder.prismaObject) load their relations in the parent's query, or
+  // batched per request when the parent came from a plain resolver, instead of one query per parent.
+  prisma: { client: (ctx) => ctx.app.prisma, dmmf: getDatamodel() },
   scopeAuth: {
     authScopes: (ctx) => ({
       authenticated: ctx.principal !== null,

@@ -1,6 +1,6 @@
 import { GraphQLError } from "graphql";
-import { forbidden, notFound, unauthenticated } from "../services/errors.ts";
-import { formatAmount } from "../services/money.ts";
+import { badInput, forbidden, notFound, unauthenticated } from "../services/errors.ts";
+import { formatAmount, parseAmount } from "../services/money.ts";
 import { isOperator } from "./builder.ts";
 import type { GqlContext } from "./context.ts";
 
@@ -44,3 +44,12 @@ export function clampFirst(first: number | null | undefined, def: number, max: n
   }
   return n;
 }
+
+/** A money argument (decimal text) in micro-units; a malformed amount is BAD_USER_INPUT naming the field. */
+export const amountArg = (text: string, field: string) => {
+  try {
+    return parseAmount(text);
+  } catch (err) {
+    throw badInput((err as Error).message, field);
+  }
+};

@@ -12,4 +12,6 @@ export interface GqlContext {
   principal: Principal | null;
   /** sets (token) or clears (null) the session cookie on the response */
   setSessionCookie(token: string | null): void;
+  /** the caller's address (X-Forwarded-For only from MODELGATE_TRUSTED_PROXIES), for throttling */
+  clientIp: string | null;
 }

@@ -2,6 +2,7 @@ import { GraphQLError } from "graphql";
 import { Prisma } from "../generated/prisma/client.ts";
 import { NotFoundError } from "../services/accounts.ts";
 import { AppError } from "../services/errors.ts";
+import { AmountError } from "../services/money.ts";
 
 // Every error leaves with a stable `extensions.code`. Errors the code raised on purpose (AppError, GraphQLError)
 // keep their message; anything else is logged and replaced by "Unexpected error." (no internals, no stacks).
@@ -9,6 +10,9 @@ import { AppError } from "../services/errors.ts";
 function classify(err: unknown): { code: string; message: string; extra?: Record<string, unknown> } | null {
   if (err instanceof AppError) return { code: err.code, message: err.message, extra: err.extra };
   if (err instanceof NotFoundError) return { code: "NOT_FOUND", message: err.message };
+  if (err instanceof AmountError) return { code: "BAD_USER_INPUT", message: err.message };
+  // a sum the database cannot hold (a balance pushed past BIGINT): the request's fault, and nothing was written
+  if (err instanceof Error && /out of range|22003/.test(`${err.message} ${(err as { cause?: unknown }).cause ?? ""}`)) return { code: "BAD_USER_INPUT", message: "the amount is out of range" };
   if (err instanceof Prisma.PrismaClientKnownRequestError) {
     if (err.code === "P2002") return { code: "CONFLICT", message: "this already exists" };
     if (err.code === "P2025" || err.code === "P2001") return { code: "NOT_FOUND", message: "not found" };

@@ -1,13 +1,16 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { getOperationAST, GraphQLError } from "graphql";
+import { type ExecutionResult, getOperationAST, GraphQLError } from "graphql";
+import { newRequestId } from "@modelgate/data-plane";
 import { createYoga, type Plugin } from "graphql-yoga";
 import { authenticate } from "../auth/principal.ts";
 import { serializeSessionCookie } from "../auth/cookies.ts";
 import { SESSION_TTL_MS } from "../auth/sessions.ts";
 import type { AppContext, GqlContext } from "./context.ts";
 import { maskError } from "./errors.ts";
-import { DEFAULT_LIMITS, limitsRule } from "./limits.ts";
+import { graphqlLimitsFrom, limitPlugins } from "./limits.ts";
 import { schema } from "./schema/index.ts";
+import { tracingPlugin } from "./tracing-plugin.ts";
+import { requestOrigin } from "../http/request-origin.ts";
 
 export type { AppContext } from "./context.ts";
 
@@ -18,6 +21,8 @@ interface ServerContext {
   res: ServerResponse;
   /** Set-Cookie values the resolvers asked for */
   cookies: string[];
+  /** this request's id: the X-Gateway-Request-Id header and every error's extensions.requestId */
+  requestId: string;
 }
 
 /** Tokens carry scopes: queries need `read`, mutations `write` (sessions have every scope their role allows). */
@@ -36,9 +41,14 @@ const tokenScopePlugin: Plugin = {
   },
 };
 
-const limitsPlugin: Plugin = {
-  onValidate({ addValidationRule }) {
-    addValidationRule(limitsRule(DEFAULT_LIMITS));
+/** Every error carries the request's id (as the header does), so a user can quote it to support. */
+const requestIdPlugin: Plugin<object, ServerContext> = {
+  onResultProcess({ result, setResult, serverContext }) {
+    const id = serverContext.requestId;
+    const tag = (r: ExecutionResult): ExecutionResult =>
+      r.errors?.length ? { ...r, errors: r.errors.map((e) => new GraphQLError(e.message, { nodes: e.nodes, source: e.source, positions: e.positions, path: e.path, originalError: e.originalError, extensions: { ...e.extensions, requestId: id } })) } : r;
+    if (Array.isArray(result)) setResult(result.map(tag));
+    else if (result && !(Symbol.asyncIterator in result)) setResult(tag(result as ExecutionResult));
   },
 };
 
@@ -49,7 +59,8 @@ const cookiePlugin: Plugin<object, ServerContext> = {
 };
 
 function refuse(res: ServerResponse, status: number, code: string, message: string) {
-  const body = JSON.stringify({ errors: [{ message, extensions: { code } }] });
+  const requestId = res.getHeader("x-gateway-request-id");
+  const body = JSON.stringify({ errors: [{ message, extensions: { code, requestId } }] });
   res.writeHead(status, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(body) });
   res.end(body);
 }
@@ -70,25 +81,28 @@ export function createGraphqlHandler(app: AppContext): (req: IncomingMessage, re
     // internal errors are logged once by maskError (structured, without request data)
     logging: false,
     maskedErrors: { maskError: (error, message) => maskError(error, message) },
-    plugins: [limitsPlugin, tokenScopePlugin, cookiePlugin],
-    context: async ({ request, cookies }): Promise<GqlContext> => {
+    plugins: [...limitPlugins(graphqlLimitsFrom(process.env, app.dev)), tokenScopePlugin, cookiePlugin, requestIdPlugin, tracingPlugin],
+    context: async ({ request, cookies, req }): Promise<GqlContext> => {
+      const origin = requestOrigin(req);
       const auth = await authenticate(app.prisma, {
         authorization: request.headers.get("authorization"),
         cookie: request.headers.get("cookie"),
       });
       const setSessionCookie = (token: string | null) =>
         cookies.push(
-          serializeSessionCookie(token ?? "", { secure: app.secureCookies, maxAge: token ? Math.floor(SESSION_TTL_MS / 1000) : 0 }),
+          serializeSessionCookie(token ?? "", { secure: app.secureCookies || origin.https, maxAge: token ? Math.floor(SESSION_TTL_MS / 1000) : 0 }),
         );
       if (auth.clearCookie) setSessionCookie(null);
       if (auth.error) {
         throw new GraphQLError(auth.error.message, { extensions: { code: auth.error.code, http: { status: 401 } } });
       }
-      return { app, auth, principal: auth.principal, setSessionCookie };
+      return { app, auth, principal: auth.principal, setSessionCookie, clientIp: origin.clientIp };
     },
   });
 
   return async (req, res) => {
+    const requestId = newRequestId();
+    res.setHeader("x-gateway-request-id", requestId);
     if (req.method === "POST") {
       const type = (req.headers["content-type"] ?? "").toLowerCase();
       if (!type.startsWith("application/json") && !req.headers["x-mg-csrf"]) {
@@ -97,10 +111,10 @@ export function createGraphqlHandler(app: AppContext): (req: IncomingMessage, re
       const length = Number(req.headers["content-length"] ?? 0);
       if (length > MAX_BODY_BYTES) return refuse(res, 413, "PAYLOAD_TOO_LARGE", "the request body is too large");
     }
-    await (yoga.requestListener as unknown as (req: IncomingMessage, res: ServerResponse, ctx: { cookies: string[] }) => Promise<void>)(
+    await (yoga.requestListener as unknown as (req: IncomingMessage, res: ServerResponse, ctx: { cookies: string[]; requestId: string }) => Promise<void>)(
       req,
       res,
-      { cookies: [] },
+      { cookies: [], requestId },
     );
   };
 }

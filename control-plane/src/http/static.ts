@@ -16,14 +16,36 @@ const types: Record<string, string> = {
   ".woff2": "font/woff2",
 };
 
+/**
+ * Headers for every console response: a Content-Security-Policy that allows only this origin's scripts
+ * (the console ships no inline script; styles may be inline, Vue binds some), no framing (clickjacking), no
+ * MIME sniffing, no referrer leaking paths. `data:` images are the two-step QR code.
+ */
+export const CONSOLE_SECURITY_HEADERS: Record<string, string> = {
+  "content-security-policy":
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'",
+  "x-frame-options": "DENY",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "same-origin",
+};
+
 /** Serves the built console; unknown paths get index.html so client-side routes survive a reload. */
 export function createStaticRoute(root = consoleDist) {
   return async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
     if (req.method !== "GET" && req.method !== "HEAD") return false;
-    const path = decodeURIComponent((req.url ?? "/").split("?")[0]!);
+    let path: string;
+    try {
+      path = decodeURIComponent((req.url ?? "/").split("?")[0]!);
+    } catch {
+      // A malformed percent-escape is the caller's mistake, not a server error.
+      const body = '{"error":"the path has a malformed percent-escape"}';
+      res.writeHead(400, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+      res.end(body);
+      return true;
+    }
     if (!existsSync(join(root, "index.html"))) {
       const body = "<!doctype html><title>modelgate</title><p>modelgate is running. The console is not built: run <code>npm run build -w console</code>.</p>";
-      res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
+      res.writeHead(200, { "content-type": "text/html; charset=utf-8", ...CONSOLE_SECURITY_HEADERS });
       res.end(body);
       return true;
     }
@@ -34,7 +56,7 @@ export function createStaticRoute(root = consoleDist) {
     res.writeHead(200, {
       "content-type": types[extname(file)] ?? "application/octet-stream",
       "cache-control": immutable ? "public, max-age=31536000, immutable" : "no-cache",
-      "x-content-type-options": "nosniff",
+      ...CONSOLE_SECURITY_HEADERS,
     });
     if (req.method === "HEAD") return res.end(), true;
     createReadStream(file).pipe(res);

@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import { loadConfigFile } from "../config/load.ts";
 import { demoConfig, syncConfig } from "../config/sync.ts";
+import { type ConfigWatcher, watchConfig } from "../config/watch.ts";
 import { openDatabase, type Database } from "../db/client.ts";
 import { migrate } from "../db/migrate.ts";
 import type { ServiceContext } from "../services/context.ts";
@@ -12,6 +13,8 @@ export interface ControlPlaneCore {
   db: Database;
   ctx: ServiceContext;
   publisher: SnapshotPublisher;
+  /** the config file, reloaded on change and on SIGHUP (none without GATEWAY_CONFIG) */
+  configWatcher: ConfigWatcher | null;
 }
 
 /** Database up to date, config file applied, first snapshot published: what both modes start with. */
@@ -29,5 +32,6 @@ export async function bootControlPlane(settings: Settings, bus: SnapshotBus, log
     await syncConfig(ctx, demoConfig(), "builtin");
   }
   await publisher.start();
-  return { db, ctx, publisher };
+  const configWatcher = settings.configPath ? watchConfig(ctx, settings.configPath, logger) : null;
+  return { db, ctx, publisher, configWatcher };
 }

@@ -1,8 +1,7 @@
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { hostname } from "node:os";
 import { Redis } from "ioredis";
-import { redisNames } from "@modelgate/data-plane/contract/index";
-import { createLogger } from "@modelgate/data-plane/logger";
+import { redisNames, createLogger, createGatewayServer, initTracing, inSpan } from "@modelgate/data-plane";
 import { chain, notFound } from "../http/app.ts";
 import { RedisSnapshotBus } from "../snapshot/redis-bus.ts";
 import { RedisUsageConsumer } from "../usage/redis-consumer.ts";
@@ -16,11 +15,13 @@ import { onShutdown } from "./shutdown.ts";
 // The control plane (distributed mode): Postgres is the record; snapshots out and usage in through Redis.
 
 const logger = createLogger("modelgate-control-plane");
+const tracing = initTracing("modelgate-control-plane");
 const settings = readSettings(process.env, 8081);
 if (!settings.databaseUrl || !settings.redisUrl) {
   console.error("DATABASE_URL and REDIS_URL are required for the control plane (distributed mode). For one process, use `npm start`.");
   process.exit(2);
 }
+if (settings.tightened > 0) logger.warn({ dataDir: settings.dataDir, entries: settings.tightened }, "data directory was readable or writable by others; made it private (0700, files 0600)");
 const names = redisNames();
 const redis = new Redis(settings.redisUrl);
 const subscriber = new Redis(settings.redisUrl);
@@ -34,6 +35,14 @@ subscriber.on("message", () => core.publisher.changed());
 // Redis may have come back empty (no persistence): publish the snapshot again at once rather than leave new
 // replicas without one until the next change.
 redis.on("ready", () => core.publisher.changed());
+// A heartbeat every second (expiring after 15 s): replicas show its age in /readyz, so a stopped or frozen
+// control plane is visible even while they keep serving from their last snapshot.
+const beat = () => {
+  redis.set(names.controlHeartbeat, JSON.stringify({ at: Date.now(), pid: process.pid, host: hostname() }), "PX", 15_000).catch(() => undefined);
+};
+beat();
+const heartbeat = setInterval(beat, 1_000);
+heartbeat.unref();
 // Safety net: republish periodically so a replica that missed everything still converges.
 const republish = setInterval(() => core.publisher.changed(), Number(process.env.MODELGATE_REPUBLISH_MS ?? 30_000));
 republish.unref();
@@ -43,7 +52,7 @@ const consumer = new RedisUsageConsumer(
   names,
   `${hostname()}-${process.pid}`,
   async (events) => {
-    await settleUsageBatch(core.db, events);
+    await inSpan(tracing, "modelgate.usage.settle", { "modelgate.usage.events": events.length }, () => settleUsageBatch(core.db, events));
     core.publisher.settled();
   },
   (err) => logger.error({ err }, "usage consumer error"),
@@ -58,11 +67,11 @@ const health = async (req: IncomingMessage, res: ServerResponse) => {
   return true;
 };
 const handler = chain([health, ...routes], notFound);
-const server = createServer((req, res) => void handler(req, res));
-server.keepAliveTimeout = 65_000;
+const server = createGatewayServer((req, res) => void handler(req, res));
 server.listen(settings.port, settings.host, () => logger.info({ port: settings.port }, "control plane listening"));
 
 onShutdown(logger, async () => {
+  core.configWatcher?.stop();
   await new Promise<void>((r) => server.close(() => r()));
   await consumer.stop();
   await core.publisher.flush();
@@ -70,4 +79,5 @@ onShutdown(logger, async () => {
   core.publisher.stop();
   await core.db.close();
   for (const r of [redis, subscriber, consumerConn]) r.disconnect();
+  await tracing?.shutdown();
 }, server);

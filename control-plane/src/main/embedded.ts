@@ -1,30 +1,39 @@
-import { createServer } from "node:http";
-import { SnapshotStore } from "@modelgate/data-plane/snapshot/store";
-import { InProcessUsageSink } from "@modelgate/data-plane/usage/sink";
-import { createDataPlaneHandler } from "@modelgate/data-plane/server/app";
-import { createDataPlaneOptions } from "@modelgate/data-plane/runtime";
-import { createLogger } from "@modelgate/data-plane/logger";
+import type { AddressInfo } from "node:net";
+import { SnapshotStore, InProcessUsageSink, createDataPlaneHandler, createGatewayServer, createDataPlaneOptions, createLogger, initTracing, inSpan } from "@modelgate/data-plane";
 import { DEMO_MODEL_ID } from "../config/sync.ts";
 import { chain, notFound } from "../http/app.ts";
 import { exportsIdle } from "../exports/runner.ts";
 import { settleUsageBatch } from "../usage/settle.ts";
 import { bootControlPlane } from "./bootstrap.ts";
 import { controlPlaneRoutes } from "./routes.ts";
+import { advertise, DataDirLocked, localUrl, lockDataDir, tighten } from "./data-dir.ts";
 import { readSettings } from "./settings.ts";
 import { onShutdown } from "./shutdown.ts";
 
 // Embedded mode: control plane, data plane and console in one process, PGlite under ./data, in-process bus.
 
 const logger = createLogger("modelgate");
+const tracing = initTracing("modelgate");
 const settings = readSettings(process.env, 8080);
 settings.databaseUrl = undefined; // embedded mode always uses PGlite; DATABASE_URL selects distributed mode
+if (settings.tightened > 0) logger.warn({ dataDir: settings.dataDir, entries: settings.tightened }, "data directory was readable or writable by others; made it private (0700, files 0600)");
+// One process at a time on the database: a second server, or the admin CLI opening it directly, is refused.
+try {
+  lockDataDir(settings.dataDir, "server");
+} catch (err) {
+  if (!(err instanceof DataDirLocked)) throw err;
+  console.error(err.message);
+  process.exit(2);
+}
 
 const store = new SnapshotStore();
 let version = 0;
 const core = await bootControlPlane(settings, { publish: async (s) => void store.apply(s), nextVersion: async () => ++version }, logger);
+// PGlite gives its files modes of its own (0666) whatever the umask: they are made private once it is open.
+logger.debug({ entries: tighten(settings.dataDir) }, "database files made private");
 const usage = new InProcessUsageSink(
   async (events) => {
-    await settleUsageBatch(core.db, events);
+    await inSpan(tracing, "modelgate.usage.settle", { "modelgate.usage.events": events.length }, () => settleUsageBatch(core.db, events));
     core.publisher.settled(); // balances and spend moved
   },
   (err, events) => logger.error({ err, requestIds: events.map((e) => e.requestId) }, "usage settlement failed"),
@@ -36,10 +45,12 @@ const dataPlane = createDataPlaneHandler(dataPlaneOptions, false);
 const apiNotFound = createDataPlaneHandler(dataPlaneOptions, true);
 const { routes } = await controlPlaneRoutes(core.ctx, settings, logger);
 const handler = chain([dataPlane, ...routes, apiNotFound], notFound);
-const server = createServer((req, res) => void handler(req, res));
-server.keepAliveTimeout = 65_000;
+const server = createGatewayServer((req, res) => void handler(req, res));
 server.listen(settings.port, settings.host, () => {
-  const base = `http://localhost:${settings.port}`;
+  const { address, port } = server.address() as AddressInfo;
+  // Where the admin CLI finds this server: it reads the data directory it is pointed at, never guesses a port.
+  advertise(settings.dataDir, localUrl(address, port));
+  const base = `http://localhost:${port}`;
   console.log(`
 modelgate is running (embedded mode, data in ${settings.dataDir})
   API base URL   ${base}/v1
@@ -56,6 +67,7 @@ First call:
 });
 
 onShutdown(logger, async () => {
+  core.configWatcher?.stop();
   draining = true;
   await new Promise<void>((resolve) => server.close(() => resolve()));
   await usage.flush();
@@ -64,4 +76,5 @@ onShutdown(logger, async () => {
   core.publisher.stop();
   await dataPlaneOptions.close();
   await core.db.close();
+  await tracing?.shutdown();
 }, server);

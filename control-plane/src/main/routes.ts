@@ -4,11 +4,13 @@ import { join } from "node:path";
 import type { Logger } from "pino";
 import { ensureAdminToken } from "../admin/token.ts";
 import { ensureOperator } from "../auth/bootstrap.ts";
-import { resumeExports } from "../exports/runner.ts";
+import { OidcSignIn } from "../auth/oidc.ts";
+import { resumeExports, startExportRetention } from "../exports/runner.ts";
 import { createGraphqlHandler } from "../graphql/handler.ts";
 import type { AppContext } from "../graphql/context.ts";
 import { createAdminRoute } from "../http/admin-route.ts";
 import { createApiRoutes } from "../http/api-routes.ts";
+import { createOidcRoutes } from "../http/oidc-routes.ts";
 import type { Route } from "../http/app.ts";
 import { createStaticRoute } from "../http/static.ts";
 import { createMailer } from "../mail/mailer.ts";
@@ -30,6 +32,7 @@ export async function controlPlaneRoutes(ctx: ServiceContext, settings: Settings
   await bootstrapOperator(ctx, settings, logger);
   // Exports a previous process left unfinished start again from the beginning.
   void Promise.resolve(resumeExports(app)).catch((err) => logger.error({ err }, "could not resume exports"));
+  startExportRetention(app, (err) => logger.error({ err }, "export retention failed"));
   const graphql = createGraphqlHandler(app);
   const graphqlRoute: Route = async (req, res) => {
     const path = (req.url ?? "/").split("?")[0];
@@ -38,7 +41,9 @@ export async function controlPlaneRoutes(ctx: ServiceContext, settings: Settings
     return true;
   };
   const adminToken = ensureAdminToken(settings.dataDir, process.env.MODELGATE_ADMIN_TOKEN);
-  return { routes: [graphqlRoute, createApiRoutes(app), createAdminRoute(ctx, adminToken), createStaticRoute()], app };
+  const sso = settings.oidc ? new OidcSignIn(settings.oidc, ctx.prisma, ctx.masterKey) : null;
+  const ssoRoute = createOidcRoutes(sso, settings.secureCookies, logger);
+  return { routes: [graphqlRoute, createApiRoutes(app), ssoRoute, createAdminRoute(ctx, adminToken), createStaticRoute()], app };
 }
 
 /** The first operator: from MODELGATE_OPERATOR_PASSWORD, or a generated password written once to the data dir. */

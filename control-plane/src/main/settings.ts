@@ -1,7 +1,9 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { parseMasterKey } from "@modelgate/data-plane/crypto/secret-box";
+import { parseMasterKey } from "@modelgate/data-plane";
+import { type OidcSettings, readOidcSettings } from "../auth/oidc.ts";
+import { secureDataDir } from "./data-dir.ts";
 
 export interface Settings {
   port: number;
@@ -17,6 +19,10 @@ export interface Settings {
   maxBodyBytes: number;
   operatorEmail: string;
   operatorPassword?: string;
+  /** console sign-in through OpenID Connect (null: off) */
+  oidc: OidcSettings | null;
+  /** entries of the data directory that were readable or writable by others and have been made private */
+  tightened: number;
 }
 
 /**
@@ -35,7 +41,8 @@ export function masterKeyFrom(env: NodeJS.ProcessEnv, dataDir: string): Buffer {
 
 export function readSettings(env: NodeJS.ProcessEnv, defaultPort: number): Settings {
   const dataDir = resolve(env.MODELGATE_DATA_DIR ?? "./data");
-  mkdirSync(dataDir, { recursive: true });
+  // Before anything is written there: the directory and all it holds are private to this user.
+  const tightened = secureDataDir(dataDir);
   return {
     port: Number(env.PORT ?? defaultPort),
     host: env.HOST ?? "0.0.0.0",
@@ -47,8 +54,12 @@ export function readSettings(env: NodeJS.ProcessEnv, defaultPort: number): Setti
     dev: env.NODE_ENV === "development",
     secureCookies: env.MODELGATE_SECURE_COOKIES === "1",
     smtpUrl: env.SMTP_URL || undefined,
-    maxBodyBytes: Number(env.MODELGATE_MAX_BODY_BYTES ?? 8 * 1024 * 1024),
+    // 4 MiB: parsing a body holds the event loop about 10 ms per MB, so this keeps any one request's stall of the
+    // process under 50 ms; raise it for larger (e.g. image) inputs.
+    maxBodyBytes: Number(env.MODELGATE_MAX_BODY_BYTES ?? 4 * 1024 * 1024),
     operatorEmail: env.MODELGATE_OPERATOR_EMAIL ?? "operator@modelgate.local",
     operatorPassword: env.MODELGATE_OPERATOR_PASSWORD || undefined,
+    oidc: readOidcSettings(env),
+    tightened,
   };
 }

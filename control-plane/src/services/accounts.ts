@@ -1,4 +1,6 @@
 import type { ServiceContext } from "./context.ts";
+import { AppError, badInput } from "./errors.ts";
+import { nameSchema, parseField } from "./inputs.ts";
 
 const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -13,18 +15,30 @@ export async function resolveAccount(ctx: ServiceContext, nameOrId: string) {
   return account;
 }
 
+/**
+ * Opens an account. The name is unique by the database's constraint, not by a look-up first: two concurrent
+ * calls with one name give one account and one CONFLICT, never two accounts or an internal error.
+ */
 export async function createAccount(
   ctx: ServiceContext,
   input: { name: string; email?: string | null; balanceMicro?: bigint; kind?: "standard" | "trial" },
 ) {
-  const account = await ctx.prisma.$transaction(async (tx) => {
-    const created = await tx.account.create({
-      data: { name: input.name, email: input.email ?? null, kind: input.kind ?? "standard" },
+  const name = parseField(nameSchema, input.name, "name");
+  const opening = input.balanceMicro ?? 0n;
+  if (opening < 0n) throw badInput("the opening balance cannot be negative", "initialBalance");
+  let account;
+  try {
+    account = await ctx.prisma.$transaction(async (tx) => {
+      const created = await tx.account.create({
+        data: { name, email: input.email ?? null, kind: input.kind ?? "standard" },
+      });
+      if (opening === 0n) return created;
+      return applyLedger(tx, created.id, "topup", opening, "opening balance");
     });
-    const opening = input.balanceMicro ?? 0n;
-    if (opening === 0n) return created;
-    return applyLedger(tx, created.id, "topup", opening, "opening balance");
-  });
+  } catch (err) {
+    if ((err as { code?: string }).code === "P2002") throw new AppError("CONFLICT", "an account with this name exists");
+    throw err;
+  }
   ctx.snapshotChanged();
   return account;
 }

@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { ServiceContext } from "./context.ts";
+import { AppError } from "./errors.ts";
 
 const KEY_PREFIX = "sk-mg-";
 const ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
@@ -29,9 +30,23 @@ export interface KeyRestrictions {
   concurrency?: number | null;
 }
 
+/** Live (not revoked) keys one account may hold: MODELGATE_MAX_KEYS_PER_ACCOUNT, default 1,000. */
+export const maxKeysPerAccount = (env: NodeJS.ProcessEnv = process.env) => {
+  const n = Number(env.MODELGATE_MAX_KEYS_PER_ACCOUNT ?? 1000);
+  return Number.isInteger(n) && n > 0 ? n : 1000;
+};
+
 export async function createApiKey(ctx: ServiceContext, accountId: string, r: KeyRestrictions) {
   const key = generateApiKey();
-  const row = await ctx.prisma.apiKey.create({
+  const limit = maxKeysPerAccount();
+  // The account's row is locked while keys are counted, so parallel creations cannot pass the cap together.
+  const row = await ctx.prisma.$transaction(async (tx) => {
+    await tx.$queryRaw`SELECT id FROM accounts WHERE id = ${accountId}::uuid FOR UPDATE`;
+    const live = await tx.apiKey.count({ where: { accountId, status: { not: "revoked" } } });
+    if (live >= limit) {
+      throw new AppError("LIMIT_EXCEEDED", `this account already has ${live} keys, the most it may have (${limit}); revoke keys it no longer uses`);
+    }
+    return tx.apiKey.create({
     data: {
       accountId,
       name: r.name ?? "default",
@@ -45,6 +60,7 @@ export async function createApiKey(ctx: ServiceContext, accountId: string, r: Ke
       tpm: r.tpm ?? null,
       concurrency: r.concurrency ?? null,
     },
+    });
   });
   ctx.snapshotChanged();
   return { row, key };

@@ -1,4 +1,4 @@
-import { seal } from "@modelgate/data-plane/crypto/secret-box";
+import { seal } from "@modelgate/data-plane";
 import type { AccountStatus, UpstreamProtocol } from "../generated/prisma/client.ts";
 import { applyLedger } from "./accounts.ts";
 import type { ServiceContext } from "./context.ts";

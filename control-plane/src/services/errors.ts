@@ -8,6 +8,8 @@ export type ErrorCode =
   | "NOT_FOUND"
   | "CONFLICT"
   | "TOO_MANY_REQUESTS"
+  /** a documented cap (keys per account, exports kept per account) is reached */
+  | "LIMIT_EXCEEDED"
   | "SECOND_STEP_REQUIRED";
 
 export class AppError extends Error {

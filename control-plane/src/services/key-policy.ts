@@ -1,8 +1,8 @@
-import { isIP } from "node:net";
 import type { Account } from "../generated/prisma/client.ts";
-import type { KeyRestrictions } from "./api-keys.ts";
+import { createApiKey, updateApiKey, type KeyRestrictions } from "./api-keys.ts";
 import type { ServiceContext } from "./context.ts";
-import { badInput } from "./errors.ts";
+import { badInput, notFound } from "./errors.ts";
+import { ipAllowlistSchema, limitSchema, nameSchema, parseField } from "./inputs.ts";
 import { formatAmount, parseAmount } from "./money.ts";
 
 // Trial accounts: every key carries the quota and expiry the operator fixed for the account. The policy lives in
@@ -61,25 +61,6 @@ export function clampToTrial(r: KeyRestrictions, policy: TrialPolicy, creating: 
   return out;
 }
 
-function checkCidr(entry: string): string {
-  const s = entry.trim();
-  const [addr, bits, extra] = s.split("/");
-  const family = addr ? isIP(addr) : 0;
-  if (!family || extra !== undefined) throw badInput(`not an IP address or CIDR: ${entry}`, "ipAllowlist");
-  if (bits !== undefined) {
-    const n = Number(bits);
-    if (!/^\d{1,3}$/.test(bits) || n > (family === 4 ? 32 : 128)) throw badInput(`bad prefix length in ${entry}`, "ipAllowlist");
-  }
-  return s;
-}
-
-const positiveOrNull = (v: number | null | undefined, field: string) => {
-  if (v !== undefined && v !== null && (!Number.isInteger(v) || v <= 0 || v > 10_000_000)) {
-    throw badInput(`${field} must be a positive whole number`, field);
-  }
-  return v;
-};
-
 /** Raw GraphQL-ish input (money as decimal text) → checked restrictions. Unknown models are refused. */
 export async function checkRestrictions(
   ctx: ServiceContext,
@@ -96,11 +77,7 @@ export async function checkRestrictions(
   present: (field: string) => boolean,
 ): Promise<KeyRestrictions> {
   const r: KeyRestrictions = {};
-  if (present("name")) {
-    const name = (input.name ?? "").trim();
-    if (!name || name.length > 100) throw badInput("a name of 1 to 100 characters is needed", "name");
-    r.name = name;
-  }
+  if (present("name")) r.name = parseField(nameSchema, input.name ?? "", "name");
   if (present("quotaCap")) {
     if (input.quotaCap === null || input.quotaCap === undefined) r.quotaMicro = null;
     else {
@@ -124,9 +101,46 @@ export async function checkRestrictions(
     }
     r.allowedModels = models;
   }
-  if (present("ipAllowlist")) r.ipAllowlist = [...new Set((input.ipAllowlist ?? []).map(checkCidr))];
-  if (present("rpm")) r.rpm = positiveOrNull(input.rpm, "rpm");
-  if (present("tpm")) r.tpm = positiveOrNull(input.tpm, "tpm");
-  if (present("concurrency")) r.concurrency = positiveOrNull(input.concurrency, "concurrency");
+  if (present("ipAllowlist")) r.ipAllowlist = parseField(ipAllowlistSchema, input.ipAllowlist ?? [], "ipAllowlist");
+  if (present("rpm")) r.rpm = parseField(limitSchema("rpm"), input.rpm ?? null, "rpm");
+  if (present("tpm")) r.tpm = parseField(limitSchema("tpm"), input.tpm ?? null, "tpm");
+  if (present("concurrency")) r.concurrency = parseField(limitSchema("concurrency"), input.concurrency ?? null, "concurrency");
   return r;
+}
+
+/** Who asks: operators may give a trial key any quota and expiry (the policy's fill what they leave out). */
+export interface KeyActor {
+  operator: boolean;
+}
+
+/**
+ * Every rule of issuing a key, for every way in (GraphQL and the admin CLI): the account exists and is active,
+ * the expiry is in the future, and on a trial account the key carries the trial quota and expiry (a customer
+ * cannot ask for more; an operator's omissions take the policy's).
+ */
+export async function issueApiKey(ctx: ServiceContext, accountId: string, restrictions: KeyRestrictions, actor: KeyActor) {
+  const account = await ctx.prisma.account.findUnique({ where: { id: accountId } });
+  if (!account) throw notFound("account");
+  if (account.status !== "active") throw badInput("the account is disabled");
+  let r: KeyRestrictions = { ...restrictions, name: restrictions.name ?? "default" };
+  if (r.expiresAt && r.expiresAt.getTime() <= Date.now()) throw badInput("the expiry is in the past", "expiresAt");
+  if (account.kind === "trial") {
+    const policy = await getTrialPolicy(ctx, account);
+    if (!actor.operator) r = clampToTrial(r, policy, true);
+    else {
+      r.quotaMicro ??= policy.quotaMicro;
+      r.expiresAt ??= policy.expiresAt;
+    }
+  }
+  return createApiKey(ctx, accountId, r);
+}
+
+/** Changes a key under the same rules: a revoked key stays as it is, and a customer cannot lift trial limits. */
+export async function changeApiKey(ctx: ServiceContext, keyId: string, restrictions: KeyRestrictions, actor: KeyActor) {
+  const key = await ctx.prisma.apiKey.findUnique({ where: { id: keyId }, include: { account: true } });
+  if (!key) throw notFound("API key");
+  if (key.status === "revoked") throw badInput("a revoked key cannot be changed");
+  let r = restrictions;
+  if (key.account.kind === "trial" && !actor.operator) r = clampToTrial(r, await getTrialPolicy(ctx, key.account), false);
+  return updateApiKey(ctx, key.id, r);
 }

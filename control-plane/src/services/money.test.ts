@@ -9,7 +9,15 @@ describe("money", () => {
     expect(parseAmount(0.15)).toBe(150_000n);
     expect(parseAmount(0.3)).toBe(300_000n);
     expect(parseAmount("-2.25")).toBe(-2_250_000n);
-    expect(parseAmount("9007199254740993")).toBe(9_007_199_254_740_993_000_000n);
+    // beyond 2^53, exactly (no float on the way)
+    expect(parseAmount("900719925474.099312")).toBe(900_719_925_474_099_312n);
+    expect(parseAmount("1000000000000")).toBe(10n ** 18n);
+  });
+  it("refuses amounts a BIGINT column could not hold with room for sums", () => {
+    expect(() => parseAmount("1000000000000.000001")).toThrow(/out of range/);
+    expect(() => parseAmount("99999999999999999999")).toThrow(/out of range/);
+    expect(() => parseAmount("-99999999999999999999")).toThrow(/out of range/);
+    expect(() => parseAmount("1".repeat(1000))).toThrow(/not an amount/);
   });
   it("refuses what is not an amount", () => {
     expect(() => parseAmount("1.0000001")).toThrow(/6 decimals/);

@@ -5,14 +5,24 @@ export const MICRO = 1_000_000n;
 
 const decimal = /^(-)?(\d+)(?:\.(\d+))?$/;
 
+/**
+ * The largest amount accepted anywhere: a trillion units. Its micro-units (10^18) fit a BIGINT column with room
+ * for sums (2^63 ≈ 9.2 × 10^18), so no amount a person types can overflow the database.
+ */
+export const MAX_AMOUNT_MICRO = 10n ** 18n;
+
+/** A malformed or out-of-range amount: the caller's mistake (BAD_USER_INPUT), never a server error. */
+export class AmountError extends Error {}
+
 /** "12.5" → 12_500_000n. More than six decimals is an error rather than a silent rounding. */
 export function parseAmount(text: string | number): bigint {
   const s = typeof text === "number" ? numberToPlainString(text) : text.trim();
-  const m = decimal.exec(s);
-  if (!m) throw new Error(`not an amount: ${JSON.stringify(text)}`);
+  const m = s.length <= 40 ? decimal.exec(s) : null;
+  if (!m) throw new AmountError(`not an amount: ${JSON.stringify(String(text).slice(0, 40))}`);
   const [, sign, whole, frac = ""] = m;
-  if (frac.length > 6) throw new Error(`amount ${s} has more than 6 decimals`);
+  if (frac.length > 6) throw new AmountError(`amount ${s} has more than 6 decimals`);
   const micro = BigInt(whole!) * MICRO + BigInt(frac.padEnd(6, "0"));
+  if (micro > MAX_AMOUNT_MICRO) throw new AmountError(`amount ${s} is out of range (at most ${formatAmount(MAX_AMOUNT_MICRO)})`);
   return sign ? -micro : micro;
 }
 
@@ -27,7 +37,7 @@ export function formatAmount(micro: bigint): string {
 
 /** Config prices are numbers per 1M tokens (0.15); their shortest decimal text is what the operator wrote. */
 function numberToPlainString(n: number): string {
-  if (!Number.isFinite(n)) throw new Error(`not an amount: ${n}`);
+  if (!Number.isFinite(n)) throw new AmountError(`not an amount: ${n}`);
   const s = String(n);
   if (!/e/i.test(s)) return s;
   return n.toFixed(6).replace(/\.?0+$/, "");

@@ -1,10 +1,11 @@
-import { open, seal } from "@modelgate/data-plane/crypto/secret-box";
+import { open, seal } from "@modelgate/data-plane";
 import { checkSecondFactor, normaliseEmail } from "../auth/login.ts";
 import { hashPassword, passwordProblem, verifyPassword } from "../auth/password.ts";
 import { TOKEN_SCOPES, type TokenScope } from "../auth/principal.ts";
 import { revokeOtherSessions } from "../auth/sessions.ts";
 import { hmacCode, PAT_PREFIX, randomToken, recoveryCode, safeEqualHex, sha256, sixDigitCode } from "../auth/tokens.ts";
-import { newTotpSecret, totpUri, verifyTotp } from "../auth/totp.ts";
+import { STEP_UP_POLICY, stepUpKey, succeeded, takeAttempt, throttled } from "../auth/throttle.ts";
+import { newTotpSecret, totpStep, totpUri } from "../auth/totp.ts";
 import type { Mailer } from "../mail/mailer.ts";
 import { passwordChangedMail, verificationMail } from "../mail/templates.ts";
 import type { ServiceContext } from "./context.ts";
@@ -15,23 +16,35 @@ type Ctx = ServiceContext & { mail: Mailer };
 
 // ---- password ----
 
-/** Needs the current password; signs out every other session of the user (the current one stays). */
+/**
+ * Needs the current password, and a second-factor code when two-step verification is on (a stolen session
+ * alone cannot take the account over); the checks are throttled per user. Signs out every other session of
+ * the user (the current one stays) and revokes the user's personal access tokens.
+ */
 export async function changePassword(
   ctx: Ctx,
   userId: string,
   currentSessionId: string | null,
   current: string,
   next: string,
+  code?: string | null,
 ) {
   const user = await ctx.prisma.user.findUniqueOrThrow({ where: { id: userId } });
+  if (user.totpEnabledAt && !code) throw badInput("two-step verification is on: enter a code from your app or a recovery code", "code");
+  const key = stepUpKey(userId);
+  await takeAttempt(ctx.prisma, key, STEP_UP_POLICY);
   if (!user.passwordHash || !(await verifyPassword(current, user.passwordHash))) {
     throw badInput("the current password is wrong", "currentPassword");
   }
+  if (user.totpEnabledAt && !(await checkSecondFactor(ctx.prisma, ctx.masterKey, userId, code!))) throw badInput("the code is not valid", "code");
+  await succeeded(ctx.prisma, key);
   const problem = passwordProblem(next);
   if (problem) throw badInput(problem, "newPassword");
   if (current === next) throw badInput("the new password must differ from the current one", "newPassword");
   await ctx.prisma.user.update({ where: { id: userId }, data: { passwordHash: await hashPassword(next) } });
   await revokeOtherSessions(ctx.prisma, userId, currentSessionId);
+  // tokens made with the old password end with it
+  await ctx.prisma.personalAccessToken.updateMany({ where: { userId, revokedAt: null }, data: { revokedAt: new Date() } });
   await ctx.mail.send(passwordChangedMail(user.email)).catch(() => undefined);
 }
 
@@ -126,16 +139,24 @@ export async function confirmTotp(ctx: Ctx, userId: string, code: string) {
   const user = await ctx.prisma.user.findUniqueOrThrow({ where: { id: userId } });
   if (user.totpEnabledAt) throw badInput("two-step verification is already on");
   if (!user.totpSecretEnc) throw badInput("start enrolment first");
-  if (!verifyTotp(open(ctx.masterKey, user.totpSecretEnc), code)) throw badInput("the code is not valid", "code");
-  await ctx.prisma.user.update({ where: { id: userId }, data: { totpEnabledAt: new Date() } });
+  const step = totpStep(open(ctx.masterKey, user.totpSecretEnc), code);
+  if (step === null) throw badInput("the code is not valid", "code");
+  // the confirming code is used: it cannot also complete a sign-in
+  await ctx.prisma.user.update({ where: { id: userId }, data: { totpEnabledAt: new Date(), totpLastStep: BigInt(step) } });
   return issueRecoveryCodes(ctx, userId);
+}
+
+/** A second-factor check that guards a change, throttled per user: a stolen session is no code oracle. */
+async function stepUp(ctx: Ctx, userId: string, code: string): Promise<void> {
+  const ok = await throttled(ctx.prisma, stepUpKey(userId), STEP_UP_POLICY, () => checkSecondFactor(ctx.prisma, ctx.masterKey, userId, code));
+  if (!ok) throw badInput("the code is not valid", "code");
 }
 
 /** Needs a current TOTP or recovery code. */
 export async function disableTotp(ctx: Ctx, userId: string, code: string) {
   const user = await ctx.prisma.user.findUniqueOrThrow({ where: { id: userId } });
   if (!user.totpEnabledAt) throw badInput("two-step verification is not on");
-  if (!(await checkSecondFactor(ctx.prisma, ctx.masterKey, userId, code))) throw badInput("the code is not valid", "code");
+  await stepUp(ctx, userId, code);
   await ctx.prisma.$transaction([
     ctx.prisma.user.update({ where: { id: userId }, data: { totpEnabledAt: null, totpSecretEnc: null } }),
     ctx.prisma.recoveryCode.deleteMany({ where: { userId } }),
@@ -145,7 +166,7 @@ export async function disableTotp(ctx: Ctx, userId: string, code: string) {
 export async function regenerateRecoveryCodes(ctx: Ctx, userId: string, code: string) {
   const user = await ctx.prisma.user.findUniqueOrThrow({ where: { id: userId } });
   if (!user.totpEnabledAt) throw badInput("two-step verification is not on");
-  if (!(await checkSecondFactor(ctx.prisma, ctx.masterKey, userId, code))) throw badInput("the code is not valid", "code");
+  await stepUp(ctx, userId, code);
   return issueRecoveryCodes(ctx, userId);
 }
 

@@ -71,21 +71,28 @@ export async function createInvitation(
   return { invitation, token };
 }
 
+/** Revokes an invitation not yet accepted; its token stops working at once. */
+export async function revokeInvitation(ctx: ServiceContext, id: string) {
+  const done = await ctx.prisma.invitation.updateMany({ where: { id, acceptedAt: null, revokedAt: null }, data: { revokedAt: new Date() } });
+  if (done.count !== 1) throw new AppError("BAD_USER_INPUT", "the invitation was already accepted or revoked");
+  return ctx.prisma.invitation.findUniqueOrThrow({ where: { id } });
+}
+
 /** Turns an invitation into a user; single use, expiring. */
 export async function acceptInvitation(
   ctx: ServiceContext,
   input: { token: string; password: string; name?: string | null },
 ) {
   const invitation = await ctx.prisma.invitation.findUnique({ where: { tokenHash: sha256(input.token.trim()) } });
-  if (!invitation || invitation.acceptedAt || invitation.expiresAt.getTime() <= Date.now()) {
-    throw new AppError("BAD_USER_INPUT", "the invitation is invalid, expired or already used", { field: "token" });
+  if (!invitation || invitation.acceptedAt || invitation.revokedAt || invitation.expiresAt.getTime() <= Date.now()) {
+    throw new AppError("BAD_USER_INPUT", "the invitation is invalid, expired, revoked or already used", { field: "token" });
   }
   const problem = passwordProblem(input.password);
   if (problem) throw badInput(problem, "password");
   const passwordHash = await hashPassword(input.password);
   return ctx.prisma.$transaction(async (tx) => {
     const claimed = await tx.invitation.updateMany({
-      where: { id: invitation.id, acceptedAt: null },
+      where: { id: invitation.id, acceptedAt: null, revokedAt: null },
       data: { acceptedAt: new Date() },
     });
     if (claimed.count !== 1) throw badInput("the invitation was already used", "token");

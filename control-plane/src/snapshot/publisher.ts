@@ -1,4 +1,4 @@
-import type { Snapshot } from "@modelgate/data-plane/contract/index";
+import type { Snapshot } from "@modelgate/data-plane";
 import type { Db } from "../db/client.ts";
 import { buildSnapshot } from "./build.ts";
 

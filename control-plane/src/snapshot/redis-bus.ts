@@ -1,6 +1,5 @@
 import type { Redis } from "ioredis";
-import type { Snapshot } from "@modelgate/data-plane/contract/index";
-import type { RedisNames } from "@modelgate/data-plane/contract/index";
+import type { RedisNames, Snapshot } from "@modelgate/data-plane";
 import type { SnapshotBus } from "./publisher.ts";
 
 /** Writes the full snapshot, then announces its version; replicas that hear it reload. */

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
-import { redisNames, type UsageEvent } from "@modelgate/data-plane/contract/index";
+import { redisNames, type UsageEvent } from "@modelgate/data-plane";
 import { RedisUsageConsumer } from "./redis-consumer.ts";
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";

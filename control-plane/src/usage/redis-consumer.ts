@@ -1,5 +1,5 @@
 import type { Redis } from "ioredis";
-import { type RedisNames, type UsageEvent, usageEntryEvents, usageEventSchema } from "@modelgate/data-plane/contract/index";
+import { type RedisNames, type UsageEvent, usageEntryEvents, usageEventSchema } from "@modelgate/data-plane";
 
 export const USAGE_GROUP = "modelgate-settlers";
 

@@ -1,4 +1,4 @@
-import type { UsageEvent } from "@modelgate/data-plane/contract/index";
+import type { UsageEvent } from "@modelgate/data-plane";
 import type { Database } from "../db/client.ts";
 
 // Settlement runs for every call the data planes serve, so it is plain SQL over arrays (unnest) rather than
@@ -107,5 +107,3 @@ export async function settleUsageBatch(db: Database, events: UsageEvent[]): Prom
   });
 }
 
-/** One event; false when it had been settled before. */
-export const settleUsage = async (db: Database, e: UsageEvent): Promise<boolean> => (await settleUsageBatch(db, [e])) === 1;

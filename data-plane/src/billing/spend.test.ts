@@ -16,8 +16,11 @@ describe("spend arithmetic", () => {
     expect([afterAdd(10n, 3n, 1n), afterAdd(3n, 10n, 1n), afterAdd(3n, null, 1n)]).toEqual([11n, 11n, 4n]);
   });
 
-  it("answers synchronously in memory", () => {
+  it("answers synchronously in memory: an add is visible to the next get without awaiting anything", () => {
     const a = makeAccount();
-    expect(new MemorySpendCounter().get(makeKey(a.id), a) instanceof Promise).toBe(false);
+    const k = makeKey(a.id);
+    const counter = new MemorySpendCounter();
+    void counter.add(k, a, 5n); // not awaited: the in-memory counter applies it at once
+    expect(counter.get(k, a)).toEqual({ keySpent: 5n, accountSpent: 5n });
   });
 });

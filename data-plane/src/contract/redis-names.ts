@@ -8,6 +8,8 @@ export interface RedisNames {
   snapshotChannel: string;
   snapshotSeq: string;
   changedChannel: string;
+  /** the control plane's heartbeat (its clock and pid, refreshed every second, expiring): /readyz shows its age */
+  controlHeartbeat: string;
   usageStream: string;
   prefix: string;
 }
@@ -19,5 +21,6 @@ export const redisNames = (prefix = process.env.MODELGATE_REDIS_PREFIX ?? "model
   snapshotChannel: `${prefix}snapshot:version`,
   snapshotSeq: `${prefix}snapshot:seq`,
   changedChannel: `${prefix}control:changed`,
+  controlHeartbeat: `${prefix}control:heartbeat`,
   usageStream: `${prefix}usage`,
 });

@@ -70,5 +70,3 @@ export const gemini: ProtocolAdapter = {
 
 export const protocols: Readonly<Record<ProtocolName, ProtocolAdapter>> = { openai, anthropic, gemini };
 
-/** Every stream answer is Server-Sent Events, whatever the protocol. */
-export const STREAM_CONTENT_TYPE = "text/event-stream";

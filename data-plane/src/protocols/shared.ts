@@ -1,7 +1,7 @@
 // Constants and small helpers used by more than one protocol translator.
 
 import { GatewayError, type GatewayErrorKind } from "../errors.ts";
-import type { ImageSource, ReasoningConfig, ReasoningEffort, ToolMessage, UserPart } from "./canonical.ts";
+import type { ImageSource, ReasoningConfig, ReasoningEffort, ToolMessage } from "./canonical.ts";
 
 /**
  * Anthropic requires max_tokens; OpenAI and Gemini clients may omit it. 4096 is what Anthropic's own
@@ -75,9 +75,6 @@ export function parseArgumentsLenient(args: string): Record<string, unknown> {
   }
   return { _raw: args };
 }
-
-export const textOf = (parts: readonly UserPart[]): string =>
-  parts.map((p) => (p.type === "text" ? p.text : "")).join("");
 
 /**
  * Gemini answers tool calls by name, not id. Resolve each tool message's name from the assistant call

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import type { Redis, Result } from "ioredis";
 import type { RateLimits } from "../contract/snapshot.ts";
 import { TurnBatcher } from "../redis/turn-batcher.ts";
@@ -20,178 +21,11 @@ import {
   type RateLimitRequest,
 } from "./types.ts";
 
-// One round trip checks and takes all six limits (rpm, tpm, concurrency × key, account) atomically, for every
-// call of one account in a batch (an event-loop turn, or a window of calls admitted locally), one after the
-// other in arrival order (exactly as separate round trips would). The GCRA lines mirror gcra.ts; TATs are
-// stored with %.17g so nothing is lost between calls. Concurrency: a sorted set of leases scored by expiry,
-// so a replica that dies without releasing loses its slots after the lease TTL instead of leaking them; live
-// replicas renew their leases (see heartbeat). A forced call was already admitted by the replica (see
-// Headroom): it is taken even past a limit, so Redis keeps the exact count and later calls wait for what it
-// overran; its answer says so.
-// Calls come in runs: consecutive calls of one key with the same limits share their keys and limits in the
-// arguments (under load a window holds many calls of few keys), and are taken one by one all the same.
-// KEYS: per run key rpm, key tpm, key conc, account rpm, account tpm, account conc.
-// ARGV: lease TTL, concurrency retry, then per run force (0/1), the six limits, the number of calls n, and
-// n times now, estimate and lease id.
-// Answers 15 numbers per call: status (0 refused, 1 taken, 2 forced past a limit), the refusing limit's index,
-// retry, limit and remaining, then remaining and reset of key rpm, key tpm, account rpm, account tpm, then
-// free slots of key and account concurrency (see infoFrom).
-const ACQUIRE_LUA = `
-local P = 60000
-local EPS = 0.01
-local leaseTtl = tonumber(ARGV[1])
-local concRetry = tonumber(ARGV[2])
-local out = {}
-
-local function gcra(now, tat, limit, cost)
-  local interval = P / limit
-  if cost > limit then cost = limit end
-  local base = tat
-  if now > base then base = now end
-  local newTat = base + cost * interval
-  local allowAt = newTat - P
-  if allowAt - now > EPS then
-    return false, newTat, math.ceil(allowAt - now - EPS), math.max(0, math.floor((P - (base - now)) / interval + EPS)), math.ceil(base - now - EPS)
-  end
-  return true, newTat, 0, math.max(0, math.floor((P - (newTat - now)) / interval + EPS)), math.ceil(newTat - now - EPS)
-end
-
-local function push(...)
-  for _, v in ipairs({...}) do out[#out + 1] = v end
-end
-
-local function acquire(kb, now, est, leaseId, limits, force)
-  local costs = {1, est, 0, 1, est, 0}
-  local tats, newTats, rem, reset, cards = {}, {}, {0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}
-  local denyRetry, denyIdx, denyLimit, denyRem = -1, 0, 0, 0
-  for i = 1, 6 do
-    local limit = limits[i]
-    if limit > 0 then
-      local key = KEYS[kb + i - 1]
-      if i == 3 or i == 6 then
-        redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
-        cards[i] = redis.call('ZCARD', key)
-        if cards[i] >= limit and concRetry > denyRetry then
-          denyRetry, denyIdx, denyLimit, denyRem = concRetry, i, limit, 0
-        end
-      else
-        local tat = tonumber(redis.call('GET', key) or '0')
-        tats[i] = tat
-        local ok, nt, retry, r, rs = gcra(now, tat, limit, costs[i])
-        newTats[i], rem[i], reset[i] = nt, r, rs
-        if not ok and retry > denyRetry then
-          denyRetry, denyIdx, denyLimit, denyRem = retry, i, limit, r
-        end
-      end
-    end
-  end
-  local status = 1
-  if denyIdx > 0 then
-    status = 2
-    if not force then
-      for _, i in ipairs({1, 2, 4, 5}) do
-        if limits[i] > 0 then
-          local ok, nt, retry, r, rs = gcra(now, tats[i], limits[i], 0)
-          rem[i], reset[i] = r, rs
-        end
-      end
-      push(0, denyIdx, denyRetry, denyLimit, denyRem, rem[1], reset[1], rem[2], reset[2], rem[4], reset[4], rem[5], reset[5], limits[3] - cards[3], limits[6] - cards[6])
-      return
-    end
-  end
-  for i = 1, 6 do
-    local limit = limits[i]
-    if limit > 0 then
-      local key = KEYS[kb + i - 1]
-      if i == 3 or i == 6 then
-        redis.call('ZADD', key, now + leaseTtl, leaseId)
-        redis.call('PEXPIRE', key, leaseTtl * 2)
-        cards[i] = cards[i] + 1
-      else
-        redis.call('SET', key, string.format('%.17g', newTats[i]), 'PX', math.ceil(newTats[i] - now) + 1000)
-        if status == 2 then
-          local ok, nt, retry, r, rs = gcra(now, newTats[i], limit, 0)
-          rem[i], reset[i] = r, rs
-        end
-      end
-    end
-  end
-  push(status, denyIdx, denyRetry, denyLimit, denyRem, rem[1], reset[1], rem[2], reset[2], rem[4], reset[4], rem[5], reset[5], limits[3] - cards[3], limits[6] - cards[6])
-end
-
-local a, kb = 3, 1
-while a <= #ARGV do
-  local force = ARGV[a] == '1'
-  local limits = {}
-  for i = 1, 6 do limits[i] = tonumber(ARGV[a + i]) end
-  local n = tonumber(ARGV[a + 7])
-  a = a + 8
-  for j = 1, n do
-    acquire(kb, tonumber(ARGV[a]), tonumber(ARGV[a + 1]), ARGV[a + 2], limits, force)
-    a = a + 3
-  end
-  kb = kb + 6
-end
-return out
-`;
-
-// Frees the leases of one account's calls that ended in the same window (syncMs) and corrects their TPM
-// charges to the actual token counts (mirrors correctTat in gcra.ts), call by call, in the order they ended;
-// a cancelled call (refused before it went upstream) also gets its request back on both RPM limits.
-// Calls come in runs of one key with the same limits, as in the acquire script.
-// KEYS: account tpm, account conc, account rpm, then per run the key's tpm, conc and rpm.
-// ARGV: now, then per run key tpm limit, account tpm limit, key rpm limit, account rpm limit, the number of
-// calls n, and n times lease id, key delta, account delta, rpm delta (0, or -1 for a cancelled call).
-const RELEASE_LUA = `
-local P = 60000
-local now = tonumber(ARGV[1])
-local function correct(key, limit, delta)
-  if limit > 0 and delta ~= 0 then
-    local tat = tonumber(redis.call('GET', key) or '0')
-    local nt
-    if delta > 0 then
-      if now > tat then tat = now end
-      nt = tat + delta * (P / limit)
-    else
-      nt = tat + delta * (P / limit)
-      if nt < now then nt = now end
-    end
-    if nt > now then
-      redis.call('SET', key, string.format('%.17g', nt), 'PX', math.ceil(nt - now) + 1000)
-    else
-      redis.call('DEL', key)
-    end
-  end
-end
-local a, kb, freed = 2, 4, 0
-while a <= #ARGV do
-  local kTpm, aTpm, kRpm, aRpm = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
-  local n = tonumber(ARGV[a + 4])
-  a = a + 5
-  for j = 1, n do
-    local leaseId, rpmDelta = ARGV[a], tonumber(ARGV[a + 3])
-    correct(KEYS[kb], kTpm, tonumber(ARGV[a + 1]))
-    correct(KEYS[1], aTpm, tonumber(ARGV[a + 2]))
-    correct(KEYS[kb + 2], kRpm, rpmDelta)
-    correct(KEYS[3], aRpm, rpmDelta)
-    redis.call('ZREM', KEYS[kb + 1], leaseId)
-    redis.call('ZREM', KEYS[2], leaseId)
-    a = a + 4
-    freed = freed + 1
-  end
-  kb = kb + 3
-end
-return freed
-`;
-
-// Renews the leases this replica still holds; XX so a lease released meanwhile is not re-created.
-const RENEW_LUA = `
-local expiry = tonumber(ARGV[1])
-for i = 1, #KEYS do
-  redis.call('ZADD', KEYS[i], 'XX', expiry, ARGV[i + 1])
-end
-return 1
-`;
+// The three scripts live in lua/ beside this file (copied into dist/ by the build), each with its KEYS and ARGV.
+const script = (name: string) => readFileSync(new URL(`./lua/${name}.lua`, import.meta.url), "utf8");
+const ACQUIRE_LUA = script("acquire");
+const RELEASE_LUA = script("release");
+const RENEW_LUA = script("renew");
 
 declare module "ioredis" {
   interface RedisCommander<Context> {
@@ -346,6 +180,8 @@ export class RedisRateLimiter implements RateLimiter {
     redis.defineCommand("modelgateRlAcquire", { lua: ACQUIRE_LUA });
     // numberOfKeys left open: the account's three keys plus three per run of one key's calls
     redis.defineCommand("modelgateRlRelease", { lua: RELEASE_LUA });
+    // numberOfKeys left open: one lease key per concurrency limit of the group
+    redis.defineCommand("modelgateRlRenew", { lua: RENEW_LUA });
     this.heartbeat = setInterval(() => {
       void this.renewLeases();
       this.headroom.sweep(this.clock());
@@ -514,7 +350,7 @@ export class RedisRateLimiter implements RateLimiter {
     try {
       const pipeline = this.redis.pipeline();
       for (const { keys, ids } of byTag.values()) {
-        pipeline.eval(RENEW_LUA, keys.length, ...keys, expiry, ...ids);
+        pipeline.modelgateRlRenew(keys.length, ...keys, expiry, ...ids);
       }
       await pipeline.exec();
     } catch (err) {

@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { TurnBatcher } from "./turn-batcher.ts";
 import { atTurnEnd } from "./write-batch.ts";
 
@@ -39,21 +39,30 @@ describe("TurnBatcher", () => {
   });
 
   it("with a window, sends what several turns added once, when the window ends, or at once on flush", async () => {
-    const sent: [string, number[]][] = [];
-    const b = new TurnBatcher<number>(async (group, items) => void sent.push([group, items]), { windowMs: 40 });
-    const first = b.add("a", 1);
-    await nextTurn();
-    const second = b.add("a", 2);
-    await nextTurn();
-    expect(sent).toEqual([]); // turns ended, the window has not
-    await Promise.all([first, second]);
-    expect(sent).toEqual([["a", [1, 2]]]);
-    const third = b.add("a", 3);
-    await b.flush();
-    await third;
-    expect(sent.at(-1)).toEqual(["a", [3]]);
-    await new Promise((r) => setTimeout(r, 60));
-    expect(sent.length).toBe(2); // the flushed window sends nothing more
+    // The window's clock is faked (turns still end in real setImmediate): the test moves time instead of sleeping.
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    try {
+      const sent: [string, number[]][] = [];
+      const b = new TurnBatcher<number>(async (group, items) => void sent.push([group, items]), { windowMs: 40 });
+      const first = b.add("a", 1);
+      await nextTurn();
+      const second = b.add("a", 2);
+      await nextTurn();
+      await vi.advanceTimersByTimeAsync(39);
+      expect(sent).toEqual([]); // turns ended, the window has not
+      await vi.advanceTimersByTimeAsync(1);
+      await Promise.all([first, second]);
+      expect(sent).toEqual([["a", [1, 2]]]);
+      const third = b.add("a", 3);
+      await b.flush();
+      await third;
+      expect(sent.at(-1)).toEqual(["a", [3]]);
+      await vi.advanceTimersByTimeAsync(100);
+      expect(sent.length).toBe(2); // the flushed window sends nothing more
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("runs work deferred during the turn's end in the next turn", async () => {

@@ -1,5 +1,8 @@
 import type { IncomingMessage } from "node:http";
 import { GatewayError } from "../errors.ts";
+import { exceededJsonLimit, jsonLimitsFrom } from "../http/json-depth.ts";
+
+const JSON_LIMITS = jsonLimitsFrom();
 
 /** The body's size from Content-Length when it is declared, valid and within maxBytes; else null. */
 export function declaredLength(req: IncomingMessage, maxBytes: number): number | null {
@@ -60,6 +63,9 @@ const tooLarge = (max: number) =>
 /** Parses a JSON object body, or says exactly why not. */
 export function parseJsonObject(raw: Buffer): Record<string, unknown> {
   if (raw.length === 0) throw new GatewayError("invalid_request", "invalid_json", "Request body is empty; expected a JSON object.");
+  const exceeded = exceededJsonLimit(raw, JSON_LIMITS);
+  if (exceeded === "depth") throw new GatewayError("invalid_request", "json_too_deep", `Request body nests objects and arrays deeper than ${JSON_LIMITS.depth} levels.`);
+  if (exceeded === "containers") throw new GatewayError("too_large", "request_too_complex", `Request body holds more than ${JSON_LIMITS.containers} objects and arrays.`);
   let value: unknown;
   try {
     value = JSON.parse(raw.toString("utf8"));

@@ -1,7 +1,8 @@
 import { GatewayError } from "../errors.ts";
 import type { CanonicalStreamEvent, Usage } from "../protocols/index.ts";
-import { type CallRecord, type TokenUsage, usageEvent, zeroUsage } from "../usage/record.ts";
+import { type CallRecord, type TokenUsage, tokensFromChars, usageEvent, zeroUsage } from "../usage/record.ts";
 import type { Admission, Caller } from "./admission.ts";
+import type { CallTrace } from "../telemetry/call-trace.ts";
 import type { DataPlaneOptions } from "./context.ts";
 
 /**
@@ -20,6 +21,8 @@ export class Call {
     readonly caller: Caller,
     readonly admission: Admission,
     readonly record: CallRecord,
+    /** the call's trace, when tracing is on */
+    readonly trace: CallTrace | null = null,
   ) {}
 
   firstByte(): void {
@@ -55,21 +58,24 @@ export class Call {
    * Accounts the call. A failed call is never charged; a stream cut off after delivering output is charged
    * for what was delivered (the upstream's count when it sent one, else the gateway's).
    */
-  finish(status: number, errorCode: string | null = null): void {
+  finish(status: number, errorCode: string | null = null): Promise<void> | void {
     if (this.finished) return;
     this.finished = true;
     const ok = status >= 200 && status < 300;
     // No usage from the upstream (a stream cut short): count the prompt from the request and the delivered output.
-    const usage = this.usage ?? { ...zeroUsage(), promptTokens: this.admission.estimatedPromptTokens, completionTokens: Math.ceil(this.deliveredChars / 4) };
+    const usage = this.usage ?? { ...zeroUsage(), promptTokens: this.admission.estimatedPromptTokens, completionTokens: tokensFromChars(this.deliveredChars) };
     const charge = ok || (this.record.firstByteAt !== null && (usage.completionTokens > 0 || this.deliveredChars > 0));
     const event = usageEvent(this.record, usage, this.admission.price, status, errorCode, charge);
-    this.opts.usage.emit(event);
+    const durable = this.opts.usage.emit(event);
     const cost = BigInt(event.cost);
     if (cost !== 0n) {
       this.opts.spend.add(this.caller.key, this.caller.account, cost).catch((err) => this.opts.logger.warn({ err, requestId: this.record.requestId }, "spend counter not updated"));
     }
     void this.admission.grant.release(usage.promptTokens + usage.completionTokens);
     this.opts.metrics.call(this.record.protocol, this.record.model, status, this.record.stream, event.latencyMs / 1000, usage.promptTokens, usage.completionTokens);
+    this.trace?.finish(status, errorCode, usage);
+    // The relays send the answer's last byte once this resolves (the event is in Redis or the spool).
+    return durable;
   }
 
   failed(err: unknown): void {

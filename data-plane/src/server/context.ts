@@ -6,6 +6,7 @@ import type { SnapshotStore } from "../snapshot/store.ts";
 import type { BreakerRegistry } from "../upstreams/breaker.ts";
 import type { RetryPolicy } from "../upstreams/retry.ts";
 import type { UpstreamTransport } from "../upstreams/transport.ts";
+import type { Tracing } from "../telemetry/tracing.ts";
 import type { UsageSink } from "../usage/sink.ts";
 import type { Metrics } from "./metrics.ts";
 
@@ -24,9 +25,13 @@ export interface DataPlaneOptions {
   trustedProxies: IpMatcher | null;
   metrics: Metrics;
   logger: Logger;
+  /** OpenTelemetry, when on (null: off, and the request path skips it) */
+  tracing: Tracing | null;
   /** decrypts upstream credentials from the snapshot */
   masterKey: Buffer;
   maxBodyBytes: number;
+  /** MODELGATE_METRICS_TOKEN: when set, /metrics and /readyz require it as a bearer token */
+  opsToken?: string | null;
   /** the process is still starting or already draining */
   ready(): boolean;
   /** state of what the replica depends on (e.g. redis: "ready" | "reconnecting"), shown by /readyz */

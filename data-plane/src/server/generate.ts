@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { RouteSnapshot } from "../contract/index.ts";
 import { GatewayError } from "../errors.ts";
 import { type ClientRoute, type ProtocolAdapter, type ProtocolName, protocols } from "../protocols/index.ts";
+import { CallTrace } from "../telemetry/call-trace.ts";
 import { CallAbort } from "../upstreams/call-abort.ts";
 import { orderRoutes } from "../upstreams/pick-route.ts";
 import type { AcquireResult } from "../ratelimit/types.ts";
@@ -14,6 +15,7 @@ import { ArrayStreamWrapper, PassthroughFramer, relayJson, relayStream } from ".
 import { relayOpenAIJson, relayOpenAIStream } from "./relay-openai.ts";
 import { sendError } from "./respond.ts";
 import { type Outgoing, callUpstream } from "./upstream-call.ts";
+import { tokensFromChars } from "../usage/record.ts";
 
 /** A client-facing generation endpoint: which protocol it speaks and where that protocol puts the key. */
 export interface Endpoint {
@@ -40,16 +42,19 @@ export async function handleGenerate(opts: DataPlaneOptions, req: IncomingMessag
   let call: Call | null = null;
   let limits: Promise<AcquireResult> | undefined;
   let admitted = false;
+  const trace = opts.tracing ? new CallTrace(opts.tracing, req, requestId, ep.protocol) : null;
   try {
     const caller = identify(opts, keyHashFrom(req.headers, ep.keySources, ep.queryKey), req);
     // With the size declared, the limits are taken while the body is read and parsed (the estimate is the
     // same either way: a quarter of the body's bytes).
     const declared = declaredLength(req, opts.maxBodyBytes);
-    if (declared !== null) limits = startLimits(opts, caller, Math.ceil(declared / 4), startedAt);
+    if (declared !== null) limits = startLimits(opts, caller, tokensFromChars(declared), startedAt);
     const raw = await readBody(req, opts.maxBodyBytes);
     const body = parseJsonObject(raw);
     const canonical = client.parseClientRequest(body, ep.route);
-    const admission = await admit(opts, caller, canonical.model, Math.ceil((declared ?? raw.length) / 4), startedAt, limits);
+    trace?.request(canonical.model, canonical.stream, caller.account.id, caller.key.id);
+    const limitsSpan = trace?.limits();
+    const admission = await admit(opts, caller, canonical.model, tokensFromChars(declared ?? raw.length), startedAt, limits).finally(() => limitsSpan?.end());
     admitted = true;
     call = new Call(opts, caller, admission, {
       requestId,
@@ -62,7 +67,7 @@ export async function handleGenerate(opts: DataPlaneOptions, req: IncomingMessag
       clientIp: caller.clientIp,
       startedAt,
       firstByteAt: null,
-    });
+    }, trace);
     const routes = orderRoutes(admission.model.routes);
     if (routes.length === 0) throw new GatewayError("unavailable", "no_upstream", `The model '${canonical.model}' has no upstream configured right now.`);
 
@@ -99,8 +104,9 @@ export async function handleGenerate(opts: DataPlaneOptions, req: IncomingMessag
       return { path: up.path, body: JSON.stringify(up.body), headers: up.headers };
     };
 
-    const answer = await callUpstream(opts, routes, outgoing, abort);
+    const answer = await callUpstream(opts, routes, outgoing, abort, caller.account.id, trace);
     call.record.upstream = answer.route.upstream;
+    trace?.relay(answer.route);
     const upstreamAdapter = protocols[upstreamProtocol(answer.route)];
     const headers = admission.headers;
     switch (modeOf(answer.route)) {
@@ -139,6 +145,7 @@ export async function handleGenerate(opts: DataPlaneOptions, req: IncomingMessag
     // Refused before the upstream: the limits taken for this call are given back.
     if (limits !== undefined && !admitted) await cancelLimits(limits);
     call?.failed(err);
+    trace?.fail(err);
     if (!res.headersSent) sendError(res, err, client.renderError, requestId);
     else if (!res.writableEnded) res.end();
     if (!(err instanceof GatewayError)) opts.logger.error({ requestId, err }, "unexpected error");

@@ -22,6 +22,24 @@ export function createMetrics(store: SnapshotStore, breakers: () => BreakerRegis
       this.set(Number.isFinite(age) ? age / 1000 : -1);
     },
   });
+  new Gauge({
+    name: "modelgate_snapshot_published_age_seconds",
+    help: "Seconds since the control plane built the snapshot in use (grows while the control plane is down)",
+    registers: [registry],
+    collect() {
+      const a = store.publishedAgeMs();
+      this.set(Number.isFinite(a) ? a / 1000 : -1);
+    },
+  });
+  new Gauge({
+    name: "modelgate_control_plane_heartbeat_age_seconds",
+    help: "Seconds since the control plane's last heartbeat in Redis (-1: none seen, or embedded)",
+    registers: [registry],
+    collect() {
+      const a = store.controlPlane().heartbeatAgeMs;
+      this.set(a === null ? -1 : a / 1000);
+    },
+  });
   new Gauge({ name: "modelgate_snapshot_version", help: "Version of the snapshot in use", registers: [registry], collect() { this.set(store.version); } });
   new Gauge({
     name: "modelgate_upstream_breaker_open",

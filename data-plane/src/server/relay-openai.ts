@@ -6,6 +6,7 @@ import { SseParser } from "../protocols/sse.ts";
 import type { Call } from "./call.ts";
 import { SSE_HEADERS, startEventStream } from "./relay.ts";
 import type { Answer } from "./upstream-call.ts";
+import { tokensFromChars } from "../usage/record.ts";
 
 // OpenAI client to OpenAI upstream, the common case: no translation. Each SSE event is parsed once to read
 // usage; it goes out byte for byte unless the model name must be put back or the usage chunk the gateway
@@ -55,7 +56,7 @@ export async function relayOpenAIJson(call: Call, res: ServerResponse, answer: A
     usageAdded = true;
     // Every successful response carries usage; when the upstream leaves it out the gateway counts it.
     for (const c of parsed.choices ?? []) call.deliveredChars += String(c.message?.content ?? "").length + String(c.message?.reasoning_content ?? "").length;
-    const completion = Math.ceil(call.deliveredChars / 4);
+    const completion = tokensFromChars(call.deliveredChars);
     call.setUsage({ promptTokens: 0, completionTokens: completion, reasoningTokens: 0, cachedTokens: 0 });
     parsed.usage = { prompt_tokens: 0, completion_tokens: completion, total_tokens: completion } as OpenAIUsage;
   }
@@ -65,9 +66,9 @@ export async function relayOpenAIJson(call: Call, res: ServerResponse, answer: A
     const swapped = !usageAdded && typeof parsed.model === "string" ? replaceModelField(text, parsed.model, clientModel) : null;
     body = swapped ?? JSON.stringify({ ...parsed, model: clientModel });
   }
+  await call.finish(200); // the charge is durable before the answer goes out
   res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...headers });
   res.end(body);
-  call.finish(200);
 }
 
 export async function relayOpenAIStream(
@@ -160,6 +161,6 @@ export async function relayOpenAIStream(
     }
   }
   stream.end();
+  await call.finish(status, errorCode); // the charge is durable before the stream's last byte
   if (!res.destroyed) res.end(status === 200 ? "data: [DONE]\n\n" : undefined);
-  call.finish(status, errorCode);
 }

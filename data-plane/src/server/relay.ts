@@ -82,8 +82,9 @@ export async function relayJson(
   answer.settle(true);
   const canonical = upstreamAdapter.parseUpstreamResponse(parsed);
   call.setUsage(canonical.usage);
-  sendJson(res, 200, render ? JSON.stringify(render(canonical)) : text, headers);
-  call.finish(200);
+  const body = render ? JSON.stringify(render(canonical)) : text;
+  await call.finish(200); // the charge is durable before the answer goes out
+  sendJson(res, 200, body, headers);
 }
 
 export interface StreamRelay {
@@ -147,8 +148,8 @@ export async function relayStream(call: Call, res: ServerResponse, answer: Answe
     }
   }
   stream.end();
+  await call.finish(status, errorCode); // the charge is durable before the stream's last byte
   if (!res.destroyed) res.end(relay.wrap ? relay.wrap.close() : undefined);
-  call.finish(status, errorCode);
 }
 
 /**

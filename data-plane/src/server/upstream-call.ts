@@ -2,7 +2,8 @@ import type { RouteSnapshot } from "../contract/index.ts";
 import { open } from "../crypto/secret-box.ts";
 import { GatewayError } from "../errors.ts";
 import { protocols } from "../protocols/index.ts";
-import { REFUSED } from "../upstreams/breaker.ts";
+import type { CallTrace } from "../telemetry/call-trace.ts";
+import { endWithError } from "../telemetry/tracing.ts";
 import type { AbortLike } from "../upstreams/call-abort.ts";
 import { isConnectError, isRetryableStatus, parseRetryAfter, withRetry } from "../upstreams/retry.ts";
 import type { UpstreamResponse } from "../upstreams/transport.ts";
@@ -47,11 +48,13 @@ export async function callUpstream(
   routes: RouteSnapshot[],
   build: (route: RouteSnapshot) => Outgoing,
   signal: AbortLike,
+  /** whose call this is: the breakers count failures per account as well as per upstream */
+  accountId: string,
+  trace: CallTrace | null = null,
 ): Promise<Answer> {
   let lastFailure: unknown = null;
   let skipped = 0;
   for (const route of routes) {
-    const breaker = opts.breakers.get(route.upstream);
     const outgoing = build(route);
     const headers: Record<string, string> = { "content-type": "application/json", ...outgoing.headers };
     const proto = route.protocol === "demo" ? "openai" : route.protocol;
@@ -61,20 +64,23 @@ export async function callUpstream(
     let tickets = 0;
     const outcome = await withRetry<Answer>(
       async () => {
-        const ticket = breaker.acquire(Date.now());
-        if (ticket === REFUSED) return { ok: false, retryable: false, failure: new BreakerOpen(route.upstream) };
+        const ticket = opts.breakers.acquire(route.upstream, accountId, Date.now());
+        if (ticket === null) return { ok: false, retryable: false, failure: new BreakerOpen(route.upstream) };
         tickets++;
+        const attempt = trace?.attempt(route, url, tickets, headers);
         try {
           const upstream = await transport.send({
             url,
-            headers,
+            headers: attempt ? attempt.headers : headers,
             body: outgoing.body,
             signal,
             connectTimeoutMs: route.connectTimeoutMs,
             firstByteTimeoutMs: route.firstByteTimeoutMs,
             idleTimeoutMs: route.idleTimeoutMs,
           });
+          attempt?.span.setAttribute("http.response.status_code", upstream.status);
           if (upstream.status >= 200 && upstream.status < 300) {
+            attempt?.span.end();
             let settled = false;
             return {
               ok: true,
@@ -84,25 +90,32 @@ export async function callUpstream(
                 settle: (ok) => {
                   if (settled) return;
                   settled = true;
-                  if (ok) breaker.success(ticket, Date.now());
-                  else breaker.failure(ticket, Date.now());
+                  if (ok) ticket.success(Date.now());
+                  else ticket.failure(Date.now(), "response");
                 },
               },
             };
           }
           const retryable = isRetryableStatus(upstream.status);
-          if (retryable) breaker.failure(ticket, Date.now());
-          else breaker.success(ticket, Date.now()); // a 4xx is the request's fault, not the upstream's
+          if (retryable) ticket.failure(Date.now(), "response");
+          else ticket.success(Date.now()); // a 4xx is the request's fault, not the upstream's
           opts.metrics.upstreamErrors.inc({ upstream: route.upstream, reason: String(upstream.status) });
           const failure = new UpstreamStatus(route, upstream);
+          if (attempt) endWithError(attempt.span, failure, String(upstream.status));
           if (retryable) await failure.drain();
           return { ok: false, retryable, failure, retryAfterMs: parseRetryAfter(upstream.headers, Date.now()) };
         } catch (err) {
+          if (attempt) endWithError(attempt.span, err, timeoutCode(err) ?? (isConnectError(err) ? "connect" : "network"));
           if (signal.aborted) {
-            breaker.cancel(ticket);
+            ticket.cancel();
             return { ok: false, retryable: false, failure: err };
           }
-          breaker.failure(ticket, Date.now());
+          // An exception of the gateway's own (no network error code) says nothing about the upstream.
+          if (!isNetworkError(err)) {
+            ticket.cancel();
+            return { ok: false, retryable: false, failure: new OwnFault(err) };
+          }
+          ticket.failure(Date.now(), isConnectError(err) ? "connect" : "response");
           const timedOut = timeoutCode(err) !== null;
           opts.metrics.upstreamErrors.inc({ upstream: route.upstream, reason: timedOut ? "timeout" : isConnectError(err) ? "connect" : "network" });
           // A stalled upstream is not asked again (the client would wait a timeout per try); the next route is.
@@ -117,17 +130,35 @@ export async function callUpstream(
     if (lastFailure instanceof UpstreamStatus) await lastFailure.drain();
     if (lastFailure instanceof BreakerOpen && tickets === 0) skipped++;
     if (signal.aborted) throw clientClosed();
+    if (lastFailure instanceof OwnFault) throw lastFailure.cause;
     // A request the upstream refused as invalid would be refused by the next route too.
     if (lastFailure instanceof UpstreamStatus && !isRetryableStatus(lastFailure.upstream.status)) break;
   }
   if (signal.aborted) throw clientClosed();
-  if (lastFailure instanceof UpstreamStatus) throw await lastFailure.toGatewayError();
+  if (lastFailure instanceof UpstreamStatus) throw await lastFailure.toGatewayError(opts.logger);
   if (skipped === routes.length) {
     throw new GatewayError("unavailable", "upstream_unavailable", "Every upstream of this model is failing right now and is taken out of service for a moment; retry shortly.", null, { "retry-after": "5" });
   }
   const code = timeoutCode(lastFailure);
   if (code) throw new GatewayError("timeout", "upstream_timeout", "The upstream did not answer in time.");
   throw new GatewayError("upstream", "upstream_unreachable", "The upstream could not be reached.");
+}
+
+/** A failure of the gateway's own code while calling an upstream: surfaced as is, never held against the upstream. */
+class OwnFault extends Error {
+  constructor(override readonly cause: unknown) {
+    super("gateway fault while calling the upstream");
+  }
+}
+
+/** Network failures carry a system or undici error code (on the error or its causes); our own bugs do not. */
+function isNetworkError(err: unknown): boolean {
+  for (let e = err, depth = 0; e !== null && typeof e === "object" && depth < 4; depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && /^(E[A-Z_]+|UND_ERR_\w+)$/.test(code)) return true;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
 }
 
 class BreakerOpen extends Error {
@@ -155,15 +186,20 @@ class UpstreamStatus extends Error {
    * upstream found invalid keeps its status and message; the upstream's own troubles (its credential, its
    * rate limit, its outages) are the gateway's 502/429, never the client's 401.
    */
-  async toGatewayError(): Promise<GatewayError> {
+  async toGatewayError(logger: DataPlaneOptions["logger"]): Promise<GatewayError> {
     const status = this.upstream.status;
     const proto = this.route.protocol === "demo" ? "openai" : this.route.protocol;
     const info = protocols[proto].parseUpstreamError(status, await this.drain());
-    const where = `upstream '${this.route.upstream}'`;
-    if (status === 429) return new GatewayError("rate_limit", "upstream_rate_limited", `The ${where} is rate limiting: ${info.message}`);
-    if (status === 401 || status === 403) return new GatewayError("upstream", "upstream_auth_failed", `The ${where} rejected the gateway's credential; the operator has been told.`);
-    if (status >= 500) return new GatewayError("upstream", "upstream_error", `The ${where} failed (HTTP ${status}): ${info.message}`);
-    if (status === 404) return new GatewayError("upstream", "upstream_model_not_found", `The ${where} does not know the model it was routed to: ${info.message}`);
+    // The customer never learns which of the operator's upstreams this was, nor what it said about itself
+    // (its account, its deployment names): that goes to the log. A request the upstream found invalid keeps
+    // the upstream's explanation, which is about the customer's own request.
+    if (status === 429 || status === 401 || status === 403 || status === 404 || status >= 500) {
+      logger.warn({ upstream: this.route.upstream, status, upstreamMessage: info.message.slice(0, 500) }, "upstream refused the call");
+    }
+    if (status === 429) return new GatewayError("rate_limit", "upstream_rate_limited", "The upstream is rate limiting the gateway; retry shortly.");
+    if (status === 401 || status === 403) return new GatewayError("upstream", "upstream_auth_failed", "The upstream rejected the gateway's credential; the operator has been told.");
+    if (status >= 500) return new GatewayError("upstream", "upstream_error", `The upstream failed (HTTP ${status}).`);
+    if (status === 404) return new GatewayError("upstream", "upstream_model_not_found", "The upstream does not know the model this one is routed to; the operator has been told.");
     if (status === 413) return new GatewayError("too_large", "request_too_large", info.message);
     return new GatewayError("invalid_request", info.code || "upstream_invalid_request", info.message, info.param ?? null, {}, status >= 400 && status < 500 ? status : 400);
   }

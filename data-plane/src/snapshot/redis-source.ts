@@ -41,8 +41,11 @@ export class RedisSnapshotSource {
 
   private async load(): Promise<void> {
     try {
-      // The version alone first: polling stays cheap however large the snapshot is.
-      const published = await this.redis.get(this.names.snapshotVersion);
+      // The version alone first (and the control plane's heartbeat, in the same round trip): polling stays
+      // cheap however large the snapshot is.
+      const [published, heartbeat] = await this.redis.mget(this.names.snapshotVersion, this.names.controlHeartbeat);
+      const beat = heartbeat ? Number((JSON.parse(heartbeat) as { at?: unknown }).at) : NaN;
+      this.store.heardControlPlane(Number.isFinite(beat) ? beat : null);
       if (published !== null && this.store.loaded && Number(published) === this.store.version) {
         this.store.touch();
         return;

@@ -9,6 +9,9 @@ import { emptySnapshot } from "../contract/index.ts";
 export class SnapshotStore {
   private snapshot: Snapshot = emptySnapshot();
   private receivedAt = 0;
+  private publishedAt = 0;
+  /** when the control plane was last heard from (its heartbeat); null: in the same process (embedded) */
+  private controlPlaneAt: number | null = null;
   private readonly listeners = new Set<(s: Snapshot) => void>();
 
   get current(): Snapshot {
@@ -24,12 +27,31 @@ export class SnapshotStore {
   get loaded(): boolean {
     return this.receivedAt !== 0;
   }
+  /**
+   * Milliseconds since the control plane built the snapshot in use (it republishes at least every
+   * MODELGATE_REPUBLISH_MS): unlike ageMs, this keeps growing when the control plane is stopped or frozen.
+   */
+  publishedAgeMs(now = Date.now()): number {
+    return this.publishedAt === 0 ? Number.POSITIVE_INFINITY : now - this.publishedAt;
+  }
+  /** The control plane's heartbeat was seen (the time it wrote, by its clock; null when none is there). */
+  heardControlPlane(at: number | null): void {
+    this.controlPlaneAt = at ?? 0;
+  }
+  /** "in-process" (embedded), "up" (heartbeat under 5 s old), or "silent" (older, expired, or never seen). */
+  controlPlane(now = Date.now()): { state: "in-process" | "up" | "silent"; heartbeatAgeMs: number | null } {
+    if (this.controlPlaneAt === null) return { state: "in-process", heartbeatAgeMs: null };
+    const age = this.controlPlaneAt === 0 ? null : Math.max(0, now - this.controlPlaneAt);
+    return { state: age !== null && age < 5_000 ? "up" : "silent", heartbeatAgeMs: age };
+  }
 
   /** Older versions are ignored, so a late or duplicated message can never roll policy back. */
   apply(next: Snapshot): boolean {
     // An older version says nothing about freshness: the age keeps growing until a current one arrives.
     if (this.loaded && next.version < this.snapshot.version) return false;
     this.receivedAt = Date.now();
+    const built = Date.parse(next.generatedAt);
+    this.publishedAt = Number.isFinite(built) ? built : this.receivedAt;
     this.snapshot = next;
     for (const l of this.listeners) l(next);
     return true;

@@ -155,24 +155,124 @@ export class CircuitBreaker {
   }
 }
 
-/** One breaker per upstream name, created on first use with shared options. */
-export class BreakerRegistry {
-  private readonly breakers = new Map<string, CircuitBreaker>();
-  constructor(private readonly options: BreakerOptions = {}) {}
+/** What a failure says about the upstream: it could not be reached at all, or it answered badly. */
+export type FailureKind = "connect" | "response";
 
+export interface RegistryOptions extends BreakerOptions {
+  /**
+   * A failure that may be the request's doing (a 5xx, a timeout, a broken stream) counts against the breaker
+   * shared by every account only while at least this many accounts have failed on the upstream within the
+   * window; default 2. Connect errors are the upstream's alone and always count.
+   */
+  minAccounts?: number;
+  /** per-account breakers kept per upstream (the least recently created go first); default 10,000 */
+  maxAccounts?: number;
+}
+
+/** One call's hold on its upstream's shared breaker and its account's own; report exactly one outcome. */
+export class BreakerTicket {
+  constructor(
+    private readonly upstream: UpstreamBreakers,
+    private readonly accountId: string,
+    private readonly own: CircuitBreaker,
+    private readonly ownTicket: number,
+    private readonly sharedTicket: number,
+  ) {}
+
+  success(now: number): void {
+    this.own.success(this.ownTicket, now);
+    this.upstream.shared.success(this.sharedTicket, now);
+  }
+
+  failure(now: number, kind: FailureKind): void {
+    this.own.failure(this.ownTicket, now);
+    this.upstream.sharedFailure(this.sharedTicket, now, this.accountId, kind);
+  }
+
+  /** No verdict on the upstream (the client left, or the fault was the gateway's own). */
+  cancel(): void {
+    this.own.cancel(this.ownTicket);
+    this.upstream.shared.cancel(this.sharedTicket);
+  }
+}
+
+/**
+ * An upstream's breakers. The shared one serves every account, so evidence from one account alone never
+ * opens it: that account's failures open its own breaker (its calls to this upstream wait; nobody else's
+ * do), and count against the shared one only when other accounts fail too, or when the upstream cannot be
+ * reached at all.
+ */
+class UpstreamBreakers {
+  readonly shared: CircuitBreaker;
+  private readonly perAccount = new Map<string, CircuitBreaker>();
+  /** account → when it last failed here */
+  private readonly failing = new Map<string, number>();
+  private readonly windowMs: number;
+  private readonly minAccounts: number;
+  private readonly maxAccounts: number;
+
+  constructor(private readonly options: RegistryOptions) {
+    this.shared = new CircuitBreaker(options);
+    this.windowMs = options.windowMs ?? 30_000;
+    this.minAccounts = options.minAccounts ?? 2;
+    this.maxAccounts = options.maxAccounts ?? 10_000;
+  }
+
+  acquire(accountId: string, now: number): BreakerTicket | null {
+    let own = this.perAccount.get(accountId);
+    if (own === undefined) {
+      own = new CircuitBreaker(this.options);
+      this.perAccount.set(accountId, own);
+      if (this.perAccount.size > this.maxAccounts) this.perAccount.delete(this.perAccount.keys().next().value!);
+    }
+    const ownTicket = own.acquire(now);
+    if (ownTicket === REFUSED) return null;
+    const sharedTicket = this.shared.acquire(now);
+    if (sharedTicket === REFUSED) {
+      own.cancel(ownTicket);
+      return null;
+    }
+    return new BreakerTicket(this, accountId, own, ownTicket, sharedTicket);
+  }
+
+  sharedFailure(ticket: number, now: number, accountId: string, kind: FailureKind): void {
+    for (const [account, at] of this.failing) if (at < now - this.windowMs) this.failing.delete(account);
+    this.failing.delete(accountId); // re-inserted last: the map stays in time order
+    this.failing.set(accountId, now);
+    if (this.failing.size > this.maxAccounts) this.failing.delete(this.failing.keys().next().value!);
+    if (kind === "connect" || this.failing.size >= this.minAccounts) this.shared.failure(ticket, now);
+    else this.shared.cancel(ticket);
+  }
+}
+
+/** Breakers per upstream name (shared by all accounts, plus one per account), created on first use. */
+export class BreakerRegistry {
+  private readonly upstreams = new Map<string, UpstreamBreakers>();
+  constructor(private readonly options: RegistryOptions = {}) {}
+
+  /** The upstream's shared breaker (for tests and states). */
   get(upstream: string): CircuitBreaker {
-    let b = this.breakers.get(upstream);
+    return this.of(upstream).shared;
+  }
+
+  /** A ticket for one call of `accountId` to `upstream`, or null when a breaker refuses it. */
+  acquire(upstream: string, accountId: string, now: number): BreakerTicket | null {
+    return this.of(upstream).acquire(accountId, now);
+  }
+
+  private of(upstream: string): UpstreamBreakers {
+    let b = this.upstreams.get(upstream);
     if (b === undefined) {
-      b = new CircuitBreaker(this.options);
-      this.breakers.set(upstream, b);
+      b = new UpstreamBreakers(this.options);
+      this.upstreams.set(upstream, b);
     }
     return b;
   }
 
-  /** Current states, for /readyz and metrics. */
+  /** The shared breakers' states, for /readyz and metrics. */
   states(now: number): Record<string, BreakerState> {
     const out: Record<string, BreakerState> = {};
-    for (const [name, b] of this.breakers) out[name] = b.state(now);
+    for (const [name, b] of this.upstreams) out[name] = b.shared.state(now);
     return out;
   }
 }

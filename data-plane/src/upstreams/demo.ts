@@ -1,12 +1,31 @@
 import type { UpstreamRequest, UpstreamResponse, UpstreamTransport } from "./transport.ts";
+import { tokensFromChars } from "../usage/record.ts";
 
 // The built-in `demo` upstream: answers in OpenAI's wire format without any network, so a fresh install's
 // first call works offline. It echoes a short, deterministic reply and reports usage like a real provider.
 
-const countTokens = (text: string): number => Math.max(1, Math.ceil(text.length / 4));
+const countTokens = (text: string): number => Math.max(1, tokensFromChars(text.length));
 
 export class DemoTransport implements UpstreamTransport {
+  // Like a real provider, a body it cannot read is the request's 400, never an exception: an exception here
+  // would count against the upstream (its circuit breaker) for what is the caller's fault.
   async send(req: UpstreamRequest): Promise<UpstreamResponse> {
+    try {
+      return this.answer(req);
+    } catch (err) {
+      const text = JSON.stringify({ error: { message: `The demo upstream cannot read this request: ${(err as Error).message}`, type: "invalid_request_error", param: null, code: null } });
+      return {
+        status: 400,
+        headers: { "content-type": "application/json" },
+        body: (async function* () {
+          yield Buffer.from(text);
+        })(),
+        text: async () => text,
+      };
+    }
+  }
+
+  private answer(req: UpstreamRequest): UpstreamResponse {
     const body = JSON.parse(String(req.body)) as {
       model: string;
       messages: { role: string; content: unknown }[];

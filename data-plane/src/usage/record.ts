@@ -56,5 +56,9 @@ export function usageEvent(
   };
 }
 
-/** When an upstream reports no usage (or a stream is cut short) the gateway counts what it delivered. */
-export const estimateTokens = (text: string): number => (text.length === 0 ? 0 : Math.ceil(text.length / 4));
+/**
+ * The gateway's one token estimate: four characters a token, rounded up. Used where no tokenizer's count exists:
+ * a request's prompt before admission, count_tokens, and an answer whose upstream reported no usage (or a
+ * stream cut short), counted from what was delivered.
+ */
+export const tokensFromChars = (chars: number): number => Math.ceil(chars / 4);

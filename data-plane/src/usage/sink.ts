@@ -4,9 +4,14 @@ import { TurnBatcher } from "../redis/turn-batcher.ts";
 import { batchWritesThisTurn } from "../redis/write-batch.ts";
 import type { UsageSpool } from "./spool.ts";
 
-/** Where finished calls go to be settled. emit never throws and never blocks the response. */
+/** Where finished calls go to be settled. */
 export interface UsageSink {
-  emit(event: UsageEvent): void;
+  /**
+   * Hands an event over; never throws. A sink that can make it durable returns a promise that resolves once
+   * it is (in Redis or the local spool; it never rejects): the data plane sends the answer's last byte only
+   * then, so a replica killed at any moment has charged every answer a client received in full.
+   */
+  emit(event: UsageEvent): void | Promise<void>;
   /** Resolves once everything emitted so far has been handed over (used on shutdown). */
   flush(): Promise<void>;
 }
@@ -96,8 +101,10 @@ export class RedisUsageSink implements UsageSink {
     /** retention never holds more than this many characters of JSON (the oldest go first); default 64 Mi */
     private readonly retainMaxChars = 64 * 1024 * 1024,
   ) {
-    // Nobody waits for an event: they go once per window (5 ms), not once per call (close() flushes them).
-    this.batch = new TurnBatcher((_, events) => this.send(events), { windowMs: 5 });
+    // The answer's last byte waits for its event (see UsageSink.emit): the events of one event-loop turn go
+    // as one stream entry at the turn's end, so under load one XADD carries many calls, and a quiet replica
+    // pays one round trip to Redis on the answer's end.
+    this.batch = new TurnBatcher((_, events) => this.send(events));
     this.timer = setInterval(() => {
       void this.replay().catch(this.onError);
       void this.forgetSettled().catch(this.onError);
@@ -107,8 +114,8 @@ export class RedisUsageSink implements UsageSink {
     if (redis.status === "ready") void this.checkServer();
   }
 
-  emit(event: UsageEvent): void {
-    void this.batch.add("", event);
+  emit(event: UsageEvent): Promise<void> {
+    return this.batch.add("", event).catch(() => undefined);
   }
 
   private send(events: UsageEvent[]): Promise<void> {
@@ -123,7 +130,8 @@ export class RedisUsageSink implements UsageSink {
           (id) => this.remember(id, json),
           (err) => {
             this.onError(err);
-            for (const e of entry) this.spool.append(e);
+            // Written to the spool file before the answers they belong to are let finish.
+            return this.spool.appendNow(entry);
           },
         )
         .finally(() => this.inflight.delete(p));

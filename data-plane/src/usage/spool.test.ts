@@ -1,7 +1,7 @@
 import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { UsageEvent } from "../contract/usage.ts";
 import { UsageSpool } from "./spool.ts";
 import { usageEvent as event } from "../../../test/helpers/usage-event.ts";
@@ -34,13 +34,28 @@ describe("UsageSpool", () => {
 
   it("syncs by itself after the interval, and at once when a batch is full", async () => {
     const spool = await UsageSpool.open(dir, { syncIntervalMs: 10, syncBatch: 3 });
+    // Each flush the spool starts by itself is handed to the test, which awaits it instead of sleeping.
+    const started: Promise<void>[] = [];
+    let onStart = () => {};
+    const flush = spool.flush.bind(spool);
+    vi.spyOn(spool, "flush").mockImplementation(() => {
+      const p = flush();
+      started.push(p);
+      onStart();
+      return p;
+    });
+    const nextFlush = () => new Promise<void>((resolve) => (onStart = resolve)).then(() => started.at(-1));
+
+    const byTimer = nextFlush();
     spool.append(event(1));
-    await new Promise((r) => setTimeout(r, 60));
+    await byTimer; // the interval's flush, written and synced
     expect(await readFile(join(dir, "1.jsonl"), "utf8")).toBe(lines(event(1)));
     spool.append(event(2));
     spool.append(event(3));
-    spool.append(event(4));
-    await new Promise((r) => setTimeout(r, 5));
+    expect(started).toHaveLength(1); // below the batch size: nothing yet
+    spool.append(event(4)); // the third since the last flush fills the batch: a flush starts at once
+    expect(started).toHaveLength(2);
+    await started[1];
     expect(await readFile(join(dir, "1.jsonl"), "utf8")).toBe(lines(event(1), event(2), event(3), event(4)));
     await spool.close();
   });

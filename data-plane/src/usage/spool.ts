@@ -44,6 +44,8 @@ export class UsageSpool {
   private seq: number;
   private file: FileHandle | null = null;
   private fileBytes = 0;
+  /** written to the file but not fdatasync'ed yet */
+  private unsynced = false;
   private buffer: string[] = [];
   private timer: NodeJS.Timeout | null = null;
   // Writes, syncs, seals and replays are chained so they never interleave on the file.
@@ -81,6 +83,21 @@ export class UsageSpool {
     }
   }
 
+  /**
+   * Writes the events to the file now (one write for all the events appended in the meantime: a group
+   * commit), resolving once the write is done: from then on they survive the process being killed. The
+   * fdatasync that makes them survive a machine crash follows within syncIntervalMs. Never rejects (a
+   * failed write goes to onError).
+   */
+  appendNow(events: UsageEvent[]): Promise<void> {
+    for (const e of events) this.buffer.push(JSON.stringify(e) + "\n");
+    if (this.timer === null) {
+      this.timer = setTimeout(() => this.flush().catch(ignore), this.syncIntervalMs);
+      this.timer.unref();
+    }
+    return this.enqueue(() => this.writeBuffered(false)).catch(ignore);
+  }
+
   /** Resolves once everything appended so far is written and fdatasync'ed. */
   flush(): Promise<void> {
     if (this.timer !== null) {
@@ -96,23 +113,30 @@ export class UsageSpool {
     return next;
   }
 
-  private async writeBuffered(): Promise<void> {
-    if (this.buffer.length === 0) return;
-    const data = this.buffer.join("");
-    this.buffer = [];
-    if (this.file !== null && this.fileBytes >= this.maxSegmentBytes) await this.seal();
-    if (this.file === null) {
-      this.file = await open(join(this.dir, `${this.seq}.jsonl`), "a");
-      this.fileBytes = (await this.file.stat()).size;
+  private async writeBuffered(sync = true): Promise<void> {
+    if (this.buffer.length > 0) {
+      const data = this.buffer.join("");
+      this.buffer = [];
+      if (this.file !== null && this.fileBytes >= this.maxSegmentBytes) await this.seal();
+      if (this.file === null) {
+        this.file = await open(join(this.dir, `${this.seq}.jsonl`), "a");
+        this.fileBytes = (await this.file.stat()).size;
+      }
+      await this.file.write(data);
+      this.unsynced = true;
+      this.fileBytes += Buffer.byteLength(data);
     }
-    await this.file.write(data);
-    await this.file.datasync();
-    this.fileBytes += Buffer.byteLength(data);
+    if (sync && this.unsynced && this.file !== null) {
+      await this.file.datasync();
+      this.unsynced = false;
+    }
   }
 
   // Closes the current segment so replay can own it; the next write opens a new one.
   private async seal(): Promise<void> {
     if (this.file === null) return;
+    if (this.unsynced) await this.file.datasync();
+    this.unsynced = false;
     await this.file.close();
     this.file = null;
     this.fileBytes = 0;

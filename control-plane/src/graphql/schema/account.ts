@@ -1,22 +1,18 @@
-import type { Account, Invitation } from "../../generated/prisma/client.ts";
-import { createAccount, topUp } from "../../services/accounts.ts";
-import { adjustBalance, setAccountLimits, setAccountStatus } from "../../services/catalog.ts";
-import { AppError, badInput, notFound } from "../../services/errors.ts";
+import { queryFromInfo } from "@pothos/plugin-prisma";
+import type { Account } from "../../generated/prisma/client.ts";
+import { createAccount } from "../../services/accounts.ts";
+import { setAccountLimits, setAccountStatus } from "../../services/catalog.ts";
+import { badInput, notFound } from "../../services/errors.ts";
 import { getTrialPolicy, setTrialPolicy } from "../../services/key-policy.ts";
-import { parseAmount } from "../../services/money.ts";
 import { createInvitation, createUser } from "../../services/users.ts";
 import { builder } from "../builder.ts";
-import { accountIdFor, checkId, clampFirst, money } from "../common.ts";
-import { AccountKindEnum, AccountStatusEnum, UserRoleEnum } from "./enums.ts";
+import { accountIdFor, amountArg, clampFirst, checkId, money } from "../common.ts";
+import { AccountKindEnum, AccountStatusEnum } from "./enums.ts";
 import { UserRef, type UserRow } from "./user.ts";
 
-export const amount = (text: string, field: string) => {
-  try {
-    return parseAmount(text);
-  } catch (err) {
-    throw badInput((err as Error).message, field);
-  }
-};
+// Customer accounts: the Account type, the operators' list, opening a customer, limits, status and trial policy.
+// Membership (users, invitations) is in membership.ts; top-ups and corrections in wallet-operations.ts.
+
 
 const TrialPolicyRef = builder.objectRef<{ quotaMicro: bigint; expiresAt: Date }>("TrialPolicy").implement({
   description: "Every key of a trial account carries this quota and expiry; the customer cannot lift them.",
@@ -27,19 +23,7 @@ const TrialPolicyRef = builder.objectRef<{ quotaMicro: bigint; expiresAt: Date }
   }),
 });
 
-export const InvitationRef = builder.objectRef<Invitation>("Invitation").implement({
-  fields: (t) => ({
-    id: t.exposeID("id"),
-    email: t.exposeString("email"),
-    role: t.field({ type: UserRoleEnum, resolve: (i) => i.role }),
-    expiresAt: t.expose("expiresAt", { type: "DateTime" }),
-    acceptedAt: t.expose("acceptedAt", { type: "DateTime", nullable: true }),
-    createdAt: t.expose("createdAt", { type: "DateTime" }),
-  }),
-});
-
-export const AccountRef = builder.objectRef<Account>("Account");
-AccountRef.implement({
+export const AccountRef = builder.prismaObject("Account", {
   description: "A customer account: the wallet, its keys and its users.",
   fields: (t) => ({
     id: t.exposeID("id"),
@@ -58,22 +42,6 @@ AccountRef.implement({
       type: TrialPolicyRef,
       nullable: true,
       resolve: (a, _args, ctx) => (a.kind === "trial" ? getTrialPolicy(ctx.app, a) : null),
-    }),
-    members: t.field({
-      type: [UserRef],
-      description: "owners and operators only",
-      resolve: (a, _args, ctx) => {
-        accountIdFor(ctx, a.id, "manage");
-        return ctx.app.prisma.user.findMany({ where: { accountId: a.id }, orderBy: { createdAt: "asc" } });
-      },
-    }),
-    invitations: t.field({
-      type: [InvitationRef],
-      description: "owners and operators only",
-      resolve: (a, _args, ctx) => {
-        accountIdFor(ctx, a.id, "manage");
-        return ctx.app.prisma.invitation.findMany({ where: { accountId: a.id }, orderBy: { createdAt: "desc" }, take: 100 });
-      },
     }),
   }),
 });
@@ -103,28 +71,18 @@ builder.queryFields((t) => ({
     authScopes: { operator: true },
     description: "Operators: customer accounts, by name.",
     args: { search: t.arg.string(), first: t.arg.int(), offset: t.arg.int() },
-    resolve: async (_r, args, ctx) => {
+    resolve: async (_r, args, ctx, info) => {
       const first = clampFirst(args.first, 50, 200);
       const offset = Math.max(0, args.offset ?? 0);
       const where = args.search ? { name: { contains: args.search, mode: "insensitive" as const } } : {};
+      // What the query asks of each node (e.g. members) is loaded with the page, in the same Prisma query.
+      const selection = queryFromInfo({ context: ctx, info, typeName: "Account", path: ["nodes"] });
       const [nodes, total] = await Promise.all([
-        ctx.app.prisma.account.findMany({ where, orderBy: { name: "asc" }, take: first, skip: offset }),
+        ctx.app.prisma.account.findMany({ ...selection, where, orderBy: { name: "asc" }, take: first, skip: offset }),
         ctx.app.prisma.account.count({ where }),
       ]);
       return { nodes, total };
     },
-  }),
-  users: t.field({
-    type: [UserRef],
-    authScopes: { operator: true },
-    description: "Operators: users, optionally of one account.",
-    args: { accountId: t.arg.id() },
-    resolve: (_r, args, ctx) =>
-      ctx.app.prisma.user.findMany({
-        where: args.accountId ? { accountId: checkId(String(args.accountId), "account") } : {},
-        orderBy: { createdAt: "asc" },
-        take: 500,
-      }),
   }),
 }));
 
@@ -164,15 +122,6 @@ const CreatedCustomer = builder
     }),
   });
 
-const CreatedInvitation = builder.objectRef<{ invitation: Invitation; token: string }>("CreatedInvitation").implement({
-  fields: (t) => ({
-    invitation: t.field({ type: InvitationRef, resolve: (r) => r.invitation }),
-    token: t.exposeString("token", { description: "also mailed; shown once" }),
-  }),
-});
-
-const InviteRoleEnum = builder.enumType("InviteRole", { values: ["member", "owner"] as const });
-
 builder.mutationFields((t) => ({
   createCustomer: t.field({
     type: CreatedCustomer,
@@ -180,20 +129,16 @@ builder.mutationFields((t) => ({
     description: "Operators: opens a customer account, optionally with its first owner (password or invitation).",
     args: { input: t.arg({ type: CreateCustomerInput, required: true }) },
     resolve: async (_r, { input }, ctx) => {
-      const name = input.name.trim();
-      if (!name || name.length > 100) throw badInput("a name of 1 to 100 characters is needed", "name");
-      const balance = input.initialBalance ? amount(input.initialBalance, "initialBalance") : 0n;
-      if (balance < 0n) throw badInput("the opening balance cannot be negative", "initialBalance");
-      if (await ctx.app.prisma.account.findUnique({ where: { name } })) throw new AppError("CONFLICT", "an account with this name exists");
+      const balance = input.initialBalance ? amountArg(input.initialBalance, "initialBalance") : 0n;
       const kind = input.kind ?? "standard";
-      let account = await createAccount(ctx.app, { name, email: input.email ?? null, kind, balanceMicro: balance });
+      let account = await createAccount(ctx.app, { name: input.name, email: input.email ?? null, kind, balanceMicro: balance });
       if (input.rpm != null || input.tpm != null || input.concurrency != null) {
         account = await setAccountLimits(ctx.app, account.id, { rpm: input.rpm, tpm: input.tpm, concurrency: input.concurrency });
       }
       if (kind === "trial" && (input.trialQuota || input.trialExpiresAt)) {
         const defaults = await getTrialPolicy(ctx.app, account);
         await setTrialPolicy(ctx.app, account.id, {
-          quotaMicro: input.trialQuota ? amount(input.trialQuota, "trialQuota") : defaults.quotaMicro,
+          quotaMicro: input.trialQuota ? amountArg(input.trialQuota, "trialQuota") : defaults.quotaMicro,
           expiresAt: input.trialExpiresAt ?? defaults.expiresAt,
         });
       }
@@ -214,69 +159,6 @@ builder.mutationFields((t) => ({
       }
       return { account, owner, invitationToken };
     },
-  }),
-  createUser: t.field({
-    type: UserRef,
-    authScopes: { operator: true },
-    description: "Operators: creates a user with a password (operators have no account).",
-    args: {
-      email: t.arg.string({ required: true }),
-      password: t.arg.string({ required: true }),
-      role: t.arg({ type: UserRoleEnum, required: true }),
-      accountId: t.arg.id(),
-      name: t.arg.string(),
-    },
-    resolve: (_r, args, ctx) =>
-      createUser(ctx.app, {
-        email: args.email,
-        password: args.password,
-        role: args.role,
-        name: args.name,
-        accountId: args.accountId ? checkId(String(args.accountId), "account") : null,
-      }),
-  }),
-  createInvitation: t.field({
-    type: CreatedInvitation,
-    authScopes: { authenticated: true },
-    description: "Owners (for their account) and operators invite a member or owner by e-mail.",
-    args: { email: t.arg.string({ required: true }), role: t.arg({ type: InviteRoleEnum, defaultValue: "member" }), accountId: t.arg.id() },
-    resolve: (_r, args, ctx) =>
-      createInvitation(ctx.app, {
-        accountId: accountIdFor(ctx, args.accountId ? String(args.accountId) : null, "manage"),
-        email: args.email,
-        role: args.role ?? "member",
-      }),
-  }),
-  removeMember: t.boolean({
-    authScopes: { authenticated: true },
-    description: "Owners and operators remove a user from the account (not yourself).",
-    args: { userId: t.arg.id({ required: true }) },
-    resolve: async (_r, args, ctx) => {
-      const target = await ctx.app.prisma.user.findUnique({ where: { id: checkId(String(args.userId), "user") } });
-      if (!target || !target.accountId) throw notFound("user");
-      accountIdFor(ctx, target.accountId, "manage");
-      if (target.id === ctx.principal?.user.id) throw badInput("you cannot remove yourself");
-      await ctx.app.prisma.user.delete({ where: { id: target.id } });
-      return true;
-    },
-  }),
-  topUp: t.field({
-    type: AccountRef,
-    authScopes: { operator: true },
-    args: { accountId: t.arg.id({ required: true }), amount: t.arg.string({ required: true }), note: t.arg.string() },
-    resolve: async (_r, args, ctx) => {
-      const micro = amount(args.amount, "amount");
-      if (micro <= 0n) throw badInput("a top-up must be positive", "amount");
-      return topUp(ctx.app, checkId(String(args.accountId), "account"), micro, args.note ?? undefined);
-    },
-  }),
-  adjustBalance: t.field({
-    type: AccountRef,
-    authScopes: { operator: true },
-    description: "A signed correction (\"-2.5\" debits), with a note.",
-    args: { accountId: t.arg.id({ required: true }), amount: t.arg.string({ required: true }), note: t.arg.string({ required: true }) },
-    resolve: (_r, args, ctx) =>
-      adjustBalance(ctx.app, checkId(String(args.accountId), "account"), amount(args.amount, "amount"), args.note),
   }),
   setAccountLimits: t.field({
     type: AccountRef,
@@ -305,7 +187,7 @@ builder.mutationFields((t) => ({
       const account = await ctx.app.prisma.account.findUnique({ where: { id: checkId(String(args.accountId), "account") } });
       if (!account) throw notFound("account");
       if (account.kind !== "trial") throw badInput("this is not a trial account", "accountId");
-      await setTrialPolicy(ctx.app, account.id, { quotaMicro: amount(args.quota, "quota"), expiresAt: args.expiresAt });
+      await setTrialPolicy(ctx.app, account.id, { quotaMicro: amountArg(args.quota, "quota"), expiresAt: args.expiresAt });
       return account;
     },
   }),

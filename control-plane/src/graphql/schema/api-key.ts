@@ -1,7 +1,8 @@
 import type { ApiKey } from "../../generated/prisma/client.ts";
-import { createApiKey, revokeApiKey, updateApiKey } from "../../services/api-keys.ts";
-import { badInput, notFound } from "../../services/errors.ts";
-import { checkRestrictions, clampToTrial, getTrialPolicy } from "../../services/key-policy.ts";
+import { revokeApiKey } from "../../services/api-keys.ts";
+import { notFound } from "../../services/errors.ts";
+import { ipAllowlistSchema, limitValueSchema, nameSchema } from "../../services/inputs.ts";
+import { changeApiKey, checkRestrictions, issueApiKey } from "../../services/key-policy.ts";
 import { builder, isOperator } from "../builder.ts";
 import type { GqlContext } from "../context.ts";
 import { accountIdFor, checkId, money } from "../common.ts";
@@ -44,14 +45,14 @@ export const ApiKeyRef = builder.objectRef<ApiKey>("ApiKey").implement({
 const restrictionFields = builder.inputType("ApiKeyRestrictionsInput", {
   description: "Omitted fields stay as they are; null removes a limit.",
   fields: (t) => ({
-    name: t.string(),
+    name: t.string({ validate: { schema: nameSchema } }),
     quotaCap: t.string({ description: "spending cap as decimal text; null: none" }),
     expiresAt: t.field({ type: "DateTime" }),
     allowedModels: t.stringList(),
-    ipAllowlist: t.stringList(),
-    rpm: t.int(),
-    tpm: t.int(),
-    concurrency: t.int(),
+    ipAllowlist: t.stringList({ validate: { schema: ipAllowlistSchema } }),
+    rpm: t.int({ validate: { schema: limitValueSchema("rpm") } }),
+    tpm: t.int({ validate: { schema: limitValueSchema("tpm") } }),
+    concurrency: t.int({ validate: { schema: limitValueSchema("concurrency") } }),
   }),
 });
 
@@ -112,20 +113,9 @@ builder.mutationFields((t) => ({
     args: { accountId: t.arg.id(), input: t.arg({ type: restrictionFields, required: true }) },
     resolve: async (_r, args, ctx) => {
       const accountId = accountIdFor(ctx, args.accountId ? String(args.accountId) : null, "manage");
-      const account = await ctx.app.prisma.account.findUnique({ where: { id: accountId } });
-      if (!account) throw notFound("account");
-      if (account.status !== "active") throw badInput("the account is disabled");
       const input = args.input as RestrictionsArg;
-      let r = await checkRestrictions(ctx.app, input, (f) => input[f] !== undefined);
-      r.name ??= "default";
-      if (r.expiresAt && r.expiresAt.getTime() <= Date.now()) throw badInput("the expiry is in the past", "expiresAt");
-      if (account.kind === "trial" && !isOperator(ctx)) r = clampToTrial(r, await getTrialPolicy(ctx.app, account), true);
-      else if (account.kind === "trial") {
-        const policy = await getTrialPolicy(ctx.app, account);
-        r.quotaMicro ??= policy.quotaMicro;
-        r.expiresAt ??= policy.expiresAt;
-      }
-      const { key, row } = await createApiKey(ctx.app, accountId, r);
+      const r = await checkRestrictions(ctx.app, input, (f) => input[f] !== undefined);
+      const { key, row } = await issueApiKey(ctx.app, accountId, r, { operator: isOperator(ctx) });
       return { key, apiKey: row };
     },
   }),
@@ -136,12 +126,9 @@ builder.mutationFields((t) => ({
     args: { id: t.arg.id({ required: true }), input: t.arg({ type: restrictionFields, required: true }) },
     resolve: async (_r, args, ctx) => {
       const key = await keyFor(ctx, String(args.id), "manage");
-      if (key.status === "revoked") throw badInput("a revoked key cannot be changed");
       const input = args.input as RestrictionsArg;
-      let r = await checkRestrictions(ctx.app, input, (f) => input[f] !== undefined);
-      const account = await ctx.app.prisma.account.findUniqueOrThrow({ where: { id: key.accountId } });
-      if (account.kind === "trial" && !isOperator(ctx)) r = clampToTrial(r, await getTrialPolicy(ctx.app, account), false);
-      return updateApiKey(ctx.app, key.id, r);
+      const r = await checkRestrictions(ctx.app, input, (f) => input[f] !== undefined);
+      return changeApiKey(ctx.app, key.id, r, { operator: isOperator(ctx) });
     },
   }),
   revokeApiKey: t.field({

@@ -101,7 +101,7 @@ builder.mutationFields((t) => ({
     description: "Signs in with e-mail and password and sets the session cookie (pending when two-step verification is on).",
     args: { email: t.arg.string({ required: true }), password: t.arg.string({ required: true }) },
     resolve: async (_r, { email, password }, ctx) => {
-      const result = await login(ctx.app.prisma, email, password);
+      const result = await login(ctx.app.prisma, email, password, ctx.clientIp);
       ctx.setSessionCookie(result.token);
       if (result.secondStepRequired) return { secondStepRequired: true, user: null };
       const user = await ctx.app.prisma.user.findUniqueOrThrow({ where: { id: result.userId }, include: { account: true } });

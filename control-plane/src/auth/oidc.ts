@@ -1,0 +1,190 @@
+import * as oidc from "openid-client";
+import { z } from "zod";
+import { open, seal } from "@modelgate/data-plane";
+import type { Db } from "../db/client.ts";
+import { createSession } from "./sessions.ts";
+
+// Console sign-in through OpenID Connect: the authorization code flow with PKCE (S256), a state and a nonce,
+// all three kept in a short-lived cookie sealed with the master key (so no server-side store, and it works
+// on any control plane). The ID token's claims are mapped to a role by the operator's rules; the local
+// password sign-in stays.
+
+/** One mapping rule: when `claim` equals `value` (or, for a list claim such as groups, contains it). */
+const ruleSchema = z
+  .object({
+    claim: z.string().min(1),
+    value: z.union([z.string(), z.boolean(), z.number()]).transform(String),
+    role: z.enum(["operator", "owner", "member"]),
+    /** the account (name or id) for owner and member */
+    account: z.string().min(1).optional(),
+  })
+  .strict()
+  .refine((r) => r.role === "operator" || r.account !== undefined, { message: "an owner or member rule names its account" });
+export type OidcRule = z.infer<typeof ruleSchema>;
+
+export interface OidcSettings {
+  issuer: URL;
+  clientId: string;
+  clientSecret: string;
+  redirectUrl: URL;
+  scope: string;
+  rules: OidcRule[];
+  /** shown on the sign-in button */
+  label: string;
+}
+
+/**
+ * MODELGATE_OIDC_ISSUER, _CLIENT_ID, _CLIENT_SECRET, _REDIRECT_URL (default MODELGATE_PUBLIC_URL +
+ * /auth/oidc/callback), _SCOPES (default "openid email profile"), _ROLES (a JSON list of rules), _LABEL.
+ * Null when no issuer is set; throws when the settings are incomplete, so a half-configured SSO stops the start.
+ */
+export function readOidcSettings(env: NodeJS.ProcessEnv): OidcSettings | null {
+  if (!env.MODELGATE_OIDC_ISSUER) return null;
+  const need = (name: string) => {
+    const v = env[name];
+    if (!v) throw new Error(`${name} is required when MODELGATE_OIDC_ISSUER is set`);
+    return v;
+  };
+  const redirect = env.MODELGATE_OIDC_REDIRECT_URL ?? (env.MODELGATE_PUBLIC_URL ? `${env.MODELGATE_PUBLIC_URL.replace(/\/+$/, "")}/auth/oidc/callback` : undefined);
+  if (!redirect) throw new Error("MODELGATE_OIDC_REDIRECT_URL (or MODELGATE_PUBLIC_URL) is required when MODELGATE_OIDC_ISSUER is set");
+  let rules: unknown;
+  try {
+    rules = JSON.parse(need("MODELGATE_OIDC_ROLES"));
+  } catch (err) {
+    throw new Error(`MODELGATE_OIDC_ROLES is not JSON: ${(err as Error).message}`);
+  }
+  const parsed = z.array(ruleSchema).min(1).safeParse(rules);
+  if (!parsed.success) throw new Error(`MODELGATE_OIDC_ROLES: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+  return {
+    issuer: new URL(env.MODELGATE_OIDC_ISSUER),
+    clientId: need("MODELGATE_OIDC_CLIENT_ID"),
+    clientSecret: need("MODELGATE_OIDC_CLIENT_SECRET"),
+    redirectUrl: new URL(redirect),
+    scope: env.MODELGATE_OIDC_SCOPES ?? "openid email profile",
+    rules: parsed.data,
+    label: env.MODELGATE_OIDC_LABEL ?? "single sign-on",
+  };
+}
+
+/** The first rule that matches the claims, or null. */
+export function matchRule(rules: OidcRule[], claims: Record<string, unknown>): OidcRule | null {
+  for (const rule of rules) {
+    const v = claims[rule.claim];
+    const values = Array.isArray(v) ? v : [v];
+    if (values.some((x) => x !== undefined && x !== null && String(x) === rule.value)) return rule;
+  }
+  return null;
+}
+
+/** The sign-in flow's state, sealed into a cookie between the redirect out and the callback. */
+const flowSchema = z.object({ state: z.string(), nonce: z.string(), verifier: z.string(), returnTo: z.string(), exp: z.number() });
+type Flow = z.infer<typeof flowSchema>;
+export const FLOW_COOKIE = "mg_oidc";
+export const FLOW_TTL_MS = 10 * 60_000;
+
+/** Only a path of this origin: never an open redirect to another site. */
+export const safeReturnTo = (v: string | null | undefined): string => (v && /^\/(?![/\\])[^\s]*$/.test(v) ? v : "/");
+
+export class OidcError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export class OidcSignIn {
+  private config: Promise<oidc.Configuration> | null = null;
+
+  constructor(
+    readonly settings: OidcSettings,
+    private readonly prisma: Db,
+    private readonly masterKey: Buffer,
+  ) {}
+
+  /** Discovery, once; a failure is retried at the next sign-in rather than cached. */
+  private discover(): Promise<oidc.Configuration> {
+    if (!this.config) {
+      const s = this.settings;
+      // Plain http only for an issuer on this machine (a local provider in development and in tests).
+      const loopback = ["127.0.0.1", "localhost", "[::1]"].includes(s.issuer.hostname);
+      const options = s.issuer.protocol === "http:" && loopback ? { execute: [oidc.allowInsecureRequests] } : undefined;
+      this.config = oidc.discovery(s.issuer, s.clientId, s.clientSecret, undefined, options);
+      this.config.catch(() => (this.config = null));
+    }
+    return this.config;
+  }
+
+  /** Where to send the browser, and the sealed cookie value that the callback needs. */
+  async start(returnTo: string | null): Promise<{ location: string; cookie: string }> {
+    const config = await this.discover();
+    const verifier = oidc.randomPKCECodeVerifier();
+    const flow: Flow = { state: oidc.randomState(), nonce: oidc.randomNonce(), verifier, returnTo: safeReturnTo(returnTo), exp: Date.now() + FLOW_TTL_MS };
+    const url = oidc.buildAuthorizationUrl(config, {
+      redirect_uri: this.settings.redirectUrl.href,
+      scope: this.settings.scope,
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: "S256",
+      state: flow.state,
+      nonce: flow.nonce,
+    });
+    return { location: url.href, cookie: seal(this.masterKey, JSON.stringify(flow)) };
+  }
+
+  /**
+   * The callback: checks state, exchanges the code with the verifier, verifies the ID token (issuer, audience,
+   * signature, nonce), maps its claims and signs the user in. Returns a session token and where to go.
+   */
+  async finish(callbackUrl: URL, sealedFlow: string | undefined): Promise<{ token: string; returnTo: string; userId: string }> {
+    let flow: Flow;
+    try {
+      flow = flowSchema.parse(JSON.parse(open(this.masterKey, sealedFlow ?? "")));
+    } catch {
+      throw new OidcError(400, "The sign-in took too long or was started in another browser: start again.");
+    }
+    if (flow.exp < Date.now()) throw new OidcError(400, "The sign-in took too long: start again.");
+    const config = await this.discover();
+    // The callback is checked against the registered redirect URL, whatever host the request came in on.
+    const current = new URL(this.settings.redirectUrl.href);
+    current.search = callbackUrl.search;
+    let tokens;
+    try {
+      tokens = await oidc.authorizationCodeGrant(config, current, { pkceCodeVerifier: flow.verifier, expectedState: flow.state, expectedNonce: flow.nonce, idTokenExpected: true });
+    } catch (err) {
+      throw new OidcError(401, `The identity provider's answer was refused: ${(err as Error).message}`);
+    }
+    const claims = tokens.claims() as Record<string, unknown> | undefined;
+    if (!claims) throw new OidcError(401, "The identity provider sent no ID token.");
+    const user = await this.signIn(claims);
+    const { token } = await createSession(this.prisma, user.id, false);
+    return { token, returnTo: flow.returnTo, userId: user.id };
+  }
+
+  /** Finds or creates the user behind the claims and gives it the role the rules say. */
+  private async signIn(claims: Record<string, unknown>) {
+    const subject = `${String(claims.iss)}#${String(claims.sub)}`;
+    const email = typeof claims.email === "string" ? claims.email.trim().toLowerCase() : "";
+    if (!email) throw new OidcError(403, "The identity provider did not share an e-mail address (scope email).");
+    if (claims.email_verified === false) throw new OidcError(403, "The identity provider says this e-mail address is not verified.");
+    const rule = matchRule(this.settings.rules, claims);
+    if (!rule) throw new OidcError(403, "This identity has no role in modelgate: ask the operator to map it (MODELGATE_OIDC_ROLES).");
+    let accountId: string | null = null;
+    if (rule.role !== "operator") {
+      const account = await this.prisma.account.findFirst({ where: /^[0-9a-f-]{36}$/i.test(rule.account!) ? { id: rule.account! } : { name: rule.account! } });
+      if (!account) throw new OidcError(403, `The account ${rule.account} that this identity maps to does not exist.`);
+      if (account.status !== "active") throw new OidcError(403, "The account this identity maps to is disabled.");
+      accountId = account.id;
+    }
+    const name = typeof claims.name === "string" ? claims.name.slice(0, 200) : null;
+    return this.prisma.$transaction(async (tx) => {
+      const bySubject = await tx.user.findUnique({ where: { oidcSubject: subject } });
+      const byEmail = bySubject ?? (await tx.user.findUnique({ where: { email } }));
+      // A local user with this e-mail is linked on the first sign-in; once linked, only that subject signs in as it.
+      if (byEmail?.oidcSubject && byEmail.oidcSubject !== subject) throw new OidcError(403, "This e-mail address is linked to another identity.");
+      const data = { role: rule.role, accountId, oidcSubject: subject, ...(name ? { name } : {}) } as const;
+      if (byEmail) return tx.user.update({ where: { id: byEmail.id }, data: { ...data, emailVerifiedAt: byEmail.emailVerifiedAt ?? new Date() } });
+      return tx.user.create({ data: { ...data, email, emailVerifiedAt: new Date() } });
+    });
+  }
+}

@@ -1,0 +1,15 @@
+// The data plane's one public entry: what the control plane (and the embedded product) may use.
+// Everything else under src/ is internal and may change without notice.
+export type { RedisNames, Snapshot, UsageEvent } from "./contract/index.ts";
+export { redisNames, usageEntryEvents, usageEventSchema } from "./contract/index.ts";
+export { open, parseMasterKey, seal } from "./crypto/secret-box.ts";
+export { initTracing, inSpan, SpanKind, SpanStatusCode, tracingNow } from "./telemetry/tracing.ts";
+export { createLogger } from "./logger.ts";
+export { compileAllowlist } from "./policy/ip.ts";
+export { resolveClientIp } from "./policy/client-ip.ts";
+export { createGatewayServer } from "./http/server.ts";
+export { createDataPlaneOptions } from "./runtime.ts";
+export { createDataPlaneHandler } from "./server/app.ts";
+export { newRequestId } from "./server/request-id.ts";
+export { SnapshotStore } from "./snapshot/store.ts";
+export { InProcessUsageSink } from "./usage/sink.ts";
