@@ -14,7 +14,7 @@ import type { DataPlaneOptions } from "./context.ts";
 import { ArrayStreamWrapper, PassthroughFramer, relayJson, relayStream } from "./relay.ts";
 import { relayOpenAIJson, relayOpenAIStream } from "./relay-openai.ts";
 import { sendError } from "./respond.ts";
-import { type Outgoing, callUpstream } from "./upstream-call.ts";
+import { type Outgoing, callUpstream } from "../upstreams/upstream-call.ts";
 import { tokensFromChars } from "../usage/record.ts";
 
 /** A client-facing generation endpoint: which protocol it speaks and where that protocol puts the key. */

@@ -5,7 +5,7 @@ import { replaceModelField } from "../protocols/openai/model-field.ts";
 import { SseParser } from "../protocols/sse.ts";
 import type { Call } from "./call.ts";
 import { SSE_HEADERS, startEventStream } from "./relay.ts";
-import type { Answer } from "./upstream-call.ts";
+import type { Answer } from "../upstreams/upstream-call.ts";
 import { tokensFromChars } from "../usage/record.ts";
 
 // OpenAI client to OpenAI upstream, the common case: no translation. Each SSE event is parsed once to read

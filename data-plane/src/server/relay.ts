@@ -2,7 +2,7 @@ import type { ServerResponse } from "node:http";
 import { GatewayError } from "../errors.ts";
 import type { CanonicalStreamEvent, ProtocolAdapter, StreamDecoder, StreamEncoder } from "../protocols/index.ts";
 import { SseParser, type SseEvent } from "../protocols/sse.ts";
-import type { Answer } from "./upstream-call.ts";
+import type { Answer } from "../upstreams/upstream-call.ts";
 import type { Call } from "./call.ts";
 import { sendJson } from "./respond.ts";
 

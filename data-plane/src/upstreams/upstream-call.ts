@@ -4,10 +4,10 @@ import { GatewayError } from "../errors.ts";
 import { protocols } from "../protocols/index.ts";
 import type { CallTrace } from "../telemetry/call-trace.ts";
 import { endWithError } from "../telemetry/tracing.ts";
-import type { AbortLike } from "../upstreams/call-abort.ts";
-import { isConnectError, isRetryableStatus, parseRetryAfter, withRetry } from "../upstreams/retry.ts";
-import type { UpstreamResponse } from "../upstreams/transport.ts";
-import type { DataPlaneOptions } from "./context.ts";
+import type { AbortLike } from "./call-abort.ts";
+import { isConnectError, isRetryableStatus, parseRetryAfter, withRetry } from "./retry.ts";
+import type { UpstreamResponse } from "./transport.ts";
+import type { DataPlaneOptions } from "../server/context.ts";
 
 /** What to send to one route: path relative to its base URL, the body, extra headers. */
 export interface Outgoing {
