@@ -59,7 +59,23 @@ export interface GatewayOptions {
   replicaEnv?: (i: number) => NodeJS.ProcessEnv;
   /** distributed: Redis URL (default the machine's) */
   redisUrl?: string;
+  /** distributed: where each process runs (default: here, on 127.0.0.1) */
+  placement?: Placement;
 }
+
+/** Where a process of a distributed gateway runs: another network namespace, say (test/helpers/netns.ts). */
+export interface Placement {
+  /** the command prefix its process starts under (e.g. `ip netns exec <ns>`) */
+  prefix(role: Role): string[];
+  /** the address the test reaches it at */
+  host(role: Role): string;
+  /** a service URL (Postgres, Redis) as the process must write it from where it runs */
+  url(role: Role, url: string): string;
+}
+
+export type Role = "control-plane" | { replica: number };
+
+const here: Placement = { prefix: () => [], host: () => "127.0.0.1", url: (_role, url) => url };
 
 const TRUSTED = "127.0.0.1/32";
 
@@ -166,24 +182,34 @@ async function startDistributed(o: GatewayOptions): Promise<Gateway> {
   };
   const bases: string[] = [];
   const cpPort = await freePort();
+  const place = o.placement ?? here;
+  /** the process's environment with Postgres and Redis as it reaches them from where it runs */
+  const located = (role: Role, e: NodeJS.ProcessEnv): NodeJS.ProcessEnv => ({
+    ...e,
+    ...(e.DATABASE_URL ? { DATABASE_URL: place.url(role, e.DATABASE_URL) } : {}),
+    ...(e.REDIS_URL ? { REDIS_URL: place.url(role, e.REDIS_URL) } : {}),
+  });
+  const cpBase = `http://${place.host("control-plane")}:${cpPort}`;
   try {
-    const cp = startTs("control-plane/src/main/control-plane.ts", { ...env, PORT: String(cpPort) });
+    const cp = startTs("control-plane/src/main/control-plane.ts", located("control-plane", { ...env, PORT: String(cpPort) }), [], place.prefix("control-plane"));
     procs.push(cp);
-    await waitForHttp(`http://127.0.0.1:${cpPort}/healthz`, cp, 120_000);
+    await waitForHttp(`${cpBase}/healthz`, cp, 120_000);
     const n = o.replicas ?? 2;
     const started: { proc: Proc; base: string }[] = [];
     for (let i = 0; i < n; i++) {
       const port = await freePort();
-      const proc = startTs("data-plane/src/main.ts", {
+      const role: Role = { replica: i };
+      const replicaEnv: NodeJS.ProcessEnv = {
         ...env,
         PORT: String(port),
         DATABASE_URL: "",
         MODELGATE_SPOOL_DIR: join(dataDir, `spool-${i}`),
         ...(i === 0 ? {} : { MODELGATE_TRUSTED_PROXIES: TRUSTED }),
         ...o.replicaEnv?.(i),
-      });
+      };
+      const proc = startTs("data-plane/src/main.ts", located(role, replicaEnv), [], place.prefix(role));
       procs.push(proc);
-      started.push({ proc, base: `http://127.0.0.1:${port}` });
+      started.push({ proc, base: `http://${place.host(role)}:${port}` });
     }
     for (const r of started) {
       await waitForHttp(`${r.base}/readyz`, r.proc, 120_000, opsAuth(o.env));
@@ -206,7 +232,7 @@ async function startDistributed(o: GatewayOptions): Promise<Gateway> {
     bases,
     trustedBase: bases[1] ?? bases[0]!,
     untrustedBase: bases[0]!,
-    controlPlaneBase: `http://127.0.0.1:${cpPort}`,
+    controlPlaneBase: cpBase,
     procs,
     admin,
     balance: async (name) => (await db.db.prisma.account.findUniqueOrThrow({ where: { id: await account(name) } })).balanceMicro,

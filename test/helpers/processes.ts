@@ -22,9 +22,14 @@ export interface Proc {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Starts a TypeScript entry point of the repo the way the npm scripts do (node + tsx). */
-export function startTs(entry: string, env: NodeJS.ProcessEnv, args: string[] = []): Proc {
-  const child = spawn(process.execPath, ["--import", "tsx", "--conditions=modelgate-source", entry, ...args], {
+/**
+ * Starts a TypeScript entry point of the repo the way the npm scripts do (node + tsx). `prefix` runs it
+ * under another program that execs it in turn (e.g. `ip netns exec <ns>`), so the pid is still node's.
+ */
+export function startTs(entry: string, env: NodeJS.ProcessEnv, args: string[] = [], prefix: string[] = []): Proc {
+  const argv = [process.execPath, "--import", "tsx", "--conditions=modelgate-source", entry, ...args];
+  const [command, ...rest] = [...prefix, ...argv] as [string, ...string[]];
+  const child = spawn(command, rest, {
     cwd: repoRoot,
     env: { ...process.env, LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "warn", ...env },
     stdio: ["ignore", "pipe", "pipe"],
