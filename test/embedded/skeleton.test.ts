@@ -218,13 +218,19 @@ describe("embedded mode, refusals", () => {
     await expect(client().chat.completions.create({ model: "GPT 4o mini", messages: [{ role: "user", content: "x" }] })).rejects.toBeInstanceOf(OpenAI.NotFoundError);
   });
 
-  it("answers 404 for unknown paths, naming the path and the base-URL rule", async () => {
-    for (const path of ["/v1//chat/completions", "/chat/completions", "/v1/chat/completions/", "/v2/chat/completions"]) {
+  it("answers 404 for unknown paths, naming the path, the endpoint probably meant and the endpoints that exist", async () => {
+    for (const path of ["/v1//chat/completions", "/chat/completions", "/v1/chat/completions/", "/v2/chat/completions", "/v1/v1/chat/completions"]) {
       const res = await post(path, "{}");
       const err = await expectOpenAIError(res, 404, "unknown_path");
       expect(err.message).toContain(`'${path}'`);
-      expect(err.message).toContain("must end in '/v1'");
+      expect(err.message).toContain("Did you mean '/v1/chat/completions'?");
+      expect(err.message).toContain("POST /v1/messages");
     }
+    // A path that resembles no endpoint is not blamed on the base URL: the answer lists what exists.
+    const err = await expectOpenAIError(await post("/v1/completions", "{}"), 404, "unknown_path");
+    expect(err.message).not.toContain("Did you mean");
+    expect(err.message).not.toContain("base URL");
+    expect(err.message).toContain("This gateway serves: POST /v1/chat/completions");
   });
 
   it("refuses bad input with 400 (413 for size) in OpenAI's shape, and charges nothing", async () => {

@@ -3,7 +3,7 @@ import type { Duplex } from "node:stream";
 import { GatewayError } from "../errors.ts";
 import { type ProtocolName, protocols } from "../protocols/index.ts";
 import { newRequestId } from "../server/request-id.ts";
-import { REQUEST_ID_HEADER, sendError } from "../server/respond.ts";
+import { requestIdHeaderLines, sendError, setRequestId } from "../server/respond.ts";
 
 // What Node's HTTP parser refuses before any handler runs (headers too large, a bad Content-Length, a
 // request that did not arrive in time, an Expect it does not know) is answered like every other refusal:
@@ -53,7 +53,7 @@ export function shapeParserErrors(server: Server): Server {
     const { status, body } = protocols[protocolOfPath(path)].renderError(gw, requestId);
     const head =
       `HTTP/1.1 ${status} ${statusText(status)}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
-      `${REQUEST_ID_HEADER}: ${requestId}\r\nconnection: close\r\n\r\n`;
+      `${requestIdHeaderLines(requestId)}connection: close\r\n\r\n`;
     socket.end(head + body);
     // A client that never reads its answer does not keep the socket.
     setTimeout(() => socket.destroy(), 1_000).unref();
@@ -61,7 +61,7 @@ export function shapeParserErrors(server: Server): Server {
   // Node answers an Expect other than 100-continue with a bare 417; this gives it the shape.
   server.on("checkExpectation", (req: IncomingMessage, res: ServerResponse) => {
     const requestId = newRequestId();
-    res.setHeader(REQUEST_ID_HEADER, requestId);
+    setRequestId(res, requestId);
     res.shouldKeepAlive = false;
     const gw = new GatewayError("invalid_request", "expectation_failed", `The Expect header '${req.headers.expect}' is not supported.`, null, {}, 417);
     sendError(res, gw, protocols[protocolOfPath((req.url ?? "/").split("?")[0]!)].renderError, requestId);

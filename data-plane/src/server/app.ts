@@ -8,10 +8,11 @@ import { type Caller, identify, startLimits } from "./admission.ts";
 import { type KeySource, keyHashFrom } from "./auth.ts";
 import { parseJsonObject, readBody } from "./body.ts";
 import type { DataPlaneOptions } from "./context.ts";
+import { unknownPath } from "./endpoints.ts";
 import { type Endpoint, handleGenerate } from "./generate.ts";
 import { renderModel, renderModelList } from "./models.ts";
 import { newRequestId } from "./request-id.ts";
-import { REQUEST_ID_HEADER, sendError, sendJson } from "./respond.ts";
+import { sendError, sendJson, setRequestId } from "./respond.ts";
 import { tokensFromChars } from "../usage/record.ts";
 
 const ANTHROPIC_KEYS: KeySource[] = ["x-api-key"];
@@ -82,7 +83,7 @@ export function createDataPlaneHandler(opts: DataPlaneOptions, strict: boolean) 
     if (!ours && !strict) return false;
 
     const requestId = newRequestId();
-    res.setHeader(REQUEST_ID_HEADER, requestId);
+    setRequestId(res, requestId);
     const protocol = protocolOf(req, path, query);
     try {
       if (path === "/v1/chat/completions") {
@@ -136,7 +137,7 @@ export function createDataPlaneHandler(opts: DataPlaneOptions, strict: boolean) 
         }
         return true;
       }
-      throw notFound(path);
+      throw unknownPath(path, req.method);
     } catch (err) {
       sendError(res, err, protocols[protocol].renderError, requestId);
       return true;
@@ -210,13 +211,5 @@ function allow(req: IncomingMessage, path: string, method: string): void {
     throw new GatewayError("invalid_request", "method_not_allowed", `Method ${req.method} is not allowed on ${path}; use ${method}.`, null, { allow: method }, 405);
   }
 }
-
-/** Names the path and the base-URL rule, since a wrong base URL is the usual cause. */
-const notFound = (path: string) =>
-  new GatewayError(
-    "not_found",
-    "unknown_path",
-    `Unknown path '${path}'. The base URL must end in '/v1' with no trailing slash (for example https://gateway.example/v1), and requests go to paths such as /v1/chat/completions.`,
-  );
 
 const finiteOrNull = (n: number) => (Number.isFinite(n) ? n : null);

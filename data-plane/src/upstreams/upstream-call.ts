@@ -2,8 +2,10 @@ import type { RouteSnapshot } from "../contract/index.ts";
 import { open } from "../crypto/secret-box.ts";
 import { GatewayError } from "../errors.ts";
 import { protocols } from "../protocols/index.ts";
+import { parseJsonLoose } from "../protocols/shared.ts";
 import type { CallTrace } from "../telemetry/call-trace.ts";
 import { endWithError } from "../telemetry/tracing.ts";
+import { upstreamBase } from "./base-url.ts";
 import type { AbortLike } from "./call-abort.ts";
 import { isConnectError, isRetryableStatus, parseRetryAfter, withRetry } from "./retry.ts";
 import type { UpstreamResponse } from "./transport.ts";
@@ -60,7 +62,7 @@ export async function callUpstream(
     const proto = route.protocol === "demo" ? "openai" : route.protocol;
     if (route.apiKeyEnc) Object.assign(headers, protocols[proto].authHeaders(credential(opts, route.apiKeyEnc)));
     const transport = route.protocol === "demo" ? opts.demo : opts.transport;
-    const url = route.baseUrl.replace(/\/+$/, "") + outgoing.path;
+    const url = upstreamBase(route.protocol, route.baseUrl) + outgoing.path;
     let tickets = 0;
     const outcome = await withRetry<Answer>(
       async () => {
@@ -100,7 +102,7 @@ export async function callUpstream(
           if (retryable) ticket.failure(Date.now(), "response");
           else ticket.success(Date.now()); // a 4xx is the request's fault, not the upstream's
           opts.metrics.upstreamErrors.inc({ upstream: route.upstream, reason: String(upstream.status) });
-          const failure = new UpstreamStatus(route, upstream);
+          const failure = new UpstreamStatus(route, upstream, outgoing.path);
           if (attempt) endWithError(attempt.span, failure, String(upstream.status));
           if (retryable) await failure.drain();
           return { ok: false, retryable, failure, retryAfterMs: parseRetryAfter(upstream.headers, Date.now()) };
@@ -172,6 +174,8 @@ class UpstreamStatus extends Error {
   constructor(
     readonly route: RouteSnapshot,
     readonly upstream: UpstreamResponse,
+    /** the path called, relative to the base URL (logged when the upstream has no such path) */
+    readonly path: string,
   ) {
     super(`upstream answered ${upstream.status}`);
   }
@@ -189,7 +193,8 @@ class UpstreamStatus extends Error {
   async toGatewayError(logger: DataPlaneOptions["logger"]): Promise<GatewayError> {
     const status = this.upstream.status;
     const proto = this.route.protocol === "demo" ? "openai" : this.route.protocol;
-    const info = protocols[proto].parseUpstreamError(status, await this.drain());
+    const text = await this.drain();
+    const info = protocols[proto].parseUpstreamError(status, text);
     // The customer never learns which of the operator's upstreams this was, nor what it said about itself
     // (its account, its deployment names): that goes to the log. A request the upstream found invalid keeps
     // the upstream's explanation, which is about the customer's own request.
@@ -199,10 +204,33 @@ class UpstreamStatus extends Error {
     if (status === 429) return new GatewayError("rate_limit", "upstream_rate_limited", "The upstream is rate limiting the gateway; retry shortly.");
     if (status === 401 || status === 403) return new GatewayError("upstream", "upstream_auth_failed", "The upstream rejected the gateway's credential; the operator has been told.");
     if (status >= 500) return new GatewayError("upstream", "upstream_error", `The upstream failed (HTTP ${status}).`);
-    if (status === 404) return new GatewayError("upstream", "upstream_model_not_found", "The upstream does not know the model this one is routed to; the operator has been told.");
+    if (status === 404) {
+      if (knowsNoModel(info, text, this.route.upstreamModel, this.path)) {
+        return new GatewayError("upstream", "upstream_model_not_found", "The upstream does not know the model this one is routed to; the operator has been told.");
+      }
+      // Not the model: the path. The operator's base URL (or the protocol chosen for it) does not fit the upstream.
+      logger.error(
+        { upstream: this.route.upstream, protocol: this.route.protocol, baseUrl: this.route.baseUrl, path: this.path, status },
+        "upstream has no such path: check this upstream's baseUrl and protocol in the configuration",
+      );
+      return new GatewayError("upstream", "upstream_misconfigured", "The gateway's configuration for this model's upstream is wrong (the upstream has no such endpoint); the operator has been told.");
+    }
     if (status === 413) return new GatewayError("too_large", "request_too_large", info.message);
     return new GatewayError("invalid_request", info.code || "upstream_invalid_request", info.message, info.param ?? null, {}, status >= 400 && status < 500 ? status : 400);
   }
+}
+
+/**
+ * Whether an upstream's 404 is about the model rather than the path. Vendors answer an unknown model in
+ * their JSON error shape and name it (OpenAI's code model_not_found, Anthropic's "model: x", Gemini's
+ * "models/x is not found"); an unknown path gets "Invalid URL (POST /messages)", a bare "Not Found", or a
+ * front end's HTML page.
+ */
+export function knowsNoModel(info: { code: string; message: string }, body: string, upstreamModel: string, path: string): boolean {
+  if (parseJsonLoose(body) === undefined) return false;
+  // "Method not found: /v1beta/gemini/models/x:generateContent" names the model only as part of the path.
+  if (info.message.includes(path.split("?")[0]!)) return false;
+  return info.code === "model_not_found" || (upstreamModel !== "" && info.message.includes(upstreamModel));
 }
 
 const timeoutCode = (err: unknown): string | null => {

@@ -1,0 +1,151 @@
+import Anthropic from "@anthropic-ai/sdk";
+import { GoogleGenAI } from "@google/genai";
+import OpenAI from "openai";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startAnthropicUpstream } from "../mocks/anthropic-upstream.ts";
+import { startGeminiUpstream } from "../mocks/gemini-upstream.ts";
+import { startOpenAIUpstream } from "../mocks/openai-upstream.ts";
+import { DEFAULT_MOCK_KEY, type MockUpstream } from "../mocks/script.ts";
+import { type Gateway, startGateway, waitForKey } from "../helpers/gateway.ts";
+import { eventually } from "../helpers/processes.ts";
+
+// The smaller gaps real clients found (issue 14, section 4), driven with the official SDKs through the mock
+// upstreams: the request-id headers each SDK reads, upstream base URLs written bare or versioned, an upstream
+// 404 on a path reported as the operator's configuration error.
+
+type Proto = "openai" | "anthropic" | "gemini";
+const PROTOS: Proto[] = ["openai", "anthropic", "gemini"];
+const VERSION: Record<Proto, string> = { openai: "/v1", anthropic: "/v1", gemini: "/v1beta" };
+
+let mocks: Record<Proto, MockUpstream>;
+let gw: Gateway;
+let base: string;
+let apiKey: string;
+
+/** gap-<p>: the upstream's base URL is the bare host; ver-<p>: the versioned form; broken-<p>: a wrong path. */
+const model = (kind: "gap" | "ver" | "broken", p: Proto) => `${kind}-${p}-2025-01-01`;
+
+beforeAll(async () => {
+  const [o, a, g] = await Promise.all([startOpenAIUpstream(), startAnthropicUpstream(), startGeminiUpstream()]);
+  mocks = { openai: o, anthropic: a, gemini: g };
+  const origin = (p: Proto) => mocks[p].url.slice(0, -VERSION[p].length);
+  const upstreams = PROTOS.flatMap((p) => [
+    { name: `bare-${p}`, protocol: p, baseUrl: origin(p), apiKey: "${MOCK_UPSTREAM_KEY}" },
+    { name: `versioned-${p}`, protocol: p, baseUrl: `${mocks[p].url}/`, apiKey: "${MOCK_UPSTREAM_KEY}" },
+    { name: `broken-${p}`, protocol: p, baseUrl: `${origin(p)}/wrong/prefix`, apiKey: "${MOCK_UPSTREAM_KEY}" },
+  ]);
+  const models = PROTOS.flatMap((p) => [
+    { id: model("gap", p), price: { input: 1, output: 2 }, routes: [{ upstream: `bare-${p}`, model: `up-${p}` }] },
+    { id: model("ver", p), price: { input: 1, output: 2 }, routes: [{ upstream: `versioned-${p}`, model: `up-${p}` }] },
+    { id: model("broken", p), price: { input: 1, output: 2 }, routes: [{ upstream: `broken-${p}`, model: `up-${p}` }] },
+  ]);
+  gw = await startGateway("embedded", { config: { upstreams, models }, env: { MOCK_UPSTREAM_KEY: DEFAULT_MOCK_KEY } });
+  base = gw.bases[0]!;
+  await gw.admin("account create", { name: "gaps", balance: "100" });
+  apiKey = (await gw.admin<{ key: string }>("key create", { account: "gaps", name: "gaps" })).key;
+  await waitForKey(gw, apiKey);
+}, 180_000);
+
+afterAll(async () => {
+  await gw?.stop();
+  await Promise.all(PROTOS.map((p) => mocks?.[p]?.close()));
+});
+
+const openai = () => new OpenAI({ baseURL: `${base}/v1`, apiKey, maxRetries: 0 });
+const anthropic = () => new Anthropic({ baseURL: base, apiKey, maxRetries: 0 });
+const gemini = () => new GoogleGenAI({ apiKey, httpOptions: { baseUrl: base } });
+
+/** The error a call must fail with (a call that succeeds fails the test). */
+async function failure<E>(call: Promise<unknown>): Promise<E> {
+  const outcome = await call.then(
+    () => ({ ok: true as const }),
+    (e: unknown) => ({ ok: false as const, e }),
+  );
+  if (outcome.ok) throw new Error("expected the call to fail");
+  return outcome.e as E;
+}
+
+describe("request-id headers the SDKs read", () => {
+  it("gives the openai SDK its _request_id, on answers and on errors, equal to X-Gateway-Request-Id", async () => {
+    const { request_id, response } = await openai().chat.completions.create({ model: model("gap", "anthropic"), messages: [{ role: "user", content: "hi" }] }).withResponse();
+    expect(request_id).toMatch(/^req_[0-9a-f]{24}$/);
+    expect(request_id).toBe(response.headers.get("x-gateway-request-id"));
+    const plain = await openai().chat.completions.create({ model: model("gap", "openai"), messages: [{ role: "user", content: "hi" }] });
+    expect(plain._request_id).toMatch(/^req_[0-9a-f]{24}$/);
+    const err = await failure<InstanceType<typeof OpenAI.APIError>>(openai().chat.completions.create({ model: "no-such-model-2000-01-01", messages: [{ role: "user", content: "hi" }] }));
+    expect(err).toBeInstanceOf(OpenAI.NotFoundError);
+    expect(err.requestID).toMatch(/^req_[0-9a-f]{24}$/);
+    expect(err.requestID).toBe(err.headers?.get("x-gateway-request-id"));
+    expect(err.message).toContain(`request id: ${err.requestID}`);
+  });
+
+  it("gives the Anthropic SDK its _request_id and err.requestID, streaming or not", async () => {
+    const msg = await anthropic().messages.create({ model: model("gap", "openai"), max_tokens: 100, messages: [{ role: "user", content: "hi" }] }).withResponse();
+    expect(msg.request_id).toMatch(/^req_[0-9a-f]{24}$/);
+    expect(msg.request_id).toBe(msg.response.headers.get("x-gateway-request-id"));
+    const plain = await anthropic().messages.create({ model: model("gap", "gemini"), max_tokens: 100, messages: [{ role: "user", content: "hi" }] });
+    expect(plain._request_id).toMatch(/^req_[0-9a-f]{24}$/);
+    // Passthrough (the upstream's own request-id header must not win over the gateway's).
+    mocks.anthropic.reply({ text: ["pass"] });
+    const stream = anthropic().messages.stream({ model: model("gap", "anthropic"), max_tokens: 100, messages: [{ role: "user", content: "hi" }] });
+    await stream.finalMessage();
+    const { response } = await stream.withResponse();
+    expect(response.headers.get("request-id")).toBe(response.headers.get("x-gateway-request-id"));
+    const err = await failure<InstanceType<typeof Anthropic.APIError>>(anthropic().messages.create({ model: "no-such-model-2000-01-01", max_tokens: 10, messages: [{ role: "user", content: "hi" }] }));
+    expect(err).toBeInstanceOf(Anthropic.NotFoundError);
+    expect(err.requestID).toMatch(/^req_[0-9a-f]{24}$/);
+    expect(err.requestID).toBe(err.headers?.get("x-gateway-request-id"));
+    expect(err.message).toContain(`request id: ${err.requestID}`);
+  });
+
+  it("sends the same three headers on the unknown-path 404 and the model list", async () => {
+    for (const res of [await fetch(`${base}/v1/nothing-here`), await fetch(`${base}/v1/models`, { headers: { authorization: `Bearer ${apiKey}` } })]) {
+      const id = res.headers.get("x-gateway-request-id");
+      expect(id).toMatch(/^req_[0-9a-f]{24}$/);
+      expect(res.headers.get("x-request-id")).toBe(id);
+      expect(res.headers.get("request-id")).toBe(id);
+      await res.body?.cancel();
+    }
+  });
+});
+
+describe("upstream base URLs", () => {
+  it("reaches every upstream protocol through a bare-host base URL and a versioned one, from every client", async () => {
+    for (const p of PROTOS) {
+      for (const kind of ["gap", "ver"] as const) {
+        const id = model(kind, p);
+        mocks[p].reply({ text: ["from ", p] }, { text: ["from ", p] }, { text: ["from ", p] });
+        const o = await openai().chat.completions.create({ model: id, messages: [{ role: "user", content: "hi" }] });
+        expect(o.choices[0]!.message.content).toBe(`from ${p}`);
+        const a = await anthropic().messages.create({ model: id, max_tokens: 50, messages: [{ role: "user", content: "hi" }] });
+        expect(a.content).toEqual([{ type: "text", text: `from ${p}` }]);
+        const g = await gemini().models.generateContent({ model: id, contents: "hi" });
+        expect(g.text).toBe(`from ${p}`);
+        expect(mocks[p].requests.at(-1)!.url.startsWith(`${VERSION[p]}/`)).toBe(true);
+      }
+    }
+  });
+
+  it("reports an upstream 404 on a path as the operator's configuration error, and logs it", async () => {
+    for (const p of PROTOS) {
+      const err = await failure<InstanceType<typeof OpenAI.APIError>>(openai().chat.completions.create({ model: model("broken", p), messages: [{ role: "user", content: "hi" }] }));
+      expect(err).toBeInstanceOf(OpenAI.APIError);
+      expect({ status: err.status, code: err.code }).toEqual({ status: 502, code: "upstream_misconfigured" });
+      // The customer learns neither the upstream's name nor its address.
+      expect(err.message).not.toContain("broken-");
+      expect(err.message).not.toContain("127.0.0.1");
+    }
+    // The log line is written before the answer, but reaches the test through the process's stdout pipe.
+    const log = await eventually(async () => gw.procs[0]!.output(), (out) => out.includes('"upstream":"broken-gemini"'));
+    expect(log).toContain("check this upstream's baseUrl and protocol");
+  });
+
+  it("still reports an upstream that does not know the model as upstream_model_not_found", async () => {
+    mocks.anthropic.reply({ error: { status: 404, message: "model: up-anthropic", type: "not_found_error" } });
+    mocks.gemini.reply({ error: { status: 404, message: "models/up-gemini is not found for API version v1beta, or is not supported for generateContent." } });
+    for (const p of ["anthropic", "gemini"] as const) {
+      const err = await failure<InstanceType<typeof OpenAI.APIError>>(openai().chat.completions.create({ model: model("gap", p), messages: [{ role: "user", content: "hi" }] }));
+      expect({ status: err.status, code: err.code }).toEqual({ status: 502, code: "upstream_model_not_found" });
+    }
+  });
+});
