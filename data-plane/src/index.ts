@@ -1,7 +1,8 @@
 // The data plane's one public entry: what the control plane (and the embedded product) may use.
 // Everything else under src/ is internal and may change without notice.
 export type { RedisNames, Snapshot, UsageEvent } from "./contract/index.ts";
-export { redisNames, usageEntryEvents, usageEventSchema } from "./contract/index.ts";
+export { redisNames, usageEntryEvents, usageEventSchema, usageShardCount, usageShards } from "./contract/index.ts";
+export { connectRedis, duplicateRedis, isCluster } from "./redis/connect.ts";
 export { open, parseMasterKey, seal } from "./crypto/secret-box.ts";
 export { initTracing, inSpan, SpanKind, SpanStatusCode, tracingNow } from "./telemetry/tracing.ts";
 export { createLogger } from "./logger.ts";

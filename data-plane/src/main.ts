@@ -1,7 +1,7 @@
 import { hostname } from "node:os";
 import { join } from "node:path";
-import { Redis } from "ioredis";
-import { redisNames } from "./contract/index.ts";
+import { redisNames, usageShard, usageShardCount, usageShardFor } from "./contract/index.ts";
+import { connectRedis } from "./redis/connect.ts";
 import { parseMasterKey } from "./crypto/secret-box.ts";
 import { createLogger } from "./logger.ts";
 import { OutageLog } from "./logging/outage-log.ts";
@@ -32,11 +32,11 @@ if (!env.MODELGATE_MASTER_KEY) {
 const names = redisNames();
 // Fail fast while Redis is away: limits fall back to in-process, usage goes to the disk spool.
 const redisOptions = { maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: 1_000 } as const;
-const redis = new Redis(env.REDIS_URL, redisOptions);
+const redis = connectRedis(env.REDIS_URL, redisOptions);
 // Snapshots load on a connection of their own: a large snapshot reply must not hold up the request path's
 // small replies queued behind it on one socket.
-const snapshotRedis = new Redis(env.REDIS_URL, redisOptions);
-const subscriber = new Redis(env.REDIS_URL, { lazyConnect: false });
+const snapshotRedis = connectRedis(env.REDIS_URL, redisOptions);
+const subscriber = connectRedis(env.REDIS_URL, { lazyConnect: false });
 // An outage is logged as a change of state, then one summary line per interval, then the recovery: not a
 // line per failed request or reconnect attempt.
 const outage = new OutageLog(logger, Number(env.MODELGATE_LOG_SUMMARY_MS ?? 30_000));
@@ -51,9 +51,11 @@ const source = new RedisSnapshotSource(snapshotRedis, subscriber, store, names, 
 const worker = env.MODELGATE_WORKER_INDEX === undefined ? "" : `-w${env.MODELGATE_WORKER_INDEX}`;
 const spoolDir = (env.MODELGATE_SPOOL_DIR ?? join(env.MODELGATE_DATA_DIR ?? "./data", `spool-${hostname()}-${env.PORT ?? 8080}`)) + worker;
 const spool = await UsageSpool.open(spoolDir, { onError: (err) => logger.error({ err }, "usage spool error") });
+// This replica's usage stream shard: one per replica, spread by a hash of its identity (MODELGATE_USAGE_SHARDS).
+const shard = usageShardFor(`${hostname()}:${process.pid}:${env.PORT ?? 8080}${worker}`, usageShardCount(env));
 const usage = new RedisUsageSink(
   redis,
-  names.usageStream,
+  usageShard(names.prefix, shard),
   spool,
   (err) => outage.failure("redis", "usage write (spooled to disk)", err),
   1_000,

@@ -2,10 +2,10 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Redis } from "ioredis";
 import { runAdminCommand, type CommandName } from "../../control-plane/src/admin/commands.ts";
 import type { Database } from "../../control-plane/src/db/client.ts";
 import { redisNames } from "../../data-plane/src/contract/redis-names.ts";
+import { connectRedis, isCluster } from "../../data-plane/src/redis/connect.ts";
 import { freshDatabase } from "./postgres.ts";
 import { eventually, freePort, type Proc, startTs, waitForHttp } from "./processes.ts";
 
@@ -165,13 +165,14 @@ async function startDistributed(o: GatewayOptions): Promise<Gateway> {
     MODELGATE_DRAIN_MS: "2000",
   };
   const procs: Proc[] = [];
-  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
+  const redis = connectRedis(redisUrl, { maxRetriesPerRequest: 1 });
   redis.on("error", () => undefined);
   const names = redisNames(prefix);
   const cleanup = async () => {
     for (const p of procs.reverse()) await p.stop();
     try {
-      const keys = await redis.keys(`${prefix}*`);
+      // (A test's own cluster goes away with the test.)
+      const keys = isCluster(redis) ? [] : await redis.keys(`${prefix}*`);
       if (keys.length) await redis.del(...keys);
     } catch {
       /* the test's own Redis may be gone already */

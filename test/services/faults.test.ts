@@ -275,7 +275,7 @@ describe("Redis restarted empty (no persistence)", () => {
     startRedis();
     await eventually(async () => redisUp(), (up) => up, 10_000);
     // The control plane listens for change requests again (its subscriber reconnected)…
-    await eventually(async () => cli("pubsub", "numsub", `${prefix}control:changed`).split("\n")[1], (n) => n === "1", 15_000, 200);
+    await eventually(async () => cli("pubsub", "numsub", `${prefix}{ctl}:control:changed`).split("\n")[1], (n) => n === "1", 15_000, 200);
     // …so a key created now must reach both replicas, although Redis forgot the snapshot and its version counter.
     const k = await gw.admin<{ key: string }>("key create", { account: "ops", name: "after-quiet-restart" });
     await waitForKey(gw, k.key, 10_000);

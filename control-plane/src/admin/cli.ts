@@ -138,8 +138,8 @@ async function direct(command: CommandName, args: Record<string, unknown>, dataD
     await migrate(db.sql);
     const result = await runAdminCommand({ prisma: db.prisma, masterKey: settings.masterKey, snapshotChanged: () => void (changed = true) }, command, args);
     if (changed && settings.redisUrl) {
-      const [{ Redis }, { redisNames }] = await Promise.all([import("ioredis"), import("@modelgate/data-plane")]);
-      const redis = new Redis(settings.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 2 });
+      const { connectRedis, redisNames } = await import("@modelgate/data-plane");
+      const redis = connectRedis(settings.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 2 });
       try {
         await redis.connect();
         await redis.publish(redisNames().changedChannel, command);

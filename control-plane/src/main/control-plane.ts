@@ -1,7 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { hostname } from "node:os";
-import { Redis } from "ioredis";
-import { redisNames, createLogger, createGatewayServer, initTracing, inSpan } from "@modelgate/data-plane";
+import { redisNames, usageShards, connectRedis, createLogger, createGatewayServer, initTracing, inSpan } from "@modelgate/data-plane";
 import { chain, notFound } from "../http/app.ts";
 import { RedisSnapshotBus } from "../snapshot/redis-bus.ts";
 import { RedisUsageConsumer } from "../usage/redis-consumer.ts";
@@ -23,9 +22,9 @@ if (!settings.databaseUrl || !settings.redisUrl) {
 }
 if (settings.tightened > 0) logger.warn({ dataDir: settings.dataDir, entries: settings.tightened }, "data directory was readable or writable by others; made it private (0700, files 0600)");
 const names = redisNames();
-const redis = new Redis(settings.redisUrl);
-const subscriber = new Redis(settings.redisUrl);
-const consumerConn = new Redis(settings.redisUrl);
+const redis = connectRedis(settings.redisUrl);
+const subscriber = connectRedis(settings.redisUrl);
+const consumerConn = connectRedis(settings.redisUrl);
 for (const r of [redis, subscriber, consumerConn]) r.on("error", (err) => logger.warn({ err: err.message }, "redis error"));
 
 const core = await bootControlPlane(settings, new RedisSnapshotBus(redis, names), logger);
@@ -47,9 +46,10 @@ heartbeat.unref();
 const republish = setInterval(() => core.publisher.changed(), Number(process.env.MODELGATE_REPUBLISH_MS ?? 30_000));
 republish.unref();
 
+// Every shard the replicas may write to (MODELGATE_USAGE_SHARDS, the same value on every process).
 const consumer = new RedisUsageConsumer(
   consumerConn,
-  names,
+  usageShards(names.prefix, settings.usageShards),
   `${hostname()}-${process.pid}`,
   async (events) => {
     await inSpan(tracing, "modelgate.usage.settle", { "modelgate.usage.events": events.length }, () => settleUsageBatch(core.db, events));

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { parseMasterKey } from "@modelgate/data-plane";
+import { parseMasterKey, usageShardCount } from "@modelgate/data-plane";
 import { type OidcSettings, readOidcSettings } from "../auth/oidc.ts";
 import { secureDataDir } from "./data-dir.ts";
 
@@ -11,6 +11,8 @@ export interface Settings {
   dataDir: string;
   databaseUrl?: string;
   redisUrl?: string;
+  /** usage stream shards to read (MODELGATE_USAGE_SHARDS) */
+  usageShards: number;
   configPath?: string;
   masterKey: Buffer;
   dev: boolean;
@@ -49,6 +51,7 @@ export function readSettings(env: NodeJS.ProcessEnv, defaultPort: number): Setti
     dataDir,
     databaseUrl: env.DATABASE_URL || undefined,
     redisUrl: env.REDIS_URL || undefined,
+    usageShards: usageShardCount(env),
     configPath: env.GATEWAY_CONFIG || undefined,
     masterKey: masterKeyFrom(env, dataDir),
     dev: env.NODE_ENV === "development",

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
-import { redisNames, type UsageEvent } from "@modelgate/data-plane";
+import { redisNames, type UsageEvent, usageShards } from "@modelgate/data-plane";
 import { RedisUsageConsumer } from "./redis-consumer.ts";
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
@@ -31,7 +31,7 @@ describe("RedisUsageConsumer", () => {
   const redis = new Redis(REDIS_URL);
   const names = redisNames(`mgtest:consumer:${randomUUID()}:`);
   afterAll(async () => {
-    await redis.del(names.usageStream);
+    await redis.del(...usageShards(names.prefix, 4));
     redis.disconnect();
   });
 
@@ -45,7 +45,7 @@ describe("RedisUsageConsumer", () => {
     await redis.xadd(names.usageStream, "*", "events", JSON.stringify([...turn2, { requestId: "" }]));
     const batches: string[][] = [];
     const errors: string[] = [];
-    const consumer = new RedisUsageConsumer(redis.duplicate(), names, "c1", async (events) => void batches.push(events.map((e) => e.requestId)), (err) => errors.push(String(err)), 30_000, 2);
+    const consumer = new RedisUsageConsumer(redis.duplicate(), [names.usageStream], "c1", async (events) => void batches.push(events.map((e) => e.requestId)), (err) => errors.push(String(err)), 30_000, 2);
     await consumer.start();
     try {
       for (let i = 0; i < 100 && (await redis.xlen(names.usageStream)) > 0; i++) await new Promise((r) => setTimeout(r, 50));
@@ -57,5 +57,24 @@ describe("RedisUsageConsumer", () => {
     expect(await redis.xlen(names.usageStream)).toBe(0);
     expect(errors.some((e) => e.includes("unreadable"))).toBe(true);
     expect(errors.some((e) => e.includes("malformed"))).toBe(true);
+  });
+
+  it("reads every shard and settles what each holds, an empty shard included", async () => {
+    const shards = usageShards(names.prefix, 4);
+    expect(new Set(shards).size).toBe(4);
+    const settled: string[] = [];
+    const consumer = new RedisUsageConsumer(redis.duplicate(), shards, "c2", async (events) => void settled.push(...events.map((e) => e.requestId)), () => undefined, 30_000, 100);
+    await consumer.start();
+    // Written after the loops are blocked reading: shard 3 stays empty, and shards 0-2 each get an entry.
+    const sent = [event(10), event(11), event(12)];
+    try {
+      for (let i = 0; i < 3; i++) await redis.xadd(shards[i]!, "*", "events", JSON.stringify([sent[i]]));
+      const until = Date.now() + 5_000;
+      while (settled.length < 3 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    } finally {
+      await consumer.stop();
+    }
+    expect(settled.sort()).toEqual(sent.map((e) => e.requestId).sort());
+    for (const s of shards) expect(await redis.xlen(s)).toBe(0);
   });
 });

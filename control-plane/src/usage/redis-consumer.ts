@@ -1,73 +1,80 @@
 import type { Redis } from "ioredis";
-import { type RedisNames, type UsageEvent, usageEntryEvents, usageEventSchema } from "@modelgate/data-plane";
+import { duplicateRedis, type UsageEvent, usageEntryEvents, usageEventSchema } from "@modelgate/data-plane";
 
 export const USAGE_GROUP = "modelgate-settlers";
 
 type Entry = [id: string, fields: string[]];
 
 /**
- * Reads the usage stream as a member of a consumer group and acknowledges an entry only after it settled.
- * Entries left pending by a consumer that died are claimed after `claimIdleMs`, so every event settles
- * (settlement is idempotent, so a claim that races a slow consumer is harmless).
+ * Reads the usage stream's shards as a member of a consumer group and acknowledges an entry only after it
+ * settled. Entries left pending by a consumer that died are claimed after `claimIdleMs`, so every event
+ * settles (settlement is idempotent, so a claim that races a slow consumer is harmless).
+ *
+ * One loop per shard, each on a connection of its own: a blocking read holds its connection (on a cluster,
+ * its connection to that shard's master) until something arrives, and must not hold up the other shards.
  */
 export class RedisUsageConsumer {
   private stopped = false;
-  private loop: Promise<void> | null = null;
+  private loops: Promise<void>[] = [];
+  private readonly conns: Redis[];
 
   constructor(
-    private readonly redis: Redis,
-    private readonly names: RedisNames,
+    redis: Redis,
+    private readonly streams: string[],
     private readonly consumer: string,
     private readonly settle: (events: UsageEvent[]) => Promise<unknown>,
     private readonly onError: (err: unknown) => void,
     private readonly claimIdleMs = 30_000,
     private readonly maxSettleBatch = 2_000,
-  ) {}
+  ) {
+    this.conns = streams.map((_, i) => (i === 0 ? redis : duplicateRedis(redis)));
+    for (const c of this.conns.slice(1)) c.on("error", (err: unknown) => this.onError(err));
+  }
 
   async start(): Promise<void> {
-    await this.createGroup();
-    this.loop = this.run();
+    for (let i = 0; i < this.streams.length; i++) await this.createGroup(this.conns[i]!, this.streams[i]!);
+    this.loops = this.streams.map((stream, i) => this.run(this.conns[i]!, stream));
   }
 
   /** From the stream's start ("0"), so entries written before the group existed are read too. */
-  private async createGroup(): Promise<void> {
+  private async createGroup(redis: Redis, stream: string): Promise<void> {
     try {
-      await this.redis.xgroup("CREATE", this.names.usageStream, USAGE_GROUP, "0", "MKSTREAM");
+      await redis.xgroup("CREATE", stream, USAGE_GROUP, "0", "MKSTREAM");
     } catch (err) {
       if (!String(err).includes("BUSYGROUP")) throw err;
     }
   }
 
-  private async run(): Promise<void> {
+  private async run(redis: Redis, stream: string): Promise<void> {
     let lastClaim = 0;
     while (!this.stopped) {
       try {
         if (Date.now() - lastClaim > Math.min(this.claimIdleMs, 5_000)) {
           lastClaim = Date.now();
-          const claimed = (await this.redis.xautoclaim(this.names.usageStream, USAGE_GROUP, this.consumer, this.claimIdleMs, "0-0", "COUNT", 100)) as [string, Entry[]];
-          await this.handle(claimed[1] ?? []);
+          const claimed = (await redis.xautoclaim(stream, USAGE_GROUP, this.consumer, this.claimIdleMs, "0-0", "COUNT", 100)) as [string, Entry[]];
+          await this.handle(redis, stream, claimed[1] ?? []);
         }
         // Our own pending entries first (left over from a failed settle), then new ones.
-        const own = (await this.redis.xreadgroup("GROUP", USAGE_GROUP, this.consumer, "COUNT", 100, "STREAMS", this.names.usageStream, "0")) as [string, Entry[]][] | null;
+        const own = (await redis.xreadgroup("GROUP", USAGE_GROUP, this.consumer, "COUNT", 100, "STREAMS", stream, "0")) as [string, Entry[]][] | null;
         if (own?.[0]?.[1].length) {
-          await this.handle(own[0][1]);
+          await this.handle(redis, stream, own[0][1]);
           continue;
         }
-        const fresh = (await this.redis.xreadgroup("GROUP", USAGE_GROUP, this.consumer, "COUNT", 100, "BLOCK", 1000, "STREAMS", this.names.usageStream, ">")) as [string, Entry[]][] | null;
-        if (fresh?.[0]) await this.handle(fresh[0][1]);
+        const fresh = (await redis.xreadgroup("GROUP", USAGE_GROUP, this.consumer, "COUNT", 100, "BLOCK", 1000, "STREAMS", stream, ">")) as [string, Entry[]][] | null;
+        if (fresh?.[0]) await this.handle(redis, stream, fresh[0][1]);
       } catch (err) {
         if (this.stopped) break;
         this.onError(err);
         await new Promise((r) => setTimeout(r, 500));
         // Redis lost its data (a restart without persistence, a failover to an empty replica): the group is
         // gone, and the replicas' spooled events are arriving in a new stream. Recreate it and read them.
-        if (String(err).includes("NOGROUP")) await this.createGroup().catch((e: unknown) => this.onError(e));
+        if (String(err).includes("NOGROUP")) await this.createGroup(redis, stream).catch((e: unknown) => this.onError(e));
       }
     }
   }
 
   /** Settles a read's entries in one transaction, then acknowledges (and deletes) them together. */
-  private async handle(entries: Entry[]): Promise<void> {
+  private async handle(redis: Redis, stream: string, entries: Entry[]): Promise<void> {
     if (entries.length === 0) return;
     const events: UsageEvent[] = [];
     for (const [id, fields] of entries) {
@@ -87,11 +94,12 @@ export class RedisUsageConsumer {
     // settle in transactions of a bounded size, and the entries are acknowledged once all of them did.
     for (let i = 0; i < events.length; i += this.maxSettleBatch) await this.settle(events.slice(i, i + this.maxSettleBatch));
     const ids = entries.map(([id]) => id);
-    await this.redis.multi().xack(this.names.usageStream, USAGE_GROUP, ...ids).xdel(this.names.usageStream, ...ids).exec();
+    await redis.multi().xack(stream, USAGE_GROUP, ...ids).xdel(stream, ...ids).exec();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    await this.loop;
+    await Promise.all(this.loops);
+    for (const c of this.conns.slice(1)) c.disconnect();
   }
 }

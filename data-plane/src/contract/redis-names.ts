@@ -1,5 +1,11 @@
 // Every Redis key and channel modelgate uses, under one prefix (MODELGATE_REDIS_PREFIX), so several
 // deployments or test runs can share one Redis without seeing each other.
+//
+// Redis Cluster: the keys one command or script touches must share a hash slot, so each group carries a
+// hash tag (the part in braces decides the slot): the policy keys and channels `{ctl}` (a script writes the
+// snapshot and its version together, and replicas read the version with the heartbeat in one MGET), each
+// usage stream shard after the first its own `{usage-<n>}` (so the shards spread over the masters), and the rate-limit and
+// spend keys `{acct:<id>}` (ratelimit/redis.ts, billing/spend-redis.ts).
 
 export interface RedisNames {
   snapshot: string;
@@ -10,17 +16,46 @@ export interface RedisNames {
   changedChannel: string;
   /** the control plane's heartbeat (its clock and pid, refreshed every second, expiring): /readyz shows its age */
   controlHeartbeat: string;
+  /** the usage stream's first shard (the only one unless MODELGATE_USAGE_SHARDS says more) */
   usageStream: string;
   prefix: string;
 }
 
 export const redisNames = (prefix = process.env.MODELGATE_REDIS_PREFIX ?? "modelgate:"): RedisNames => ({
   prefix,
-  snapshot: `${prefix}snapshot:full`,
-  snapshotVersion: `${prefix}snapshot:version-number`,
-  snapshotChannel: `${prefix}snapshot:version`,
-  snapshotSeq: `${prefix}snapshot:seq`,
-  changedChannel: `${prefix}control:changed`,
-  controlHeartbeat: `${prefix}control:heartbeat`,
-  usageStream: `${prefix}usage`,
+  snapshot: `${prefix}{ctl}:snapshot:full`,
+  snapshotVersion: `${prefix}{ctl}:snapshot:version-number`,
+  snapshotChannel: `${prefix}{ctl}:snapshot:version`,
+  snapshotSeq: `${prefix}{ctl}:snapshot:seq`,
+  changedChannel: `${prefix}{ctl}:control:changed`,
+  controlHeartbeat: `${prefix}{ctl}:control:heartbeat`,
+  usageStream: usageShard(prefix, 0),
 });
+
+/**
+ * The name of usage stream shard `n` (0-based). Shard 0 keeps the name the single stream always had, so
+ * an upgrade leaves no entry unread.
+ */
+export const usageShard = (prefix: string, n: number): string => (n === 0 ? `${prefix}usage` : `${prefix}usage:{usage-${n}}`);
+
+/** Every usage stream shard's name: the control plane reads them all. */
+export const usageShards = (prefix: string, count: number): string[] => Array.from({ length: Math.max(1, count) }, (_, n) => usageShard(prefix, n));
+
+/**
+ * The shard a data-plane replica writes its usage to: a stable hash of its identity, so a replica's entries
+ * (and its retention, which judges settlement by its shard's first entry) stay in one stream.
+ */
+export function usageShardFor(identity: string, count: number): number {
+  let h = 2166136261;
+  for (let i = 0; i < identity.length; i++) h = Math.imul(h ^ identity.charCodeAt(i), 16777619);
+  return (h >>> 0) % Math.max(1, count);
+}
+
+/** MODELGATE_USAGE_SHARDS: how many usage stream shards (1–256, default 1); every process must agree. */
+export function usageShardCount(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.MODELGATE_USAGE_SHARDS;
+  if (raw === undefined || raw === "") return 1;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1 || n > 256) throw new Error(`MODELGATE_USAGE_SHARDS must be a whole number from 1 to 256, not "${raw}"`);
+  return n;
+}

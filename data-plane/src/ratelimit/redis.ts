@@ -347,12 +347,11 @@ export class RedisRateLimiter implements RateLimiter {
         group.ids.push(id);
       }
     }
+    // Separate calls, not one pipeline: a cluster pipeline must stay within one slot. On a single server the
+    // turn's cork still sends them in one write.
+    batchWritesThisTurn(this.redis);
     try {
-      const pipeline = this.redis.pipeline();
-      for (const { keys, ids } of byTag.values()) {
-        pipeline.modelgateRlRenew(keys.length, ...keys, expiry, ...ids);
-      }
-      await pipeline.exec();
+      await Promise.all([...byTag.values()].map(({ keys, ids }) => this.redis.modelgateRlRenew(keys.length, ...keys, expiry, ...ids)));
     } catch (err) {
       this.onError(err);
     }

@@ -178,10 +178,17 @@ export class RedisUsageSink implements UsageSink {
     const last = this.recent[this.recent.length - 1]!;
     // The read and the server's identity in one pipeline, so both come from one server: a Redis that restarted
     // empty must not pass for one that settled everything (checkServer resends to it instead).
-    const replies = await this.redis.pipeline().info("server").xrange(this.stream, "-", "+", "COUNT", 1).exec();
-    const [infoReply, rangeReply] = replies ?? [];
+    // (On a Redis Cluster a pipeline goes to the master of its keys' slot, INFO included: the stream's master.)
+    const replies = await this.redis.pipeline().xrange(this.stream, "-", "+", "COUNT", 1).info("server").exec();
+    const [rangeReply, infoReply] = replies ?? [];
     if (infoReply?.[0] || rangeReply?.[0]) throw infoReply?.[0] ?? rangeReply?.[0];
-    if (/run_id:(\w+)/.exec(infoReply![1] as string)?.[1] !== this.runId) return;
+    const runId = /run_id:(\w+)/.exec(infoReply![1] as string)?.[1];
+    if (runId !== this.runId) {
+      // Another server holds the stream now (a restart, or a cluster failover, which emits no new "ready"):
+      // resend what it may not have.
+      if (runId !== undefined) this.adopt(runId);
+      return;
+    }
     const first = (rangeReply![1] as [string, string[]][])[0]?.[0];
     let judged = true;
     this.forget((r) => {
@@ -196,16 +203,27 @@ export class RedisUsageSink implements UsageSink {
     return this.recent.length - this.head;
   }
 
-  /** After each (re)connect: a different server run id means Redis restarted and may have lost entries. */
+  /**
+   * After each (re)connect: a different server run id means Redis restarted and may have lost entries. The
+   * id is the stream's own server's (on a cluster, the master of the stream's slot): asked in a pipeline
+   * with a read of the stream.
+   */
   private async checkServer(): Promise<void> {
     let id: string | undefined;
     try {
-      id = /run_id:(\w+)/.exec(await this.redis.info("server"))?.[1];
+      const replies = await this.redis.pipeline().exists(this.stream).info("server").exec();
+      const info = replies?.[1];
+      if (info?.[0]) throw info[0];
+      id = /run_id:(\w+)/.exec(info?.[1] as string)?.[1];
     } catch (err) {
       this.onError(err);
       return;
     }
-    if (id === undefined) return;
+    if (id !== undefined) this.adopt(id);
+  }
+
+  /** Takes `id` as the stream's server; if it is another than before, resends the retained events to it. */
+  private adopt(id: string): void {
     const previous = this.runId;
     this.runId = id;
     if (previous === null || previous === id) return;

@@ -1,0 +1,76 @@
+import { Cluster, Redis, type RedisOptions } from "ioredis";
+
+// One way to open Redis for both planes: a single server (`redis://…`, `rediss://…`) or a Redis Cluster
+// (`redis+cluster://host:port,host:port,…`, `rediss+cluster://…` for TLS; credentials as in a URL:
+// `redis+cluster://user:password@host:port,…`). The seed nodes need not be all of them: ioredis learns the
+// rest from the cluster.
+//
+// Every key one command or script touches shares a hash tag (see contract/redis-names.ts and the
+// `{acct:<id>}` tags of the rate-limit and spend keys), so every command modelgate sends is valid on a
+// cluster. A cluster client is returned as a `Redis`: ioredis' Cluster has the same command surface
+// (commands, scripts, pipelines of one slot, pub/sub), and the few places that reach below it (the socket
+// cork in write-batch.ts) check for a single server first.
+
+const CLUSTER = /^(rediss?)\+cluster:\/\/(.+)$/;
+
+export interface RedisTarget {
+  cluster: boolean;
+  tls: boolean;
+  nodes: { host: string; port: number }[];
+  username?: string;
+  password?: string;
+}
+
+/** Parses a cluster URL; null for a single-server URL (which ioredis parses itself). */
+export function parseClusterUrl(url: string): RedisTarget | null {
+  const m = CLUSTER.exec(url.trim());
+  if (!m) return null;
+  let rest = m[2]!.replace(/\/.*$/, "");
+  let username: string | undefined;
+  let password: string | undefined;
+  const at = rest.lastIndexOf("@");
+  if (at >= 0) {
+    const auth = rest.slice(0, at);
+    rest = rest.slice(at + 1);
+    const colon = auth.indexOf(":");
+    username = decodeURIComponent(colon >= 0 ? auth.slice(0, colon) : auth) || undefined;
+    password = colon >= 0 ? decodeURIComponent(auth.slice(colon + 1)) : undefined;
+  }
+  const nodes = rest.split(",").map((hp) => {
+    const i = hp.lastIndexOf(":");
+    const host = (i >= 0 ? hp.slice(0, i) : hp).replace(/^\[|\]$/g, "");
+    const port = i >= 0 ? Number(hp.slice(i + 1)) : 6379;
+    if (!host || !Number.isInteger(port) || port <= 0 || port > 65_535) throw new Error(`REDIS_URL: not a host:port in the cluster's node list: "${hp}"`);
+    return { host, port };
+  });
+  return { cluster: true, tls: m[1] === "rediss", nodes, username, password };
+}
+
+/** Opens a connection (or a cluster client) for `url` with `options` for every node. */
+export function connectRedis(url: string, options: RedisOptions = {}): Redis {
+  const target = parseClusterUrl(url);
+  if (target === null) return new Redis(url, options);
+  const nodeOptions: RedisOptions = {
+    ...options,
+    ...(target.username ? { username: target.username } : {}),
+    ...(target.password ? { password: target.password } : {}),
+    ...(target.tls ? { tls: {} } : {}),
+  };
+  const cluster = new Cluster(target.nodes, {
+    redisOptions: nodeOptions,
+    enableOfflineQueue: options.enableOfflineQueue ?? true,
+    // A failover moves slots: refresh the map on MOVED and retry the command there.
+    retryDelayOnFailover: 100,
+    retryDelayOnClusterDown: 200,
+    maxRedirections: 16,
+  });
+  return cluster as unknown as Redis;
+}
+
+/** True for a cluster client from connectRedis. */
+export const isCluster = (redis: Redis): boolean => (redis as unknown) instanceof Cluster;
+
+/** A second client of the same kind and target (for blocking reads, subscriptions). */
+export function duplicateRedis(redis: Redis): Redis {
+  return (redis as unknown as { duplicate(): Redis }).duplicate();
+}
