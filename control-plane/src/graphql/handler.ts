@@ -35,7 +35,8 @@ const tokenScopePlugin: Plugin = {
     const need = op?.operation === "mutation" ? "write" : "read";
     if (!scopes.includes(need)) {
       setResultAndStopExecution({
-        errors: [new GraphQLError(`this access token lacks the '${need}' scope`, { extensions: { code: "FORBIDDEN" } })],
+        // (With no data at all, yoga would answer 500 unless the error names its status.)
+        errors: [new GraphQLError(`this access token lacks the '${need}' scope`, { extensions: { code: "FORBIDDEN", http: { status: 403 } } })],
       });
     }
   },
