@@ -149,3 +149,122 @@ describe("upstream base URLs", () => {
     }
   });
 });
+
+const CITY_SCHEMA = { type: "object", properties: { city: { type: "string" } }, required: ["city"], additionalProperties: false };
+const lastBody = (p: Proto) => mocks[p].requests.at(-1)!.body as Record<string, unknown>;
+
+describe("structured outputs and parameters a translation cannot carry", () => {
+  it("passes Anthropic's output_config.format, and fields the gateway does not know, to an Anthropic upstream", async () => {
+    mocks.anthropic.reply({ text: ['{"city":"Paris"}'] });
+    const res = await fetch(`${base}/v1/messages`, {
+      method: "POST",
+      headers: { "x-api-key": apiKey, "anthropic-version": "2023-06-01", "content-type": "application/json" },
+      body: JSON.stringify({
+        model: model("gap", "anthropic"),
+        max_tokens: 100,
+        messages: [{ role: "user", content: "A city?" }],
+        output_config: { format: { type: "json_schema", schema: CITY_SCHEMA } },
+        some_future_field: { keep: true },
+      }),
+    });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { model: string }).model).toBe(model("gap", "anthropic"));
+    expect(lastBody("anthropic")).toMatchObject({ model: "up-anthropic", output_config: { format: { type: "json_schema", schema: CITY_SCHEMA } }, some_future_field: { keep: true } });
+  });
+
+  it("translates output_config.format to OpenAI's response_format and Gemini's responseJsonSchema, with the Anthropic SDK", async () => {
+    for (const p of ["openai", "gemini"] as const) {
+      mocks[p].reply({ text: ['{"city":"Paris"}'] });
+      const msg = await anthropic().messages.create({
+        model: model("gap", p),
+        max_tokens: 100,
+        messages: [{ role: "user", content: "A city?" }],
+        output_config: { format: { type: "json_schema", schema: CITY_SCHEMA } },
+      });
+      expect(JSON.parse((msg.content[0] as { text: string }).text)).toEqual({ city: "Paris" });
+    }
+    expect(mocks.openai.requests.at(-1)!.body).toMatchObject({ response_format: { type: "json_schema", json_schema: { name: "response", schema: CITY_SCHEMA } } });
+    expect(mocks.gemini.requests.at(-1)!.body).toMatchObject({ generationConfig: { responseMimeType: "application/json", responseJsonSchema: CITY_SCHEMA } });
+  });
+
+  it("translates OpenAI's response_format and Gemini's responseJsonSchema into output_config.format toward Anthropic", async () => {
+    mocks.anthropic.reply({ text: ['{"city":"Oslo"}'] }, { text: ['{"city":"Rome"}'] });
+    const o = await openai().chat.completions.create({
+      model: model("gap", "anthropic"),
+      messages: [{ role: "user", content: "A city?" }],
+      response_format: { type: "json_schema", json_schema: { name: "city", strict: true, schema: CITY_SCHEMA } },
+    });
+    expect(JSON.parse(o.choices[0]!.message.content!)).toEqual({ city: "Oslo" });
+    expect(lastBody("anthropic").output_config).toEqual({ format: { type: "json_schema", schema: CITY_SCHEMA } });
+    const g = await gemini().models.generateContent({
+      model: model("gap", "anthropic"),
+      contents: "A city?",
+      config: { responseMimeType: "application/json", responseJsonSchema: CITY_SCHEMA },
+    });
+    expect(JSON.parse(g.text!)).toEqual({ city: "Rome" });
+    expect(lastBody("anthropic").output_config).toEqual({ format: { type: "json_schema", schema: CITY_SCHEMA } });
+    // JSON without a schema has no Anthropic form: a clear 400 naming the parameter, and no upstream call.
+    const calls = mocks.anthropic.requests.length;
+    const err = await failure<InstanceType<typeof OpenAI.APIError>>(
+      openai().chat.completions.create({ model: model("gap", "anthropic"), messages: [{ role: "user", content: "x" }], response_format: { type: "json_object" } }),
+    );
+    expect({ status: err.status, code: err.code, param: err.param }).toEqual({ status: 400, code: "unsupported_parameter", param: "response_format" });
+    expect(mocks.anthropic.requests.length).toBe(calls);
+  });
+
+  it("refuses in a translation what changes the answer (logit_bias, verbosity, service_tier), and passes it to the client's own protocol", async () => {
+    const calls = { anthropic: mocks.anthropic.requests.length, gemini: mocks.gemini.requests.length };
+    for (const [extra, param] of [
+      [{ logit_bias: { "9891": 100 } }, "logit_bias"],
+      [{ verbosity: "low" }, "verbosity"],
+      [{ service_tier: "priority" }, "service_tier"],
+    ] as const) {
+      for (const p of ["anthropic", "gemini"] as const) {
+        const err = await failure<InstanceType<typeof OpenAI.APIError>>(
+          openai().chat.completions.create({ model: model("gap", p), messages: [{ role: "user", content: "x" }], ...extra }),
+        );
+        expect({ status: err.status, code: err.code, param: err.param }).toEqual({ status: 400, code: "unsupported_parameter", param });
+        expect(err.message).toContain(`'${param}'`);
+      }
+    }
+    expect({ anthropic: mocks.anthropic.requests.length, gemini: mocks.gemini.requests.length }).toEqual(calls);
+    await openai().chat.completions.create({ model: model("gap", "openai"), messages: [{ role: "user", content: "x" }], logit_bias: { "9891": 100 }, verbosity: "low", service_tier: "priority" });
+    expect(lastBody("openai")).toMatchObject({ model: "up-openai", logit_bias: { "9891": 100 }, verbosity: "low", service_tier: "priority" });
+    // Their defaults change nothing: translated without them.
+    mocks.anthropic.reply({ text: ["fine"] });
+    const ok = await openai().chat.completions.create({ model: model("gap", "anthropic"), messages: [{ role: "user", content: "x" }], verbosity: "medium", service_tier: "auto", store: false });
+    expect(ok.choices[0]!.message.content).toBe("fine");
+  });
+});
+
+describe("Anthropic stream usage", () => {
+  /** The raw events and the SDK's accumulated message for one streamed call. */
+  async function streamed(id: string) {
+    const stream = anthropic().messages.stream({ model: id, max_tokens: 2000, messages: [{ role: "user", content: "hi" }] });
+    const events: Anthropic.MessageStreamEvent[] = [];
+    // Copied as they arrive: the SDK builds its final message by mutating message_start's object.
+    for await (const ev of stream) events.push(structuredClone(ev));
+    return { events, final: await stream.finalMessage() };
+  }
+  const start = (events: Anthropic.MessageStreamEvent[]) => (events[0] as Anthropic.RawMessageStartEvent).message.usage;
+  const delta = (events: Anthropic.MessageStreamEvent[]) => (events.find((e) => e.type === "message_delta") as Anthropic.RawMessageDeltaEvent).usage;
+
+  it("behind an OpenAI upstream: no output in message_start, the exact input and output in message_delta", async () => {
+    mocks.openai.reply({ text: ["one ", "two ", "three"], usage: { promptTokens: 321, completionTokens: 7 } });
+    const { events, final } = await streamed(model("gap", "openai"));
+    expect(events[0]!.type).toBe("message_start");
+    expect(start(events).output_tokens).toBe(0);
+    expect(delta(events)).toMatchObject({ input_tokens: 321, output_tokens: 7 });
+    expect(final.usage).toMatchObject({ input_tokens: 321, output_tokens: 7 });
+  });
+
+  it("behind a Gemini reasoning upstream: exact input but no running output count in message_start, the total once in message_delta", async () => {
+    mocks.gemini.reply({ thinking: ["hmm"], text: ["a", "b", "c"], usage: { promptTokens: 55, completionTokens: 30, reasoningTokens: 4096 } });
+    const { events, final } = await streamed(model("gap", "gemini"));
+    expect(start(events)).toMatchObject({ input_tokens: 55, output_tokens: 0 });
+    expect(delta(events)).toMatchObject({ input_tokens: 55, output_tokens: 30 + 4096 });
+    expect(final.usage).toMatchObject({ input_tokens: 55, output_tokens: 4126 });
+    // What a client that adds message_start's and message_delta's output (LangChain) reports: the real total.
+    expect(start(events).output_tokens + delta(events).output_tokens).toBe(4126);
+  });
+});

@@ -123,6 +123,12 @@ export interface CanonicalRequest {
   stream: boolean;
   /** OpenAI clients only get a usage chunk when they ask for it. */
   streamIncludeUsage?: boolean;
+  /**
+   * Client parameters that change the answer and that no other protocol can carry (OpenAI `logit_bias`,
+   * Anthropic `mcp_servers`, …), by the client's name for them. An upstream of the client's own protocol
+   * gets the client's body as it is; every translation refuses the first of these with a 400 naming it.
+   */
+  untranslatable?: string[];
 }
 
 export type FinishReason = "stop" | "length" | "tool_calls" | "content_filter" | "error";

@@ -90,15 +90,86 @@ describe("parameters an upstream cannot honour are refused, not dropped", () => 
       });
     }
   });
-  it("refuses JSON output on Anthropic but translates it for Gemini", () => {
+  it("refuses JSON output without a schema on Anthropic but translates it for Gemini", () => {
     const req = base({ responseFormat: { type: "json_object" } });
     expect(gatewayError(() => protocols.anthropic.buildUpstreamRequest(req, "c", { stream: false }))).toEqual({
       kind: "invalid_request",
       code: "unsupported_parameter",
       param: "response_format",
-      message: "'response_format' is not supported by this model's Anthropic upstream: Anthropic has no JSON output mode.",
+      message: "'response_format' is not supported by this model's Anthropic upstream: Anthropic's structured outputs need a schema: send json_schema instead of json_object.",
     });
     expect(protocols.gemini.buildUpstreamRequest(req, "g", { stream: false }).body.generationConfig).toEqual({ responseMimeType: "application/json" });
+  });
+  it("translates a JSON schema between OpenAI response_format, Anthropic output_config.format and Gemini responseJsonSchema", () => {
+    const schema = { type: "object", properties: { city: { type: "string" } }, required: ["city"], additionalProperties: false };
+    const fromOpenAI = protocols.openai.parseClientRequest({
+      model: "m",
+      messages: [{ role: "user", content: "x" }],
+      response_format: { type: "json_schema", json_schema: { name: "city", strict: true, schema } },
+    });
+    expect(protocols.anthropic.buildUpstreamRequest(fromOpenAI, "c", { stream: false }).body.output_config).toEqual({ format: { type: "json_schema", schema } });
+    const fromAnthropic = protocols.anthropic.parseClientRequest({
+      model: "m",
+      max_tokens: 10,
+      messages: [{ role: "user", content: "x" }],
+      output_config: { format: { type: "json_schema", schema } },
+    });
+    expect(fromAnthropic.responseFormat).toEqual({ type: "json_schema", name: "response", schema });
+    expect(protocols.openai.buildUpstreamRequest(fromAnthropic, "o", { stream: false }).body.response_format).toEqual({
+      type: "json_schema",
+      json_schema: { name: "response", schema },
+    });
+    expect(protocols.gemini.buildUpstreamRequest(fromAnthropic, "g", { stream: false }).body.generationConfig).toEqual({
+      responseMimeType: "application/json",
+      responseJsonSchema: schema,
+      maxOutputTokens: 10,
+    });
+    // The structured-outputs beta's spelling reads the same.
+    const beta = protocols.anthropic.parseClientRequest({ model: "m", max_tokens: 10, messages: [{ role: "user", content: "x" }], output_format: { type: "json_schema", schema } });
+    expect(beta.responseFormat).toEqual(fromAnthropic.responseFormat);
+    const fromGemini = protocols.gemini.parseClientRequest(
+      { contents: [{ role: "user", parts: [{ text: "x" }] }], generationConfig: { responseMimeType: "application/json", responseJsonSchema: schema } },
+      { model: "m" },
+    );
+    expect(protocols.anthropic.buildUpstreamRequest(fromGemini, "c", { stream: false }).body.output_config).toEqual({ format: { type: "json_schema", schema } });
+  });
+  it("refuses, in a translation, a client parameter that changes the answer and only its own protocol carries", () => {
+    const openai = (extra: Record<string, unknown>) => protocols.openai.parseClientRequest({ model: "m", messages: [{ role: "user", content: "x" }], ...extra });
+    for (const [extra, param] of [
+      [{ logit_bias: { "50256": -100 } }, "logit_bias"],
+      [{ verbosity: "low" }, "verbosity"],
+      [{ service_tier: "flex" }, "service_tier"],
+      [{ web_search_options: {} }, "web_search_options"],
+      [{ modalities: ["text", "audio"], audio: { voice: "alloy", format: "wav" } }, "modalities"],
+    ] as const) {
+      for (const up of ["anthropic", "gemini"] as const) {
+        expect(gatewayError(() => protocols[up].buildUpstreamRequest(openai(extra), "u", { stream: false }))).toMatchObject({ code: "unsupported_parameter", param });
+      }
+    }
+    // The defaults change nothing and are dropped.
+    const defaults = openai({ logit_bias: {}, verbosity: "medium", service_tier: "auto", modalities: ["text"], store: true, metadata: { a: "b" } });
+    expect(defaults.untranslatable).toBeUndefined();
+    expect(() => protocols.anthropic.buildUpstreamRequest(defaults, "c", { stream: false })).not.toThrow();
+
+    const anthropic = protocols.anthropic.parseClientRequest({
+      model: "m",
+      max_tokens: 10,
+      messages: [{ role: "user", content: "x" }],
+      mcp_servers: [{ type: "url", url: "https://mcp.example", name: "x" }],
+      output_config: { effort: "low" },
+      service_tier: "auto",
+    });
+    expect(anthropic.untranslatable).toEqual(["mcp_servers", "output_config.effort"]);
+    expect(gatewayError(() => protocols.openai.buildUpstreamRequest(anthropic, "o", { stream: false })).param).toBe("mcp_servers");
+
+    const gemini = protocols.gemini.parseClientRequest(
+      { contents: [{ role: "user", parts: [{ text: "x" }] }], cachedContent: "cachedContents/abc", generationConfig: { responseModalities: ["TEXT"] } },
+      { model: "m" },
+    );
+    expect(gemini.untranslatable).toEqual(["cachedContent"]);
+    const err = gatewayError(() => protocols.openai.buildUpstreamRequest(gemini, "o", { stream: false }));
+    expect(err).toMatchObject({ code: "unsupported_parameter", param: "cachedContent" });
+    expect(err.message).toBe("'cachedContent' is not supported by this model's OpenAI upstream: only an upstream of the client's own protocol can honour it.");
   });
   it("names the refused parameter as a Gemini client knows it", () => {
     let err: unknown;

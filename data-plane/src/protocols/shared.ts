@@ -39,6 +39,29 @@ export const unsupported = (param: string, upstream: string, detail = ""): Gatew
     param,
   );
 
+/** Refuses a translation of a request that holds a parameter only the client's own protocol carries. */
+export function refuseUntranslatable(req: { untranslatable?: string[] }, upstream: string): void {
+  const first = req.untranslatable?.[0];
+  if (first !== undefined) throw unsupported(first, upstream, "only an upstream of the client's own protocol can honour it");
+}
+
+/**
+ * The parameters of a client body, beyond those a parser translates, that change the answer: `refuse` names
+ * each one present (with a value other than its default) in the client's notation. Fields listed nowhere are
+ * dropped in a translation: they do not change what is answered (store, metadata, prompt_cache_key …).
+ */
+export function untranslatableOf(body: Record<string, unknown>, refuse: Record<string, (v: unknown) => boolean>, prefix = ""): string[] {
+  const out: string[] = [];
+  for (const [name, changes] of Object.entries(refuse)) {
+    const v = body[name];
+    if (v !== undefined && v !== null && changes(v)) out.push(prefix + name);
+  }
+  return out;
+}
+
+/** Any value but null/undefined changes the answer. */
+export const always = (): boolean => true;
+
 const DATA_URL = /^data:([^;,]+)(?:;[^,]*)?;base64,(.*)$/s;
 
 /** OpenAI carries inline images as data: URLs; the other protocols want media type and base64 apart. */

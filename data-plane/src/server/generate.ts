@@ -93,12 +93,15 @@ export async function handleGenerate(opts: DataPlaneOptions, req: IncomingMessag
         if (canonical.stream) b.stream_options = { ...(body.stream_options as object | undefined), include_usage: true };
         return { path: "/chat/completions", body: JSON.stringify(b) };
       }
-      if (mode === "passthrough") {
+      if (mode === "passthrough" || upstreamProtocol(route) === ep.protocol) {
         const path =
           ep.protocol === "anthropic"
             ? "/messages"
             : `/models/${encodeURIComponent(route.upstreamModel)}:${canonical.stream ? "streamGenerateContent?alt=sse" : "generateContent"}`;
-        return { path, body: raw };
+        // Another model name on the client's own protocol: the client's body, fields the gateway does not know
+        // included, with only the name changed (Gemini names the model in the path). The answer is translated back.
+        const renamed = mode === "passthrough" || ep.protocol === "gemini" ? raw : JSON.stringify({ ...body, model: route.upstreamModel });
+        return { path, body: renamed };
       }
       const up = protocols[upstreamProtocol(route)].buildUpstreamRequest(canonical, route.upstreamModel, { stream: canonical.stream });
       return { path: up.path, body: JSON.stringify(up.body), headers: up.headers };

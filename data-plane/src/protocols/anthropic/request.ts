@@ -1,8 +1,8 @@
 // Anthropic Messages requests: client body → canonical, canonical → upstream body.
 
 import { z } from "zod";
-import type { CanonicalRequest, ReasoningConfig, ToolChoice } from "../canonical.ts";
-import { DEFAULT_ANTHROPIC_MAX_TOKENS, type Json, budgetOf, invalid, unsupported } from "../shared.ts";
+import type { CanonicalRequest, ReasoningConfig, ResponseFormat, ToolChoice } from "../canonical.ts";
+import { DEFAULT_ANTHROPIC_MAX_TOKENS, type Json, always, budgetOf, invalid, refuseUntranslatable, unsupported, untranslatableOf } from "../shared.ts";
 import type { UpstreamRequest } from "../types.ts";
 import { parseBody } from "../validate.ts";
 import { anthropicMessage, messagesFromAnthropic, messagesToAnthropic } from "./messages.ts";
@@ -31,6 +31,17 @@ const thinking = z.discriminatedUnion("type", [
   z.looseObject({ type: z.literal("adaptive") }),
 ]);
 
+/** Structured outputs: the answer is JSON matching the schema (constrained decoding). */
+const outputFormat = z.looseObject({ type: z.literal("json_schema"), schema: z.record(z.string(), z.unknown()) });
+
+// Messages parameters no other protocol carries that change the answer. output_config.effort spends more or
+// fewer tokens on every part of the answer, which no other vendor's parameter means.
+const UNTRANSLATABLE: Record<string, (v: unknown) => boolean> = {
+  mcp_servers: (v) => Array.isArray(v) && v.length > 0,
+  container: always,
+  context_management: always,
+};
+
 const schema = z.looseObject({
   model: z.string().min(1),
   max_tokens: z.number().int().min(1),
@@ -45,6 +56,9 @@ const schema = z.looseObject({
   thinking: thinking.optional(),
   stream: z.boolean().optional(),
   metadata: z.looseObject({ user_id: z.string().nullish() }).optional(),
+  output_config: z.looseObject({ format: outputFormat.nullish(), effort: z.string().nullish() }).optional(),
+  /** the structured-outputs beta's name for output_config.format */
+  output_format: outputFormat.nullish(),
 });
 
 export function parseAnthropicRequest(body: unknown): CanonicalRequest {
@@ -84,7 +98,21 @@ export function parseAnthropicRequest(body: unknown): CanonicalRequest {
     req.reasoning = r;
   }
   if (b.metadata?.user_id != null) req.user = b.metadata.user_id;
+  const format = b.output_config?.format ?? b.output_format;
+  if (format) req.responseFormat = { type: "json_schema", name: "response", schema: format.schema };
+  const untranslatable = untranslatableOf(b, UNTRANSLATABLE);
+  if (b.output_config?.effort != null) untranslatable.push("output_config.effort");
+  if (untranslatable.length > 0) req.untranslatable = untranslatable;
   return req;
+}
+
+/** Canonical → Anthropic structured outputs: a schema is carried; JSON without one has no Anthropic form. */
+function outputConfigOut(rf: ResponseFormat | undefined): Json | undefined {
+  if (!rf || rf.type === "text") return undefined;
+  if (rf.type === "json_object") {
+    throw unsupported("response_format", "Anthropic", "Anthropic's structured outputs need a schema: send json_schema instead of json_object");
+  }
+  return { format: { type: "json_schema", schema: rf.schema } };
 }
 
 function thinkingOut(req: CanonicalRequest, maxTokens: number, explicitMax: boolean): { thinking: Json; maxTokens: number } | undefined {
@@ -120,9 +148,8 @@ function toolChoiceOut(tc: ToolChoice | undefined, parallel: boolean | undefined
 }
 
 export function buildAnthropicRequest(req: CanonicalRequest, upstreamModel: string, opts: { stream: boolean }): UpstreamRequest {
-  if (req.responseFormat && req.responseFormat.type !== "text") {
-    throw unsupported("response_format", "Anthropic", "Anthropic has no JSON output mode");
-  }
+  refuseUntranslatable(req, "Anthropic");
+  const outputConfig = outputConfigOut(req.responseFormat);
   if (req.n !== undefined && req.n > 1) throw unsupported("n", "Anthropic", "only one choice per request");
   if (req.logprobs === true) throw unsupported("logprobs", "Anthropic");
   if (req.presencePenalty !== undefined) throw unsupported("presence_penalty", "Anthropic");
@@ -154,6 +181,7 @@ export function buildAnthropicRequest(req: CanonicalRequest, upstreamModel: stri
   if (req.topK !== undefined) body.top_k = req.topK;
   if (thinking) body.thinking = thinking.thinking;
   if (req.user !== undefined) body.metadata = { user_id: req.user };
+  if (outputConfig) body.output_config = outputConfig;
   if (opts.stream) body.stream = true;
   return { path: "/messages", body, headers: { "content-type": "application/json" } };
 }

@@ -128,7 +128,10 @@ export function createAnthropicStreamEncoder(ctx: ClientResponseContext): Stream
         content: [],
         stop_reason: null,
         stop_sequence: null,
-        usage: anthropicUsage(s.usage),
+        // The input as far as the upstream has told it (exact behind Anthropic and Gemini, 0 behind OpenAI, which
+        // reports usage only at the end), and no output: nothing has been delivered yet. Clients that add up
+        // message_start and message_delta (LangChain) would otherwise count a running output total twice.
+        usage: { ...anthropicUsage(s.usage), output_tokens: 0 },
       },
     });
   };

@@ -2,7 +2,7 @@
 
 import { z } from "zod";
 import type { CanonicalMessage, CanonicalRequest, ReasoningConfig, ResponseFormat, ToolChoice, ToolDefinition, UserPart } from "../canonical.ts";
-import { type Json, budgetOf, invalid, toolNameResolver, unsupported } from "../shared.ts";
+import { type Json, always, budgetOf, invalid, refuseUntranslatable, toolNameResolver, unsupported, untranslatableOf } from "../shared.ts";
 import type { ClientRoute, UpstreamRequest } from "../types.ts";
 import { parseBody } from "../validate.ts";
 import { assistantPartsOfGemini, geminiFunctionResponse, geminiPartOfUser, geminiPartsOfAssistant, userPartOfGemini } from "./parts.ts";
@@ -65,6 +65,16 @@ const schema = z.looseObject({
     .optional(),
 });
 type Body = z.infer<typeof schema>;
+
+// generateContent parameters no other protocol carries that change the answer. safetySettings is not one:
+// it tunes Google's own filter, and every other vendor applies its own.
+const UNTRANSLATABLE: Record<string, (v: unknown) => boolean> = { cachedContent: always };
+const UNTRANSLATABLE_GENERATION: Record<string, (v: unknown) => boolean> = {
+  responseModalities: (v) => Array.isArray(v) && v.some((m) => m !== "TEXT"),
+  speechConfig: always,
+  imageConfig: always,
+  logprobs: always,
+};
 
 /** The model may arrive as "models/x" (path segment) or "x". */
 export const geminiModelOf = (model: string): string => (model.startsWith("models/") ? model.slice(7) : model);
@@ -161,6 +171,11 @@ export function parseGeminiRequest(body: unknown, route: ClientRoute = {}): Cano
   }
   if (tools.length > 0) req.tools = tools;
 
+  const untranslatable = [
+    ...untranslatableOf(b, UNTRANSLATABLE),
+    ...untranslatableOf(b.generationConfig ?? {}, UNTRANSLATABLE_GENERATION, "generationConfig."),
+  ];
+  if (untranslatable.length > 0) req.untranslatable = untranslatable;
   const g = b.generationConfig;
   if (g) {
     if (g.maxOutputTokens !== undefined) req.maxOutputTokens = g.maxOutputTokens;
@@ -242,6 +257,7 @@ function thinkingConfigOut(r: ReasoningConfig): Json {
 }
 
 export function buildGeminiRequest(req: CanonicalRequest, upstreamModel: string, opts: { stream: boolean }): UpstreamRequest {
+  refuseUntranslatable(req, "Gemini");
   if (req.n !== undefined && req.n > 1) throw unsupported("n", "Gemini", "only one candidate can be translated");
   if (req.logprobs === true) throw unsupported("logprobs", "Gemini");
   // Safe in a URL path: Gemini model ids are [a-z0-9.-]; anything else is encoded rather than trusted.

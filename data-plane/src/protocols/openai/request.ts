@@ -10,7 +10,7 @@ import type {
   ToolChoice,
   UserPart,
 } from "../canonical.ts";
-import { dataUrlOf, effortOfBudget, imageSourceOfUrl, invalid, unsupported } from "../shared.ts";
+import { always, dataUrlOf, effortOfBudget, imageSourceOfUrl, invalid, obj, refuseUntranslatable, unsupported, untranslatableOf } from "../shared.ts";
 import { parseBody } from "../validate.ts";
 import type { UpstreamRequest } from "../types.ts";
 
@@ -95,6 +95,20 @@ const schema = z.looseObject({
   logprobs: z.boolean().nullish(),
   reasoning_effort: z.enum(["none", "minimal", "low", "medium", "high"]).nullish(),
 });
+
+/** Chat Completions parameters no other protocol carries that change the answer (at a value other than the default). */
+const UNTRANSLATABLE: Record<string, (v: unknown) => boolean> = {
+  logit_bias: (v) => Object.keys(obj(v)).length > 0,
+  top_logprobs: (v) => v !== 0,
+  verbosity: (v) => v !== "medium",
+  // A processing mode (flex, priority, scale) the other vendors do not offer; auto and default are what any upstream does.
+  service_tier: (v) => v !== "auto" && v !== "default",
+  modalities: (v) => Array.isArray(v) && v.some((m) => m !== "text"),
+  audio: always,
+  web_search_options: always,
+  functions: always,
+  function_call: always,
+};
 
 type Content = z.infer<typeof content>;
 
@@ -192,6 +206,8 @@ export function parseOpenAIRequest(body: unknown): CanonicalRequest {
   if (b.logprobs != null) req.logprobs = b.logprobs;
   if (b.user != null) req.user = b.user;
   if (req.stream && b.stream_options?.include_usage === true) req.streamIncludeUsage = true;
+  const untranslatable = untranslatableOf(b, UNTRANSLATABLE);
+  if (untranslatable.length > 0) req.untranslatable = untranslatable;
   return req;
 }
 
@@ -260,6 +276,7 @@ function messagesOut(req: CanonicalRequest): Record<string, unknown>[] {
 }
 
 export function buildOpenAIRequest(req: CanonicalRequest, upstreamModel: string, opts: { stream: boolean }): UpstreamRequest {
+  refuseUntranslatable(req, "OpenAI");
   if (req.topK !== undefined) throw unsupported("top_k", "OpenAI");
   const body: Record<string, unknown> = { model: upstreamModel, messages: messagesOut(req) };
   if (req.tools) {
