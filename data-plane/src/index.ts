@@ -14,3 +14,4 @@ export { createDataPlaneHandler } from "./server/app.ts";
 export { newRequestId } from "./server/request-id.ts";
 export { SnapshotStore } from "./snapshot/store.ts";
 export { InProcessUsageSink } from "./usage/sink.ts";
+export { BudgetCalendar, budgetClockFromEnv, budgetPeriods, isTimeZone, periodAdjective, periodBounds, type BudgetPeriod, type PeriodBounds } from "./billing/periods.ts";

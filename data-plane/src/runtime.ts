@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 import type { OutageLog } from "./logging/outage-log.ts";
 import type { SpendCounter } from "./billing/spend.ts";
 import { MemorySpendCounter } from "./billing/spend.ts";
+import { BudgetCalendar, budgetClockFromEnv } from "./billing/periods.ts";
 import { RedisSpendCounter } from "./billing/spend-redis.ts";
 import { compileAllowlist } from "./policy/ip.ts";
 import { MemoryRateLimiter } from "./ratelimit/memory.ts";
@@ -65,6 +66,7 @@ export function createDataPlaneOptions(input: RuntimeInput): DataPlaneOptions & 
     demo: new DemoTransport(),
     rateLimiter,
     spend,
+    calendar: new BudgetCalendar(budgetClockFromEnv(env)),
     breakers,
     retry: {
       ...defaultRetryPolicy,

@@ -15,7 +15,13 @@ const HELP = `modelgate-admin: operator commands
   key list       --account NAME_OR_ID
   account show   --account NAME_OR_ID
   account update --account NAME_OR_ID [--status active|disabled] [--rpm N] [--tpm N] [--concurrency N]
+                 [--time-zone IANA_ZONE]
                  (account-wide rate limits, applied to every key of the account)
+  budget set     --account NAME_OR_ID [--key ID] [--daily AMOUNT|none] [--weekly AMOUNT|none] [--monthly AMOUNT|none]
+                 (spend limits per calendar period in the account's time zone; none removes one)
+  budget caps    --account NAME_OR_ID [--daily AMOUNT|none] [--weekly AMOUNT|none] [--monthly AMOUNT|none]
+                 (ceilings for what the account's owners may set)
+  budget show    --account NAME_OR_ID [--key ID]
   contract set   --account NAME_OR_ID --model ID --input PRICE --output PRICE [--cached-input PRICE]
                  (prices per 1M tokens, in account currency)
   usage list     --account NAME_OR_ID [--limit N]
@@ -61,6 +67,11 @@ export function parseCli(argv: string[]): { command: CommandName; args: Record<s
       password: { type: "string" },
       role: { type: "string" },
       status: { type: "string" },
+      key: { type: "string" },
+      daily: { type: "string" },
+      weekly: { type: "string" },
+      monthly: { type: "string" },
+      "time-zone": { type: "string" },
     },
   });
   if (values.help || positionals.length < 2) throw new UsageError(HELP);

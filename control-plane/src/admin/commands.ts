@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { budgetsOf, budgetView, setAccountBudgets, setBudgetCaps, setKeyBudgets, setTimeZone, type BudgetChange } from "../budgets/service.ts";
 import { createAccount, resolveAccount, topUp } from "../services/accounts.ts";
 import { listApiKeys, revokeApiKey } from "../services/api-keys.ts";
 import { ipAllowlistSchema, nameSchema } from "../services/inputs.ts";
@@ -18,6 +19,10 @@ const amount = z.string().transform((s, ctx) => {
     return z.NEVER;
   }
 });
+/** A budget: an amount, or "none" to remove it. */
+const budgetAmount = z.union([z.literal("none").transform(() => null), amount]);
+const budgetArgs = { daily: budgetAmount.optional(), weekly: budgetAmount.optional(), monthly: budgetAmount.optional() };
+const budgetChange = (a: { daily?: bigint | null; weekly?: bigint | null; monthly?: bigint | null }): BudgetChange => ({ day: a.daily, week: a.weekly, month: a.monthly });
 const list = z.string().transform((s) => s.split(",").map((x) => x.trim()).filter(Boolean));
 const positiveInt = z.string().regex(/^\d+$/, "must be a positive integer").transform(Number).refine((n) => n > 0, "must be a positive integer");
 const iso = z.string().refine((s) => !Number.isNaN(Date.parse(s)), "must be an ISO 8601 date-time").transform((s) => new Date(s));
@@ -45,7 +50,11 @@ export const commandSchemas = {
     rpm: positiveInt.optional(),
     tpm: positiveInt.optional(),
     concurrency: positiveInt.optional(),
+    "time-zone": z.string().min(1).optional(),
   }),
+  "budget set": z.object({ account: z.string().min(1), key: z.string().uuid("must be a key id (UUID)").optional(), ...budgetArgs }),
+  "budget caps": z.object({ account: z.string().min(1), ...budgetArgs }),
+  "budget show": z.object({ account: z.string().min(1), key: z.string().uuid("must be a key id (UUID)").optional() }),
   "contract set": z.object({ account: z.string().min(1), model: z.string().min(1), input: amount, output: amount, "cached-input": amount.optional() }),
   "user create": z.object({
     email: z.string().email(),
@@ -132,7 +141,27 @@ export async function runAdminCommand(ctx: ServiceContext, name: CommandName, ra
         data: { status: a.status, rpm: a.rpm, tpm: a.tpm, concurrency: a.concurrency },
       });
       ctx.snapshotChanged();
-      return { id: account.id, name: account.name, status: account.status, rpm: account.rpm, tpm: account.tpm, concurrency: account.concurrency };
+      const tz = a["time-zone"] === undefined ? account.timeZone : (await setTimeZone(ctx, account.id, a["time-zone"])).timeZone;
+      return { id: account.id, name: account.name, status: account.status, rpm: account.rpm, tpm: account.tpm, concurrency: account.concurrency, timeZone: tz };
+    }
+    case "budget set": {
+      const a = parseCommandArgs("budget set", rawArgs);
+      const account = await resolveAccount(ctx, a.account);
+      if (a.key === undefined) await setAccountBudgets(ctx, account.id, budgetChange(a), { operator: true });
+      else await setKeyBudgets(ctx, await keyOf(ctx, account.id, a.key), budgetChange(a), { operator: true });
+      return showBudgets(ctx, account.id, a.key);
+    }
+    case "budget caps": {
+      const a = parseCommandArgs("budget caps", rawArgs);
+      const account = await setBudgetCaps(ctx, (await resolveAccount(ctx, a.account)).id, budgetChange(a));
+      const cap = (m: bigint | null) => (m === null ? null : formatAmount(m));
+      return { ...(await showBudgets(ctx, account.id)), caps: { daily: cap(account.budgetDayCapMicro), weekly: cap(account.budgetWeekCapMicro), monthly: cap(account.budgetMonthCapMicro) } };
+    }
+    case "budget show": {
+      const a = parseCommandArgs("budget show", rawArgs);
+      const account = await resolveAccount(ctx, a.account);
+      if (a.key !== undefined) await keyOf(ctx, account.id, a.key);
+      return showBudgets(ctx, account.id, a.key);
     }
     case "contract set": {
       const a = parseCommandArgs("contract set", rawArgs);
@@ -178,4 +207,18 @@ export async function runAdminCommand(ctx: ServiceContext, name: CommandName, ra
       return (await listApiKeys(ctx, account.id)).map(keyView);
     }
   }
+}
+
+/** The key's id when it belongs to the account (a key of another account is "not found", as in the API). */
+async function keyOf(ctx: ServiceContext, accountId: string, keyId: string): Promise<string> {
+  const key = await ctx.prisma.apiKey.findFirst({ where: { id: keyId, accountId }, select: { id: true } });
+  if (!key) throw new UsageError(`the account has no key ${keyId}`);
+  return key.id;
+}
+
+/** Budgets with what is left, of the account or one of its keys. */
+async function showBudgets(ctx: ServiceContext, accountId: string, keyId?: string) {
+  const account = await ctx.prisma.account.findUniqueOrThrow({ where: { id: accountId } });
+  const subject = keyId === undefined ? account : await ctx.prisma.apiKey.findUniqueOrThrow({ where: { id: keyId } });
+  return { account: account.name, key: keyId ?? null, timeZone: account.timeZone, budgets: (await budgetsOf(ctx, account, subject, keyId ?? "")).map(budgetView) };
 }

@@ -1,4 +1,6 @@
 import type { Snapshot } from "@modelgate/data-plane";
+import { controlCalendar } from "../budgets/calendar.ts";
+import { budgetSnapshots } from "../budgets/snapshot.ts";
 import type { Db } from "../db/client.ts";
 
 const str = (n: bigint) => n.toString();
@@ -7,13 +9,16 @@ const str = (n: bigint) => n.toString();
  * Reads everything the data plane needs to decide a request without Postgres.
  * Revoked keys stay in the snapshot (as revoked) so the data plane can say "revoked" rather than "unknown".
  */
-export async function buildSnapshot(prisma: Db, version: number): Promise<Snapshot> {
+export async function buildSnapshot(prisma: Db, version: number, calendar = controlCalendar): Promise<Snapshot> {
   const [keys, accounts, models, contracts] = await Promise.all([
     prisma.apiKey.findMany(),
     prisma.account.findMany(),
     prisma.model.findMany({ where: { enabled: true }, include: { routes: { include: { upstream: true } } } }),
     prisma.priceContract.findMany(),
   ]);
+  // Read after the keys and accounts (their cumulative spent): a call settled in between is then in the period
+  // figure and still in the data plane's unsettled spend, counted twice for a moment (safe), never missed.
+  const budgets = await budgetSnapshots(prisma, accounts, keys, calendar);
   const snapshot: Snapshot = { version, generatedAt: new Date().toISOString(), keys: {}, accounts: {}, models: {} };
   for (const a of accounts) {
     snapshot.accounts[a.id] = {
@@ -23,6 +28,8 @@ export async function buildSnapshot(prisma: Db, version: number): Promise<Snapsh
       balance: str(a.balanceMicro),
       spent: str(a.spentMicro),
       limits: { rpm: a.rpm, tpm: a.tpm, concurrency: a.concurrency },
+      ...(a.timeZone === "UTC" ? {} : { timeZone: a.timeZone }),
+      ...(budgets.get(a.id) ? { budgets: budgets.get(a.id) } : {}),
       contracts: {},
     };
   }
@@ -47,6 +54,7 @@ export async function buildSnapshot(prisma: Db, version: number): Promise<Snapsh
       allowedModels: k.allowedModels,
       ipAllowlist: k.ipAllowlist,
       limits: { rpm: k.rpm, tpm: k.tpm, concurrency: k.concurrency },
+      ...(budgets.get(k.id) ? { budgets: budgets.get(k.id) } : {}),
     };
   }
   for (const m of models) {

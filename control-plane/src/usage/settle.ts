@@ -1,5 +1,6 @@
-import type { UsageEvent } from "@modelgate/data-plane";
-import type { Database } from "../db/client.ts";
+import { type BudgetCalendar, budgetPeriods, type UsageEvent } from "@modelgate/data-plane";
+import { controlCalendar } from "../budgets/calendar.ts";
+import type { Database, SqlTx } from "../db/client.ts";
 
 // Settlement runs for every call the data planes serve, so it is plain SQL over arrays (unnest) rather than
 // Prisma: building and interpreting Prisma's queries cost about a millisecond of control-plane CPU per event,
@@ -19,7 +20,7 @@ const DEBIT_ACCOUNT = `
 UPDATE accounts SET balance_micro = balance_micro - $2::bigint, spent_micro = spent_micro + $2::bigint,
   updated_at = CURRENT_TIMESTAMP
 WHERE id = $1::uuid
-RETURNING balance_micro::text AS balance`;
+RETURNING balance_micro::text AS balance, time_zone`;
 
 const INSERT_LEDGER = `
 INSERT INTO ledger_entries (id, account_id, kind, amount_micro, balance_after_micro, api_key_id, request_id)
@@ -31,13 +32,20 @@ UPDATE api_keys SET spent_micro = spent_micro + $2::bigint, last_used_at = GREAT
   updated_at = CURRENT_TIMESTAMP
 WHERE id = $1::uuid`;
 
+// Settled spend per calendar period, for budgets (see addPeriodSpend).
+const ADD_PERIODS = `
+INSERT INTO spend_periods AS s (account_id, key_id, period, period_start, spent_micro)
+SELECT u.account_id, u.key_id, u.period::"BudgetPeriod", u.period_start, u.spent
+FROM unnest($1::uuid[], $2::text[], $3::text[], $4::timestamptz[], $5::bigint[]) AS u(account_id, key_id, period, period_start, spent)
+ON CONFLICT (account_id, key_id, period, period_start) DO UPDATE SET spent_micro = s.spent_micro + EXCLUDED.spent_micro`;
+
 /**
  * Settles usage events: the usage-log rows, the wallet debits, the ledger entries and the keys' spend, all in
  * one transaction keyed by request id. An event whose row exists already (a redelivery, a replay from a
  * data plane's spool) changes nothing, so nothing is ever charged twice. A batch costs one transaction and
  * one UPDATE per account and per key, however many events it holds. Returns how many events were new.
  */
-export async function settleUsageBatch(db: Database, events: UsageEvent[]): Promise<number> {
+export async function settleUsageBatch(db: Database, events: UsageEvent[], calendar: BudgetCalendar = controlCalendar): Promise<number> {
   const unique = [...new Map(events.map((e) => [e.requestId, e])).values()];
   if (unique.length === 0) return 0;
   const col = <T>(f: (e: UsageEvent) => T): T[] => unique.map(f);
@@ -74,11 +82,13 @@ export async function settleUsageBatch(db: Database, events: UsageEvent[]): Prom
       else byAccount.set(e.accountId, [e]);
     }
     // Sorted ids: concurrent settlers lock rows in the same order, so they cannot deadlock.
+    const timeZones = new Map<string, string>();
     for (const accountId of [...byAccount.keys()].sort()) {
       const charges = byAccount.get(accountId)!;
       const total = charges.reduce((s, e) => s + BigInt(e.cost), 0n);
-      const [row] = await tx.query<{ balance: string }>(DEBIT_ACCOUNT, [accountId, total.toString()]);
+      const [row] = await tx.query<{ balance: string; time_zone: string }>(DEBIT_ACCOUNT, [accountId, total.toString()]);
       if (row === undefined) throw new Error(`settlement: account ${accountId} does not exist`);
+      timeZones.set(accountId, row.time_zone);
       let balance = BigInt(row.balance) + total;
       const amounts: string[] = [];
       const after: string[] = [];
@@ -103,7 +113,38 @@ export async function settleUsageBatch(db: Database, events: UsageEvent[]): Prom
       const k = byKey.get(keyId)!;
       await tx.query(UPDATE_KEY, [keyId, k.cost.toString(), k.last]);
     }
+    await addPeriodSpend(tx, byAccount, timeZones, calendar);
     return settled.length;
   });
 }
 
+
+/**
+ * Adds the batch's charges to the settled spend of their calendar periods (day, ISO week, month in the account's
+ * time zone), for the account as a whole and for each key: one statement for the batch. A call belongs to the
+ * period in which it started. Rows are written in key order so concurrent settlers cannot deadlock.
+ */
+async function addPeriodSpend(
+  tx: SqlTx,
+  byAccount: Map<string, UsageEvent[]>,
+  timeZones: Map<string, string>,
+  calendar: BudgetCalendar,
+): Promise<void> {
+  const sums = new Map<string, bigint>();
+  for (const [accountId, charges] of byAccount) {
+    const tz = timeZones.get(accountId) ?? "UTC";
+    for (const e of charges) {
+      const t = calendar.fromWall(Date.parse(e.startedAt));
+      for (const period of budgetPeriods) {
+        const start = new Date(calendar.bounds(tz, period, t).start).toISOString();
+        for (const subject of ["", e.keyId]) {
+          const id = `${accountId}\t${subject}\t${period}\t${start}`;
+          sums.set(id, (sums.get(id) ?? 0n) + BigInt(e.cost));
+        }
+      }
+    }
+  }
+  if (sums.size === 0) return;
+  const rows = [...sums.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([id, micro]) => [...id.split("\t"), micro.toString()]);
+  await tx.query(ADD_PERIODS, [0, 1, 2, 3, 4].map((i) => rows.map((r) => r[i])));
+}

@@ -48,6 +48,28 @@ export const rateLimitsSchema = z.object({
 });
 export type RateLimits = z.infer<typeof rateLimitsSchema>;
 
+/**
+ * A spend limit for the current calendar period (day, ISO week, month in the account's time zone) and the
+ * spend settled in it when the snapshot was built. `start`/`end` (ISO instants) say which period `spent`
+ * belongs to: once the clock passes `end`, a new period has begun and its settled spend is 0 until the next
+ * snapshot says otherwise.
+ */
+export const budgetSchema = z.object({
+  limit: microString,
+  start: z.string(),
+  end: z.string(),
+  spent: microString,
+});
+export type BudgetSnapshot = z.infer<typeof budgetSchema>;
+
+/** Only the periods with a limit are present; absent (older control planes): no budgets. */
+export const budgetsSchema = z.object({
+  day: budgetSchema.optional(),
+  week: budgetSchema.optional(),
+  month: budgetSchema.optional(),
+});
+export type BudgetsSnapshot = z.infer<typeof budgetsSchema>;
+
 export const accountSchema = z.object({
   id: z.string(),
   name: z.string(),
@@ -60,6 +82,9 @@ export const accountSchema = z.object({
    */
   spent: microString.optional(),
   limits: rateLimitsSchema,
+  /** IANA time zone of the account's budget periods; absent: UTC */
+  timeZone: z.string().optional(),
+  budgets: budgetsSchema.optional(),
   /** per-model contract prices; models absent here bill at list price */
   contracts: z.record(z.string(), priceSchema),
 });
@@ -76,6 +101,8 @@ export const keySchema = z.object({
   allowedModels: z.array(z.string()),
   ipAllowlist: z.array(z.string()),
   limits: rateLimitsSchema,
+  /** the key's own budgets, in its account's time zone */
+  budgets: budgetsSchema.optional(),
 });
 export type KeySnapshot = z.infer<typeof keySchema>;
 

@@ -1,5 +1,7 @@
 import type { AccountSnapshot, KeySnapshot } from "../contract/snapshot.ts";
 import { GatewayError } from "../errors.ts";
+import type { BudgetCalendar } from "../billing/periods.ts";
+import { checkBudgets, wallCalendar } from "./budget.ts";
 import { compileAllowlist, type IpMatcher } from "./ip.ts";
 
 /** Spend the snapshot does not reflect yet (see billing/spend.ts), in micro-units. */
@@ -18,6 +20,8 @@ export interface PolicyInput {
   /** epoch milliseconds */
   now: number;
   spend: UnsettledSpend;
+  /** the budget periods' calendar and clock (default: the wall clock) */
+  calendar?: BudgetCalendar;
 }
 
 // Parsed forms of the snapshot's strings, built on first use and kept as long as the snapshot object lives:
@@ -99,6 +103,11 @@ export function checkKeyPolicy(input: PolicyInput): GatewayError | null {
       { "x-should-retry": "false" },
     );
   }
+  const calendar = input.calendar ?? wallCalendar;
+  const budget =
+    checkBudgets(key.budgets, input.spend.keySpent, account, calendar, "This API key") ??
+    checkBudgets(account.budgets, input.spend.accountSpent, account, calendar, "The account");
+  if (budget) return budget;
   if (balanceOf(account) - input.spend.accountSpent <= 0n) {
     return new GatewayError(
       "payment_required",

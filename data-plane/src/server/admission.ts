@@ -77,7 +77,7 @@ export async function admit(
   limits?: Promise<AcquireResult>,
 ): Promise<Admission> {
   const spend = await opts.spend.get(caller.key, caller.account);
-  const refusal = checkKeyPolicy({ key: caller.key, account: caller.account, model: modelId, clientIp: caller.clientIp, now, spend });
+  const refusal = checkKeyPolicy({ key: caller.key, account: caller.account, model: modelId, clientIp: caller.clientIp, now, spend, calendar: opts.calendar });
   if (refusal) throw refusal;
   const model = opts.store.model(modelId);
   if (!model) {
@@ -93,7 +93,7 @@ export async function admit(
   // Calls that ended while the limiter answered (one of them may have freed the slot this call just took) are
   // in the spend counters by now: check the money again, so a burst overruns a quota or balance by at most
   // (concurrency limit) × (one call's cost), as documented, and not by the calls that ended in between.
-  const late = checkKeyPolicy({ key: caller.key, account: caller.account, model: modelId, clientIp: caller.clientIp, now, spend: await opts.spend.get(caller.key, caller.account) });
+  const late = checkKeyPolicy({ key: caller.key, account: caller.account, model: modelId, clientIp: caller.clientIp, now, spend: await opts.spend.get(caller.key, caller.account), calendar: opts.calendar });
   if (late) {
     await result.cancel();
     throw late;

@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import type { BudgetCalendar } from "../billing/periods.ts";
 import type { SpendCounter } from "../billing/spend.ts";
 import type { IpMatcher } from "../policy/ip.ts";
 import type { RateLimiter } from "../ratelimit/types.ts";
@@ -19,6 +20,8 @@ export interface DataPlaneOptions {
   demo: UpstreamTransport;
   rateLimiter: RateLimiter;
   spend: SpendCounter;
+  /** budget periods (billing/periods.ts): the calendar and the clock budgets are decided by */
+  calendar: BudgetCalendar;
   breakers: BreakerRegistry;
   retry: RetryPolicy;
   /** proxies whose X-Forwarded-For is believed (null: none; the socket address is the client) */

@@ -8,6 +8,7 @@ import "./membership.ts";
 import "./wallet-operations.ts";
 import "./invitation.ts";
 import "./api-key.ts";
+import "./budget.ts";
 import "./wallet.ts";
 import "./usage.ts";
 import "./model.ts";

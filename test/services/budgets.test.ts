@@ -1,0 +1,32 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, it } from "vitest";
+import { budgetConfig, runBudgetScenario, type BudgetScenario } from "../helpers/budget-scenario.ts";
+import { startGateway } from "../helpers/gateway.ts";
+import { startOpenAIMock, type OpenAIMock } from "../mocks/openai-upstream.ts";
+
+// Budgets in distributed mode: a control plane and two data-plane replicas on real Postgres and Redis: see test/helpers/budget-scenario.ts.
+
+// The admin commands run in this process in distributed mode, so it reads the test clock too.
+const dir = mkdtempSync(join(tmpdir(), "mg-budget-clock-"));
+const clockFile = join(dir, "offset");
+writeFileSync(clockFile, "0");
+process.env.MODELGATE_TEST_CLOCK_FILE = clockFile;
+let mock: OpenAIMock;
+let s: BudgetScenario;
+
+beforeAll(async () => {
+  mock = await startOpenAIMock("sk-upstream-budget");
+  mock.fallback = { content: "fine", promptTokens: 1000, completionTokens: 1000 };
+  const gw = await startGateway("distributed", { replicas: 2, config: budgetConfig(mock.url), env: { BUDGET_UPSTREAM_KEY: "sk-upstream-budget", MODELGATE_TEST_CLOCK_FILE: clockFile } });
+  s = { gw, clockFile, offset: 0 };
+});
+
+afterAll(async () => {
+  await s?.gw.stop();
+  await mock?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+it("enforces key and account budgets, refuses in each protocol's shape, and resets at midnight", () => runBudgetScenario(s));
