@@ -7,9 +7,46 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type UsageEvent, usageEntryEvents } from "../contract/usage.ts";
 import { RedisUsageSink, streamIdLess } from "./sink.ts";
 import { UsageSpool } from "./spool.ts";
+import { usageSinkContract } from "./contract.ts";
 import { usageEvent as event } from "../../../test/helpers/usage-event.ts";
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+
+usageSinkContract(
+  "redis",
+  async () => {
+    const stream = `mgtest:usage-contract:${randomUUID()}`;
+    // As the data plane opens it: no offline queue, so a write while disconnected fails at once (to the spool).
+    const redis = new Redis(REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
+    const reader = new Redis(REDIS_URL);
+    await new Promise((r) => redis.once("ready", r)); // so the sink learns the server's run id at once
+    const dir = await mkdtemp(join(tmpdir(), "mg-sink-contract-"));
+    const sink = new RedisUsageSink(redis, stream, await UsageSpool.open(dir), () => undefined, 3_600_000, 30_000);
+    return {
+      sink,
+      async delivered() {
+        const entries = await reader.xrange(stream, "-", "+");
+        return entries.flatMap(([, fields]) => (usageEntryEvents(fields) as UsageEvent[]).map((e) => e.requestId));
+      },
+      async breakDestination() {
+        redis.disconnect();
+      },
+      async heal() {
+        await redis.connect();
+        await sink.flush();
+        await sink.replay(); // what the spool took while Redis was away
+      },
+      async cleanup() {
+        await sink.close();
+        await reader.del(stream);
+        redis.disconnect();
+        reader.disconnect();
+        await rm(dir, { recursive: true, force: true });
+      },
+    };
+  },
+  event,
+);
 
 
 describe("RedisUsageSink retention", () => {

@@ -42,15 +42,15 @@ export class InProcessUsageSink implements UsageSink {
     await new Promise((r) => setTimeout(r, this.delayMs)); // let the next calls' events join the batch
     while (this.queue.length > 0) {
       const batch = this.queue.splice(0, this.maxBatch);
-      // A failed settlement (the database busy or restarting) is retried: the batch is idempotent.
+      // A failed settlement (the database busy or restarting) is retried until it goes through, backing off
+      // to one try every 5 s: the batch is idempotent, and dropping it would leave answered calls unbilled.
       for (let attempt = 1; ; attempt++) {
         try {
           await this.settle(batch);
           break;
         } catch (err) {
           this.onError(err, batch);
-          if (attempt >= 5) break;
-          await new Promise((r) => setTimeout(r, 200 * 2 ** attempt));
+          await new Promise((r) => setTimeout(r, Math.min(200 * 2 ** attempt, 5_000)));
         }
       }
     }
