@@ -15,3 +15,4 @@ export { newRequestId } from "./server/request-id.ts";
 export { SnapshotStore } from "./snapshot/store.ts";
 export { InProcessUsageSink } from "./usage/sink.ts";
 export { BudgetCalendar, budgetClockFromEnv, budgetPeriods, isTimeZone, periodAdjective, periodBounds, type BudgetPeriod, type PeriodBounds } from "./billing/periods.ts";
+export { computeCost, unitPrices } from "./billing/cost.ts";

@@ -43,6 +43,7 @@ const event = (accountId: string, keyId: string, cost: string, startedAt: string
   ttftMs: 5,
   clientIp: "10.0.0.1",
   startedAt,
+  cacheWrite5mTokens: 0, cacheWrite1hTokens: 0, prices: null, estimated: false, endUser: null, tags: [],
   ...extra,
 });
 
@@ -115,5 +116,49 @@ describe("settleUsageBatch", () => {
     await expect(settleUsageBatch(fx.db, [good, bad])).rejects.toThrow();
     expect(await fx.db.prisma.usageLog.count({ where: { requestId: good.requestId } })).toBe(0);
     expect((await fx.db.prisma.account.findUniqueOrThrow({ where: { id: a.accountId } })).balanceMicro).toBe(1000n);
+  });
+
+  it("stores the breakdown, the unit prices, the estimate flag and the attribution", async () => {
+    const a = await accountWithKeys(1000n, 1);
+    const e = event(a.accountId, a.keyIds[0]!, "42", "2026-11-23T03:00:00.000Z", {
+      promptTokens: 100, cachedTokens: 10, cacheWrite5mTokens: 20, cacheWrite1hTokens: 30, completionTokens: 7, reasoningTokens: 2,
+      prices: { input: "1000001", cachedInput: "100000", cacheWrite5m: "1250001.25", cacheWrite1h: "2000002", output: "3000000" },
+      endUser: "user-7", tags: ["team=search", "canary"],
+    });
+    await settleUsageBatch(fx.db, [e]);
+    const row = await fx.db.prisma.usageLog.findUniqueOrThrow({ where: { requestId: e.requestId } });
+    expect(row).toMatchObject({ inputTokens: 40, cachedTokens: 10, cacheWrite5mTokens: 20, cacheWrite1hTokens: 30, completionTokens: 7, reasoningTokens: 2, estimated: false, endUser: "user-7", tags: ["team=search", "canary"] });
+    expect([row.inputPrice, row.cachedInputPrice, row.cacheWrite5mPrice, row.cacheWrite1hPrice, row.outputPrice].map((d) => d?.toString())).toEqual(["1000001", "100000", "1250001.25", "2000002", "3000000"]);
+  });
+
+  it("replaces an estimate with the exact count once, settling the difference in wallet, ledger, key and rollup", async () => {
+    const a = await accountWithKeys(10_000n, 1);
+    const estimate = event(a.accountId, a.keyIds[0]!, "300", "2026-11-23T04:10:00.000Z", { status: 499, errorCode: "client_closed", estimated: true, promptTokens: 50, completionTokens: 5 });
+    const exact = { ...estimate, cost: "420", estimated: false, promptTokens: 60, completionTokens: 40 };
+    const cheaper = { ...estimate, requestId: `req_${randomUUID()}` };
+    const cheaperExact = { ...cheaper, cost: "100", estimated: false };
+    const p = fx.db.prisma;
+    expect(await settleUsageBatch(fx.db, [estimate, cheaper])).toBe(2);
+    // The exact counts arrive (twice: a redelivery), and an estimate again after them: applied once, never undone.
+    expect(await settleUsageBatch(fx.db, [exact, cheaperExact])).toBe(0);
+    expect(await settleUsageBatch(fx.db, [exact, estimate, cheaperExact])).toBe(0);
+    const row = await p.usageLog.findUniqueOrThrow({ where: { requestId: estimate.requestId } });
+    expect(row).toMatchObject({ costMicro: 420n, promptTokens: 60, completionTokens: 40, estimated: false });
+    expect((await p.account.findUniqueOrThrow({ where: { id: a.accountId } })).balanceMicro).toBe(10_000n - 420n - 100n);
+    const ledger = await p.ledgerEntry.findMany({ where: { accountId: a.accountId } });
+    expect(ledger.reduce((s, l) => s + l.amountMicro, 0n)).toBe(-520n);
+    expect(ledger.find((l) => l.requestId === `${cheaper.requestId}:exact`)).toMatchObject({ kind: "refund", amountMicro: 200n });
+    expect((await p.apiKey.findUniqueOrThrow({ where: { id: a.keyIds[0]! } })).spentMicro).toBe(520n);
+    const hourly = await p.usageHourly.findMany({ where: { accountId: a.accountId } });
+    expect(hourly.reduce((s, h) => s + h.costMicro, 0n)).toBe(520n);
+    expect(hourly.reduce((s, h) => s + h.promptTokens, 0n)).toBe(110n);
+  });
+
+  it("prefers the exact event when both arrive in one batch", async () => {
+    const a = await accountWithKeys(1000n, 1);
+    const estimate = event(a.accountId, a.keyIds[0]!, "30", "2026-11-23T05:00:00.000Z", { estimated: true });
+    expect(await settleUsageBatch(fx.db, [estimate, { ...estimate, estimated: false, cost: "35" }, estimate])).toBe(1);
+    expect(await fx.db.prisma.usageLog.findUniqueOrThrow({ where: { requestId: estimate.requestId } })).toMatchObject({ costMicro: 35n, estimated: false });
+    expect((await fx.db.prisma.account.findUniqueOrThrow({ where: { id: a.accountId } })).balanceMicro).toBe(965n);
   });
 });

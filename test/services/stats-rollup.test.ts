@@ -86,6 +86,7 @@ describe("statistics over the hourly rollup", () => {
       requestId: `settled_${i}`, keyId: keys[0]!, accountId, model: "m-9", protocol: "openai" as const, upstream: "u", stream: false,
       promptTokens: 10, completionTokens: 20, reasoningTokens: 0, cachedTokens: 0, cost: "7", status: 200, errorCode: null,
       latencyMs: 5, ttftMs: 1, clientIp: null, startedAt: started,
+  cacheWrite5mTokens: 0, cacheWrite1hTokens: 0, prices: null, estimated: false, endUser: null, tags: [],
     });
     expect(await settleUsageBatch(db.db, [event(1), event(2), event(3)])).toBe(3);
     expect(await settleUsageBatch(db.db, [event(2), event(3), event(4)])).toBe(1);

@@ -23,6 +23,7 @@ const HELP = `modelgate-admin: operator commands
                  (ceilings for what the account's owners may set)
   budget show    --account NAME_OR_ID [--key ID]
   contract set   --account NAME_OR_ID --model ID --input PRICE --output PRICE [--cached-input PRICE]
+                 [--cache-write-5m PRICE] [--cache-write-1h PRICE]
                  (prices per 1M tokens, in account currency)
   usage list     --account NAME_OR_ID [--limit N]
   user create    --email E --password P [--role owner|member|operator] [--account NAME_OR_ID] [--name N]

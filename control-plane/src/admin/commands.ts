@@ -55,7 +55,7 @@ export const commandSchemas = {
   "budget set": z.object({ account: z.string().min(1), key: z.string().uuid("must be a key id (UUID)").optional(), ...budgetArgs }),
   "budget caps": z.object({ account: z.string().min(1), ...budgetArgs }),
   "budget show": z.object({ account: z.string().min(1), key: z.string().uuid("must be a key id (UUID)").optional() }),
-  "contract set": z.object({ account: z.string().min(1), model: z.string().min(1), input: amount, output: amount, "cached-input": amount.optional() }),
+  "contract set": z.object({ account: z.string().min(1), model: z.string().min(1), input: amount, output: amount, "cached-input": amount.optional(), "cache-write-5m": amount.optional(), "cache-write-1h": amount.optional() }),
   "user create": z.object({
     email: z.string().email(),
     password: z.string().min(1),
@@ -166,7 +166,13 @@ export async function runAdminCommand(ctx: ServiceContext, name: CommandName, ra
     case "contract set": {
       const a = parseCommandArgs("contract set", rawArgs);
       const account = await resolveAccount(ctx, a.account);
-      const prices = { inputPriceMicro: a.input, outputPriceMicro: a.output, cachedInputPriceMicro: a["cached-input"] ?? null };
+      const prices = {
+        inputPriceMicro: a.input,
+        outputPriceMicro: a.output,
+        cachedInputPriceMicro: a["cached-input"] ?? null,
+        cacheWrite5mPriceMicro: a["cache-write-5m"] ?? null,
+        cacheWrite1hPriceMicro: a["cache-write-1h"] ?? null,
+      };
       await ctx.prisma.priceContract.upsert({
         where: { accountId_modelId: { accountId: account.id, modelId: a.model } },
         create: { accountId: account.id, modelId: a.model, ...prices },

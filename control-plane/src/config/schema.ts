@@ -24,7 +24,8 @@ export const configSchema = z.object({
         id: z.string().min(1),
         displayName: z.string().optional(),
         reasoning: z.boolean().default(false),
-        price: z.object({ input: price, output: price, cachedInput: price.optional() }).strict(),
+        // Required, input and output both: a model is never billed 0 by omission (an explicit 0 is free).
+        price: z.object({ input: price, output: price, cachedInput: price.optional(), cacheWrite5m: price.optional(), cacheWrite1h: price.optional() }).strict(),
         routes: z
           .array(z.object({ upstream: z.string(), model: z.string(), weight: z.number().int().nonnegative().default(1), priority: z.number().int().default(0) }).strict())
           .min(1),

@@ -48,6 +48,8 @@ export async function syncConfig(ctx: ServiceContext, config: GatewayConfig, sou
         inputPriceMicro: parseAmount(m.price.input),
         outputPriceMicro: parseAmount(m.price.output),
         cachedInputPriceMicro: m.price.cachedInput === undefined ? null : parseAmount(m.price.cachedInput),
+        cacheWrite5mPriceMicro: m.price.cacheWrite5m === undefined ? null : parseAmount(m.price.cacheWrite5m),
+        cacheWrite1hPriceMicro: m.price.cacheWrite1h === undefined ? null : parseAmount(m.price.cacheWrite1h),
         enabled: true,
         source,
       };

@@ -21,15 +21,34 @@ export function price(text: string, field: string): bigint {
 const optionalPrice = (text: string | null | undefined, field: string) =>
   text === null || text === undefined ? null : price(text, field);
 
-export async function setPriceContract(
-  ctx: ServiceContext,
-  input: { accountId: string; modelId: string; inputPrice: string; outputPrice: string; cachedInputPrice?: string | null },
-) {
-  const data = {
+/** A model's or a contract's price classes, per 1M tokens as decimal text (see docs/billing.md). */
+export interface PriceInput {
+  inputPrice: string;
+  outputPrice: string;
+  cachedInputPrice?: string | null;
+  cacheWrite5mPrice?: string | null;
+  cacheWrite1hPrice?: string | null;
+}
+
+/**
+ * Input and output are required and must be amounts: a model is never billed 0 by omission, only by an
+ * explicit "0". The cache classes may be left out (null): reads then bill at input, writes at 1.25 × and 2 × input.
+ */
+function priceData(input: PriceInput) {
+  return {
     inputPriceMicro: price(input.inputPrice, "inputPrice"),
     outputPriceMicro: price(input.outputPrice, "outputPrice"),
     cachedInputPriceMicro: optionalPrice(input.cachedInputPrice, "cachedInputPrice"),
+    cacheWrite5mPriceMicro: optionalPrice(input.cacheWrite5mPrice, "cacheWrite5mPrice"),
+    cacheWrite1hPriceMicro: optionalPrice(input.cacheWrite1hPrice, "cacheWrite1hPrice"),
   };
+}
+
+export async function setPriceContract(
+  ctx: ServiceContext,
+  input: { accountId: string; modelId: string } & PriceInput,
+) {
+  const data = priceData(input);
   if (!(await ctx.prisma.model.findUnique({ where: { id: input.modelId } }))) throw notFound("model");
   if (!(await ctx.prisma.account.findUnique({ where: { id: input.accountId } }))) throw notFound("account");
   const row = await ctx.prisma.priceContract.upsert({
@@ -56,11 +75,8 @@ export async function upsertModel(
     id: string;
     displayName?: string | null;
     reasoning?: boolean | null;
-    inputPrice: string;
-    outputPrice: string;
-    cachedInputPrice?: string | null;
     enabled?: boolean | null;
-  },
+  } & PriceInput,
 ) {
   if (!MODEL_ID.test(input.id) || input.id.length > 200) {
     throw badInput("a model ID is a full ID ending in a date, e.g. acme-chat-2025-01-01", "id");
@@ -70,9 +86,7 @@ export async function upsertModel(
   const data = {
     displayName: input.displayName ?? null,
     reasoning: input.reasoning ?? false,
-    inputPriceMicro: price(input.inputPrice, "inputPrice"),
-    outputPriceMicro: price(input.outputPrice, "outputPrice"),
-    cachedInputPriceMicro: optionalPrice(input.cachedInputPrice, "cachedInputPrice"),
+    ...priceData(input),
     enabled: input.enabled ?? true,
   };
   const row = await ctx.prisma.model.upsert({

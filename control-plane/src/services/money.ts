@@ -35,6 +35,23 @@ export function formatAmount(micro: bigint): string {
   return `${neg ? "-" : ""}${whole}${frac ? `.${frac}` : ""}`;
 }
 
+/**
+ * Micro-units given as exact decimal text, possibly fractional (a usage row's unit price, "3750000.25"), as
+ * units: "3.75000025". Decimal shifting on the text, never through a float.
+ */
+export function formatMicroText(text: string): string {
+  const m = /^(-)?(\d+)(?:\.(\d+))?$/.exec(text.trim());
+  if (!m) throw new AmountError(`not an amount: ${JSON.stringify(text.slice(0, 40))}`);
+  const [, sign, whole, frac = ""] = m;
+  const digits = (whole! + frac).replace(/^0+(?=\d)/, "");
+  const scale = 6 + frac.length;
+  const padded = digits.padStart(scale + 1, "0");
+  const intPart = padded.slice(0, padded.length - scale).replace(/^0+(?=\d)/, "");
+  const fracPart = padded.slice(padded.length - scale).replace(/0+$/, "");
+  const out = fracPart ? `${intPart}.${fracPart}` : intPart;
+  return sign && out !== "0" ? `-${out}` : out;
+}
+
 /** Config prices are numbers per 1M tokens (0.15); their shortest decimal text is what the operator wrote. */
 function numberToPlainString(n: number): string {
   if (!Number.isFinite(n)) throw new AmountError(`not an amount: ${n}`);

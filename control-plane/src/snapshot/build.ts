@@ -40,6 +40,8 @@ export async function buildSnapshot(prisma: Db, version: number, calendar = cont
       input: str(c.inputPriceMicro),
       output: str(c.outputPriceMicro),
       cachedInput: c.cachedInputPriceMicro === null ? null : str(c.cachedInputPriceMicro),
+      cacheWrite5m: c.cacheWrite5mPriceMicro === null ? null : str(c.cacheWrite5mPriceMicro),
+      cacheWrite1h: c.cacheWrite1hPriceMicro === null ? null : str(c.cacheWrite1hPriceMicro),
     };
   }
   for (const k of keys) {
@@ -67,6 +69,8 @@ export async function buildSnapshot(prisma: Db, version: number, calendar = cont
         input: str(m.inputPriceMicro),
         output: str(m.outputPriceMicro),
         cachedInput: m.cachedInputPriceMicro === null ? null : str(m.cachedInputPriceMicro),
+        cacheWrite5m: m.cacheWrite5mPriceMicro === null ? null : str(m.cacheWrite5mPriceMicro),
+        cacheWrite1h: m.cacheWrite1hPriceMicro === null ? null : str(m.cacheWrite1hPriceMicro),
       },
       routes: m.routes
         .filter((r) => r.upstream.enabled)

@@ -25,6 +25,7 @@ const event = (n: number): UsageEvent => ({
   ttftMs: 1,
   clientIp: null,
   startedAt: new Date().toISOString(),
+  cacheWrite5mTokens: 0, cacheWrite1hTokens: 0, prices: null, estimated: false, endUser: null, tags: [],
 });
 
 describe("RedisUsageConsumer", () => {

@@ -9,12 +9,62 @@ import type { Database, SqlTx } from "../db/client.ts";
 const INSERT_USAGE = `
 INSERT INTO usage_logs (id, request_id, account_id, api_key_id, model, protocol, upstream, status, error_code,
   prompt_tokens, completion_tokens, reasoning_tokens, cached_tokens, cost_micro, latency_ms, ttft_ms, stream,
-  client_ip, started_at)
-SELECT gen_random_uuid(), u.* FROM unnest($1::text[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::text[],
+  client_ip, started_at, input_tokens, cache_write_5m_tokens, cache_write_1h_tokens, input_price,
+  cached_input_price, cache_write_5m_price, cache_write_1h_price, output_price, estimated, end_user, tags)
+SELECT gen_random_uuid(), u.request_id, u.account_id, u.api_key_id, u.model, u.protocol, u.upstream, u.status,
+  u.error_code, u.prompt_tokens, u.completion_tokens, u.reasoning_tokens, u.cached_tokens, u.cost_micro,
+  u.latency_ms, u.ttft_ms, u.stream, u.client_ip, u.started_at, u.input_tokens, u.cache_write_5m_tokens,
+  u.cache_write_1h_tokens, u.input_price, u.cached_input_price, u.cache_write_5m_price, u.cache_write_1h_price,
+  u.output_price, u.estimated, u.end_user,
+  COALESCE((SELECT array_agg(t) FROM jsonb_array_elements_text(u.tags) AS t), ARRAY[]::text[])
+FROM unnest($1::text[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::text[],
   $7::int[], $8::text[], $9::int[], $10::int[], $11::int[], $12::int[], $13::bigint[], $14::int[], $15::int[],
-  $16::bool[], $17::text[], $18::timestamptz[]) AS u
+  $16::bool[], $17::text[], $18::timestamptz[], $19::int[], $20::int[], $21::int[], $22::numeric[], $23::numeric[],
+  $24::numeric[], $25::numeric[], $26::numeric[], $27::bool[], $28::text[], $29::jsonb[])
+  AS u(request_id, account_id, api_key_id, model, protocol, upstream, status, error_code, prompt_tokens,
+       completion_tokens, reasoning_tokens, cached_tokens, cost_micro, latency_ms, ttft_ms, stream, client_ip,
+       started_at, input_tokens, cache_write_5m_tokens, cache_write_1h_tokens, input_price, cached_input_price,
+       cache_write_5m_price, cache_write_1h_price, output_price, estimated, end_user, tags)
 ON CONFLICT (request_id) DO NOTHING
 RETURNING request_id`;
+
+// An exact count replacing an estimated row (a stream the client cut, whose upstream finished afterwards):
+// only a row still estimated is changed, so the replacement happens once, whoever delivers it and how often.
+// It returns the old cost and token counts, for the difference to settle and to roll up.
+const REPLACE_ESTIMATE = `
+WITH n AS (
+  SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::int[], $5::int[], $6::int[], $7::int[], $8::int[],
+    $9::bigint[], $10::numeric[], $11::numeric[], $12::numeric[], $13::numeric[], $14::numeric[])
+    AS n(request_id, prompt_tokens, completion_tokens, reasoning_tokens, cached_tokens, input_tokens,
+         cache_write_5m_tokens, cache_write_1h_tokens, cost_micro, input_price, cached_input_price,
+         cache_write_5m_price, cache_write_1h_price, output_price)
+), old AS (
+  SELECT l.id, l.cost_micro, l.prompt_tokens, l.completion_tokens, l.reasoning_tokens, l.cached_tokens
+  FROM usage_logs l JOIN n ON n.request_id = l.request_id
+  WHERE l.estimated
+  ORDER BY l.id
+  FOR UPDATE OF l
+)
+UPDATE usage_logs u SET prompt_tokens = n.prompt_tokens, completion_tokens = n.completion_tokens,
+  reasoning_tokens = n.reasoning_tokens, cached_tokens = n.cached_tokens, input_tokens = n.input_tokens,
+  cache_write_5m_tokens = n.cache_write_5m_tokens, cache_write_1h_tokens = n.cache_write_1h_tokens,
+  cost_micro = n.cost_micro, input_price = n.input_price, cached_input_price = n.cached_input_price,
+  cache_write_5m_price = n.cache_write_5m_price, cache_write_1h_price = n.cache_write_1h_price,
+  output_price = n.output_price, estimated = false
+FROM n, old
+WHERE u.id = old.id AND n.request_id = u.request_id
+RETURNING u.request_id, u.account_id::text AS account_id, u.api_key_id::text AS api_key_id, u.model, u.started_at,
+  (u.cost_micro - old.cost_micro)::text AS cost_delta,
+  u.prompt_tokens - old.prompt_tokens AS prompt_delta, u.completion_tokens - old.completion_tokens AS completion_delta,
+  u.reasoning_tokens - old.reasoning_tokens AS reasoning_delta, u.cached_tokens - old.cached_tokens AS cached_delta`;
+
+// The hourly rollup follows inserts by trigger; a replaced estimate adds its difference here.
+const ROLLUP_DELTA = `
+UPDATE usage_hourly SET prompt_tokens = prompt_tokens + $5::bigint, completion_tokens = completion_tokens + $6::bigint,
+  reasoning_tokens = reasoning_tokens + $7::bigint, cached_tokens = cached_tokens + $8::bigint,
+  cost_micro = cost_micro + $9::bigint
+WHERE account_id = $1::uuid AND hour = date_trunc('hour', $2::timestamptz)
+  AND api_key_id = COALESCE($3::uuid, '00000000-0000-0000-0000-000000000000'::uuid) AND model = $4`;
 
 const DEBIT_ACCOUNT = `
 UPDATE accounts SET balance_micro = balance_micro - $2::bigint, spent_micro = spent_micro + $2::bigint,
@@ -22,10 +72,12 @@ UPDATE accounts SET balance_micro = balance_micro - $2::bigint, spent_micro = sp
 WHERE id = $1::uuid
 RETURNING balance_micro::text AS balance, time_zone`;
 
+// A charge's ledger request id is the call's; the difference settled when an exact count replaces an estimate
+// has "<request id>:exact" (still unique, so it is written once), and is a refund when the estimate was higher.
 const INSERT_LEDGER = `
 INSERT INTO ledger_entries (id, account_id, kind, amount_micro, balance_after_micro, api_key_id, request_id)
-SELECT gen_random_uuid(), $1::uuid, 'charge', u.amount, u.balance_after, u.api_key_id, u.request_id
-FROM unnest($2::bigint[], $3::bigint[], $4::uuid[], $5::text[]) AS u(amount, balance_after, api_key_id, request_id)`;
+SELECT gen_random_uuid(), $1::uuid, u.kind::"LedgerKind", u.amount, u.balance_after, u.api_key_id, u.request_id
+FROM unnest($2::bigint[], $3::bigint[], $4::uuid[], $5::text[], $6::text[]) AS u(amount, balance_after, api_key_id, request_id, kind)`;
 
 const UPDATE_KEY = `
 UPDATE api_keys SET spent_micro = spent_micro + $2::bigint, last_used_at = GREATEST(last_used_at, $3::timestamptz),
@@ -39,75 +91,141 @@ SELECT u.account_id, u.key_id, u.period::"BudgetPeriod", u.period_start, u.spent
 FROM unnest($1::uuid[], $2::text[], $3::text[], $4::timestamptz[], $5::bigint[]) AS u(account_id, key_id, period, period_start, spent)
 ON CONFLICT (account_id, key_id, period, period_start) DO UPDATE SET spent_micro = s.spent_micro + EXCLUDED.spent_micro`;
 
+/** One amount to settle: a new call's cost, or the difference an exact count makes to an estimate. */
+interface Charge {
+  accountId: string;
+  keyId: string | null;
+  /** the ledger entry's request id */
+  ledgerId: string;
+  cost: bigint;
+  /** when the call started: its budget periods */
+  startedAt: string;
+  kind: "charge" | "refund";
+  /** a difference settled later: it does not move the key's last use */
+  correction: boolean;
+}
+
+/** Of two events for one request, the one that settles: an exact count wins over an estimate. */
+function pick(a: UsageEvent | undefined, b: UsageEvent): UsageEvent {
+  if (a === undefined) return b;
+  return a.estimated && !b.estimated ? b : a;
+}
+
+const inputOf = (e: UsageEvent) => Math.max(0, e.promptTokens - e.cachedTokens - e.cacheWrite5mTokens - e.cacheWrite1hTokens);
+
 /**
  * Settles usage events: the usage-log rows, the wallet debits, the ledger entries and the keys' spend, all in
  * one transaction keyed by request id. An event whose row exists already (a redelivery, a replay from a
- * data plane's spool) changes nothing, so nothing is ever charged twice. A batch costs one transaction and
- * one UPDATE per account and per key, however many events it holds. Returns how many events were new.
+ * data plane's spool) changes nothing, so nothing is ever charged twice, with one exception: an exact event
+ * for a row still flagged estimated replaces its counts and settles the difference, once. A batch costs one
+ * transaction and one UPDATE per account and per key, however many events it holds. Returns how many events
+ * were new.
  */
 export async function settleUsageBatch(db: Database, events: UsageEvent[], calendar: BudgetCalendar = controlCalendar): Promise<number> {
-  const unique = [...new Map(events.map((e) => [e.requestId, e])).values()];
+  const byRequest = new Map<string, UsageEvent>();
+  for (const e of events) byRequest.set(e.requestId, pick(byRequest.get(e.requestId), e));
+  const unique = [...byRequest.values()];
   if (unique.length === 0) return 0;
-  const col = <T>(f: (e: UsageEvent) => T): T[] => unique.map(f);
+  const col = <T>(list: UsageEvent[], f: (e: UsageEvent) => T): T[] => list.map(f);
   return db.sql.transaction(async (tx) => {
     const inserted = await tx.query<{ request_id: string }>(INSERT_USAGE, [
-      col((e) => e.requestId),
-      col((e) => e.accountId),
-      col((e) => e.keyId),
-      col((e) => e.model),
-      col((e) => e.protocol),
-      col((e) => e.upstream),
-      col((e) => e.status),
-      col((e) => e.errorCode),
-      col((e) => e.promptTokens),
-      col((e) => e.completionTokens),
-      col((e) => e.reasoningTokens),
-      col((e) => e.cachedTokens),
-      col((e) => e.cost),
-      col((e) => e.latencyMs),
-      col((e) => e.ttftMs),
-      col((e) => e.stream),
-      col((e) => e.clientIp),
-      col((e) => e.startedAt),
+      col(unique, (e) => e.requestId),
+      col(unique, (e) => e.accountId),
+      col(unique, (e) => e.keyId),
+      col(unique, (e) => e.model),
+      col(unique, (e) => e.protocol),
+      col(unique, (e) => e.upstream),
+      col(unique, (e) => e.status),
+      col(unique, (e) => e.errorCode),
+      col(unique, (e) => e.promptTokens),
+      col(unique, (e) => e.completionTokens),
+      col(unique, (e) => e.reasoningTokens),
+      col(unique, (e) => e.cachedTokens),
+      col(unique, (e) => e.cost),
+      col(unique, (e) => e.latencyMs),
+      col(unique, (e) => e.ttftMs),
+      col(unique, (e) => e.stream),
+      col(unique, (e) => e.clientIp),
+      col(unique, (e) => e.startedAt),
+      col(unique, inputOf),
+      col(unique, (e) => e.cacheWrite5mTokens),
+      col(unique, (e) => e.cacheWrite1hTokens),
+      col(unique, (e) => e.prices?.input ?? null),
+      col(unique, (e) => e.prices?.cachedInput ?? null),
+      col(unique, (e) => e.prices?.cacheWrite5m ?? null),
+      col(unique, (e) => e.prices?.cacheWrite1h ?? null),
+      col(unique, (e) => e.prices?.output ?? null),
+      col(unique, (e) => e.estimated),
+      col(unique, (e) => e.endUser),
+      col(unique, (e) => JSON.stringify(e.tags)),
     ]);
     const fresh = new Set(inserted.map((r) => r.request_id));
     const settled = unique.filter((e) => fresh.has(e.requestId));
+    const charges: Charge[] = settled.map((e) => ({ accountId: e.accountId, keyId: e.keyId, ledgerId: e.requestId, cost: BigInt(e.cost), startedAt: e.startedAt, kind: "charge", correction: false }));
+
+    const exact = unique.filter((e) => !fresh.has(e.requestId) && !e.estimated);
+    if (exact.length > 0) {
+      const replaced = await tx.query<{ request_id: string; account_id: string; api_key_id: string | null; model: string; started_at: Date | string; cost_delta: string; prompt_delta: number; completion_delta: number; reasoning_delta: number; cached_delta: number }>(REPLACE_ESTIMATE, [
+        col(exact, (e) => e.requestId),
+        col(exact, (e) => e.promptTokens),
+        col(exact, (e) => e.completionTokens),
+        col(exact, (e) => e.reasoningTokens),
+        col(exact, (e) => e.cachedTokens),
+        col(exact, inputOf),
+        col(exact, (e) => e.cacheWrite5mTokens),
+        col(exact, (e) => e.cacheWrite1hTokens),
+        col(exact, (e) => e.cost),
+        col(exact, (e) => e.prices?.input ?? null),
+        col(exact, (e) => e.prices?.cachedInput ?? null),
+        col(exact, (e) => e.prices?.cacheWrite5m ?? null),
+        col(exact, (e) => e.prices?.cacheWrite1h ?? null),
+        col(exact, (e) => e.prices?.output ?? null),
+      ]);
+      for (const r of replaced) {
+        const delta = BigInt(r.cost_delta);
+        await tx.query(ROLLUP_DELTA, [r.account_id, r.started_at, r.api_key_id, r.model, r.prompt_delta, r.completion_delta, r.reasoning_delta, r.cached_delta, r.cost_delta]);
+        if (delta === 0n) continue;
+        charges.push({ accountId: r.account_id, keyId: r.api_key_id, ledgerId: `${r.request_id}:exact`, cost: delta, startedAt: new Date(r.started_at).toISOString(), kind: delta > 0n ? "charge" : "refund", correction: true });
+      }
+    }
 
     // Per account: one debit for the batch, one ledger row per charged call with its running balance.
-    const byAccount = new Map<string, UsageEvent[]>();
-    for (const e of settled) {
-      if (BigInt(e.cost) === 0n) continue;
-      const list = byAccount.get(e.accountId);
-      if (list) list.push(e);
-      else byAccount.set(e.accountId, [e]);
+    const byAccount = new Map<string, Charge[]>();
+    for (const c of charges) {
+      if (c.cost === 0n) continue;
+      const list = byAccount.get(c.accountId);
+      if (list) list.push(c);
+      else byAccount.set(c.accountId, [c]);
     }
     // Sorted ids: concurrent settlers lock rows in the same order, so they cannot deadlock.
     const timeZones = new Map<string, string>();
     for (const accountId of [...byAccount.keys()].sort()) {
-      const charges = byAccount.get(accountId)!;
-      const total = charges.reduce((s, e) => s + BigInt(e.cost), 0n);
+      const list = byAccount.get(accountId)!;
+      const total = list.reduce((s, c) => s + c.cost, 0n);
       const [row] = await tx.query<{ balance: string; time_zone: string }>(DEBIT_ACCOUNT, [accountId, total.toString()]);
       if (row === undefined) throw new Error(`settlement: account ${accountId} does not exist`);
       timeZones.set(accountId, row.time_zone);
       let balance = BigInt(row.balance) + total;
       const amounts: string[] = [];
       const after: string[] = [];
-      for (const e of charges) {
-        const cost = BigInt(e.cost);
-        balance -= cost;
-        amounts.push((-cost).toString());
+      for (const c of list) {
+        balance -= c.cost;
+        amounts.push((-c.cost).toString());
         after.push(balance.toString());
       }
-      await tx.query(INSERT_LEDGER, [accountId, amounts, after, charges.map((e) => e.keyId), charges.map((e) => e.requestId)]);
+      await tx.query(INSERT_LEDGER, [accountId, amounts, after, list.map((c) => c.keyId), list.map((c) => c.ledgerId), list.map((c) => c.kind)]);
     }
 
     const byKey = new Map<string, { cost: bigint; last: string }>();
-    for (const e of settled) {
-      const k = byKey.get(e.keyId);
+    for (const c of charges) {
+      if (c.keyId === null) continue;
+      // The key's last use is not moved by a correction: the call's own row already did.
+      const last = c.correction ? new Date(0).toISOString() : c.startedAt;
+      const k = byKey.get(c.keyId);
       if (k) {
-        k.cost += BigInt(e.cost);
-        if (Date.parse(e.startedAt) > Date.parse(k.last)) k.last = e.startedAt;
-      } else byKey.set(e.keyId, { cost: BigInt(e.cost), last: e.startedAt });
+        k.cost += c.cost;
+        if (Date.parse(last) > Date.parse(k.last)) k.last = last;
+      } else byKey.set(c.keyId, { cost: c.cost, last });
     }
     for (const keyId of [...byKey.keys()].sort()) {
       const k = byKey.get(keyId)!;
@@ -118,7 +236,6 @@ export async function settleUsageBatch(db: Database, events: UsageEvent[], calen
   });
 }
 
-
 /**
  * Adds the batch's charges to the settled spend of their calendar periods (day, ISO week, month in the account's
  * time zone), for the account as a whole and for each key: one statement for the batch. A call belongs to the
@@ -126,7 +243,7 @@ export async function settleUsageBatch(db: Database, events: UsageEvent[], calen
  */
 async function addPeriodSpend(
   tx: SqlTx,
-  byAccount: Map<string, UsageEvent[]>,
+  byAccount: Map<string, Charge[]>,
   timeZones: Map<string, string>,
   calendar: BudgetCalendar,
 ): Promise<void> {
@@ -137,9 +254,9 @@ async function addPeriodSpend(
       const t = calendar.fromWall(Date.parse(e.startedAt));
       for (const period of budgetPeriods) {
         const start = new Date(calendar.bounds(tz, period, t).start).toISOString();
-        for (const subject of ["", e.keyId]) {
+        for (const subject of e.keyId === null ? [""] : ["", e.keyId]) {
           const id = `${accountId}\t${subject}\t${period}\t${start}`;
-          sums.set(id, (sums.get(id) ?? 0n) + BigInt(e.cost));
+          sums.set(id, (sums.get(id) ?? 0n) + e.cost);
         }
       }
     }

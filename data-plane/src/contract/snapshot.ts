@@ -10,6 +10,10 @@ export const priceSchema = z.object({
   input: microString,
   output: microString,
   cachedInput: microString.nullable(),
+  /** 5-minute prompt-cache writes; absent or null: 1.25 × input (see billing/cost.ts) */
+  cacheWrite5m: microString.nullable().optional(),
+  /** 1-hour prompt-cache writes; absent or null: 2 × input */
+  cacheWrite1h: microString.nullable().optional(),
 });
 export type Price = z.infer<typeof priceSchema>;
 

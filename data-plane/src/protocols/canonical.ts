@@ -133,16 +133,25 @@ export interface CanonicalRequest {
 
 export type FinishReason = "stop" | "length" | "tool_calls" | "content_filter" | "error";
 
+/**
+ * Token counts in one convention, whatever the upstream reported (see docs/billing.md, "Token classes"):
+ * promptTokens counts every input token once, cache reads and cache writes included (OpenAI's definition),
+ * so the uncached input is promptTokens − cachedTokens − cacheWrite5mTokens − cacheWrite1hTokens.
+ * completionTokens counts every output token once, reasoning included.
+ */
 export interface Usage {
-  /** All input tokens, cached ones included (OpenAI's definition). */
+  /** All input tokens, cache reads and writes included. */
   promptTokens: number;
   /** All output tokens, reasoning included. */
   completionTokens: number;
+  /** The part of completionTokens spent on reasoning (billed as output). */
   reasoningTokens: number;
   /** Input tokens read from a prompt cache (part of promptTokens). */
   cachedTokens: number;
-  /** Input tokens written to Anthropic's prompt cache (part of promptTokens); kept so Anthropic round-trips. */
-  cacheCreationTokens?: number;
+  /** Input tokens written to a prompt cache kept 5 minutes (Anthropic; part of promptTokens). Absent: 0. */
+  cacheWrite5mTokens?: number;
+  /** Input tokens written to a prompt cache kept 1 hour (Anthropic; part of promptTokens). Absent: 0. */
+  cacheWrite1hTokens?: number;
 }
 
 export const emptyUsage = (): Usage => ({ promptTokens: 0, completionTokens: 0, reasoningTokens: 0, cachedTokens: 0 });

@@ -33,6 +33,8 @@ export interface DataPlaneOptions {
   /** decrypts upstream credentials from the snapshot */
   masterKey: Buffer;
   maxBodyBytes: number;
+  /** how long a stream the client left is still read for its exact usage (default 30 s, see server/call.ts) */
+  cutStreamDrainMs?: number;
   /** MODELGATE_METRICS_TOKEN: when set, /metrics and /readyz require it as a bearer token */
   opsToken?: string | null;
   /** the process is still starting or already draining */

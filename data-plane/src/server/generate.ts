@@ -16,6 +16,7 @@ import { relayOpenAIJson, relayOpenAIStream } from "./relay-openai.ts";
 import { sendError } from "./respond.ts";
 import { type Outgoing, callUpstream } from "../upstreams/upstream-call.ts";
 import { tokensFromChars } from "../usage/record.ts";
+import { attributionOf } from "../usage/attribution.ts";
 
 /** A client-facing generation endpoint: which protocol it speaks and where that protocol puts the key. */
 export interface Endpoint {
@@ -52,6 +53,7 @@ export async function handleGenerate(opts: DataPlaneOptions, req: IncomingMessag
     const raw = await readBody(req, opts.maxBodyBytes);
     const body = parseJsonObject(raw);
     const canonical = client.parseClientRequest(body, ep.route);
+    const attribution = attributionOf(ep.protocol, body, req.headers);
     trace?.request(canonical.model, canonical.stream, caller.account.id, caller.key.id);
     const limitsSpan = trace?.limits();
     const admission = await admit(opts, caller, canonical.model, tokensFromChars(declared ?? raw.length), startedAt, limits).finally(() => limitsSpan?.end());
@@ -67,13 +69,17 @@ export async function handleGenerate(opts: DataPlaneOptions, req: IncomingMessag
       clientIp: caller.clientIp,
       startedAt,
       firstByteAt: null,
+      attribution,
     }, trace);
     const routes = orderRoutes(admission.model.routes);
     if (routes.length === 0) throw new GatewayError("unavailable", "no_upstream", `The model '${canonical.model}' has no upstream configured right now.`);
 
     const abort = new CallAbort();
     res.on("close", () => {
-      if (!res.writableFinished) abort.abort();
+      if (res.writableFinished) return;
+      // A stream the client left is still read for its exact usage (Call.cut); anything else stops now.
+      if (call?.streaming) call.cut(() => abort.abort());
+      else abort.abort();
     });
     const modeOf = (route: RouteSnapshot): Mode => {
       const up = upstreamProtocol(route);

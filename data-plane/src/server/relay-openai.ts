@@ -25,6 +25,7 @@ const usageOf = (u: OpenAIUsage) => ({
   cachedTokens: u.prompt_tokens_details?.cached_tokens ?? 0,
   reasoningTokens: u.completion_tokens_details?.reasoning_tokens ?? 0,
 });
+// OpenAI's prompt_tokens already includes cached_tokens (reads); it reports no cache writes.
 
 interface Chunk {
   model?: string;
@@ -52,13 +53,16 @@ export async function relayOpenAIJson(call: Call, res: ServerResponse, answer: A
   let usageAdded = false;
   if (parsed.usage && typeof parsed.usage.prompt_tokens === "number") {
     call.setUsage(usageOf(parsed.usage));
+    call.usageComplete = true;
   } else {
     usageAdded = true;
-    // Every successful response carries usage; when the upstream leaves it out the gateway counts it.
+    // Every successful response carries usage; when the upstream leaves it out the gateway counts it (the
+    // prompt from the request's size, the output from the answer) and the row is flagged estimated.
     for (const c of parsed.choices ?? []) call.deliveredChars += String(c.message?.content ?? "").length + String(c.message?.reasoning_content ?? "").length;
     const completion = tokensFromChars(call.deliveredChars);
-    call.setUsage({ promptTokens: 0, completionTokens: completion, reasoningTokens: 0, cachedTokens: 0 });
-    parsed.usage = { prompt_tokens: 0, completion_tokens: completion, total_tokens: completion } as OpenAIUsage;
+    const prompt = call.admission.estimatedPromptTokens;
+    call.setUsage({ promptTokens: prompt, completionTokens: completion, reasoningTokens: 0, cachedTokens: 0 });
+    parsed.usage = { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion } as OpenAIUsage;
   }
   // The upstream's bytes as they are, unless usage was added; the model name is put back in place.
   let body = text;
@@ -80,6 +84,11 @@ export async function relayOpenAIStream(
   headers: Record<string, string>,
 ): Promise<void> {
   const stream = startEventStream(res, { ...SSE_HEADERS, ...headers });
+  call.streaming = true;
+  // After the client left, the upstream is still read for its usage (Call.cut); nothing is written.
+  const write = (s: string) => {
+    if (!res.destroyed) res.write(s);
+  };
   const parser = new SseParser();
   let sawDone = false;
   let sawUsage = false;
@@ -100,7 +109,7 @@ export async function relayOpenAIStream(
       // Re-shaped so that this error, too, carries the request id.
       const message = typeof chunk.error.message === "string" ? chunk.error.message : "The upstream reported an error mid-stream.";
       upstreamError = new GatewayError("upstream", "upstream_stream_error", `The upstream failed mid-stream: ${message}`);
-      res.write(`data: ${renderOpenAIError(upstreamError, call.record.requestId).body}\n\n`);
+      write(`data: ${renderOpenAIError(upstreamError, call.record.requestId).body}\n\n`);
       return;
     }
     if (chunk.usage) {
@@ -119,14 +128,14 @@ export async function relayOpenAIStream(
       if (choices.length === 0 && chunk.usage) return;
       delete chunk.usage;
       if (chunk.model !== undefined) chunk.model = clientModel;
-      res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+      write(`data: ${JSON.stringify(chunk)}\n\n`);
       return;
     }
     let out = data;
     if (typeof chunk.model === "string" && chunk.model !== clientModel) {
       out = replaceModelField(data, chunk.model, clientModel) ?? JSON.stringify({ ...chunk, model: clientModel });
     }
-    res.write(`data: ${out}\n\n`);
+    write(`data: ${out}\n\n`);
   };
   const relayChunk = (buf: Buffer) => {
     for (const ev of parser.push(buf)) relayEvent(ev.data);
@@ -146,6 +155,7 @@ export async function relayOpenAIStream(
     } else {
       if (!sawDone && !sawUsage) throw new Error("upstream stream ended early");
       answer.settle(true);
+      call.usageComplete = sawUsage;
     }
   } catch {
     if (res.destroyed) {

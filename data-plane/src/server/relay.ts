@@ -5,6 +5,7 @@ import { SseParser, type SseEvent } from "../protocols/sse.ts";
 import type { Answer } from "../upstreams/upstream-call.ts";
 import type { Call } from "./call.ts";
 import { sendJson } from "./respond.ts";
+import { tokensFromChars } from "../usage/record.ts";
 
 // Relaying an upstream answer to the client, for the two general cases:
 // - passthrough: client and upstream speak the same protocol and the model name needs no rewriting, so the
@@ -81,7 +82,17 @@ export async function relayJson(
   }
   answer.settle(true);
   const canonical = upstreamAdapter.parseUpstreamResponse(parsed);
-  call.setUsage(canonical.usage);
+  const u = canonical.usage;
+  if (u.promptTokens === 0 && u.completionTokens === 0) {
+    // No usage in the answer: never billed 0 by omission. The gateway counts it (flagged estimated) and the
+    // client gets that count.
+    for (const p of canonical.content) call.deliveredChars += p.type === "tool_call" ? p.arguments.length : p.text.length;
+    canonical.usage = { ...u, promptTokens: call.admission.estimatedPromptTokens, completionTokens: tokensFromChars(call.deliveredChars) };
+    call.setUsage(canonical.usage);
+  } else {
+    call.setUsage(u);
+    call.usageComplete = true;
+  }
   const body = render ? JSON.stringify(render(canonical)) : text;
   await call.finish(200); // the charge is durable before the answer goes out
   sendJson(res, 200, body, headers);
@@ -106,6 +117,7 @@ export interface StreamRelay {
  */
 export async function relayStream(call: Call, res: ServerResponse, answer: Answer, relay: StreamRelay, headers: Record<string, string>): Promise<void> {
   const stream = startEventStream(res, { ...SSE_HEADERS, ...(relay.contentType ? { "content-type": relay.contentType } : {}), ...headers });
+  call.streaming = true;
   const out = (s: string) => {
     if (s && !res.destroyed) res.write(relay.wrap ? relay.wrap.frames(s) : s);
   };
@@ -133,6 +145,7 @@ export async function relayStream(call: Call, res: ServerResponse, answer: Answe
     if (relay.passthrough) out(relay.passthrough.end());
     handle(relay.decoder.end());
     answer.settle(status === 200);
+    call.usageComplete = status === 200 && call.usage !== null;
   } catch {
     if (res.destroyed) {
       status = 499;

@@ -1,14 +1,23 @@
-import { computeCost } from "../billing/cost.ts";
+import { computeCost, tokenBreakdown, unitPrices } from "../billing/cost.ts";
 import type { ClientProtocol, Price, UsageEvent } from "../contract/index.ts";
 
+/** The canonical counts (protocols/canonical.ts, Usage): prompt includes cache reads and writes. */
 export interface TokenUsage {
   promptTokens: number;
   completionTokens: number;
   reasoningTokens: number;
   cachedTokens: number;
+  cacheWrite5mTokens: number;
+  cacheWrite1hTokens: number;
 }
 
-export const zeroUsage = (): TokenUsage => ({ promptTokens: 0, completionTokens: 0, reasoningTokens: 0, cachedTokens: 0 });
+export const zeroUsage = (): TokenUsage => ({ promptTokens: 0, completionTokens: 0, reasoningTokens: 0, cachedTokens: 0, cacheWrite5mTokens: 0, cacheWrite1hTokens: 0 });
+
+/** Who a call is attributed to, beyond its key: the caller's end user and tags. */
+export interface Attribution {
+  endUser: string | null;
+  tags: string[];
+}
 
 export interface CallRecord {
   requestId: string;
@@ -21,6 +30,7 @@ export interface CallRecord {
   clientIp: string | null;
   startedAt: number;
   firstByteAt: number | null;
+  attribution?: Attribution;
 }
 
 export function usageEvent(
@@ -31,8 +41,13 @@ export function usageEvent(
   errorCode: string | null,
   /** defaults to "the call succeeded"; a stream cut off after delivering tokens is charged for them */
   charge = status >= 200 && status < 300,
+  /** the counts are the gateway's estimate, not the upstream's report */
+  estimated = false,
 ): UsageEvent {
   const now = Date.now();
+  // The breakdown is stored as billed: clamped counts, so the row's classes always add up to its prompt.
+  const b = tokenBreakdown(usage);
+  const billed = charge && price !== null;
   return {
     requestId: call.requestId,
     keyId: call.keyId,
@@ -44,9 +59,15 @@ export function usageEvent(
     promptTokens: usage.promptTokens,
     completionTokens: usage.completionTokens,
     reasoningTokens: usage.reasoningTokens,
-    cachedTokens: usage.cachedTokens,
+    cachedTokens: b.cacheRead,
+    cacheWrite5mTokens: b.cacheWrite5m,
+    cacheWrite1hTokens: b.cacheWrite1h,
     // Failed upstream calls are never charged; a successful one always is, at the price of its tokens.
-    cost: charge && price ? computeCost(usage, price).toString() : "0",
+    cost: billed ? computeCost(usage, price).toString() : "0",
+    prices: billed ? unitPrices(price) : null,
+    estimated,
+    endUser: call.attribution?.endUser ?? null,
+    tags: call.attribution?.tags ?? [],
     status,
     errorCode,
     latencyMs: now - call.startedAt,

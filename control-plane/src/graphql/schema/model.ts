@@ -10,6 +10,8 @@ import {
   upsertUpstream,
 } from "../../services/catalog.ts";
 import { builder, type Types } from "../builder.ts";
+import { unitPrices } from "@modelgate/data-plane";
+import { formatMicroText } from "../../services/money.ts";
 import { accountIdFor, checkId, money } from "../common.ts";
 import { ConfigSourceEnum, UpstreamProtocolEnum } from "./enums.ts";
 
@@ -34,8 +36,30 @@ const priceFields = (t: PothosSchemaTypes.ObjectFieldBuilder<Types, PricedModel>
       return v === null ? null : money(v);
     },
   }),
+  cacheWrite5mPrice: t.string({
+    description: "per 1M tokens written to a 5-minute prompt cache (1.25 × input unless set)",
+    resolve: (m) => formatMicroText(effectivePrices(m).cacheWrite5m),
+  }),
+  cacheWrite1hPrice: t.string({
+    description: "per 1M tokens written to a 1-hour prompt cache (2 × input unless set)",
+    resolve: (m) => formatMicroText(effectivePrices(m).cacheWrite1h),
+  }),
   contracted: t.boolean({ description: "true when a contract price applies, false for list price", resolve: (m) => m.contract !== null }),
 });
+
+const nullableText = (v: bigint | null) => (v === null ? null : v.toString());
+/** The prices the data plane bills at (billing/cost.ts), defaults applied, so customers see what they pay. */
+function effectivePrices(m: PricedModel) {
+  const p = m.contract ?? m.model;
+  return unitPrices({
+    input: p.inputPriceMicro.toString(),
+    output: p.outputPriceMicro.toString(),
+    cachedInput: nullableText(p.cachedInputPriceMicro),
+    cacheWrite5m: nullableText(p.cacheWrite5mPriceMicro),
+    cacheWrite1h: nullableText(p.cacheWrite1hPriceMicro),
+  });
+}
+const optionalMoney = (v: bigint | null) => (v === null ? null : money(v));
 
 const CustomerModelRef = builder.objectRef<PricedModel>("CustomerModel").implement({
   description: "A model the account may call, with its price under the account's contract.",
@@ -86,6 +110,8 @@ const ModelRef = builder.objectRef<Model>("Model").implement({
     inputPrice: t.string({ resolve: (m) => money(m.inputPriceMicro) }),
     outputPrice: t.string({ resolve: (m) => money(m.outputPriceMicro) }),
     cachedInputPrice: t.string({ nullable: true, resolve: (m) => (m.cachedInputPriceMicro === null ? null : money(m.cachedInputPriceMicro)) }),
+    cacheWrite5mPrice: t.string({ nullable: true, description: "null: 1.25 × input", resolve: (m) => optionalMoney(m.cacheWrite5mPriceMicro) }),
+    cacheWrite1hPrice: t.string({ nullable: true, description: "null: 2 × input", resolve: (m) => optionalMoney(m.cacheWrite1hPriceMicro) }),
     routes: t.field({
       type: [RouteRef],
       resolve: (m, _a, ctx) => ctx.app.prisma.route.findMany({ where: { modelId: m.id }, orderBy: [{ priority: "desc" }, { weight: "desc" }] }),
@@ -101,6 +127,8 @@ const PriceContractRef = builder.objectRef<PriceContract>("PriceContract").imple
     inputPrice: t.string({ resolve: (c) => money(c.inputPriceMicro) }),
     outputPrice: t.string({ resolve: (c) => money(c.outputPriceMicro) }),
     cachedInputPrice: t.string({ nullable: true, resolve: (c) => (c.cachedInputPriceMicro === null ? null : money(c.cachedInputPriceMicro)) }),
+    cacheWrite5mPrice: t.string({ nullable: true, description: "null: 1.25 × input", resolve: (c) => optionalMoney(c.cacheWrite5mPriceMicro) }),
+    cacheWrite1hPrice: t.string({ nullable: true, description: "null: 2 × input", resolve: (c) => optionalMoney(c.cacheWrite1hPriceMicro) }),
     updatedAt: t.expose("updatedAt", { type: "DateTime" }),
   }),
 });
@@ -145,9 +173,11 @@ const ModelInput = builder.inputType("ModelInput", {
     id: t.string({ required: true, description: "full ID ending in a date, e.g. acme-chat-2025-01-01" }),
     displayName: t.string(),
     reasoning: t.boolean(),
-    inputPrice: t.string({ required: true, description: "per 1M tokens, decimal text" }),
+    inputPrice: t.string({ required: true, description: "per 1M tokens, decimal text; required (\"0\" for free)" }),
     outputPrice: t.string({ required: true }),
-    cachedInputPrice: t.string(),
+    cachedInputPrice: t.string({ description: "cache reads; omit to bill them at input" }),
+    cacheWrite5mPrice: t.string({ description: "5-minute cache writes; omit for 1.25 × input" }),
+    cacheWrite1hPrice: t.string({ description: "1-hour cache writes; omit for 2 × input" }),
     enabled: t.boolean(),
   }),
 });
@@ -182,7 +212,9 @@ const PriceContractInput = builder.inputType("PriceContractInput", {
     modelId: t.string({ required: true }),
     inputPrice: t.string({ required: true, description: "per 1M tokens, decimal text" }),
     outputPrice: t.string({ required: true }),
-    cachedInputPrice: t.string(),
+    cachedInputPrice: t.string({ description: "cache reads; omit to bill them at input" }),
+    cacheWrite5mPrice: t.string({ description: "5-minute cache writes; omit for 1.25 × input" }),
+    cacheWrite1hPrice: t.string({ description: "1-hour cache writes; omit for 2 × input" }),
   }),
 });
 

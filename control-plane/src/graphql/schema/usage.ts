@@ -2,6 +2,7 @@ import type { UsageLog } from "../../generated/prisma/client.ts";
 import { usageStats, type Totals } from "../../stats/aggregate.ts";
 import { usagePage, type UsageFilter } from "../../stats/usage-log.ts";
 import { builder, type Types } from "../builder.ts";
+import { formatMicroText } from "../../services/money.ts";
 import { accountIdFor, checkId, clampFirst, money } from "../common.ts";
 import { GranularityEnum } from "./enums.ts";
 
@@ -28,6 +29,20 @@ export function toFilter(f: { from?: Date | null; to?: Date | null; apiKeyId?: s
   };
 }
 
+const UsagePricesRef = builder.objectRef<UsageLog>("UsagePrices").implement({
+  description: "The unit prices a call was billed at, per 1M tokens (decimal text; derived cache-write prices can have more than 6 decimals).",
+  fields: (t) => {
+    const price = (get: (u: UsageLog) => { toString(): string } | null) => t.string({ resolve: (u) => formatMicroText(get(u)?.toString() ?? "0") });
+    return {
+      input: price((u) => u.inputPrice),
+      cachedInput: price((u) => u.cachedInputPrice),
+      cacheWrite5m: price((u) => u.cacheWrite5mPrice),
+      cacheWrite1h: price((u) => u.cacheWrite1hPrice),
+      output: price((u) => u.outputPrice),
+    };
+  },
+});
+
 const UsageEntryRef = builder.objectRef<UsageLog>("UsageEntry").implement({
   description: "One call: metadata only (no prompt or completion text is kept).",
   fields: (t) => ({
@@ -42,10 +57,17 @@ const UsageEntryRef = builder.objectRef<UsageLog>("UsageEntry").implement({
     promptTokens: t.exposeInt("promptTokens"),
     completionTokens: t.exposeInt("completionTokens"),
     reasoningTokens: t.exposeInt("reasoningTokens"),
-    cachedTokens: t.exposeInt("cachedTokens"),
+    cachedTokens: t.exposeInt("cachedTokens", { description: "input tokens read from a prompt cache (part of promptTokens)" }),
+    inputTokens: t.exposeInt("inputTokens", { description: "input tokens neither read from nor written to a cache (part of promptTokens)" }),
+    cacheWrite5mTokens: t.exposeInt("cacheWrite5mTokens", { description: "input tokens written to a 5-minute prompt cache (part of promptTokens)" }),
+    cacheWrite1hTokens: t.exposeInt("cacheWrite1hTokens", { description: "input tokens written to a 1-hour prompt cache (part of promptTokens)" }),
     totalTokens: t.int({ resolve: (u) => u.promptTokens + u.completionTokens }),
     amount: t.string({ resolve: (u) => money(u.costMicro) }),
     amountMicro: t.string({ resolve: (u) => u.costMicro.toString() }),
+    prices: t.field({ type: UsagePricesRef, nullable: true, description: "null when the call was not billed", resolve: (u) => (u.inputPrice === null ? null : u) }),
+    estimated: t.exposeBoolean("estimated", { description: "the counts are the gateway's estimate (a stream cut before the upstream reported usage)" }),
+    endUser: t.exposeString("endUser", { nullable: true, description: "OpenAI user, Anthropic metadata.user_id" }),
+    tags: t.exposeStringList("tags", { description: "x-modelgate-tags, OpenAI metadata and Gemini labels as key=value" }),
     latencyMs: t.exposeInt("latencyMs"),
     ttftMs: t.exposeInt("ttftMs", { nullable: true }),
     stream: t.exposeBoolean("stream"),

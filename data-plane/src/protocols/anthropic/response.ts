@@ -31,28 +31,38 @@ export const anthropicStopReason = (reason: FinishReason, stopSequence: string |
   }
 };
 
-/** Anthropic's input_tokens excludes cache reads and writes; canonical promptTokens includes them. */
+/**
+ * Anthropic's input_tokens excludes cache reads and writes; canonical promptTokens includes them. Cache writes
+ * are split by lifetime in cache_creation.ephemeral_5m/1h_input_tokens; a total without the split (older API
+ * versions) is all 5-minute writes, the default lifetime, and a total larger than the split puts the rest there
+ * too, so no written token is lost or counted twice.
+ */
 export function usageOfAnthropic(u: unknown): Usage {
   const o = obj(u);
   const cacheRead = num(o.cache_read_input_tokens);
-  const cacheCreation = num(o.cache_creation_input_tokens);
+  const split = obj(o.cache_creation);
+  const write1h = num(split.ephemeral_1h_input_tokens);
+  const write5m = Math.max(num(split.ephemeral_5m_input_tokens), num(o.cache_creation_input_tokens) - write1h);
   const usage: Usage = {
-    promptTokens: num(o.input_tokens) + cacheRead + cacheCreation,
+    promptTokens: num(o.input_tokens) + cacheRead + write5m + write1h,
     completionTokens: num(o.output_tokens),
     reasoningTokens: 0, // Anthropic does not report thinking tokens apart from output_tokens
     cachedTokens: cacheRead,
   };
-  if (cacheCreation > 0) usage.cacheCreationTokens = cacheCreation;
+  if (write5m > 0) usage.cacheWrite5mTokens = write5m;
+  if (write1h > 0) usage.cacheWrite1hTokens = write1h;
   return usage;
 }
 
 /** Never counts cached tokens twice: input_tokens = prompt − cache reads − cache writes. */
 export function anthropicUsage(u: Usage): Json {
-  const creation = u.cacheCreationTokens ?? 0;
+  const write5m = u.cacheWrite5mTokens ?? 0;
+  const write1h = u.cacheWrite1hTokens ?? 0;
   return {
-    input_tokens: Math.max(0, u.promptTokens - u.cachedTokens - creation),
-    cache_creation_input_tokens: creation,
+    input_tokens: Math.max(0, u.promptTokens - u.cachedTokens - write5m - write1h),
+    cache_creation_input_tokens: write5m + write1h,
     cache_read_input_tokens: u.cachedTokens,
+    cache_creation: { ephemeral_5m_input_tokens: write5m, ephemeral_1h_input_tokens: write1h },
     output_tokens: u.completionTokens,
   };
 }

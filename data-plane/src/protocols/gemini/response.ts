@@ -19,12 +19,16 @@ export function finishOfGemini(reason: unknown, hasToolCalls: boolean): FinishRe
 export const geminiFinish = (reason: FinishReason): string =>
   reason === "length" ? "MAX_TOKENS" : reason === "content_filter" ? "SAFETY" : reason === "error" ? "OTHER" : "STOP";
 
-/** Gemini counts thoughts apart from candidates; canonical completion tokens include them. */
+/**
+ * Gemini counts thoughts apart from candidates; canonical completion tokens include them. promptTokenCount
+ * already includes cachedContentTokenCount (cache reads); the prompt of tool results (toolUsePromptTokenCount)
+ * is counted apart and is input too.
+ */
 export function usageOfGemini(u: unknown): Usage {
   const o = obj(u);
   const thoughts = num(o.thoughtsTokenCount);
   return {
-    promptTokens: num(o.promptTokenCount),
+    promptTokens: num(o.promptTokenCount) + num(o.toolUsePromptTokenCount),
     completionTokens: num(o.candidatesTokenCount) + thoughts,
     reasoningTokens: thoughts,
     cachedTokens: num(o.cachedContentTokenCount),
