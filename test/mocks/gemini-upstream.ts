@@ -9,8 +9,10 @@ import {
   type MockReply,
   type MockUpstream,
   type MockUpstreamOptions,
+  type RecordedRequest,
   defaultUsage,
   finishOf,
+  mockEmbedding,
   nextReply,
   sleep,
   startScriptedMock,
@@ -119,6 +121,37 @@ async function stream(res: ServerResponse, r: MockReply, model: string, sse: boo
 }
 
 const ROUTE = /^\/v1beta\/models\/([^/:]+):(generateContent|streamGenerateContent)$/;
+const EMBED = /^\/v1beta\/models\/([^/:]+):(embedContent|batchEmbedContents)$/;
+
+interface EmbedRequest {
+  model?: unknown;
+  content?: { parts?: { text?: unknown }[] };
+  outputDimensionality?: unknown;
+}
+
+/**
+ * :embedContent and :batchEmbedContents as Google answers them: `{embedding:{values}}` or
+ * `{embeddings:[{values}]}`, no token counts. Like Google, a batch request must name the URL's model.
+ */
+function embed(mock: MockUpstream, recorded: RecordedRequest, res: ServerResponse, model: string, isBatch: boolean): void {
+  const body = (recorded.body ?? {}) as { requests?: EmbedRequest[] } & EmbedRequest;
+  const requests = isBatch ? (body.requests ?? []) : [body];
+  if (requests.length === 0) return sendError(res, 400, "* BatchEmbedContentsRequest.requests: requests is not specified");
+  for (const [i, r] of requests.entries()) {
+    if (isBatch && r.model !== `models/${model}`) {
+      return sendError(res, 400, `* BatchEmbedContentsRequest.requests[${i}].model: model in the request does not match the model in the URL`);
+    }
+    if (!Array.isArray(r.content?.parts)) return sendError(res, 400, `* EmbedContentRequest.content: content is not specified`);
+  }
+  const reply = nextReply(mock, recorded);
+  if (reply.error) return sendError(res, reply.error.status, reply.error.message, reply.error.type);
+  const vectors = requests.map((r) => {
+    const text = (r.content?.parts ?? []).map((p) => String(p.text ?? "")).join("\n");
+    return { values: mockEmbedding(text, typeof r.outputDimensionality === "number" ? r.outputDimensionality : undefined) };
+  });
+  res.writeHead(200, { "content-type": "application/json; charset=UTF-8" });
+  res.end(JSON.stringify(isBatch ? { embeddings: vectors } : { embedding: vectors[0] }, null, 2));
+}
 
 /** Starts the mock. Its `url` ends in /v1beta, as a Gemini route's base URL does. */
 export async function startGeminiUpstream(opts: MockUpstreamOptions = {}): Promise<MockUpstream> {
@@ -133,6 +166,8 @@ export async function startGeminiUpstream(opts: MockUpstreamOptions = {}): Promi
         // The gateway's contract is a 401 for a bad key; Google itself would answer 400 API_KEY_INVALID.
         return sendError(res, 401, "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.");
       }
+      const e = EMBED.exec(url.pathname);
+      if (req.method === "POST" && e) return embed(mock, recorded, res, decodeURIComponent(e[1] ?? ""), e[2] === "batchEmbedContents");
       const m = ROUTE.exec(url.pathname);
       if (req.method !== "POST" || !m) return sendError(res, 404, `Method not found: ${url.pathname}`);
       const model = decodeURIComponent(m[1] ?? "");

@@ -1,13 +1,16 @@
-import { createServer, type IncomingMessage, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import {
   DEFAULT_MOCK_KEY,
   type MockReply,
   type MockUpstream,
   type MockUpstreamOptions,
+  type RecordedRequest as ScriptedRequest,
   defaultUsage,
   finishOf,
   fragments,
+  mockEmbedding,
+  mockTokens,
   nextReply,
   sleep,
   startScriptedMock,
@@ -193,6 +196,7 @@ export async function startOpenAIUpstream(opts: MockUpstreamOptions = {}): Promi
         res.end(openaiError(status, message, type));
       };
       if (req.headers.authorization !== `Bearer ${apiKey}`) return fail(401, "Incorrect API key provided.");
+      if (req.method === "POST" && req.url === "/v1/embeddings") return embeddings(mock, recorded, res, fail);
       if (req.method !== "POST" || req.url !== "/v1/chat/completions") return fail(404, `Unknown request URL: ${req.method ?? ""} ${req.url ?? ""}.`);
       const b = (recorded.body ?? {}) as { model?: unknown; stream?: unknown; stream_options?: { include_usage?: unknown } };
       if (typeof b.model !== "string") return fail(400, "you must provide a model parameter");
@@ -258,4 +262,31 @@ export async function startOpenAIUpstream(opts: MockUpstreamOptions = {}): Promi
       res.end(openaiError(500, String(err)));
     },
   );
+}
+
+/**
+ * POST /v1/embeddings as OpenAI answers it: one vector per input (text, or token ids), `dimensions` honoured,
+ * `encoding_format: "base64"` as little-endian float32, usage with prompt_tokens only. A scripted error reply
+ * answers instead.
+ */
+function embeddings(mock: MockUpstream, recorded: ScriptedRequest, res: ServerResponse, fail: (status: number, message: string, type?: string) => void): void {
+  const b = (recorded.body ?? {}) as { model?: unknown; input?: unknown; dimensions?: unknown; encoding_format?: unknown };
+  if (typeof b.model !== "string") return fail(400, "you must provide a model parameter");
+  const raw: unknown[] = typeof b.input === "string" ? [b.input] : Array.isArray(b.input) && b.input.every((x) => typeof x === "number") ? [b.input] : Array.isArray(b.input) ? b.input : [];
+  if (raw.length === 0) return fail(400, "'input' is required");
+  const r = nextReply(mock, recorded);
+  if (r.error) return fail(r.error.status, r.error.message, r.error.type);
+  const dims = typeof b.dimensions === "number" ? b.dimensions : undefined;
+  let tokens = 0;
+  const data = raw.map((x, index) => {
+    const text = typeof x === "string" ? x : JSON.stringify(x);
+    tokens += typeof x === "string" ? mockTokens(x) : (x as unknown[]).length;
+    const v = mockEmbedding(text, dims);
+    if (b.encoding_format !== "base64") return { object: "embedding", index, embedding: v };
+    const buf = Buffer.alloc(v.length * 4);
+    v.forEach((f, i) => buf.writeFloatLE(f, i * 4));
+    return { object: "embedding", index, embedding: buf.toString("base64") };
+  });
+  res.writeHead(200, { "content-type": "application/json" });
+  res.end(JSON.stringify({ object: "list", data, model: b.model, usage: { prompt_tokens: tokens, total_tokens: tokens } }));
 }

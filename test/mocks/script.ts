@@ -157,3 +157,17 @@ export async function readBody(req: AsyncIterable<Buffer>): Promise<unknown> {
     return undefined;
   }
 }
+
+/**
+ * The mock "model"'s embedding of a text: deterministic, `dimensions` long (8 unless asked), each value a
+ * multiple of 1/1024 so it survives float32 (OpenAI's base64 encoding) exactly. Tests compute the expected
+ * vectors with it.
+ */
+export function mockEmbedding(text: string, dimensions = 8): number[] {
+  let h = 0;
+  for (const ch of text) h = (h * 31 + ch.codePointAt(0)!) % 65_521;
+  return Array.from({ length: dimensions }, (_, i) => (((h + 37 * i) % 2048) - 1024) / 1024);
+}
+
+/** The mock's token count of an embedding input: one per word. */
+export const mockTokens = (text: string): number => text.split(/\s+/).filter(Boolean).length;

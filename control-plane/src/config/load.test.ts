@@ -31,4 +31,11 @@ describe("config file", () => {
     expect(() => parseConfig("upstreams:\n  - name: a\n    protocol: openai\n    baseUrl: http://h/v1\n    colour: red\n")).toThrow(/upstreams.0/);
     expect(() => parseConfig("upstreams:\n  - name: a\n    protocol: grpc\n    baseUrl: http://h/v1\n")).toThrow(/protocol/);
   });
+  it("reads a model's type (chat by default) and refuses an embedding model routed to an upstream that makes none", () => {
+    expect(parseConfig(yaml, { OPENAI_API_KEY: "x" }).models[0]!.type).toBe("chat");
+    const embedding = yaml.replace("reasoning: false", "type: embedding");
+    expect(parseConfig(embedding, { OPENAI_API_KEY: "x" }).models[0]!.type).toBe("embedding");
+    expect(() => parseConfig(embedding.replace("protocol: openai", "protocol: anthropic"), { OPENAI_API_KEY: "x" })).toThrow(/embedding model gpt-4o-mini-2024-07-18 routes to upstream openai-main, whose protocol anthropic/);
+    expect(() => parseConfig(yaml.replace("reasoning: false", "type: vision"), { OPENAI_API_KEY: "x" })).toThrow(/type/);
+  });
 });

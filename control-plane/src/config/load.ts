@@ -18,10 +18,15 @@ export function parseConfig(text: string, env: NodeJS.ProcessEnv = process.env):
     const issues = result.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ");
     throw new Error(`invalid gateway config: ${issues}`);
   }
-  const names = new Set(result.data.upstreams.map((u) => u.name));
+  const protocolOf = new Map(result.data.upstreams.map((u) => [u.name, u.protocol]));
   for (const m of result.data.models) {
     for (const r of m.routes) {
-      if (!names.has(r.upstream)) throw new Error(`invalid gateway config: model ${m.id} routes to unknown upstream ${r.upstream}`);
+      const protocol = protocolOf.get(r.upstream);
+      if (protocol === undefined) throw new Error(`invalid gateway config: model ${m.id} routes to unknown upstream ${r.upstream}`);
+      // Only OpenAI and Gemini upstreams make embeddings.
+      if (m.type === "embedding" && protocol !== "openai" && protocol !== "gemini") {
+        throw new Error(`invalid gateway config: embedding model ${m.id} routes to upstream ${r.upstream}, whose protocol ${protocol} makes no embeddings (use openai or gemini)`);
+      }
     }
   }
   return result.data;

@@ -24,6 +24,8 @@ export const configSchema = z.object({
         id: z.string().min(1),
         displayName: z.string().optional(),
         reasoning: z.boolean().default(false),
+        /** embedding: served by /v1/embeddings and Gemini's :embedContent, billed by input tokens */
+        type: z.enum(["chat", "embedding"]).default("chat"),
         // Required, input and output both: a model is never billed 0 by omission (an explicit 0 is free).
         price: z.object({ input: price, output: price, cachedInput: price.optional(), cacheWrite5m: price.optional(), cacheWrite1h: price.optional() }).strict(),
         routes: z

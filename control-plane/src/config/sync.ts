@@ -13,6 +13,7 @@ export const demoConfig = (): GatewayConfig => ({
       id: DEMO_MODEL_ID,
       displayName: "Demo chat",
       reasoning: false,
+      type: "chat",
       price: { input: 0.5, output: 1.5 },
       routes: [{ upstream: "demo", model: DEMO_MODEL_ID, weight: 1, priority: 0 }],
     },
@@ -45,6 +46,7 @@ export async function syncConfig(ctx: ServiceContext, config: GatewayConfig, sou
       const data = {
         displayName: m.displayName ?? null,
         reasoning: m.reasoning,
+        type: m.type,
         inputPriceMicro: parseAmount(m.price.input),
         outputPriceMicro: parseAmount(m.price.output),
         cachedInputPriceMicro: m.price.cachedInput === undefined ? null : parseAmount(m.price.cachedInput),

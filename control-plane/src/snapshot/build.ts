@@ -64,6 +64,7 @@ export async function buildSnapshot(prisma: Db, version: number, calendar = cont
       id: m.id,
       displayName: m.displayName,
       reasoning: m.reasoning,
+      type: m.type,
       createdAt: m.createdAt.toISOString(),
       price: {
         input: str(m.inputPriceMicro),

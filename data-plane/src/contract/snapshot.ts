@@ -39,6 +39,8 @@ export const modelSchema = z.object({
   id: z.string(),
   displayName: z.string().nullable(),
   reasoning: z.boolean(),
+  /** absent in snapshots from before embeddings: chat */
+  type: z.enum(["chat", "embedding"]).optional(),
   price: priceSchema,
   routes: z.array(routeSchema),
   createdAt: z.string(),

@@ -75,6 +75,8 @@ export async function admit(
   estimatedTokens: number,
   now: number,
   limits?: Promise<AcquireResult>,
+  /** what the endpoint serves: a chat endpoint refuses an embedding model, and the other way round */
+  purpose: "chat" | "embedding" = "chat",
 ): Promise<Admission> {
   const spend = await opts.spend.get(caller.key, caller.account);
   const refusal = checkKeyPolicy({ key: caller.key, account: caller.account, model: modelId, clientIp: caller.clientIp, now, spend, calendar: opts.calendar });
@@ -88,6 +90,7 @@ export async function admit(
       "model",
     );
   }
+  if ((model.type ?? "chat") !== purpose) throw wrongModelType(modelId, purpose);
   const result = await (limits ?? startLimits(opts, caller, estimatedTokens, now));
   if (!result.ok) throw rateLimitError(result);
   // Calls that ended while the limiter answered (one of them may have freed the slot this call just took) are
@@ -100,3 +103,13 @@ export async function admit(
   }
   return { model, price: pickPrice(caller.account, model), grant: result, headers: rateLimitHeaders(result.info), estimatedPromptTokens: estimatedTokens };
 }
+
+const wrongModelType = (modelId: string, purpose: "chat" | "embedding"): GatewayError =>
+  new GatewayError(
+    "invalid_request",
+    "wrong_model_type",
+    purpose === "chat"
+      ? `The model '${modelId}' is an embedding model: call POST /v1/embeddings (Gemini: :embedContent) with it.`
+      : `The model '${modelId}' is a chat model, not an embedding model. See GET /v1/models.`,
+    "model",
+  );

@@ -8,6 +8,7 @@ import { type Caller, identify, startLimits } from "./admission.ts";
 import { type KeySource, keyHashFrom } from "./auth.ts";
 import { parseJsonObject, readBody } from "./body.ts";
 import type { DataPlaneOptions } from "./context.ts";
+import { embeddingEndpoint, handleEmbeddings } from "../embeddings/handle.ts";
 import { unknownPath } from "./endpoints.ts";
 import { type Endpoint, handleGenerate } from "./generate.ts";
 import { renderModel, renderModelList } from "./models.ts";
@@ -99,6 +100,11 @@ export function createDataPlaneHandler(opts: DataPlaneOptions, strict: boolean) 
       if (path === "/v1/messages/count_tokens") {
         allow(req, path, "POST");
         await countTokens(opts, req, res);
+        return true;
+      }
+      const embeddings = embeddingEndpoint(path, query);
+      if (embeddings) {
+        await handleEmbeddings(opts, req, res, requestId, embeddings);
         return true;
       }
       const g = gemini.exec(path);

@@ -5,10 +5,13 @@ import { GatewayError } from "../errors.ts";
 
 export const ENDPOINTS: readonly string[] = [
   "POST /v1/chat/completions",
+  "POST /v1/embeddings",
   "POST /v1/messages",
   "POST /v1/messages/count_tokens",
   "POST /v1beta/models/{model}:generateContent",
   "POST /v1beta/models/{model}:streamGenerateContent",
+  "POST /v1beta/models/{model}:embedContent",
+  "POST /v1beta/models/{model}:batchEmbedContents",
   "GET /v1/models",
   "GET /v1/models/{model}",
   "GET /v1beta/models",

@@ -31,6 +31,6 @@ const geminiModel = (m: ModelSnapshot) => ({
   name: `models/${m.id}`,
   baseModelId: m.id,
   displayName: m.displayName ?? m.id,
-  supportedGenerationMethods: ["generateContent", "streamGenerateContent"],
+  supportedGenerationMethods: m.type === "embedding" ? ["embedContent", "batchEmbedContents"] : ["generateContent", "streamGenerateContent"],
   thinking: m.reasoning,
 });
