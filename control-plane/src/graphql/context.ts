@@ -1,9 +1,18 @@
+import type { DeliveryOptions } from "../alerts/deliver.ts";
+import type { AlertRunner } from "../alerts/runner.ts";
 import type { Principal, RequestAuth } from "../auth/principal.ts";
 import type { Mailer } from "../mail/mailer.ts";
 import type { ServiceContext } from "../services/context.ts";
 
 /** What the process hands the API: services plus mail, the data directory and deployment switches. */
-export type AppContext = ServiceContext & { mail: Mailer; dataDir: string; secureCookies: boolean; dev: boolean };
+export type AppContext = ServiceContext & {
+  mail: Mailer;
+  dataDir: string;
+  secureCookies: boolean;
+  dev: boolean;
+  /** alert evaluation and webhook delivery (absent in tools that only run commands) */
+  alerts?: { runner: AlertRunner; delivery: DeliveryOptions };
+};
 
 /** Per-request GraphQL context. */
 export interface GqlContext {

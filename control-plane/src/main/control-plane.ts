@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { hostname } from "node:os";
 import { redisNames, usageShards, connectRedis, createLogger, createGatewayServer, initTracing, inSpan } from "@modelgate/data-plane";
+import type { AlertRunner } from "../alerts/runner.ts";
 import { chain, notFound } from "../http/app.ts";
 import { RedisSnapshotBus } from "../snapshot/redis-bus.ts";
 import { RedisUsageConsumer } from "../usage/redis-consumer.ts";
@@ -47,6 +48,8 @@ const republish = setInterval(() => core.publisher.changed(), Number(process.env
 republish.unref();
 
 // Every shard the replicas may write to (MODELGATE_USAGE_SHARDS, the same value on every process).
+// Evaluated after settlement (set once the routes are up).
+const alerts: { runner?: AlertRunner } = {};
 const consumer = new RedisUsageConsumer(
   consumerConn,
   usageShards(names.prefix, settings.usageShards),
@@ -54,12 +57,14 @@ const consumer = new RedisUsageConsumer(
   async (events) => {
     await inSpan(tracing, "modelgate.usage.settle", { "modelgate.usage.events": events.length }, () => settleUsageBatch(core.db, events));
     core.publisher.settled();
+    alerts.runner?.settled(events.map((e) => e.accountId));
   },
   (err) => logger.error({ err }, "usage consumer error"),
 );
 await consumer.start();
 
-const { routes } = await controlPlaneRoutes(core.ctx, settings, logger);
+const { routes, alerts: runner } = await controlPlaneRoutes(core.ctx, settings, logger);
+alerts.runner = runner;
 const health = async (req: IncomingMessage, res: ServerResponse) => {
   if (req.url !== "/healthz" && req.url !== "/readyz") return false;
   res.writeHead(200, { "content-type": "application/json" });
@@ -74,6 +79,7 @@ onShutdown(logger, async () => {
   core.configWatcher?.stop();
   await new Promise<void>((r) => server.close(() => r()));
   await consumer.stop();
+  await alerts.runner?.stop();
   await core.publisher.flush();
   await exportsIdle();
   core.publisher.stop();

@@ -1,6 +1,7 @@
 import type { AddressInfo } from "node:net";
 import { SnapshotStore, InProcessUsageSink, createDataPlaneHandler, createGatewayServer, createDataPlaneOptions, createLogger, initTracing, inSpan } from "@modelgate/data-plane";
 import { DEMO_MODEL_ID } from "../config/sync.ts";
+import type { AlertRunner } from "../alerts/runner.ts";
 import { chain, notFound } from "../http/app.ts";
 import { exportsIdle } from "../exports/runner.ts";
 import { settleUsageBatch } from "../usage/settle.ts";
@@ -31,10 +32,13 @@ let version = 0;
 const core = await bootControlPlane(settings, { publish: async (s) => void store.apply(s), nextVersion: async () => ++version }, logger);
 // PGlite gives its files modes of its own (0666) whatever the umask: they are made private once it is open.
 logger.debug({ entries: tighten(settings.dataDir) }, "database files made private");
+// Evaluated after settlement (set once the routes are up; settlement cannot start before them).
+const alerts: { runner?: AlertRunner } = {};
 const usage = new InProcessUsageSink(
   async (events) => {
     await inSpan(tracing, "modelgate.usage.settle", { "modelgate.usage.events": events.length }, () => settleUsageBatch(core.db, events));
     core.publisher.settled(); // balances and spend moved
+    alerts.runner?.settled(events.map((e) => e.accountId));
   },
   (err, events) => logger.error({ err, requestIds: events.map((e) => e.requestId) }, "usage settlement failed"),
 );
@@ -43,7 +47,8 @@ const dataPlaneOptions = createDataPlaneOptions({ store, usage, logger, masterKe
 const dataPlane = createDataPlaneHandler(dataPlaneOptions, false);
 // Whatever nobody else claims is an API 404 in OpenAI's shape (the console only answers GETs).
 const apiNotFound = createDataPlaneHandler(dataPlaneOptions, true);
-const { routes } = await controlPlaneRoutes(core.ctx, settings, logger);
+const { routes, alerts: runner } = await controlPlaneRoutes(core.ctx, settings, logger, () => dataPlaneOptions.breakers.states(Date.now()));
+alerts.runner = runner;
 const handler = chain([dataPlane, ...routes, apiNotFound], notFound);
 const server = createGatewayServer((req, res) => void handler(req, res));
 server.listen(settings.port, settings.host, () => {
@@ -71,6 +76,7 @@ onShutdown(logger, async () => {
   draining = true;
   await new Promise<void>((resolve) => server.close(() => resolve()));
   await usage.flush();
+  await alerts.runner?.stop();
   await core.publisher.flush();
   await exportsIdle();
   core.publisher.stop();

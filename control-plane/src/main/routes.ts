@@ -3,6 +3,9 @@ import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "pino";
 import { ensureAdminToken } from "../admin/token.ts";
+import { deliveryOptionsFromEnv } from "../alerts/deliver.ts";
+import { AlertRunner } from "../alerts/runner.ts";
+import { controlCalendar } from "../budgets/calendar.ts";
 import { ensureOperator } from "../auth/bootstrap.ts";
 import { OidcSignIn } from "../auth/oidc.ts";
 import { resumeExports, startExportRetention } from "../exports/runner.ts";
@@ -21,13 +24,31 @@ import type { Settings } from "./settings.ts";
  * The control plane's HTTP surface, the same in both modes: GraphQL, export downloads, the admin endpoint
  * the CLI uses, and the console. Also makes sure an operator can sign in on a fresh install.
  */
-export async function controlPlaneRoutes(ctx: ServiceContext, settings: Settings, logger: Logger): Promise<{ routes: Route[]; app: AppContext }> {
+export async function controlPlaneRoutes(
+  ctx: ServiceContext,
+  settings: Settings,
+  logger: Logger,
+  /** the upstreams' breaker states, where this process serves the API too (embedded mode) */
+  breakers?: () => Record<string, string>,
+): Promise<{ routes: Route[]; app: AppContext; alerts: AlertRunner }> {
+  const mail = createMailer({ smtpUrl: settings.smtpUrl, outboxDir: join(settings.dataDir, "outbox") });
+  const delivery = deliveryOptionsFromEnv(ctx.masterKey);
+  const alerts = new AlertRunner({
+    prisma: ctx.prisma,
+    mail,
+    calendar: controlCalendar,
+    delivery,
+    logger,
+    intervalMs: Number(process.env.MODELGATE_ALERTS_INTERVAL_MS ?? 60_000),
+    breakers,
+  });
   const app: AppContext = {
     ...ctx,
-    mail: createMailer({ smtpUrl: settings.smtpUrl, outboxDir: join(settings.dataDir, "outbox") }),
+    mail,
     dataDir: settings.dataDir,
     secureCookies: settings.secureCookies,
     dev: settings.dev,
+    alerts: { runner: alerts, delivery },
   };
   await bootstrapOperator(ctx, settings, logger);
   // Exports a previous process left unfinished start again from the beginning.
@@ -43,7 +64,8 @@ export async function controlPlaneRoutes(ctx: ServiceContext, settings: Settings
   const adminToken = ensureAdminToken(settings.dataDir, process.env.MODELGATE_ADMIN_TOKEN);
   const sso = settings.oidc ? new OidcSignIn(settings.oidc, ctx.prisma, ctx.masterKey) : null;
   const ssoRoute = createOidcRoutes(sso, settings.secureCookies, logger);
-  return { routes: [graphqlRoute, createApiRoutes(app), ssoRoute, createAdminRoute(ctx, adminToken), createStaticRoute()], app };
+  alerts.start();
+  return { alerts, routes: [graphqlRoute, createApiRoutes(app), ssoRoute, createAdminRoute(ctx, adminToken), createStaticRoute()], app };
 }
 
 /** The first operator: from MODELGATE_OPERATOR_PASSWORD, or a generated password written once to the data dir. */

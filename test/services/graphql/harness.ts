@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { ensureOperator } from "../../../control-plane/src/auth/bootstrap.ts";
 import { exportsIdle } from "../../../control-plane/src/exports/runner.ts";
 import { createGraphqlHandler } from "../../../control-plane/src/graphql/handler.ts";
+import type { Database } from "../../../control-plane/src/db/client.ts";
 import type { AppContext } from "../../../control-plane/src/graphql/context.ts";
 import { createApiRoutes } from "../../../control-plane/src/http/api-routes.ts";
 import { createMailer, type OutboxMessage } from "../../../control-plane/src/mail/mailer.ts";
@@ -17,6 +18,8 @@ export const OPERATOR = { email: "ops@example.com", password: "operator-password
 export interface Harness {
   url: string;
   app: AppContext;
+  /** the database (for settlement in tests) */
+  db: Database;
   snapshotChanges: () => number;
   outbox(to?: string): Promise<OutboxMessage[]>;
   close(): Promise<void>;
@@ -57,6 +60,7 @@ export async function startHarness(label: string): Promise<Harness> {
   return {
     url,
     app,
+    db: db.db,
     snapshotChanges: () => changes,
     async outbox(to) {
       const files = (await readdir(join(dir, "outbox")).catch(() => [] as string[])).sort();

@@ -9,6 +9,7 @@ import "./wallet-operations.ts";
 import "./invitation.ts";
 import "./api-key.ts";
 import "./budget.ts";
+import "./alerts.ts";
 import "./wallet.ts";
 import "./usage.ts";
 import "./model.ts";

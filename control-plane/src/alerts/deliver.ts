@@ -1,0 +1,82 @@
+import { open } from "@modelgate/data-plane";
+import type { Db } from "../db/client.ts";
+import { SIGNATURE_HEADER, sign, TIMESTAMP_HEADER } from "./signature.ts";
+
+// Webhook delivery: each pending delivery is POSTed with its signature; a 2xx delivers it, anything else (a
+// status, a timeout, a refused connection) schedules a retry with exponential backoff, up to maxAttempts,
+// after which it is failed. Every attempt's outcome is kept on the row: the delivery log.
+
+export interface DeliveryOptions {
+  masterKey: Buffer;
+  /** first retry after this, then doubling; MODELGATE_WEBHOOK_RETRY_MS, default 30 s */
+  retryBaseMs: number;
+  /** MODELGATE_WEBHOOK_ATTEMPTS, default 6 (the last about 8 minutes after the first at the default base) */
+  maxAttempts: number;
+  timeoutMs: number;
+}
+
+export const deliveryOptionsFromEnv = (masterKey: Buffer, env: NodeJS.ProcessEnv = process.env): DeliveryOptions => ({
+  masterKey,
+  retryBaseMs: positive(env.MODELGATE_WEBHOOK_RETRY_MS, 30_000),
+  maxAttempts: positive(env.MODELGATE_WEBHOOK_ATTEMPTS, 6),
+  timeoutMs: 10_000,
+});
+
+function positive(v: string | undefined, fallback: number): number {
+  const n = Number(v);
+  return v && Number.isFinite(n) && n > 0 ? n : fallback;
+}
+
+/** One attempt of one delivery; updates its row and returns it. */
+export async function attemptDelivery(prisma: Db, id: string, o: DeliveryOptions) {
+  const d = await prisma.webhookDelivery.findUnique({ where: { id }, include: { webhook: true } });
+  if (!d || d.status !== "pending") return d;
+  const timestamp = Math.floor(Date.now() / 1000);
+  let status: number | null = null;
+  let error: string | null = null;
+  try {
+    const secret = open(o.masterKey, d.webhook.secretEnc);
+    const res = await fetch(d.webhook.url, {
+      method: "POST",
+      redirect: "manual",
+      signal: AbortSignal.timeout(o.timeoutMs),
+      headers: {
+        "content-type": "application/json",
+        "user-agent": "modelgate-webhooks/1",
+        "x-modelgate-event": d.kind,
+        "x-modelgate-delivery": d.id,
+        [TIMESTAMP_HEADER]: String(timestamp),
+        [SIGNATURE_HEADER]: sign(secret, timestamp, d.body),
+      },
+      body: d.body,
+    });
+    status = res.status;
+    await res.body?.cancel();
+    if (res.status < 200 || res.status >= 300) error = `HTTP ${res.status}`;
+  } catch (err) {
+    error = ((err as Error).message || String(err)).slice(0, 500);
+  }
+  const attempts = d.attempts + 1;
+  if (error === null) {
+    return prisma.webhookDelivery.update({ where: { id }, data: { status: "delivered", attempts, lastStatus: status, lastError: null, deliveredAt: new Date() } });
+  }
+  const failed = attempts >= o.maxAttempts;
+  return prisma.webhookDelivery.update({
+    where: { id },
+    data: {
+      status: failed ? "failed" : "pending",
+      attempts,
+      lastStatus: status,
+      lastError: error,
+      nextAttemptAt: new Date(Date.now() + o.retryBaseMs * 2 ** (attempts - 1)),
+    },
+  });
+}
+
+/** Attempts every delivery that is due; returns when the next pending one is due (null: none pending). */
+export async function deliverDue(prisma: Db, o: DeliveryOptions): Promise<Date | null> {
+  const due = await prisma.webhookDelivery.findMany({ where: { status: "pending", nextAttemptAt: { lte: new Date() } }, select: { id: true }, orderBy: { nextAttemptAt: "asc" }, take: 100 });
+  await Promise.all(due.map((d) => attemptDelivery(prisma, d.id, o)));
+  const next = await prisma.webhookDelivery.findFirst({ where: { status: "pending" }, orderBy: { nextAttemptAt: "asc" }, select: { nextAttemptAt: true } });
+  return next?.nextAttemptAt ?? null;
+}

@@ -1,0 +1,143 @@
+import type { BudgetCalendar } from "@modelgate/data-plane";
+import type { Logger } from "pino";
+import type { Db } from "../db/client.ts";
+import type { Mailer } from "../mail/mailer.ts";
+import { deliverDue, type DeliveryOptions } from "./deliver.ts";
+import { accountAlerts, type Alert, fire } from "./evaluate.ts";
+
+export const OPERATORS_CONFIG = "operators";
+
+export interface AlertRunnerOptions {
+  prisma: Db;
+  mail: Mailer;
+  calendar: BudgetCalendar;
+  delivery: DeliveryOptions;
+  logger: Logger;
+  /** every account is evaluated this often (time-based alerts: expiring keys, a new period); default 60 s */
+  intervalMs?: number;
+  /** the upstreams' circuit breakers, where this process can see them (embedded mode) */
+  breakers?: () => Record<string, string>;
+}
+
+/**
+ * Runs alert evaluation and webhook delivery in the control plane: the accounts a settlement batch touched
+ * shortly after it (coalesced), every account on a timer, and deliveries whenever one is due. One pass at a
+ * time, so a slow receiver delays alerts but never duplicates a delivery.
+ */
+export class AlertRunner {
+  private readonly dirty = new Set<string>();
+  private all = false;
+  private timer: NodeJS.Timeout | null = null;
+  private interval: NodeJS.Timeout | null = null;
+  private deliveryTimer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  private stopped = false;
+  /** when each breaker was first seen open (its "period"); forgotten when it closes */
+  private readonly openSince = new Map<string, string>();
+
+  constructor(private readonly o: AlertRunnerOptions) {}
+
+  start(): void {
+    this.interval = setInterval(() => this.evaluateAll(), this.o.intervalMs ?? 60_000);
+    this.interval.unref();
+    this.evaluateAll();
+  }
+
+  /** Settlement moved these accounts' spend. */
+  settled(accountIds: Iterable<string>): void {
+    for (const id of accountIds) this.dirty.add(id);
+    this.schedule(100);
+  }
+
+  evaluateAll(): void {
+    this.all = true;
+    this.schedule(0);
+  }
+
+  /** A delivery was queued (or a test send asked for). */
+  deliverSoon(): void {
+    this.schedule(0);
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopped || this.timer) return;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      void this.run();
+    }, ms);
+    this.timer.unref();
+  }
+
+  /** Resolves when the pass running now (if any) and everything already asked for are done. */
+  async idle(): Promise<void> {
+    while (this.running || this.timer || this.dirty.size || this.all) {
+      if (this.timer) {
+        clearTimeout(this.timer);
+        this.timer = null;
+        void this.run();
+      }
+      await this.running;
+    }
+  }
+
+  private async run(): Promise<void> {
+    if (this.running) {
+      await this.running;
+      return this.run();
+    }
+    this.running = this.pass().catch((err) => this.o.logger.error({ err }, "alert evaluation failed"));
+    await this.running;
+    this.running = null;
+  }
+
+  private async pass(): Promise<void> {
+    const { prisma } = this.o;
+    const all = this.all;
+    const ids = [...this.dirty];
+    this.all = false;
+    this.dirty.clear();
+    if (all || ids.length) {
+      const configs = await prisma.alertConfig.findMany({
+        where: all ? {} : { accountId: { in: ids } },
+        include: { webhooks: { select: { id: true } }, account: { select: { name: true } } },
+      });
+      for (const c of configs) {
+        let alerts: Alert[];
+        if (c.accountId !== null) alerts = await accountAlerts(prisma, c, c.accountId, this.o.calendar);
+        else if (c.id === OPERATORS_CONFIG && all) alerts = this.breakerAlerts(c.breakerOpen);
+        else continue;
+        if (alerts.length) await fire(prisma, this.o.mail, c, c.account?.name ?? null, alerts, (err) => this.o.logger.warn({ err }, "alert mail failed"));
+      }
+    }
+    const next = await deliverDue(prisma, this.o.delivery);
+    if (this.deliveryTimer) clearTimeout(this.deliveryTimer);
+    this.deliveryTimer = null;
+    if (next !== null && !this.stopped) {
+      this.deliveryTimer = setTimeout(() => this.schedule(0), Math.max(0, Math.min(next.getTime() - Date.now(), 60_000)));
+      this.deliveryTimer.unref();
+    }
+  }
+
+  private breakerAlerts(enabled: boolean): Alert[] {
+    const states = this.o.breakers?.() ?? {};
+    const out: Alert[] = [];
+    for (const [upstream, state] of Object.entries(states)) {
+      if (state !== "open") {
+        this.openSince.delete(upstream);
+        continue;
+      }
+      let since = this.openSince.get(upstream);
+      if (since === undefined) this.openSince.set(upstream, (since = new Date().toISOString()));
+      if (!enabled) continue;
+      const group = `breaker:${upstream}:${since}`;
+      out.push({ kind: "breaker_open", dedupeKey: group, group, rank: 0, message: `the circuit breaker of upstream ${upstream} is open (since ${since}).`, data: { upstream, since } });
+    }
+    return out;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const t of [this.timer, this.interval, this.deliveryTimer]) if (t) clearTimeout(t);
+    await this.running;
+  }
+}

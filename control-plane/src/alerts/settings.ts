@@ -1,0 +1,94 @@
+import { randomBytes } from "node:crypto";
+import { seal } from "@modelgate/data-plane";
+import { z } from "zod";
+import type { AlertConfig } from "../generated/prisma/client.ts";
+import type { ServiceContext } from "../services/context.ts";
+import { badInput, notFound } from "../services/errors.ts";
+import { parseField } from "../services/inputs.ts";
+import { attemptDelivery, type DeliveryOptions } from "./deliver.ts";
+import { OPERATORS_CONFIG } from "./runner.ts";
+
+// Alert settings per account (or the operators'), their webhooks, and test sends.
+
+export const MAX_WEBHOOKS = 10;
+
+const percentsSchema = z.array(z.number().int().min(1).max(1000)).max(10).transform((l) => [...new Set(l)].sort((a, b) => a - b));
+const emailsSchema = z.array(z.string().trim().email().max(254)).max(20).transform((l) => [...new Set(l)]);
+const urlSchema = z
+  .string()
+  .trim()
+  .max(2000)
+  .url()
+  .refine((u) => /^https?:$/.test(new URL(u).protocol), "a webhook URL is http:// or https://")
+  .refine((u) => new URL(u).username === "" && new URL(u).password === "", "put credentials in the signature, not the URL");
+
+export const configIdOf = (accountId: string | null) => accountId ?? OPERATORS_CONFIG;
+
+/** The settings as stored, or the defaults (50/80/100%, nothing else) when none were saved. */
+export async function alertConfig(ctx: ServiceContext, accountId: string | null): Promise<AlertConfig> {
+  const id = configIdOf(accountId);
+  return (
+    (await ctx.prisma.alertConfig.findUnique({ where: { id } })) ?? {
+      id,
+      accountId,
+      percents: [50, 80, 100],
+      balanceBelowMicro: null,
+      keyExpiryDays: null,
+      breakerOpen: false,
+      emails: [],
+      updatedAt: new Date(0),
+    }
+  );
+}
+
+export interface AlertSettingsChange {
+  percents?: number[];
+  balanceBelowMicro?: bigint | null;
+  keyExpiryDays?: number | null;
+  breakerOpen?: boolean;
+  emails?: string[];
+}
+
+export async function setAlertSettings(ctx: ServiceContext, accountId: string | null, change: AlertSettingsChange): Promise<AlertConfig> {
+  const data: Partial<AlertConfig> = {};
+  if (change.percents !== undefined) data.percents = parseField(percentsSchema, change.percents, "percents");
+  if (change.emails !== undefined) data.emails = parseField(emailsSchema, change.emails, "emails");
+  if (change.balanceBelowMicro !== undefined) {
+    if (change.balanceBelowMicro !== null && change.balanceBelowMicro <= 0n) throw badInput("the balance threshold must be positive", "balanceBelow");
+    data.balanceBelowMicro = change.balanceBelowMicro;
+  }
+  if (change.keyExpiryDays !== undefined) {
+    if (change.keyExpiryDays !== null && (!Number.isInteger(change.keyExpiryDays) || change.keyExpiryDays < 1 || change.keyExpiryDays > 365)) throw badInput("keyExpiryDays is 1..365", "keyExpiryDays");
+    data.keyExpiryDays = change.keyExpiryDays;
+  }
+  if (change.breakerOpen !== undefined) {
+    if (accountId !== null && change.breakerOpen) throw badInput("circuit-breaker alerts are the operators'", "breakerOpen");
+    data.breakerOpen = change.breakerOpen;
+  }
+  const id = configIdOf(accountId);
+  return ctx.prisma.alertConfig.upsert({ where: { id }, create: { id, accountId, ...data }, update: data });
+}
+
+/** Adds a webhook; the signing secret is returned now and never again. */
+export async function addWebhook(ctx: ServiceContext, accountId: string | null, url: string) {
+  const checked = parseField(urlSchema, url, "url");
+  const id = configIdOf(accountId);
+  await ctx.prisma.alertConfig.upsert({ where: { id }, create: { id, accountId }, update: {} });
+  if ((await ctx.prisma.alertWebhook.count({ where: { configId: id } })) >= MAX_WEBHOOKS) throw badInput(`at most ${MAX_WEBHOOKS} webhooks`, "url");
+  const secret = `whsec_${randomBytes(32).toString("base64url")}`;
+  const webhook = await ctx.prisma.alertWebhook.create({ data: { configId: id, url: checked, secretEnc: seal(ctx.masterKey, secret) } });
+  return { webhook, secret };
+}
+
+export async function webhookOf(ctx: ServiceContext, id: string, accountId: string | null) {
+  const w = await ctx.prisma.alertWebhook.findUnique({ where: { id } });
+  if (!w || w.configId !== configIdOf(accountId)) throw notFound("webhook");
+  return w;
+}
+
+/** Sends a test alert now (one attempt, awaited); a failure is retried like any delivery. */
+export async function testWebhook(ctx: ServiceContext, webhookId: string, o: DeliveryOptions) {
+  const body = JSON.stringify({ id: null, type: "test", message: "a test alert from modelgate", data: {}, firedAt: new Date().toISOString() });
+  const d = await ctx.prisma.webhookDelivery.create({ data: { webhookId, kind: "test", body } });
+  return (await attemptDelivery(ctx.prisma, d.id, o))!;
+}
