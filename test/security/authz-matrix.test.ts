@@ -48,6 +48,7 @@ const OPERATOR_ONLY = new Set([
   "deletePriceContract",
   "deleteRoute",
   "deleteUpstream",
+  "setAccountBudgetCaps",
   "setAccountLimits",
   "setAccountStatus",
   "setPriceContract",
