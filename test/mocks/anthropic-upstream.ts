@@ -44,11 +44,14 @@ function sendError(res: ServerResponse, status: number, message: string, type?: 
 function usageOf(r: MockReply) {
   const u = defaultUsage(r);
   const cached = u.cachedTokens ?? 0;
+  const w5m = u.cacheWrite5mTokens ?? 0;
+  const w1h = u.cacheWrite1hTokens ?? 0;
   return {
-    // Anthropic's input_tokens excludes cache reads.
-    input_tokens: u.promptTokens - cached,
-    cache_creation_input_tokens: 0,
+    // Anthropic's input_tokens excludes cache reads and writes.
+    input_tokens: u.promptTokens - cached - w5m - w1h,
+    cache_creation_input_tokens: w5m + w1h,
     cache_read_input_tokens: cached,
+    cache_creation: { ephemeral_5m_input_tokens: w5m, ephemeral_1h_input_tokens: w1h },
     // Anthropic counts thinking inside output_tokens.
     output_tokens: u.completionTokens + (u.reasoningTokens ?? 0),
   };

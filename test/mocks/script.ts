@@ -16,7 +16,11 @@ export interface MockUsage {
   /** Visible output tokens, reasoning excluded (each vendor adds reasoning its own way). */
   completionTokens: number;
   reasoningTokens?: number;
+  /** Prompt tokens read from the prompt cache (part of promptTokens). */
   cachedTokens?: number;
+  /** Prompt tokens written to a 5-minute / 1-hour prompt cache (part of promptTokens); only Anthropic reports them. */
+  cacheWrite5mTokens?: number;
+  cacheWrite1hTokens?: number;
 }
 
 /** One scripted answer. Text and thinking are lists of chunks: one chunk per stream event. */

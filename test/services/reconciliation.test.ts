@@ -1,0 +1,220 @@
+import Anthropic from "@anthropic-ai/sdk";
+import { GoogleGenAI } from "@google/genai";
+import OpenAI from "openai";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Gateway, startGateway, waitForKey } from "../helpers/gateway.ts";
+import { eventually } from "../helpers/processes.ts";
+import { startAnthropicUpstream } from "../mocks/anthropic-upstream.ts";
+import { startGeminiUpstream } from "../mocks/gemini-upstream.ts";
+import { startOpenAIUpstream } from "../mocks/openai-upstream.ts";
+import { DEFAULT_MOCK_KEY, type MockReply, type MockUpstream, type MockUsage, type RecordedRequest } from "../mocks/script.ts";
+
+// Money that reconciles (issue 16): a few hundred calls through two replicas, to the three upstream protocols
+// from the three client protocols, streamed and not, with every prompt-cache class (reads, 5-minute and 1-hour
+// writes, reasoning) and some streams cut off by the client before the upstream reported usage (the upstream
+// finishes after the client left, so the exact count replaces the estimate). Afterwards the usage log, the
+// wallet, the ledger and the key's spend agree to the micro-unit, and with an amount this file computes on its
+// own from the usage the mocks reported and the prices it configured.
+
+type Proto = "openai" | "anthropic" | "gemini";
+const PROTOS: Proto[] = ["openai", "anthropic", "gemini"];
+const MODEL: Record<Proto, string> = { openai: "rc-openai-2025-01-01", anthropic: "rc-anthropic-2025-01-01", gemini: "rc-gemini-2025-01-01" };
+const CALLS = 270;
+
+/** Prices per 1M tokens as the config and the contract state them (decimal text, units). */
+interface TestPrice {
+  input: string;
+  output: string;
+  cachedInput?: string;
+  cacheWrite5m?: string;
+  cacheWrite1h?: string;
+}
+const LIST: Record<Proto, TestPrice> = {
+  openai: { input: "1.1", output: "4.4", cachedInput: "0.275" },
+  // Not a multiple of 4 micro-units: the derived 1.25 × write price has a fraction, and must stay exact.
+  anthropic: { input: "3.000001", output: "15", cachedInput: "0.3" },
+  gemini: { input: "0.3", output: "2.5", cachedInput: "0.075" },
+};
+/** The account's contract for the Anthropic model: an explicit 5-minute write price, the 1-hour one derived. */
+const CONTRACT: TestPrice = { input: "2.999999", output: "14", cachedInput: "0.25", cacheWrite5m: "3.7" };
+
+/** The usage the mock reports for call i (prompt includes the cache classes; completion excludes reasoning). */
+function usageOf(up: Proto, i: number): MockUsage {
+  const reasoning = i % 3 === 0 ? 17 + (i % 7) : 0;
+  const base = { promptTokens: 900 + i * 7, completionTokens: 40 + (i % 13), reasoningTokens: reasoning };
+  if (up === "anthropic") {
+    return { ...base, cachedTokens: i % 2 === 0 ? 256 + i : 0, cacheWrite5mTokens: i % 4 === 1 ? 128 + i : 0, cacheWrite1hTokens: i % 5 === 2 ? 64 + 3 * i : 0 };
+  }
+  return { ...base, cachedTokens: i % 2 === 0 ? 128 + i : 0 };
+}
+
+const callIndex = (req: RecordedRequest): number => {
+  const m = /call #(\d+)\b/.exec(JSON.stringify(req.body));
+  if (!m) throw new Error("no call index in the request");
+  return Number(m[1]);
+};
+
+/** Micro-units from decimal text, independent of the gateway's parser. */
+function micro(text: string): bigint {
+  const [whole, frac = ""] = text.split(".");
+  return BigInt(whole!) * 1_000_000n + BigInt(frac.padEnd(6, "0"));
+}
+
+/**
+ * The expected cost of one call, computed here from scratch: every price in quarter micro-units per 1M tokens
+ * (the 1.25 × default needs quarters), the sum over the classes, divided once, rounded half up.
+ */
+function expectedCost(u: MockUsage, p: TestPrice): bigint {
+  const q = (text: string) => micro(text) * 4n;
+  const input = q(p.input);
+  const cached = p.cachedInput ? q(p.cachedInput) : input;
+  const w5m = p.cacheWrite5m ? q(p.cacheWrite5m) : micro(p.input) * 5n;
+  const w1h = p.cacheWrite1h ? q(p.cacheWrite1h) : micro(p.input) * 8n;
+  const reads = BigInt(u.cachedTokens ?? 0);
+  const writes5m = BigInt(u.cacheWrite5mTokens ?? 0);
+  const writes1h = BigInt(u.cacheWrite1hTokens ?? 0);
+  const uncached = BigInt(u.promptTokens) - reads - writes5m - writes1h;
+  const output = BigInt(u.completionTokens + (u.reasoningTokens ?? 0));
+  const sum = uncached * input + reads * cached + writes5m * w5m + writes1h * w1h + output * q(p.output);
+  return (sum + 2_000_000n) / 4_000_000n;
+}
+
+let mocks: Record<Proto, MockUpstream>;
+let gw: Gateway;
+let apiKey: string;
+let keyId: string;
+
+beforeAll(async () => {
+  const reply = (up: Proto) => (req: RecordedRequest): MockReply => {
+    const i = callIndex(req);
+    // Streams pause between events, so a client can leave before the usage comes, and the upstream finishes after.
+    return { text: ["Rec", "on", "ciled", " to the", " micro-unit."], usage: usageOf(up, i), delayMs: 15 };
+  };
+  const [o, a, g] = await Promise.all([
+    startOpenAIUpstream({ fallback: reply("openai") }),
+    startAnthropicUpstream({ fallback: reply("anthropic") }),
+    startGeminiUpstream({ fallback: reply("gemini") }),
+  ]);
+  mocks = { openai: o, anthropic: a, gemini: g };
+  gw = await startGateway("distributed", {
+    env: { MOCK_UPSTREAM_KEY: DEFAULT_MOCK_KEY },
+    config: {
+      upstreams: PROTOS.map((p) => ({ name: `up-${p}`, protocol: p, baseUrl: mocks[p].url, apiKey: "${MOCK_UPSTREAM_KEY}" })),
+      models: PROTOS.map((p) => ({
+        id: MODEL[p],
+        price: LIST[p],
+        routes: [{ upstream: `up-${p}`, model: `upstream-${p}` }],
+      })),
+    },
+  });
+  await gw.admin("account create", { name: "recon", balance: "1000" });
+  await gw.admin("contract set", { account: "recon", model: MODEL.anthropic, input: CONTRACT.input, output: CONTRACT.output, "cached-input": CONTRACT.cachedInput, "cache-write-5m": CONTRACT.cacheWrite5m });
+  const k = await gw.admin<{ id: string; key: string }>("key create", { account: "recon", name: "recon" });
+  apiKey = k.key;
+  keyId = k.id;
+  await waitForKey(gw, apiKey);
+}, 180_000);
+
+afterAll(async () => {
+  await gw?.stop();
+  await Promise.all(PROTOS.map((p) => mocks?.[p]?.close()));
+});
+
+type Mode = "json" | "stream" | "cut";
+
+/** One call from a client SDK; a cut stream leaves after its first text. */
+async function call(client: Proto, model: string, i: number, mode: Mode, base: string): Promise<void> {
+  const text = `call #${i}: say something`;
+  if (client === "openai") {
+    const sdk = new OpenAI({ baseURL: `${base}/v1`, apiKey, maxRetries: 0 });
+    if (mode === "json") {
+      await sdk.chat.completions.create({ model, messages: [{ role: "user", content: text }] });
+      return;
+    }
+    const stream = await sdk.chat.completions.create({ model, messages: [{ role: "user", content: text }], stream: true, stream_options: { include_usage: true } });
+    for await (const chunk of stream) {
+      if (mode === "cut" && chunk.choices[0]?.delta?.content) break; // the SDK aborts the request
+    }
+    return;
+  }
+  if (client === "anthropic") {
+    const sdk = new Anthropic({ baseURL: base, apiKey, maxRetries: 0 });
+    const params = { model, max_tokens: 256, messages: [{ role: "user" as const, content: text }] };
+    if (mode === "json") {
+      await sdk.messages.create(params);
+      return;
+    }
+    const stream = await sdk.messages.create({ ...params, stream: true });
+    for await (const ev of stream) {
+      if (mode === "cut" && ev.type === "content_block_delta") break;
+    }
+    return;
+  }
+  const ai = new GoogleGenAI({ apiKey, httpOptions: { baseUrl: base, apiVersion: "v1beta" } });
+  if (mode === "json") {
+    await ai.models.generateContent({ model, contents: text });
+    return;
+  }
+  const abort = new AbortController();
+  try {
+    for await (const chunk of await ai.models.generateContentStream({ model, contents: text, config: { abortSignal: abort.signal } })) {
+      if (mode === "cut" && chunk.text) {
+        abort.abort();
+        break;
+      }
+    }
+  } catch (err) {
+    if (!abort.signal.aborted) throw err;
+  }
+}
+
+describe("reconciliation", () => {
+  it("usage log = wallet debits = ledger = key spend = the amount computed from the mocks' usage and the prices", async () => {
+    const before = await gw.balance("recon");
+    const plan = Array.from({ length: CALLS }, (_, i) => {
+      const upstream = PROTOS[i % 3]!;
+      const client = PROTOS[Math.floor(i / 3) % 3]!;
+      const mode: Mode = (["json", "stream", "cut"] as const)[Math.floor(i / 9) % 3]!;
+      return { i, upstream, client, mode, base: gw.bases[i % gw.bases.length]! };
+    });
+    // Ten at a time, across both replicas.
+    for (let n = 0; n < plan.length; n += 10) {
+      await Promise.all(plan.slice(n, n + 10).map((c) => call(c.client, MODEL[c.upstream], c.i, c.mode, c.base)));
+    }
+    const cuts = plan.filter((c) => c.mode === "cut").length;
+
+    const p = gw.prisma!;
+    // Every call settled, and every cut stream's estimate replaced by the upstream's exact count.
+    await eventually(
+      async () => ({ rows: await p.usageLog.count({ where: { apiKeyId: keyId } }), estimated: await p.usageLog.count({ where: { apiKeyId: keyId, estimated: true } }) }),
+      (s) => s.rows === CALLS && s.estimated === 0,
+      60_000,
+      200,
+    );
+    const rows = await p.usageLog.findMany({ where: { apiKeyId: keyId } });
+    expect(rows.filter((r) => r.status === 499 && r.errorCode === "client_closed")).toHaveLength(cuts);
+    expect(rows.every((r) => r.inputTokens + r.cachedTokens + r.cacheWrite5mTokens + r.cacheWrite1hTokens === r.promptTokens)).toBe(true);
+
+    // The amount computed here, from what each mock reported and the configured prices.
+    let expected = 0n;
+    for (const c of plan) expected += expectedCost(usageOf(c.upstream, c.i), c.upstream === "anthropic" ? CONTRACT : LIST[c.upstream]);
+    const usageSum = rows.reduce((s, r) => s + r.costMicro, 0n);
+    const ledger = await p.ledgerEntry.findMany({ where: { accountId: rows[0]!.accountId } });
+    const ledgerSum = ledger.filter((l) => l.kind === "charge" || l.kind === "refund").reduce((s, l) => s + l.amountMicro, 0n);
+    const after = await gw.balance("recon");
+    const key = await p.apiKey.findUniqueOrThrow({ where: { id: keyId } });
+    const account = await p.account.findUniqueOrThrow({ where: { id: rows[0]!.accountId } });
+
+    expect(usageSum).toBe(expected);
+    expect(before - after).toBe(expected);
+    expect(-ledgerSum).toBe(expected);
+    expect(key.spentMicro).toBe(expected);
+    expect(account.spentMicro).toBe(expected);
+    // Every class was exercised, and the cut streams were corrected after the fact (ledger ":exact" entries).
+    expect(rows.some((r) => r.cacheWrite5mTokens > 0) && rows.some((r) => r.cacheWrite1hTokens > 0) && rows.some((r) => r.cachedTokens > 0) && rows.some((r) => r.reasoningTokens > 0)).toBe(true);
+    expect(ledger.some((l) => l.requestId?.endsWith(":exact"))).toBe(true);
+    expect(rows.find((r) => r.model === MODEL.anthropic)?.cacheWrite1hPrice?.toString()).toBe("5999998"); // 2 × 2.999999 per 1M
+
+    console.log(`reconciliation: ${CALLS} calls (${cuts} cut by the client), ${expected} micro-units; usage log, wallet, ledger, key spend and the independent sum agree`);
+  }, 240_000);
+});
