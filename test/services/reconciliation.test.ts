@@ -217,4 +217,69 @@ describe("reconciliation", () => {
 
     console.log(`reconciliation: ${CALLS} calls (${cuts} cut by the client), ${expected} micro-units; usage log, wallet, ledger, key spend and the independent sum agree`);
   }, 240_000);
+
+  it("flags a stream the upstream cut before its final usage as estimated, billed for the prompt it reported and the output delivered", async () => {
+    const k = await gw.admin<{ id: string; key: string }>("key create", { account: "recon", name: "estimates" });
+    await waitForKey(gw, k.key);
+    const sdk = new OpenAI({ baseURL: `${gw.bases[0]}/v1`, apiKey: k.key, maxRetries: 0 });
+    // The Anthropic upstream drops the connection after two text chunks: no final usage ever comes.
+    mocks.anthropic.reply({ text: ["one ", "two ", "three ", "four"], usage: { promptTokens: 500, completionTokens: 90, cacheWrite1hTokens: 300 }, dropAfterChunks: 2, delayMs: 15 });
+    const stream = await sdk.chat.completions.create({ model: MODEL.anthropic, messages: [{ role: "user", content: "call #0: cut me" }], stream: true, stream_options: { include_usage: true } });
+    const text: string[] = [];
+    try {
+      for await (const chunk of stream) text.push(chunk.choices[0]?.delta?.content ?? "");
+    } catch {
+      /* the stream ends in the gateway's error event */
+    }
+    expect(text.join("")).toBe("one two ");
+    const p = gw.prisma!;
+    const [row] = await eventually(() => p.usageLog.findMany({ where: { apiKeyId: k.id } }), (r) => r.length === 1, 20_000);
+    // The prompt and its cache classes came with message_start and are kept; the output is the delivered text's count.
+    expect(row).toMatchObject({ estimated: true, status: 502, promptTokens: 500, cacheWrite1hTokens: 300, completionTokens: 2 });
+    expect(row!.costMicro).toBeGreaterThan(0n);
+  });
+
+  it("stores the end user and tags of each client protocol and the x-modelgate-tags header", async () => {
+    const k = await gw.admin<{ id: string; key: string }>("key create", { account: "recon", name: "attribution" });
+    await waitForKey(gw, k.key);
+    const base = gw.bases[1]!;
+    const headers = { "x-modelgate-tags": "team=search, canary" };
+    await new OpenAI({ baseURL: `${base}/v1`, apiKey: k.key, maxRetries: 0, defaultHeaders: headers }).chat.completions.create({
+      model: MODEL.openai,
+      messages: [{ role: "user", content: "call #1: openai" }],
+      user: "end-user-o",
+      metadata: { feature: "chat" },
+      store: true,
+    });
+    await new Anthropic({ baseURL: base, apiKey: k.key, maxRetries: 0 }).messages.create({
+      model: MODEL.anthropic,
+      max_tokens: 16,
+      messages: [{ role: "user", content: "call #2: anthropic" }],
+      metadata: { user_id: "end-user-a" },
+    });
+    await new GoogleGenAI({ apiKey: k.key, httpOptions: { baseUrl: base, apiVersion: "v1beta", headers: { "x-modelgate-tags": "team=ml" } } }).models.generateContent({
+      model: MODEL.gemini,
+      contents: "call #3: gemini",
+      config: { labels: { env: "prod" } },
+    });
+    // A header past its bound is refused, in the client protocol's shape, with the request id.
+    const res = await fetch(`${base}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${k.key}`, "content-type": "application/json", "x-modelgate-tags": Array.from({ length: 17 }, (_, i) => `t${i}`).join(",") },
+      body: JSON.stringify({ model: MODEL.openai, messages: [{ role: "user", content: "call #4" }] }),
+    });
+    expect(res.status).toBe(400);
+    const err = (await res.json()) as { error: { code: string; param: string; message: string } };
+    expect(err.error).toMatchObject({ code: "invalid_tags", param: "x-modelgate-tags" });
+    expect(err.error.message).toMatch(/request id: /);
+
+    const p = gw.prisma!;
+    const rows = await eventually(() => p.usageLog.findMany({ where: { apiKeyId: k.id }, orderBy: { model: "asc" } }), (r) => r.length === 3, 20_000);
+    expect(rows.map((r) => [r.model, r.endUser, r.tags])).toEqual([
+      [MODEL.anthropic, "end-user-a", []],
+      [MODEL.gemini, null, ["team=ml", "env=prod"]],
+      [MODEL.openai, "end-user-o", ["team=search", "canary", "feature=chat"]],
+    ]);
+  });
 });
+

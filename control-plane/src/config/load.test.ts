@@ -38,4 +38,12 @@ describe("config file", () => {
     expect(() => parseConfig(embedding.replace("protocol: openai", "protocol: anthropic"), { OPENAI_API_KEY: "x" })).toThrow(/embedding model gpt-4o-mini-2024-07-18 routes to upstream openai-main, whose protocol anthropic/);
     expect(() => parseConfig(yaml.replace("reasoning: false", "type: vision"), { OPENAI_API_KEY: "x" })).toThrow(/type/);
   });
+  it("refuses a model without a price, or with input or output left out; an explicit 0 is accepted", () => {
+    const env = { OPENAI_API_KEY: "x" };
+    expect(() => parseConfig(yaml.replace("    price: { input: 0.15, output: 0.60 }\n", ""), env)).toThrow(/models.0.price/);
+    expect(() => parseConfig(yaml.replace("{ input: 0.15, output: 0.60 }", "{ input: 0.15 }"), env)).toThrow(/models.0.price.output/);
+    expect(() => parseConfig(yaml.replace("{ input: 0.15, output: 0.60 }", "{ input: '', output: 1 }"), env)).toThrow(/models.0.price.input/);
+    const free = parseConfig(yaml.replace("{ input: 0.15, output: 0.60 }", "{ input: 0, output: 0, cacheWrite5m: 0.2, cacheWrite1h: '0.3' }"), env);
+    expect(free.models[0]!.price).toEqual({ input: 0, output: 0, cacheWrite5m: 0.2, cacheWrite1h: "0.3" });
+  });
 });

@@ -1,5 +1,7 @@
 import type { UsageLog } from "../generated/prisma/client.ts";
-import { formatAmount } from "../services/money.ts";
+import { formatAmount, formatMicroText } from "../services/money.ts";
+
+const price = (v: { toString(): string } | null) => (v === null ? null : formatMicroText(v.toString()));
 
 // One usage row → one CSV or JSONL line. Metadata only (no prompt or completion text exists to export).
 
@@ -16,8 +18,19 @@ export const COLUMNS = [
   "completion_tokens",
   "reasoning_tokens",
   "cached_tokens",
+  "input_tokens",
+  "cache_write_5m_tokens",
+  "cache_write_1h_tokens",
   "total_tokens",
   "amount",
+  "input_price",
+  "cached_input_price",
+  "cache_write_5m_price",
+  "cache_write_1h_price",
+  "output_price",
+  "estimated",
+  "end_user",
+  "tags",
   "latency_ms",
   "ttft_ms",
   "stream",
@@ -36,6 +49,17 @@ export type ExportRow = Pick<
   | "completionTokens"
   | "reasoningTokens"
   | "cachedTokens"
+  | "inputTokens"
+  | "cacheWrite5mTokens"
+  | "cacheWrite1hTokens"
+  | "inputPrice"
+  | "cachedInputPrice"
+  | "cacheWrite5mPrice"
+  | "cacheWrite1hPrice"
+  | "outputPrice"
+  | "estimated"
+  | "endUser"
+  | "tags"
   | "costMicro"
   | "latencyMs"
   | "ttftMs"
@@ -56,8 +80,20 @@ export function toRecord(r: ExportRow, keyName: string | null) {
     completion_tokens: r.completionTokens,
     reasoning_tokens: r.reasoningTokens,
     cached_tokens: r.cachedTokens,
+    input_tokens: r.inputTokens,
+    cache_write_5m_tokens: r.cacheWrite5mTokens,
+    cache_write_1h_tokens: r.cacheWrite1hTokens,
     total_tokens: r.promptTokens + r.completionTokens,
     amount: formatAmount(r.costMicro),
+    // unit prices per 1M tokens, in the amount's unit; empty when the call was not billed
+    input_price: price(r.inputPrice),
+    cached_input_price: price(r.cachedInputPrice),
+    cache_write_5m_price: price(r.cacheWrite5mPrice),
+    cache_write_1h_price: price(r.cacheWrite1hPrice),
+    output_price: price(r.outputPrice),
+    estimated: r.estimated,
+    end_user: r.endUser,
+    tags: r.tags,
     latency_ms: r.latencyMs,
     ttft_ms: r.ttftMs,
     stream: r.stream,
@@ -70,7 +106,8 @@ export function toRecord(r: ExportRow, keyName: string | null) {
  */
 export function csvCell(value: unknown): string {
   if (value === null || value === undefined) return "";
-  let s = String(value);
+  // A list (tags) is one cell of JSON text: a tag may itself hold a comma or a space.
+  let s = Array.isArray(value) ? JSON.stringify(value) : String(value);
   if (typeof value === "string" && /^[=+\-@\t\r]/.test(s)) s = `'${s}`;
   return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }

@@ -28,6 +28,8 @@ export interface StoredFilters {
   model?: string;
   status?: number;
   success?: boolean;
+  endUser?: string;
+  tag?: string;
 }
 
 export function storeFilters(f: UsageFilter): StoredFilters {
@@ -38,6 +40,8 @@ export function storeFilters(f: UsageFilter): StoredFilters {
   if (f.model) out.model = f.model;
   if (f.status !== null && f.status !== undefined) out.status = f.status;
   if (f.success !== null && f.success !== undefined) out.success = f.success;
+  if (f.endUser) out.endUser = f.endUser;
+  if (f.tag) out.tag = f.tag;
   return out;
 }
 
@@ -48,6 +52,8 @@ export const loadFilters = (s: StoredFilters): UsageFilter => ({
   model: s.model ?? null,
   status: s.status ?? null,
   success: s.success ?? null,
+  endUser: s.endUser ?? null,
+  tag: s.tag ?? null,
 });
 
 export const exportDir = (dataDir: string) => join(dataDir, "exports");

@@ -11,6 +11,9 @@ export interface StatsFilter {
   to: Date;
   apiKeyId?: string | null;
   model?: string | null;
+  /** cost attribution filters: these read usage_logs alone (the hourly rollup does not keep them) */
+  endUser?: string | null;
+  tag?: string | null;
   granularity: Granularity;
   timeZone: string;
 }
@@ -70,11 +73,14 @@ function usageSource(accountId: string, f: Omit<StatsFilter, "granularity" | "ti
     logFilters.push(Prisma.sql`model = ${f.model}`);
     hourFilters.push(Prisma.sql`model = ${f.model}`);
   }
+  if (f.endUser) logFilters.push(Prisma.sql`end_user = ${f.endUser}`);
+  if (f.tag) logFilters.push(Prisma.sql`tags @> ARRAY[${f.tag}]::text[]`);
   const fromLog = (from: Date, to: Date) => Prisma.sql`
     SELECT started_at AS ts, model, api_key_id, 1 AS requests, (status < 200 OR status >= 300)::int AS errors,
            prompt_tokens, completion_tokens, reasoning_tokens, cached_tokens, cost_micro
     FROM usage_logs WHERE ${Prisma.join(logFilters, " AND ")} AND started_at >= ${from} AND started_at < ${to}`;
-  if (fromCeil >= toFloor) return fromLog(f.from, f.to); // less than one whole hour: the log alone
+  // Less than one whole hour, or an attribution filter: the log alone.
+  if (fromCeil >= toFloor || f.endUser || f.tag) return fromLog(f.from, f.to);
   return Prisma.sql`
     SELECT hour AS ts, model, NULLIF(api_key_id, ${NIL_KEY}::uuid) AS api_key_id, requests, errors,
            prompt_tokens, completion_tokens, reasoning_tokens, cached_tokens, cost_micro
@@ -110,6 +116,32 @@ export async function usageStats(ctx: ServiceContext, accountId: string, f: Stat
   const total = rows.find((r) => r.grouping === 0b111);
   const empty: Totals = { requests: 0n, errors: 0n, promptTokens: 0n, completionTokens: 0n, reasoningTokens: 0n, cachedTokens: 0n, costMicro: 0n };
   return { series, byModel, byKey, total: total ? strip(total) : empty };
+}
+
+export type AttributionDimension = "endUser" | "tag";
+
+/**
+ * Usage grouped by end user or by tag (a call with several tags counts under each), from usage_logs: the
+ * largest 100 by cost. Calls without an end user group under null; calls without tags are left out of byTag.
+ */
+export async function usageByAttribution(ctx: ServiceContext, accountId: string, f: Omit<StatsFilter, "granularity" | "timeZone">, by: AttributionDimension) {
+  if (f.from >= f.to) throw badInput("'from' must be before 'to'", "from");
+  const filters = [Prisma.sql`account_id = ${accountId}::uuid`, Prisma.sql`started_at >= ${f.from}`, Prisma.sql`started_at < ${f.to}`];
+  if (f.apiKeyId) filters.push(Prisma.sql`api_key_id = ${f.apiKeyId}::uuid`);
+  if (f.model) filters.push(Prisma.sql`model = ${f.model}`);
+  if (f.endUser) filters.push(Prisma.sql`end_user = ${f.endUser}`);
+  if (f.tag) filters.push(Prisma.sql`tags @> ARRAY[${f.tag}]::text[]`);
+  const key = by === "endUser" ? Prisma.sql`end_user` : Prisma.sql`t.tag`;
+  const from = by === "endUser" ? Prisma.sql`usage_logs` : Prisma.sql`usage_logs CROSS JOIN LATERAL unnest(tags) AS t(tag)`;
+  return ctx.prisma.$queryRaw<(Totals & { key: string | null })[]>`
+    SELECT ${key} AS key,
+      count(*)::bigint AS requests, count(*) FILTER (WHERE status < 200 OR status >= 300)::bigint AS errors,
+      coalesce(sum(prompt_tokens), 0)::bigint AS "promptTokens", coalesce(sum(completion_tokens), 0)::bigint AS "completionTokens",
+      coalesce(sum(reasoning_tokens), 0)::bigint AS "reasoningTokens", coalesce(sum(cached_tokens), 0)::bigint AS "cachedTokens",
+      coalesce(sum(cost_micro), 0)::bigint AS "costMicro"
+    FROM ${from}
+    WHERE ${Prisma.join(filters, " AND ")}
+    GROUP BY 1 ORDER BY "costMicro" DESC, 1 LIMIT 100`;
 }
 
 /** Spend in [from, to) — the wallet's "today" and "this month". */

@@ -14,6 +14,10 @@ export interface UsageFilter {
   status?: number | null;
   /** true: 2xx only; false: everything else */
   success?: boolean | null;
+  /** cost attribution: the end user (OpenAI user, Anthropic metadata.user_id) */
+  endUser?: string | null;
+  /** cost attribution: rows carrying this tag ("team=search") */
+  tag?: string | null;
 }
 
 export function usageWhere(accountId: string, f: UsageFilter): Prisma.UsageLogWhereInput {
@@ -25,6 +29,8 @@ export function usageWhere(accountId: string, f: UsageFilter): Prisma.UsageLogWh
   if (f.from || f.to) where.startedAt = startedAt;
   if (f.apiKeyId) where.apiKeyId = f.apiKeyId;
   if (f.model) where.model = f.model;
+  if (f.endUser) where.endUser = f.endUser;
+  if (f.tag) where.tags = { has: f.tag };
   if (f.status !== null && f.status !== undefined) where.status = f.status;
   else if (f.success === true) where.status = { gte: 200, lt: 300 };
   else if (f.success === false) where.OR = [{ status: { lt: 200 } }, { status: { gte: 300 } }];

@@ -288,6 +288,63 @@ describe("wallet, usage, statistics, models", () => {
     const stored = await h.app.prisma.priceContract.findFirstOrThrow({ where: { accountId: a.accountId } });
     expect(stored.inputPriceMicro).toBe(100_000n);
   });
+
+  it("prompt-cache prices: defaults derived from input, explicit ones kept, a missing price refused", async () => {
+    await ops.gql(
+      `mutation($a: ID!) { setPriceContract(input: { accountId: $a, modelId: "${MODEL2}", inputPrice: "0.000001", outputPrice: "1", cacheWrite1hPrice: "0" }) { cacheWrite5mPrice cacheWrite1hPrice } }`,
+      { a: a.accountId },
+    );
+    const m = await a.client.gql(`{ models { id cacheWrite5mPrice cacheWrite1hPrice } }`);
+    // 1.25 × 0.000001 stays exact: 0.00000125 per 1M; the explicit 0 is free, not derived.
+    expect(m.models.find((x: { id: string }) => x.id === MODEL2)).toEqual({ id: MODEL2, cacheWrite5mPrice: "0.00000125", cacheWrite1hPrice: "0" });
+    const mb = await b.client.gql(`{ models { id cacheWrite5mPrice cacheWrite1hPrice } }`);
+    expect(mb.models.find((x: { id: string }) => x.id === MODEL2)).toEqual({ id: MODEL2, cacheWrite5mPrice: "3.75", cacheWrite1hPrice: "6" });
+    // No silent zero: a price must be an amount ("0" to make a model free).
+    expect(await ops.code(`mutation { upsertModel(input: { id: "free-chat-2025-01-01", inputPrice: "", outputPrice: "1" }) { id } }`)).toBe("BAD_USER_INPUT");
+    expect(await ops.code(`mutation { upsertModel(input: { id: "free-chat-2025-01-01", outputPrice: "1" }) { id } }`)).toBeDefined();
+    const free = await ops.gql(`mutation { upsertModel(input: { id: "free-chat-2025-01-01", inputPrice: "0", outputPrice: "0" }) { inputPrice cacheWrite5mPrice } }`);
+    expect(free.upsertModel).toEqual({ inputPrice: "0", cacheWrite5mPrice: null });
+    await ops.gql(`mutation { deleteModel(id: "free-chat-2025-01-01") }`);
+  });
+
+  it("usage: the breakdown, unit prices, estimate flag and attribution; filtered and grouped by end user and tag", async () => {
+    const at = new Date("2026-04-01T10:30:00Z");
+    await h.app.prisma.usageLog.createMany({
+      data: [
+        { user: "u1", tags: ["team=search", "canary"], cost: 100n },
+        { user: "u1", tags: ["team=search"], cost: 200n },
+        { user: "u2", tags: ["team=ml"], cost: 400n },
+        { user: null, tags: [], cost: 800n },
+      ].map((r, i) => ({
+        requestId: randomUUID(), accountId: a.accountId, apiKeyId: keyA, model: MODEL, protocol: "anthropic", status: 200,
+        promptTokens: 100, inputTokens: 10, cachedTokens: 20, cacheWrite5mTokens: 30, cacheWrite1hTokens: 40, completionTokens: 5,
+        costMicro: r.cost, latencyMs: 5, startedAt: new Date(at.getTime() + i * 1000), endUser: r.user, tags: r.tags, estimated: i === 3,
+        inputPrice: "3000001", cachedInputPrice: "300000", cacheWrite5mPrice: "3750001.25", cacheWrite1hPrice: "6000002", outputPrice: "15000000",
+      })),
+    });
+    const window = `from: "2026-04-01T00:00:00Z", to: "2026-04-02T00:00:00Z"`;
+    const u = await a.client.gql(`{ usage(filter: { ${window}, tag: "team=search" }) { nodes { endUser tags inputTokens cachedTokens cacheWrite5mTokens cacheWrite1hTokens estimated amountMicro prices { input cacheWrite5m cacheWrite1h } } } }`);
+    expect(u.usage.nodes).toEqual([
+      { endUser: "u1", tags: ["team=search"], inputTokens: 10, cachedTokens: 20, cacheWrite5mTokens: 30, cacheWrite1hTokens: 40, estimated: false, amountMicro: "200", prices: { input: "3.000001", cacheWrite5m: "3.75000125", cacheWrite1h: "6.000002" } },
+      { endUser: "u1", tags: ["team=search", "canary"], inputTokens: 10, cachedTokens: 20, cacheWrite5mTokens: 30, cacheWrite1hTokens: 40, estimated: false, amountMicro: "100", prices: { input: "3.000001", cacheWrite5m: "3.75000125", cacheWrite1h: "6.000002" } },
+    ]);
+    const byUser = await a.client.gql(`{ usage(filter: { ${window}, endUser: "u2" }) { nodes { amountMicro } } }`);
+    expect(byUser.usage.nodes).toEqual([{ amountMicro: "400" }]);
+    const s = await a.client.gql(`{ usageStats(${window}, granularity: HOUR) { total { amountMicro } byEndUser { endUser requests amountMicro } byTag { tag amountMicro } } }`);
+    expect(s.usageStats.total.amountMicro).toBe("1500");
+    expect(s.usageStats.byEndUser).toEqual([
+      { endUser: null, requests: 1, amountMicro: "800" },
+      { endUser: "u2", requests: 1, amountMicro: "400" },
+      { endUser: "u1", requests: 2, amountMicro: "300" },
+    ]);
+    expect(s.usageStats.byTag).toEqual([
+      { tag: "team=ml", amountMicro: "400" },
+      { tag: "team=search", amountMicro: "300" },
+      { tag: "canary", amountMicro: "100" },
+    ]);
+    const tagged = await a.client.gql(`{ usageStats(${window}, granularity: HOUR, tag: "team=search") { total { requests amountMicro } } }`);
+    expect(tagged.usageStats.total).toEqual({ requests: 2, amountMicro: "300" });
+  });
 });
 
 describe("operator catalog", () => {

@@ -1,5 +1,5 @@
 import type { UsageLog } from "../../generated/prisma/client.ts";
-import { usageStats, type Totals } from "../../stats/aggregate.ts";
+import { usageByAttribution, usageStats, type StatsFilter, type Totals } from "../../stats/aggregate.ts";
 import { usagePage, type UsageFilter } from "../../stats/usage-log.ts";
 import { builder, type Types } from "../builder.ts";
 import { formatMicroText } from "../../services/money.ts";
@@ -14,10 +14,17 @@ export const UsageFilterInput = builder.inputType("UsageFilter", {
     model: t.string(),
     status: t.int({ description: "exact HTTP status" }),
     success: t.boolean({ description: "true: 2xx only; false: failures only" }),
+    endUser: t.string({ description: "cost attribution: the end user (OpenAI user, Anthropic metadata.user_id)" }),
+    tag: t.string({ description: "cost attribution: calls carrying this tag, e.g. team=search" }),
   }),
 });
 
-export function toFilter(f: { from?: Date | null; to?: Date | null; apiKeyId?: string | number | null; model?: string | null; status?: number | null; success?: boolean | null } | null | undefined): UsageFilter {
+export function toFilter(
+  f:
+    | { from?: Date | null; to?: Date | null; apiKeyId?: string | number | null; model?: string | null; status?: number | null; success?: boolean | null; endUser?: string | null; tag?: string | null }
+    | null
+    | undefined,
+): UsageFilter {
   if (!f) return {};
   return {
     from: f.from ?? null,
@@ -26,6 +33,8 @@ export function toFilter(f: { from?: Date | null; to?: Date | null; apiKeyId?: s
     model: f.model ?? null,
     status: f.status ?? null,
     success: f.success ?? null,
+    endUser: f.endUser ?? null,
+    tag: f.tag ?? null,
   };
 }
 
@@ -117,8 +126,17 @@ const ByKeyRef = builder.objectRef<KeyTotals>("UsageByKey").implement({
   }),
 });
 
+const ByEndUserRef = builder.objectRef<Totals & { key: string | null }>("UsageByEndUser").implement({
+  fields: (t) => ({ endUser: t.string({ nullable: true, description: "null: calls without an end user", resolve: (r) => r.key }), ...totals(t) }),
+});
+const ByTagRef = builder.objectRef<Totals & { key: string | null }>("UsageByTag").implement({
+  fields: (t) => ({ tag: t.string({ resolve: (r) => r.key ?? "" }), ...totals(t) }),
+});
+
+type StatsParent = Awaited<ReturnType<typeof usageStats>> & { byKeyNamed: KeyTotals[]; accountId: string; filter: StatsFilter };
+
 const StatsRef = builder
-  .objectRef<Awaited<ReturnType<typeof usageStats>> & { byKeyNamed: KeyTotals[] }>(
+  .objectRef<StatsParent>(
     "UsageStats",
   )
   .implement({
@@ -127,6 +145,16 @@ const StatsRef = builder
       series: t.field({ type: [BucketRef], description: "buckets with no calls are left out", resolve: (s) => s.series }),
       byModel: t.field({ type: [ByModelRef], resolve: (s) => s.byModel }),
       byKey: t.field({ type: [ByKeyRef], resolve: (s) => s.byKeyNamed }),
+      byEndUser: t.field({
+        type: [ByEndUserRef],
+        description: "cost attribution: the 100 largest end users by cost (read from the usage log, so slower over long ranges)",
+        resolve: (s, _a, ctx) => usageByAttribution(ctx.app, s.accountId, s.filter, "endUser"),
+      }),
+      byTag: t.field({
+        type: [ByTagRef],
+        description: "cost attribution: the 100 largest tags by cost; a call with several tags counts under each",
+        resolve: (s, _a, ctx) => usageByAttribution(ctx.app, s.accountId, s.filter, "tag"),
+      }),
     }),
   });
 
@@ -157,19 +185,24 @@ builder.queryFields((t) => ({
       timeZone: t.arg.string({ defaultValue: "UTC", description: "IANA name; buckets start at local midnight" }),
       apiKeyId: t.arg.id(),
       model: t.arg.string(),
+      endUser: t.arg.string({ description: "cost attribution: only this end user's calls" }),
+      tag: t.arg.string({ description: "cost attribution: only calls carrying this tag" }),
     },
     resolve: async (_r, args, ctx) => {
       const accountId = accountIdFor(ctx, args.accountId ? String(args.accountId) : null, "read");
       const to = args.to ?? new Date();
       const from = args.from ?? new Date(to.getTime() - 7 * 86_400_000);
-      const stats = await usageStats(ctx.app, accountId, {
+      const filter: StatsFilter = {
         from,
         to,
         granularity: args.granularity ?? "day",
         timeZone: args.timeZone ?? "UTC",
         apiKeyId: args.apiKeyId ? checkId(String(args.apiKeyId), "API key") : null,
         model: args.model,
-      });
+        endUser: args.endUser,
+        tag: args.tag,
+      };
+      const stats = await usageStats(ctx.app, accountId, filter);
       const ids = stats.byKey.map((k) => k.apiKeyId).filter((x): x is string => x !== null);
       const names = new Map(
         (await ctx.app.prisma.apiKey.findMany({ where: { id: { in: ids }, accountId }, select: { id: true, name: true } })).map((k) => [
@@ -177,7 +210,7 @@ builder.queryFields((t) => ({
           k.name,
         ]),
       );
-      return { ...stats, byKeyNamed: stats.byKey.map((k) => ({ ...k, apiKeyName: k.apiKeyId ? (names.get(k.apiKeyId) ?? null) : null })) };
+      return { ...stats, accountId, filter, byKeyNamed: stats.byKey.map((k) => ({ ...k, apiKeyName: k.apiKeyId ? (names.get(k.apiKeyId) ?? null) : null })) };
     },
   }),
 }));
