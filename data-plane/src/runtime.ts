@@ -5,6 +5,7 @@ import type { SpendCounter } from "./billing/spend.ts";
 import { MemorySpendCounter } from "./billing/spend.ts";
 import { BudgetCalendar, budgetClockFromEnv } from "./billing/periods.ts";
 import { RedisSpendCounter } from "./billing/spend-redis.ts";
+import { MemoryConversationStore, RedisConversationStore } from "./conversations/store.ts";
 import { compileAllowlist } from "./policy/ip.ts";
 import { MemoryRateLimiter } from "./ratelimit/memory.ts";
 import { RedisRateLimiter } from "./ratelimit/redis.ts";
@@ -59,6 +60,15 @@ export function createDataPlaneOptions(input: RuntimeInput): DataPlaneOptions & 
   });
   const trusted = (env.MODELGATE_TRUSTED_PROXIES ?? "").split(",").map((s) => s.trim()).filter(Boolean);
   const transport = new UndiciTransport();
+  // Stored responses (the Responses API's previous_response_id toward upstreams that keep no state): off unless
+  // the operator turns them on, since the gateway otherwise keeps no conversation content.
+  const ttlMs = Number(env.MODELGATE_RESPONSES_TTL_S ?? 30 * 24 * 3600) * 1000;
+  const conversations =
+    env.MODELGATE_RESPONSES_STORE === "1" || env.MODELGATE_RESPONSES_STORE === "true"
+      ? input.redis
+        ? new RedisConversationStore(input.redis.client, `${input.redis.prefix}responses:`, { masterKey: input.masterKey, ttlMs })
+        : new MemoryConversationStore({ masterKey: input.masterKey, ttlMs })
+      : null;
   return {
     store: input.store,
     usage: input.usage,
@@ -81,6 +91,7 @@ export function createDataPlaneOptions(input: RuntimeInput): DataPlaneOptions & 
     // 4 MiB: parsing a body holds the event loop about 10 ms per MB, so this keeps any one request's stall of the
     // process under 50 ms; raise it for larger (e.g. image) inputs.
     maxBodyBytes: Number(env.MODELGATE_MAX_BODY_BYTES ?? 4 * 1024 * 1024),
+    conversations,
     opsToken: env.MODELGATE_METRICS_TOKEN || null,
     ready: input.ready,
     dependencies: input.dependencies,

@@ -187,6 +187,8 @@ const callId = (i: number, id?: string): string => id ?? `call_mock${i.toString(
 /** Starts the scripted mock. Its `url` ends in /v1, as an OpenAI route's base URL does. */
 export async function startOpenAIUpstream(opts: MockUpstreamOptions = {}): Promise<MockUpstream> {
   const apiKey = opts.apiKey ?? DEFAULT_MOCK_KEY;
+  // Response ids this upstream handed out with store on: previous_response_id must name one of them.
+  const issued = new Set<string>();
   return startScriptedMock(
     opts,
     "/v1",
@@ -197,6 +199,7 @@ export async function startOpenAIUpstream(opts: MockUpstreamOptions = {}): Promi
       };
       if (req.headers.authorization !== `Bearer ${apiKey}`) return fail(401, "Incorrect API key provided.");
       if (req.method === "POST" && req.url === "/v1/embeddings") return embeddings(mock, recorded, res, fail);
+      if (req.method === "POST" && req.url === "/v1/responses") return respond(mock, recorded, res, issued, fail);
       if (req.method !== "POST" || req.url !== "/v1/chat/completions") return fail(404, `Unknown request URL: ${req.method ?? ""} ${req.url ?? ""}.`);
       const b = (recorded.body ?? {}) as { model?: unknown; stream?: unknown; stream_options?: { include_usage?: unknown } };
       if (typeof b.model !== "string") return fail(400, "you must provide a model parameter");
@@ -289,4 +292,118 @@ function embeddings(mock: MockUpstream, recorded: ScriptedRequest, res: ServerRe
   });
   res.writeHead(200, { "content-type": "application/json" });
   res.end(JSON.stringify({ object: "list", data, model: b.model, usage: { prompt_tokens: tokens, total_tokens: tokens } }));
+}
+
+// ---- The Responses API (POST /v1/responses), as an `openai-responses` upstream speaks it ----
+// Reasoning goes out as a reasoning item with a summary and encrypted_content; text as a message item; calls as
+// function_call items. Streams are typed events (`event: response.…`) with sequence numbers; a mid-stream
+// error is an `error` event after which the connection closes.
+
+function responsesUsage(r: MockReply): Record<string, unknown> {
+  const u = defaultUsage(r);
+  const output = u.completionTokens + (u.reasoningTokens ?? 0);
+  return {
+    input_tokens: u.promptTokens,
+    input_tokens_details: { cached_tokens: u.cachedTokens ?? 0 },
+    output_tokens: output,
+    output_tokens_details: { reasoning_tokens: u.reasoningTokens ?? 0 },
+    total_tokens: u.promptTokens + output,
+  };
+}
+
+async function respond(
+  mock: MockUpstream,
+  recorded: ScriptedRequest,
+  res: ServerResponse,
+  issued: Set<string>,
+  fail: (status: number, message: string, type?: string) => void,
+): Promise<void> {
+  const b = (recorded.body ?? {}) as { model?: unknown; stream?: unknown; store?: unknown; previous_response_id?: unknown; input?: unknown };
+  if (typeof b.model !== "string") return fail(400, "Missing required parameter: 'model'.");
+  if (typeof b.previous_response_id === "string" && !issued.has(b.previous_response_id)) {
+    return fail(400, `Previous response with id '${b.previous_response_id}' not found.`);
+  }
+  const r = nextReply(mock, recorded);
+  if (r.error) return fail(r.error.status, r.error.message, r.error.type);
+  const n = mock.requests.length;
+  const id = `resp_mock${n}`;
+  if (b.store !== false) issued.add(id);
+  const created = Math.floor(Date.now() / 1000);
+  const calls = r.toolCalls ?? [];
+  const reasoning = r.thinking ? { type: "reasoning", id: `rs_mock${n}`, summary: [{ type: "summary_text", text: r.thinking.join("") }], encrypted_content: `enc_mock${n}` } : null;
+  const text = r.text?.join("") ?? "";
+  const message = { type: "message", id: `msg_mock${n}`, status: "completed", role: "assistant", content: [{ type: "output_text", text, annotations: [], logprobs: [] }] };
+  const fc = calls.map((c, i) => ({ type: "function_call", id: `fc_mock${n}_${i}`, call_id: callId(i, c.id), name: c.name, arguments: JSON.stringify(c.arguments), status: "completed" }));
+  const output = [...(reasoning ? [reasoning] : []), ...(text || fc.length === 0 ? [message] : []), ...fc];
+  const finish = finishOf(r);
+  const response = (status: string, out: unknown[], usage: unknown) => ({
+    id,
+    object: "response",
+    created_at: created,
+    status,
+    error: null,
+    incomplete_details: finish === "length" && status !== "in_progress" ? { reason: "max_output_tokens" } : null,
+    instructions: null,
+    model: b.model,
+    output: out,
+    parallel_tool_calls: true,
+    previous_response_id: b.previous_response_id ?? null,
+    store: b.store !== false,
+    text: { format: { type: "text" } },
+    tool_choice: "auto",
+    tools: [],
+    usage,
+    metadata: {},
+  });
+  const final = finish === "length" ? "incomplete" : "completed";
+  if (b.stream !== true) {
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify(response(final, output, responsesUsage(r))));
+    return;
+  }
+  res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" });
+  let seq = 0;
+  const event = async (type: string, payload: Record<string, unknown>) => {
+    res.write(`event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: seq++, ...payload })}\n\n`);
+    if (r.delayMs) await sleep(r.delayMs);
+  };
+  await event("response.created", { response: response("in_progress", [], null) });
+  await event("response.in_progress", { response: response("in_progress", [], null) });
+  let index = 0;
+  if (reasoning) {
+    const at = { item_id: reasoning.id, output_index: index, summary_index: 0 };
+    await event("response.output_item.added", { output_index: index, item: { type: "reasoning", id: reasoning.id, summary: [] } });
+    await event("response.reasoning_summary_part.added", { ...at, part: { type: "summary_text", text: "" } });
+    for (const t of r.thinking ?? []) await event("response.reasoning_summary_text.delta", { ...at, delta: t });
+    await event("response.reasoning_summary_text.done", { ...at, text: r.thinking!.join("") });
+    await event("response.reasoning_summary_part.done", { ...at, part: { type: "summary_text", text: r.thinking!.join("") } });
+    await event("response.output_item.done", { output_index: index, item: reasoning });
+    index++;
+  }
+  if (text || fc.length === 0) {
+    const at = { item_id: message.id, output_index: index, content_index: 0 };
+    await event("response.output_item.added", { output_index: index, item: { ...message, status: "in_progress", content: [] } });
+    await event("response.content_part.added", { ...at, part: { type: "output_text", text: "", annotations: [] } });
+    for (const [k, t] of (r.text ?? []).entries()) {
+      if (r.midStreamError && k === (r.midStreamError.afterChunks ?? 1)) {
+        res.end(`event: error\ndata: ${JSON.stringify({ type: "error", sequence_number: seq++, code: "server_error", message: r.midStreamError.message, param: null })}\n\n`);
+        return;
+      }
+      if (r.dropAfterChunks !== undefined && k === r.dropAfterChunks) return void res.destroy();
+      await event("response.output_text.delta", { ...at, delta: t, logprobs: [] });
+    }
+    await event("response.output_text.done", { ...at, text, logprobs: [] });
+    await event("response.content_part.done", { ...at, part: { type: "output_text", text, annotations: [] } });
+    await event("response.output_item.done", { output_index: index, item: message });
+    index++;
+  }
+  for (const item of fc) {
+    await event("response.output_item.added", { output_index: index, item: { ...item, arguments: "", status: "in_progress" } });
+    for (const f of fragments(item.arguments)) await event("response.function_call_arguments.delta", { item_id: item.id, output_index: index, delta: f });
+    await event("response.function_call_arguments.done", { item_id: item.id, output_index: index, arguments: item.arguments });
+    await event("response.output_item.done", { output_index: index, item });
+    index++;
+  }
+  await event(`response.${final}`, { response: response(final, output, responsesUsage(r)) });
+  res.end();
 }

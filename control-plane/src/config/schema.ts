@@ -9,7 +9,7 @@ export const configSchema = z.object({
     .array(
       z.object({
         name: z.string().min(1),
-        protocol: z.enum(["openai", "anthropic", "gemini", "demo"]),
+        protocol: z.enum(["openai", "anthropic", "gemini", "openai-responses", "demo"]),
         baseUrl: z.string().url().or(z.literal("demo://local")),
         apiKey: z.string().optional(),
         timeouts: z

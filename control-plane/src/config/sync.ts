@@ -30,7 +30,8 @@ export async function syncConfig(ctx: ServiceContext, config: GatewayConfig, sou
     const upstreamIds = new Map<string, string>();
     for (const u of config.upstreams) {
       const data = {
-        protocol: u.protocol,
+        // The database's enum names cannot hold a hyphen; the value it stores is still `openai-responses`.
+        protocol: u.protocol === "openai-responses" ? ("openai_responses" as const) : u.protocol,
         baseUrl: u.baseUrl,
         apiKeyEnc: u.apiKey ? seal(ctx.masterKey, u.apiKey) : null,
         connectTimeoutMs: u.timeouts?.connectMs ?? 5_000,

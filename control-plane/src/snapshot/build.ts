@@ -77,7 +77,7 @@ export async function buildSnapshot(prisma: Db, version: number, calendar = cont
         .filter((r) => r.upstream.enabled)
         .map((r) => ({
           upstream: r.upstream.name,
-          protocol: r.upstream.protocol,
+          protocol: r.upstream.protocol === "openai_responses" ? ("openai-responses" as const) : r.upstream.protocol,
           baseUrl: r.upstream.baseUrl,
           apiKeyEnc: r.upstream.apiKeyEnc,
           upstreamModel: r.upstreamModel,

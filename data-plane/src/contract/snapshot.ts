@@ -17,7 +17,7 @@ export const priceSchema = z.object({
 });
 export type Price = z.infer<typeof priceSchema>;
 
-export const protocolSchema = z.enum(["openai", "anthropic", "gemini", "demo"]);
+export const protocolSchema = z.enum(["openai", "anthropic", "gemini", "openai-responses", "demo"]);
 export type UpstreamProtocol = z.infer<typeof protocolSchema>;
 
 export const routeSchema = z.object({

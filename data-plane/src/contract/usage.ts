@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { microString } from "./snapshot.ts";
 
-export const clientProtocolSchema = z.enum(["openai", "anthropic", "gemini"]);
+export const clientProtocolSchema = z.enum(["openai", "anthropic", "gemini", "openai-responses"]);
 export type ClientProtocol = z.infer<typeof clientProtocolSchema>;
 
 /** Unit prices the call was billed at: micro-units per one million tokens, exact decimal text (quarters). */

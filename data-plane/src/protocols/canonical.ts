@@ -5,7 +5,8 @@
 
 import type { GatewayError, GatewayErrorKind } from "../errors.ts";
 
-export type ProtocolName = "openai" | "anthropic" | "gemini";
+/** Each is a client protocol and an upstream protocol; `openai-responses` is the OpenAI Responses API. */
+export type ProtocolName = "openai" | "anthropic" | "gemini" | "openai-responses";
 
 export interface TextPart {
   type: "text";

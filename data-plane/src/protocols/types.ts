@@ -1,7 +1,11 @@
-// The shapes shared by every protocol adapter (see index.ts for the registry).
+// The shapes shared by every protocol adapter (see index.ts for the registry). An adapter is everything the
+// server needs to know about one protocol: the client routes it answers and where their key goes, its
+// translators to and from the canonical form, its upstream paths and headers, its same-protocol relay (bytes
+// passed through, read for usage), its model list and its error frames. server/ holds no per-protocol switch.
 
+import type { ModelSnapshot } from "../contract/index.ts";
 import type { GatewayError, RenderedError } from "../errors.ts";
-import type { CanonicalRequest, CanonicalResponse, CanonicalStreamEvent, ProtocolName, UpstreamErrorInfo } from "./canonical.ts";
+import type { CanonicalRequest, CanonicalResponse, CanonicalStreamEvent, ProtocolName, UpstreamErrorInfo, Usage } from "./canonical.ts";
 
 /** What to send upstream. `path` is relative to the route's base URL; auth headers are added separately. */
 export interface UpstreamRequest {
@@ -14,12 +18,38 @@ export interface UpstreamRequest {
 export interface ClientRoute {
   model?: string;
   stream?: boolean;
+  /** Gemini streaming without `alt=sse`: one JSON array, streamed element by element */
+  jsonArray?: boolean;
+  /** a resource id named in the path (GET /v1/responses/{id}) */
+  id?: string;
+}
+
+/** Where a client protocol puts the API key besides `Authorization: Bearer`. */
+export type KeySource = "authorization" | "x-api-key" | "x-goog-api-key" | "query";
+
+/**
+ * What the server does for a client route. Generation is the request path every protocol shares;
+ * the others are protocol-neutral operations that only some protocols expose.
+ */
+export type ClientOperation = "generate" | "count_tokens" | "retrieve" | "delete";
+
+export interface ClientEndpoint {
+  method: "GET" | "POST" | "DELETE";
+  /** As the unknown-path 404 lists it: `POST /v1beta/models/{model}:generateContent`. */
+  label: string;
+  op: ClientOperation;
+  /** The route's parameters when the path (and query) belong to this endpoint, else null. */
+  match(path: string, query: URLSearchParams | null): ClientRoute | null;
 }
 
 export interface ClientResponseContext {
   /** The model name the client asked for, echoed back instead of the upstream's name. */
   model: string;
   requestId: string;
+  /** The client's parsed body, for protocols that echo request fields in their answer (Responses). */
+  request?: Record<string, unknown>;
+  /** Stateful protocols: keeps the answer (already rendered) before the client is told it is complete. */
+  commit?: (rendered: Record<string, unknown>) => Promise<void>;
 }
 
 /** Turns an upstream byte stream into canonical events. One instance (one state object) per stream. */
@@ -33,20 +63,90 @@ export interface StreamDecoder {
 export interface StreamEncoder {
   /** The frames for one event; "" when the event produces nothing (yet). */
   encode(event: CanonicalStreamEvent): string;
+  /**
+   * Frames held back until the answer is committed (the Responses API's `response.completed`, sent only once
+   * the response is stored); called once after the last event.
+   */
+  close?(): Promise<string>;
+}
+
+/** A same-protocol stream read on its way through: the bytes to send on, and what they say about usage. */
+export interface PassthroughStream {
+  push(chunk: Uint8Array): string;
+  end(): string;
+  readonly usage: Usage | null;
+  /** characters of output delivered, for counting when the upstream reports no usage */
+  readonly deliveredChars: number;
+  /** the upstream reported an error (re-shaped with the request id, and nothing follows it) */
+  readonly error: GatewayError | null;
+  /** the upstream's stream reached its proper end */
+  readonly complete: boolean;
+}
+
+/** Client and upstream speak this protocol: the client's bytes go up, the upstream's come back, read for usage. */
+export interface Passthrough {
+  /** Whether this route can take the client's bytes (absent: always); otherwise the call is translated. */
+  accepts?(req: CanonicalRequest, upstreamModel: string, route?: ClientRoute): boolean;
+  /** The body to send: the client's bytes when nothing needs changing, else with the upstream's model name. */
+  body(raw: Buffer, parsed: Record<string, unknown>, req: CanonicalRequest, upstreamModel: string): string | Buffer;
+  path(upstreamModel: string, stream: boolean): string;
+  /**
+   * A non-streamed answer: the bytes to send (the client's model name put back) and its usage, `exact` when the
+   * upstream reported it; otherwise the gateway's count (`estimatedPromptTokens` for the prompt), which the
+   * client gets too where the protocol carries usage.
+   */
+  readJson(text: string, clientModel: string, estimatedPromptTokens: number): { body: string; usage: Usage; exact: boolean; deliveredChars: number };
+  createStream(clientModel: string, requestId: string, req: CanonicalRequest): PassthroughStream;
+}
+
+/** Where stateful protocols keep earlier answers (see data-plane/src/conversations). */
+export interface ConversationStore {
+  get(accountId: string, id: string): Promise<Record<string, unknown> | null>;
+  put(accountId: string, id: string, record: Record<string, unknown>): Promise<void>;
+  delete(accountId: string, id: string): Promise<boolean>;
+}
+
+/** A stateful protocol's view of one request: what it refers to and what to keep of its answer. */
+export interface ClientSession {
+  /** The body refers to earlier answers (previous_response_id, item references). */
+  readonly refersToState: boolean;
+  /** The body without its references, so that it parses (and is admitted) before any state is read. */
+  readonly withoutState: Record<string, unknown>;
+  /** The body with every reference replaced by what it refers to; throws a 400 when that cannot be done. */
+  expand(): Promise<Record<string, unknown>>;
+  /** Keeps the rendered answer (with the expanded input) when the client asked for it to be kept. */
+  commit?: (rendered: Record<string, unknown>) => Promise<void>;
 }
 
 export interface ProtocolAdapter {
   readonly name: ProtocolName;
   // client side
+  readonly endpoints: readonly ClientEndpoint[];
+  /** Header (or query) the key may come in besides `Authorization: Bearer`. */
+  readonly keySources: readonly KeySource[];
+  /** Whether a protocol-neutral request (GET /v1/models) speaks this protocol, from its headers and query. */
+  speaks?(headers: Record<string, string | string[] | undefined>, path: string, query: URLSearchParams | null): boolean;
   /** Gemini carries the model and streaming in the URL, so the server passes them in `route`. */
   parseClientRequest(body: unknown, route?: ClientRoute): CanonicalRequest;
   renderClientResponse(res: CanonicalResponse, ctx: ClientResponseContext): Record<string, unknown>;
-  createClientStreamEncoder(ctx: ClientResponseContext & { includeUsage?: boolean }): StreamEncoder;
+  createClientStreamEncoder(ctx: ClientResponseContext & { includeUsage?: boolean; jsonArray?: boolean }): StreamEncoder;
   renderError(err: GatewayError, requestId: string): RenderedError;
+  /** One error as a frame of this protocol's stream. */
+  errorFrame(err: GatewayError, requestId: string): string;
+  /** Content type of a stream (Gemini's JSON-array streaming is not SSE). */
+  streamContentType?(route: ClientRoute | undefined): string | undefined;
+  renderModelList(models: ModelSnapshot[]): unknown;
+  renderModel(model: ModelSnapshot): unknown;
+  /** Stateful protocols (Responses): reads what a request refers to and how its answer is kept. */
+  openSession?(body: Record<string, unknown>, store: ConversationStore | null, accountId: string): ClientSession;
   // upstream side
+  /** The version segment the vendor's paths go after, added to a base URL given as a bare host (`/v1`). */
+  readonly basePath: string;
   buildUpstreamRequest(req: CanonicalRequest, upstreamModel: string, opts: { stream: boolean }): UpstreamRequest;
   authHeaders(apiKey: string): Record<string, string>;
   parseUpstreamResponse(body: unknown): CanonicalResponse;
   createUpstreamStreamDecoder(): StreamDecoder;
   parseUpstreamError(status: number, body: string): UpstreamErrorInfo;
+  /** Same protocol on both sides (absent: always translate). */
+  readonly passthrough?: Passthrough;
 }

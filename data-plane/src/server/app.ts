@@ -2,39 +2,50 @@ import { timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { GatewayError } from "../errors.ts";
 import { checkKeyAccess, isModelAllowed } from "../policy/check.ts";
-import { type ProtocolName, protocols } from "../protocols/index.ts";
+import { type ClientEndpoint, type ClientRoute, type ProtocolAdapter, adapters, openai } from "../protocols/index.ts";
+import { decodePathSegment } from "../protocols/routes.ts";
 import { rateLimitError, rateLimitHeaders } from "../ratelimit/headers.ts";
 import { type Caller, identify, startLimits } from "./admission.ts";
-import { type KeySource, keyHashFrom } from "./auth.ts";
+import { keyHashFrom } from "./auth.ts";
 import { parseJsonObject, readBody } from "./body.ts";
 import type { DataPlaneOptions } from "./context.ts";
+import { handleGenerate } from "./generate.ts";
+import { newRequestId } from "./request-id.ts";
 import { embeddingEndpoint, handleEmbeddings } from "../embeddings/handle.ts";
 import { unknownPath } from "./endpoints.ts";
-import { type Endpoint, handleGenerate } from "./generate.ts";
-import { renderModel, renderModelList } from "./models.ts";
-import { newRequestId } from "./request-id.ts";
 import { sendError, sendJson, setRequestId } from "./respond.ts";
 import { tokensFromChars } from "../usage/record.ts";
 
-const ANTHROPIC_KEYS: KeySource[] = ["x-api-key"];
-const GEMINI_KEYS: KeySource[] = ["x-goog-api-key", "query"];
-const gemini = /^\/(v1|v1beta)\/models\/([^/:]+):(generateContent|streamGenerateContent)$/;
-const modelPath = /^\/(v1|v1beta)\/models\/([^/:]+)$/;
+const models = /^\/(v1|v1beta)\/models(?:\/([^/:]+))?$/;
 
-/** Which protocol a protocol-neutral request (GET /v1/models) speaks, from its path and headers. */
-function protocolOf(req: IncomingMessage, path: string, query: URLSearchParams | null): ProtocolName {
-  if (path === "/v1/chat/completions") return "openai";
-  if (path.startsWith("/v1/messages")) return "anthropic";
-  if (path.startsWith("/v1beta/") || req.headers["x-goog-api-key"] !== undefined || query?.has("key")) return "gemini";
-  if (req.headers["anthropic-version"] !== undefined || req.headers["x-api-key"] !== undefined) return "anthropic";
-  return "openai";
+interface Matched {
+  client: ProtocolAdapter;
+  endpoint: ClientEndpoint;
+  route: ClientRoute;
 }
 
-const keySourcesOf = (p: ProtocolName): KeySource[] => (p === "anthropic" ? ANTHROPIC_KEYS : p === "gemini" ? GEMINI_KEYS : []);
+/** The adapter endpoint a path belongs to (whatever the method: a wrong method is that protocol's 405). */
+function matchEndpoint(path: string, method: string | undefined, query: URLSearchParams | null): Matched | null {
+  let other: Matched | null = null;
+  for (const client of adapters) {
+    for (const endpoint of client.endpoints) {
+      const route = endpoint.match(path, query);
+      if (route === null) continue;
+      if (endpoint.method === method) return { client, endpoint, route };
+      other ??= { client, endpoint, route };
+    }
+  }
+  return other;
+}
+
+/** Which protocol a protocol-neutral request (GET /v1/models, an unknown path) speaks, from its path and headers. */
+const protocolOf = (req: IncomingMessage, path: string, query: URLSearchParams | null): ProtocolAdapter =>
+  adapters.find((a) => a.speaks?.(req.headers, path, query)) ?? openai;
 
 /**
  * The data plane's request handler. Returns false for paths it does not own (so the embedded process can
- * hand them to the control plane and console); `strict` makes it answer every path itself.
+ * hand them to the control plane and console); `strict` makes it answer every path itself. Each protocol's
+ * adapter declares its routes; this file knows none of them.
  */
 export function createDataPlaneHandler(opts: DataPlaneOptions, strict: boolean) {
   return async function handle(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
@@ -85,50 +96,39 @@ export function createDataPlaneHandler(opts: DataPlaneOptions, strict: boolean) 
 
     const requestId = newRequestId();
     setRequestId(res, requestId);
-    const protocol = protocolOf(req, path, query);
+    let client = protocolOf(req, path, query);
     try {
-      if (path === "/v1/chat/completions") {
-        allow(req, path, "POST");
-        await handleGenerate(opts, req, res, requestId, { protocol: "openai", keySources: [] });
-        return true;
+      const m = matchEndpoint(path, req.method, query);
+      if (m) {
+        client = m.client;
+        allow(req, path, m.endpoint.method);
+        switch (m.endpoint.op) {
+          case "generate":
+            await handleGenerate(opts, req, res, requestId, { client, route: m.route, queryKey: query?.get("key") });
+            return true;
+          case "count_tokens":
+            await countTokens(opts, req, res, client);
+            return true;
+          case "retrieve":
+          case "delete":
+            await stored(opts, req, res, client, m.endpoint.op, m.route.id ?? "");
+            return true;
+        }
       }
-      if (path === "/v1/messages") {
-        allow(req, path, "POST");
-        await handleGenerate(opts, req, res, requestId, { protocol: "anthropic", keySources: ANTHROPIC_KEYS });
-        return true;
-      }
-      if (path === "/v1/messages/count_tokens") {
-        allow(req, path, "POST");
-        await countTokens(opts, req, res);
-        return true;
-      }
+      // Embeddings (OpenAI's /v1/embeddings, Gemini's :embedContent) have their own handler (data-plane/src/embeddings).
       const embeddings = embeddingEndpoint(path, query);
       if (embeddings) {
         await handleEmbeddings(opts, req, res, requestId, embeddings);
         return true;
       }
-      const g = gemini.exec(path);
-      if (g) {
-        const stream = g[3] === "streamGenerateContent";
-        const route = { model: decodePathSegment(g[2]!), stream };
-        const ep: Endpoint = { protocol: "gemini", keySources: GEMINI_KEYS, queryKey: query?.get("key"), route, jsonArray: stream && query?.get("alt") !== "sse" };
-        try {
-          allow(req, path, "POST");
-        } catch (err) {
-          sendError(res, err, protocols.gemini.renderError, requestId);
-          return true;
-        }
-        await handleGenerate(opts, req, res, requestId, ep);
-        return true;
-      }
-      if (path === "/v1/models" || path === "/v1beta/models" || modelPath.test(path)) {
+      const list = models.exec(path);
+      if (list) {
         allow(req, path, "GET");
-        const caller = admitted(identify(opts, keyHashFrom(req.headers, keySourcesOf(protocol), query?.get("key")), req));
+        const caller = admitted(identify(opts, keyHashFrom(req.headers, client.keySources, query?.get("key")), req));
         const limits = await takeRequestLimit(opts, caller);
         const visible = Object.values(opts.store.current.models).filter((m) => isModelAllowed(caller.key, m.id));
-        const one = modelPath.exec(path);
-        if (one) {
-          const id = decodePathSegment(one[2]!).replace(/^models\//, "");
+        if (list[2] !== undefined) {
+          const id = decodePathSegment(list[2]).replace(/^models\//, "");
           const model = visible.find((m) => m.id === id);
           if (!model) {
             // refused, like a generation call for an unknown model: the request is given back
@@ -136,34 +136,56 @@ export function createDataPlaneHandler(opts: DataPlaneOptions, strict: boolean) 
             throw new GatewayError("not_found", "model_not_found", `The model '${id}' does not exist or this key may not call it. See GET /v1/models.`, "model");
           }
           limits.release(); // answered in this turn: the slot is only held for the moment
-          sendJson(res, 200, JSON.stringify(renderModel(protocol, model)), limits.headers);
+          sendJson(res, 200, JSON.stringify(client.renderModel(model)), limits.headers);
         } else {
           limits.release();
-          sendJson(res, 200, JSON.stringify(renderModelList(protocol, visible)), limits.headers);
+          sendJson(res, 200, JSON.stringify(client.renderModelList(visible)), limits.headers);
         }
         return true;
       }
       throw unknownPath(path, req.method);
     } catch (err) {
-      sendError(res, err, protocols[protocol].renderError, requestId);
+      sendError(res, err, client.renderError, requestId);
       return true;
     }
   };
 }
 
-/** Anthropic's count_tokens: an estimate (4 characters a token) of what the request would send. */
-async function countTokens(opts: DataPlaneOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const caller = admitted(identify(opts, keyHashFrom(req.headers, ANTHROPIC_KEYS), req));
+/** count_tokens: an estimate (4 characters a token) of what the request would send. */
+async function countTokens(opts: DataPlaneOptions, req: IncomingMessage, res: ServerResponse, client: ProtocolAdapter): Promise<void> {
+  const caller = admitted(identify(opts, keyHashFrom(req.headers, client.keySources), req));
   // Taken before the body is read: a key over its limit does not get to send megabytes to be counted.
   const limits = await takeRequestLimit(opts, caller);
   try {
     const body = parseJsonObject(await readBody(req, opts.maxBodyBytes));
-    const canonical = protocols.anthropic.parseClientRequest({ max_tokens: 1, ...body, stream: false });
+    // max_tokens is Anthropic's required field, not needed to count.
+    const canonical = client.parseClientRequest({ max_tokens: 1, ...body, stream: false });
     if (!opts.store.model(canonical.model) || !isModelAllowed(caller.key, canonical.model)) {
       throw new GatewayError("not_found", "model_not_found", `The model '${canonical.model}' does not exist. Use a full model ID from GET /v1/models.`, "model");
     }
     const text = JSON.stringify([canonical.system, canonical.messages, canonical.tools ?? []]);
     sendJson(res, 200, JSON.stringify({ input_tokens: tokensFromChars(text.length) }), limits.headers);
+  } finally {
+    limits.release();
+  }
+}
+
+/** A stored response (the Responses API's GET / DELETE /v1/responses/{id}): the caller's account's only. */
+async function stored(opts: DataPlaneOptions, req: IncomingMessage, res: ServerResponse, client: ProtocolAdapter, op: "retrieve" | "delete", id: string): Promise<void> {
+  const caller = admitted(identify(opts, keyHashFrom(req.headers, client.keySources), req));
+  const limits = await takeRequestLimit(opts, caller);
+  try {
+    const missing = () =>
+      new GatewayError("not_found", "not_found", opts.conversations ? `Response with id '${id}' not found.` : `Response with id '${id}' not found: this gateway does not keep responses.`, "response_id");
+    if (!opts.conversations) throw missing();
+    if (op === "delete") {
+      if (!(await opts.conversations.delete(caller.account.id, id))) throw missing();
+      sendJson(res, 200, JSON.stringify({ id, object: "response", deleted: true }), limits.headers);
+      return;
+    }
+    const record = await opts.conversations.get(caller.account.id, id);
+    if (!record) throw missing();
+    sendJson(res, 200, JSON.stringify(record.response), limits.headers);
   } finally {
     limits.release();
   }
@@ -194,15 +216,6 @@ function sameSecret(a: string, b: string): boolean {
   const x = Buffer.from(a);
   const y = Buffer.from(b);
   return x.length === y.length && timingSafeEqual(x, y);
-}
-
-/** A path segment's percent-escapes decoded; a malformed escape is the caller's 400, not a server error. */
-function decodePathSegment(s: string): string {
-  try {
-    return decodeURIComponent(s);
-  } catch {
-    throw new GatewayError("invalid_request", "invalid_path", `The path segment '${s.slice(0, 200)}' has a malformed percent-escape.`);
-  }
 }
 
 /** A revoked or expired key, a disabled account or an address outside the allowlist reaches nothing. */

@@ -8,13 +8,15 @@ const bareKey = /^sk-[A-Za-z0-9_-]{8,200}$/;
 
 export const hashKey = (key: string): string => createHash("sha256").update(key).digest("hex");
 
-export type KeySource = "authorization" | "x-api-key" | "x-goog-api-key" | "query";
+import type { KeySource } from "../protocols/index.ts";
+
+export type { KeySource };
 
 /**
  * Finds the API key where the client's protocol puts it. Returns the SHA-256 of the key (the key itself is
  * never kept, logged or compared in clear) or throws a 401.
  */
-export function keyHashFrom(headers: IncomingHttpHeaders, alternatives: KeySource[] = [], queryKey?: string | null): string {
+export function keyHashFrom(headers: IncomingHttpHeaders, alternatives: readonly KeySource[] = [], queryKey?: string | null): string {
   const auth = headers.authorization;
   if (auth !== undefined) {
     const m = bearer.exec(auth);

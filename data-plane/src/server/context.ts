@@ -9,6 +9,7 @@ import type { RetryPolicy } from "../upstreams/retry.ts";
 import type { UpstreamTransport } from "../upstreams/transport.ts";
 import type { Tracing } from "../telemetry/tracing.ts";
 import type { UsageSink } from "../usage/sink.ts";
+import type { ConversationStore } from "../protocols/index.ts";
 import type { Metrics } from "./metrics.ts";
 
 /** Everything the request path needs; each piece has an in-process and a Redis-backed implementation. */
@@ -33,6 +34,8 @@ export interface DataPlaneOptions {
   /** decrypts upstream credentials from the snapshot */
   masterKey: Buffer;
   maxBodyBytes: number;
+  /** stored responses of stateful protocols (the Responses API); null unless MODELGATE_RESPONSES_STORE=1 */
+  conversations: ConversationStore | null;
   /** how long a stream the client left is still read for its exact usage (default 30 s, see server/call.ts) */
   cutStreamDrainMs?: number;
   /** MODELGATE_METRICS_TOKEN: when set, /metrics and /readyz require it as a bearer token */

@@ -1,15 +1,12 @@
 import { GatewayError } from "../errors.ts";
+import { protocols } from "../protocols/index.ts";
 
-// The client-facing endpoints, as the unknown-path 404 lists them. A protocol that adds a route adds its
-// line here, so the answer to a wrong path is the list of right ones.
+// The client-facing endpoints, as the unknown-path 404 lists them: every protocol adapter's routes, then the
+// model lists, so the answer to a wrong path is the list of right ones.
 
 export const ENDPOINTS: readonly string[] = [
-  "POST /v1/chat/completions",
+  ...Object.values(protocols).flatMap((p) => p.endpoints.map((e) => e.label)),
   "POST /v1/embeddings",
-  "POST /v1/messages",
-  "POST /v1/messages/count_tokens",
-  "POST /v1beta/models/{model}:generateContent",
-  "POST /v1beta/models/{model}:streamGenerateContent",
   "POST /v1beta/models/{model}:embedContent",
   "POST /v1beta/models/{model}:batchEmbedContents",
   "GET /v1/models",
@@ -22,7 +19,7 @@ export const ENDPOINTS: readonly string[] = [
 const tails = ENDPOINTS.map((e) => {
   const [method, path] = e.split(" ") as [string, string];
   const version = path.startsWith("/v1beta/") ? "/v1beta" : "/v1";
-  return { method, version, pattern: new RegExp(`${path.slice(version.length).replace(/\{model\}/g, "[^/]+")}$`) };
+  return { method, version, pattern: new RegExp(`${path.slice(version.length).replace(/\{\w+\}/g, "[^/]+")}$`) };
 });
 
 /**

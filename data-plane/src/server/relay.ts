@@ -1,17 +1,15 @@
 import type { ServerResponse } from "node:http";
 import { GatewayError } from "../errors.ts";
-import type { CanonicalStreamEvent, ProtocolAdapter, StreamDecoder, StreamEncoder } from "../protocols/index.ts";
-import { SseParser, type SseEvent } from "../protocols/sse.ts";
+import type { CanonicalStreamEvent, Passthrough, PassthroughStream, ProtocolAdapter, StreamDecoder, StreamEncoder } from "../protocols/index.ts";
 import type { Answer } from "../upstreams/upstream-call.ts";
 import type { Call } from "./call.ts";
 import { sendJson } from "./respond.ts";
 import { tokensFromChars } from "../usage/record.ts";
 
-// Relaying an upstream answer to the client, for the two general cases:
-// - passthrough: client and upstream speak the same protocol and the model name needs no rewriting, so the
-//   upstream's bytes go out unchanged and the decoder only reads usage;
+// Relaying an upstream answer to the client, for the two cases:
+// - passthrough: client and upstream speak the same protocol, so the upstream's bytes go out (the client
+//   protocol's adapter puts the model name back and reads usage on the way);
 // - translate: the upstream's answer is decoded into canonical events and encoded in the client's protocol.
-// (OpenAI to OpenAI has its own lean relay in relay-openai.ts.)
 
 export const SSE_HEADERS = {
   "content-type": "text/event-stream; charset=utf-8",
@@ -56,23 +54,29 @@ export function startEventStream(res: ServerResponse, headers: Record<string, st
 
 const streamBroke = () => new GatewayError("upstream", "upstream_stream_error", "The upstream stream failed before it finished.");
 
-/** Non-streaming: read the body, take usage from it, send it on (re-rendered when translating). */
+async function readAll(answer: Answer, call: Call): Promise<string> {
+  try {
+    const text = await answer.upstream.text();
+    call.firstByte();
+    return text;
+  } catch {
+    answer.settle(false);
+    throw streamBroke();
+  }
+}
+
+/** Non-streaming, translated: read the body, take usage from it, render it in the client's protocol. */
 export async function relayJson(
   call: Call,
   res: ServerResponse,
   answer: Answer,
   upstreamAdapter: ProtocolAdapter,
-  render: ((canonical: ReturnType<ProtocolAdapter["parseUpstreamResponse"]>) => Record<string, unknown>) | null,
+  render: (canonical: ReturnType<ProtocolAdapter["parseUpstreamResponse"]>) => Record<string, unknown>,
+  /** keeps the rendered answer (stateful protocols) before it goes out */
+  commit: ((rendered: Record<string, unknown>) => Promise<void>) | undefined,
   headers: Record<string, string>,
 ): Promise<void> {
-  let text: string;
-  try {
-    text = await answer.upstream.text();
-  } catch {
-    answer.settle(false);
-    throw streamBroke();
-  }
-  call.firstByte();
+  const text = await readAll(answer, call);
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -93,33 +97,46 @@ export async function relayJson(
     call.setUsage(u);
     call.usageComplete = true;
   }
-  const body = render ? JSON.stringify(render(canonical)) : text;
+  const rendered = render(canonical);
+  await commit?.(rendered);
   await call.finish(200); // the charge is durable before the answer goes out
-  sendJson(res, 200, body, headers);
+  sendJson(res, 200, JSON.stringify(rendered), headers);
+}
+
+/** Non-streaming, same protocol: the upstream's bytes, read for usage, with the client's model name. */
+export async function relayPassthroughJson(call: Call, res: ServerResponse, answer: Answer, pt: Passthrough, clientModel: string, headers: Record<string, string>): Promise<void> {
+  const text = await readAll(answer, call);
+  let read: ReturnType<Passthrough["readJson"]>;
+  try {
+    read = pt.readJson(text, clientModel, call.admission.estimatedPromptTokens);
+  } catch (err) {
+    answer.settle(false);
+    throw err;
+  }
+  answer.settle(true);
+  call.deliveredChars += read.deliveredChars;
+  call.setUsage(read.usage);
+  call.usageComplete = read.exact;
+  await call.finish(200); // the charge is durable before the answer goes out
+  sendJson(res, 200, read.body, headers);
 }
 
 export interface StreamRelay {
   decoder: StreamDecoder;
-  /** null: passthrough (the upstream's events go out as they are, through `passthrough`) */
-  encoder: StreamEncoder | null;
-  /** passthrough only: re-frames the upstream's events unchanged, except error events (re-shaped) */
-  passthrough?: PassthroughFramer;
-  /** frames a gateway error for the client's protocol when the stream breaks (passthrough only) */
-  errorFrame: (err: GatewayError) => string;
-  /** wraps encoded frames for the wire (Gemini's JSON-array streaming) */
-  wrap?: ArrayStreamWrapper;
-  contentType?: string;
+  encoder: StreamEncoder;
+  contentType?: string | undefined;
 }
 
 /**
- * Streams chunk by chunk as bytes arrive (no buffering beyond one incomplete event). A break before the end
- * ends the client's stream with its protocol's error event; the call is charged for what was delivered.
+ * Translated streams, chunk by chunk as bytes arrive (no buffering beyond one incomplete event). A break
+ * before the end ends the client's stream with its protocol's error event; the call is charged for what was
+ * delivered.
  */
 export async function relayStream(call: Call, res: ServerResponse, answer: Answer, relay: StreamRelay, headers: Record<string, string>): Promise<void> {
   const stream = startEventStream(res, { ...SSE_HEADERS, ...(relay.contentType ? { "content-type": relay.contentType } : {}), ...headers });
   call.streaming = true;
   const out = (s: string) => {
-    if (s && !res.destroyed) res.write(relay.wrap ? relay.wrap.frames(s) : s);
+    if (s && !res.destroyed) res.write(s);
   };
   let status = 200;
   let errorCode: string | null = null;
@@ -130,19 +147,15 @@ export async function relayStream(call: Call, res: ServerResponse, answer: Answe
         status = 502;
         errorCode = ev.error.code;
       }
-      if (relay.encoder) out(relay.encoder.encode(ev));
+      out(relay.encoder.encode(ev));
     }
   };
-  const relayChunk = (chunk: Buffer) => {
-    if (relay.passthrough) out(relay.passthrough.push(chunk));
-    handle(relay.decoder.push(chunk));
-  };
+  const relayChunk = (chunk: Buffer) => handle(relay.decoder.push(chunk));
   try {
     for await (const chunk of answer.upstream.body) {
       call.firstByte();
       stream.chunk(relayChunk, chunk);
     }
-    if (relay.passthrough) out(relay.passthrough.end());
     handle(relay.decoder.end());
     answer.settle(status === 200);
     call.usageComplete = status === 200 && call.usage !== null;
@@ -155,83 +168,74 @@ export async function relayStream(call: Call, res: ServerResponse, answer: Answe
       answer.settle(false);
       status = 502;
       errorCode = "upstream_stream_error";
-      const err = streamBroke();
-      if (relay.encoder) handle([{ type: "error", error: err }]);
-      else out(relay.errorFrame(err));
+      handle([{ type: "error", error: streamBroke() }]);
     }
   }
   stream.end();
+  // Frames the encoder holds back until the answer is kept (the Responses API's response.completed).
+  const tail = relay.encoder.close ? await relay.encoder.close() : "";
   await call.finish(status, errorCode); // the charge is durable before the stream's last byte
-  if (!res.destroyed) res.end(relay.wrap ? relay.wrap.close() : undefined);
+  if (!res.destroyed) res.end(tail || undefined);
 }
 
-/**
- * Same-protocol passthrough at the event level: every upstream SSE event goes out with its own data, framed
- * as the vendor frames it, except an error event, which is replaced by the gateway's (same protocol, plus
- * the request id). Nothing follows an error.
- */
-export class PassthroughFramer {
-  private readonly parser = new SseParser();
-  private stopped = false;
-
-  constructor(
-    private readonly protocol: "anthropic" | "gemini",
-    private readonly errorFrame: (err: GatewayError) => string,
-  ) {}
-
-  push(chunk: Uint8Array): string {
-    return this.frames(this.parser.push(chunk));
-  }
-
-  end(): string {
-    return this.frames(this.parser.flush());
-  }
-
-  private frames(events: SseEvent[]): string {
-    let out = "";
-    for (const ev of events) {
-      if (this.stopped) break;
-      const message = this.errorMessage(ev);
-      if (message !== null) {
-        this.stopped = true;
-        out += this.errorFrame(new GatewayError("upstream", "upstream_stream_error", `The upstream failed mid-stream: ${message}`));
-        break;
-      }
-      out += this.protocol === "anthropic" ? `event: ${ev.event ?? "message"}\ndata: ${ev.data}\n\n` : `data: ${ev.data}\r\n\r\n`;
+/** Same-protocol streams: the adapter's reader passes the upstream's events on and reads usage from them. */
+export async function relayPassthroughStream(
+  call: Call,
+  res: ServerResponse,
+  answer: Answer,
+  reader: PassthroughStream,
+  errorFrame: (err: GatewayError) => string,
+  headers: Record<string, string>,
+  contentType?: string,
+): Promise<void> {
+  const stream = startEventStream(res, { ...SSE_HEADERS, ...(contentType ? { "content-type": contentType } : {}), ...headers });
+  call.streaming = true;
+  // After the client left, the upstream is still read for its usage (Call.cut); nothing is written.
+  const out = (s: string) => {
+    if (s && !res.destroyed) res.write(s);
+  };
+  // What the reader has counted so far is the call's, so a client leaving midway is charged for it.
+  const relayChunk = (chunk: Buffer) => {
+    out(reader.push(chunk));
+    call.deliveredChars = reader.deliveredChars;
+    if (reader.usage) call.setUsage(reader.usage);
+  };
+  let status = 200;
+  let errorCode: string | null = null;
+  // The stream's last frame ([DONE] for OpenAI) goes out once the call is accounted.
+  let tail = "";
+  try {
+    for await (const chunk of answer.upstream.body) {
+      call.firstByte();
+      stream.chunk(relayChunk, chunk);
     }
-    return out;
-  }
-
-  /** The upstream's error message when this event is an error, else null. */
-  private errorMessage(ev: SseEvent): string | null {
-    const isError = this.protocol === "anthropic" ? ev.event === "error" : ev.data.startsWith('{"error"') || ev.data.includes('"error":{');
-    if (!isError) return null;
-    try {
-      const body = JSON.parse(ev.data) as { error?: { message?: unknown } };
-      if (!body.error) return null;
-      return typeof body.error.message === "string" ? body.error.message : "unknown error";
-    } catch {
-      return null;
+    tail = reader.end();
+    if (reader.error) {
+      status = 502;
+      errorCode = "upstream_stream_error";
+      answer.settle(false);
+    } else {
+      if (!reader.complete) throw new Error("upstream stream ended early");
+      answer.settle(true);
+      call.usageComplete = reader.usage !== null;
+    }
+  } catch {
+    if (res.destroyed) {
+      status = 499;
+      errorCode = "client_closed";
+      answer.settle(true);
+    } else {
+      answer.settle(false);
+      status = 502;
+      errorCode = "upstream_stream_error";
+      out(tail);
+      tail = "";
+      out(errorFrame(streamBroke()));
     }
   }
-}
-
-/**
- * Gemini without `alt=sse` streams one JSON array, element by element. The encoder writes SSE frames
- * (`data: {...}\r\n\r\n`); this turns each into an array element.
- */
-export class ArrayStreamWrapper {
-  private started = false;
-  frames(sse: string): string {
-    let out = "";
-    for (const block of sse.split("\r\n\r\n")) {
-      if (!block.startsWith("data: ")) continue;
-      out += (this.started ? ",\r\n" : "[") + block.slice(6);
-      this.started = true;
-    }
-    return out;
-  }
-  close(): string {
-    return this.started ? "]" : "[]";
-  }
+  call.deliveredChars = reader.deliveredChars;
+  if (reader.usage) call.setUsage(reader.usage);
+  stream.end();
+  await call.finish(status, errorCode); // the charge is durable before the stream's last byte
+  if (!res.destroyed) res.end(tail || undefined);
 }

@@ -1,12 +1,11 @@
 import type { UpstreamProtocol } from "../contract/index.ts";
+import { protocols, upstreamProtocolOf } from "../protocols/index.ts";
 
 // An upstream's base URL as the operator wrote it → the prefix the protocol's paths go after. Vendors
 // document their base URL both ways (Anthropic's SDK takes https://api.anthropic.com, its HTTP reference
 // shows …/v1/messages; Google's SDK takes the bare host and adds /v1beta), so both are accepted: a base URL
 // with no path gets the protocol's version segment, one with a path (…/v1, …/v1beta, a proxy's
 // /openai/v1) is used as written.
-
-const VERSION: Record<UpstreamProtocol, string> = { openai: "/v1", anthropic: "/v1", gemini: "/v1beta", demo: "" };
 
 const resolved = new Map<string, string>();
 
@@ -32,5 +31,5 @@ function resolve(protocol: UpstreamProtocol, baseUrl: string): string {
   if (url.protocol !== "http:" && url.protocol !== "https:") return trimmed;
   // A query or fragment in a base URL has no place to go once a path is appended: keep it as written.
   if (url.search !== "" || url.hash !== "") return trimmed;
-  return url.pathname === "/" || url.pathname === "" ? `${url.origin}${VERSION[protocol]}` : trimmed;
+  return url.pathname === "/" || url.pathname === "" ? `${url.origin}${protocol === "demo" ? "" : protocols[upstreamProtocolOf(protocol)].basePath}` : trimmed;
 }

@@ -1,7 +1,7 @@
 import type { RouteSnapshot } from "../contract/index.ts";
 import { open } from "../crypto/secret-box.ts";
 import { GatewayError } from "../errors.ts";
-import { protocols } from "../protocols/index.ts";
+import { protocols, upstreamProtocolOf } from "../protocols/index.ts";
 import { parseJsonLoose } from "../protocols/shared.ts";
 import type { CallTrace } from "../telemetry/call-trace.ts";
 import { endWithError } from "../telemetry/tracing.ts";
@@ -59,7 +59,7 @@ export async function callUpstream(
   for (const route of routes) {
     const outgoing = build(route);
     const headers: Record<string, string> = { "content-type": "application/json", ...outgoing.headers };
-    const proto = route.protocol === "demo" ? "openai" : route.protocol;
+    const proto = upstreamProtocolOf(route.protocol);
     if (route.apiKeyEnc) Object.assign(headers, protocols[proto].authHeaders(credential(opts, route.apiKeyEnc)));
     const transport = route.protocol === "demo" ? opts.demo : opts.transport;
     const url = upstreamBase(route.protocol, route.baseUrl) + outgoing.path;
@@ -192,7 +192,7 @@ class UpstreamStatus extends Error {
    */
   async toGatewayError(logger: DataPlaneOptions["logger"]): Promise<GatewayError> {
     const status = this.upstream.status;
-    const proto = this.route.protocol === "demo" ? "openai" : this.route.protocol;
+    const proto = upstreamProtocolOf(this.route.protocol);
     const text = await this.drain();
     const info = protocols[proto].parseUpstreamError(status, text);
     // The customer never learns which of the operator's upstreams this was, nor what it said about itself

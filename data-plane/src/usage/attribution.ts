@@ -45,7 +45,7 @@ export function headerTags(headers: IncomingHttpHeaders): string[] {
 export function attributionOf(protocol: ProtocolName, body: Record<string, unknown>, headers: IncomingHttpHeaders): Attribution {
   let endUser: unknown = null;
   let bodyTags: string[] = [];
-  if (protocol === "openai") {
+  if (protocol === "openai" || protocol === "openai-responses") {
     endUser = body.user;
     bodyTags = mapTags(body.metadata);
   } else if (protocol === "anthropic") {

@@ -6,7 +6,7 @@ export const AccountStatusEnum = builder.enumType("AccountStatus", { values: ["a
 export const ApiKeyStatusEnum = builder.enumType("ApiKeyStatus", { values: ["active", "revoked"] as const });
 export const LedgerKindEnum = builder.enumType("LedgerKind", { values: ["topup", "charge", "refund", "adjustment"] as const });
 export const UpstreamProtocolEnum = builder.enumType("UpstreamProtocol", {
-  values: ["openai", "anthropic", "gemini", "demo"] as const,
+  values: ["openai", "anthropic", "gemini", "openai_responses", "demo"] as const,
 });
 export const ConfigSourceEnum = builder.enumType("ConfigSource", { values: ["config", "api", "builtin"] as const });
 export const ExportFormatEnum = builder.enumType("ExportFormat", {

@@ -1,0 +1,75 @@
+// The Gemini protocol: POST /v1beta/models/{model}:generateContent and :streamGenerateContent (also under /v1/),
+// keys in `x-goog-api-key` or `?key=`. Streaming without `alt=sse` is one JSON array streamed element by element.
+
+import { geminiModel, geminiModelList } from "../models.ts";
+import { errorMessageOf, ssePassthrough } from "../passthrough.ts";
+import { decodePathSegment, pattern } from "../routes.ts";
+import type { ProtocolAdapter } from "../types.ts";
+import { geminiErrorPayload, parseGeminiUpstreamError, renderGeminiError } from "./errors.ts";
+import { buildGeminiRequest, parseGeminiRequest } from "./request.ts";
+import { parseGeminiResponse, renderGeminiResponse } from "./response.ts";
+import { createGeminiStreamDecoder, createGeminiStreamEncoder } from "./stream.ts";
+
+const generate = /^\/(?:v1|v1beta)\/models\/([^/:]+):generateContent$/;
+const streamGenerate = /^\/(?:v1|v1beta)\/models\/([^/:]+):streamGenerateContent$/;
+
+const errorFrame = (err: Parameters<typeof renderGeminiError>[0], requestId: string) =>
+  `data: ${JSON.stringify(geminiErrorPayload(err.status, err.kind, err.message, requestId))}\r\n\r\n`;
+
+export const gemini: ProtocolAdapter = {
+  name: "gemini",
+  endpoints: [
+    pattern("POST", "/v1beta/models/{model}:generateContent", generate, "generate", (m) => ({ model: decodePathSegment(m[1]!), stream: false })),
+    pattern("POST", "/v1beta/models/{model}:streamGenerateContent", streamGenerate, "generate", (m, query) => ({
+      model: decodePathSegment(m[1]!),
+      stream: true,
+      jsonArray: query?.get("alt") !== "sse",
+    })),
+  ],
+  keySources: ["x-goog-api-key", "query"],
+  speaks: (headers, path, query) => path.startsWith("/v1beta/") || headers["x-goog-api-key"] !== undefined || query?.has("key") === true,
+  parseClientRequest: parseGeminiRequest,
+  renderClientResponse: renderGeminiResponse,
+  createClientStreamEncoder: (ctx) => (ctx.jsonArray ? jsonArrayEncoder(createGeminiStreamEncoder(ctx)) : createGeminiStreamEncoder(ctx)),
+  renderError: renderGeminiError,
+  errorFrame,
+  streamContentType: (route) => (route?.jsonArray ? "application/json; charset=utf-8" : undefined),
+  renderModelList: geminiModelList,
+  renderModel: geminiModel,
+  basePath: "/v1beta",
+  buildUpstreamRequest: buildGeminiRequest,
+  authHeaders: (apiKey) => ({ "x-goog-api-key": apiKey }),
+  parseUpstreamResponse: parseGeminiResponse,
+  createUpstreamStreamDecoder: createGeminiStreamDecoder,
+  parseUpstreamError: parseGeminiUpstreamError,
+  passthrough: ssePassthrough({
+    // Gemini names the model in the path: the client's body goes as it is, whatever the route's model name.
+    path: (model, stream) => `/models/${encodeURIComponent(model)}:${stream ? "streamGenerateContent?alt=sse" : "generateContent"}`,
+    accepts: (req, upstreamModel, route) => upstreamModel === req.model && route?.jsonArray !== true,
+    frame: (ev) => `data: ${ev.data}\r\n\r\n`,
+    errorMessage: (ev) => (ev.data.startsWith('{"error"') || ev.data.includes('"error":{') ? errorMessageOf(ev.data) : null),
+    errorFrame,
+    decoder: createGeminiStreamDecoder,
+    parseResponse: parseGeminiResponse,
+  }),
+};
+
+/**
+ * Gemini without `alt=sse` streams one JSON array, element by element. The encoder writes SSE frames
+ * (`data: {...}\r\n\r\n`); this turns each into an array element, and closes the array last.
+ */
+function jsonArrayEncoder(inner: ReturnType<typeof createGeminiStreamEncoder>): ReturnType<typeof createGeminiStreamEncoder> {
+  let started = false;
+  return {
+    encode(ev) {
+      let out = "";
+      for (const block of inner.encode(ev).split("\r\n\r\n")) {
+        if (!block.startsWith("data: ")) continue;
+        out += (started ? ",\r\n" : "[") + block.slice(6);
+        started = true;
+      }
+      return out;
+    },
+    close: async () => (started ? "]" : "[]"),
+  };
+}

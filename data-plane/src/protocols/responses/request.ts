@@ -1,0 +1,309 @@
+// OpenAI Responses API requests: client body → canonical, canonical → upstream body.
+// Items map onto canonical messages: system/developer messages become system prompts, user messages user
+// messages, and each run of assistant-side items (messages, reasoning, function calls) one assistant message;
+// a function_call_output is a tool message. Reasoning items carry their summary as thinking text and their
+// encrypted_content as the thinking signature, so a vendor's signed reasoning survives the round trip.
+
+import { z } from "zod";
+import type { AssistantMessage, CanonicalMessage, CanonicalRequest, ReasoningConfig, ResponseFormat, ToolChoice, UserPart } from "../canonical.ts";
+import { dataUrlOf, effortOfBudget, imageSourceOfUrl, invalid, unsupported } from "../shared.ts";
+import { formatPath, parseBody } from "../validate.ts";
+import type { UpstreamRequest } from "../types.ts";
+
+const UPSTREAM = "OpenAI Responses";
+
+const formatSchema = z.discriminatedUnion("type", [
+  z.looseObject({ type: z.literal("text") }),
+  z.looseObject({ type: z.literal("json_object") }),
+  z.looseObject({
+    type: z.literal("json_schema"),
+    name: z.string(),
+    schema: z.record(z.string(), z.unknown()),
+    description: z.string().optional(),
+    strict: z.boolean().nullish(),
+  }),
+]);
+
+const functionTool = z.looseObject({
+  type: z.literal("function"),
+  name: z.string().min(1),
+  description: z.string().nullish(),
+  parameters: z.record(z.string(), z.unknown()).nullish(),
+  strict: z.boolean().nullish(),
+});
+
+const schema = z.looseObject({
+  model: z.string().min(1),
+  input: z.union([z.string(), z.array(z.record(z.string(), z.unknown()))]).nullish(),
+  instructions: z.string().nullish(),
+  tools: z.array(z.looseObject({ type: z.string() })).nullish(),
+  tool_choice: z.union([z.enum(["none", "auto", "required"]), z.looseObject({ type: z.string(), name: z.string().optional() })]).nullish(),
+  parallel_tool_calls: z.boolean().nullish(),
+  text: z.looseObject({ format: formatSchema.nullish() }).nullish(),
+  reasoning: z.looseObject({ effort: z.enum(["none", "minimal", "low", "medium", "high", "xhigh"]).nullish(), summary: z.string().nullish() }).nullish(),
+  max_output_tokens: z.number().int().min(1).nullish(),
+  temperature: z.number().min(0).max(2).nullish(),
+  top_p: z.number().min(0).max(1).nullish(),
+  metadata: z.record(z.string(), z.string()).nullish(),
+  store: z.boolean().nullish(),
+  previous_response_id: z.string().nullish(),
+  include: z.array(z.string()).nullish(),
+  stream: z.boolean().nullish(),
+  user: z.string().nullish(),
+  background: z.boolean().nullish(),
+  top_logprobs: z.number().int().nullish(),
+  service_tier: z.string().nullish(),
+});
+
+export type ResponsesBody = z.infer<typeof schema>;
+
+/** Validates the request body (also for the same-protocol path, which sends the client's bytes on). */
+export const parseResponsesBody = (body: unknown): ResponsesBody => parseBody(schema, body);
+
+const messageItem = z.looseObject({
+  role: z.enum(["user", "assistant", "system", "developer"]),
+  content: z.union([z.string(), z.array(z.looseObject({ type: z.string() }))]),
+});
+const functionCallItem = z.looseObject({ call_id: z.string(), name: z.string(), arguments: z.string() });
+const functionOutputItem = z.looseObject({ call_id: z.string(), output: z.union([z.string(), z.array(z.looseObject({ type: z.string() }))]) });
+const reasoningItem = z.looseObject({
+  summary: z.array(z.looseObject({ text: z.string() })).nullish(),
+  content: z.array(z.looseObject({ text: z.string() })).nullish(),
+  encrypted_content: z.string().nullish(),
+});
+
+function at<S extends z.ZodType>(s: S, value: unknown, param: string): z.output<S> {
+  const r = s.safeParse(value);
+  if (r.success) return r.data;
+  const issue = r.error.issues[0];
+  const path = issue ? formatPath(issue.path) : "";
+  const full = path === "" ? param : path.startsWith("[") ? `${param}${path}` : `${param}.${path}`;
+  throw invalid("invalid_value", `Invalid '${full}': ${issue?.message ?? "invalid value"}.`, full);
+}
+
+/** The kind of an input item: `type`, or `message` for the short form that has only a role. */
+export const itemType = (item: Record<string, unknown>): string =>
+  typeof item.type === "string" ? item.type : typeof item.role === "string" ? "message" : "unknown";
+
+type Part = { type: string } & Record<string, unknown>;
+
+function userParts(content: string | Part[], param: string): UserPart[] {
+  if (typeof content === "string") return [{ type: "text", text: content }];
+  return content.map((p, i): UserPart => {
+    if ((p.type === "input_text" || p.type === "output_text") && typeof p.text === "string") return { type: "text", text: p.text };
+    if (p.type === "input_image") {
+      if (typeof p.image_url !== "string") throw invalid("invalid_value", "Only images given by URL (image_url) can be used; file_id needs the vendor's file storage.", `${param}[${i}].image_url`);
+      const detail = typeof p.detail === "string" && p.detail !== "auto" ? p.detail : undefined;
+      return { type: "image", source: imageSourceOfUrl(p.image_url, detail) };
+    }
+    throw invalid("invalid_value", `Content part type '${p.type}' is not supported.`, `${param}[${i}].type`);
+  });
+}
+
+function textOf(content: string | Part[], param: string): string {
+  if (typeof content === "string") return content;
+  return content
+    .map((p, i) => {
+      if ((p.type === "input_text" || p.type === "output_text") && typeof p.text === "string") return p.text;
+      if (p.type === "refusal" && typeof p.refusal === "string") return p.refusal;
+      throw invalid("invalid_value", "Only text content is allowed here.", `${param}[${i}]`);
+    })
+    .join("");
+}
+
+function reasoningOf(r: ResponsesBody["reasoning"]): ReasoningConfig | undefined {
+  const effort = r?.effort;
+  if (effort == null) return undefined;
+  if (effort === "none") return { enabled: false };
+  return { enabled: true, effort: effort === "xhigh" ? "high" : effort };
+}
+
+function formatOf(f: z.infer<typeof formatSchema>): ResponseFormat {
+  if (f.type !== "json_schema") return { type: f.type };
+  const js = f as { name: string; schema: Record<string, unknown>; description?: string; strict?: boolean | null };
+  const out: ResponseFormat = { type: "json_schema", name: js.name, schema: js.schema };
+  if (js.strict != null) out.strict = js.strict;
+  if (js.description !== undefined) out.description = js.description;
+  return out;
+}
+
+function toolChoiceOf(tc: NonNullable<ResponsesBody["tool_choice"]>): ToolChoice {
+  if (typeof tc === "string") return { type: tc };
+  if (tc.type === "function" && tc.name) return { type: "tool", name: tc.name };
+  throw invalid("invalid_value", `tool_choice of type '${tc.type}' cannot be translated; only function tools can.`, "tool_choice");
+}
+
+export function parseResponsesRequest(body: unknown): CanonicalRequest {
+  const b = parseResponsesBody(body);
+  const system: string[] = [];
+  if (b.instructions) system.push(b.instructions);
+  const messages: CanonicalMessage[] = [];
+  const assistant = (): AssistantMessage => {
+    const last = messages.at(-1);
+    if (last?.role === "assistant") return last;
+    const m: AssistantMessage = { role: "assistant", content: [] };
+    messages.push(m);
+    return m;
+  };
+  const items = typeof b.input === "string" ? [{ role: "user", content: b.input }] : (b.input ?? []);
+  items.forEach((item, i) => {
+    const param = `input[${i}]`;
+    const type = itemType(item);
+    switch (type) {
+      case "message": {
+        const m = at(messageItem, item, param);
+        if (m.role === "system" || m.role === "developer") system.push(textOf(m.content as string | Part[], `${param}.content`));
+        else if (m.role === "user") messages.push({ role: "user", content: userParts(m.content as string | Part[], `${param}.content`) });
+        else {
+          const text = textOf(m.content as string | Part[], `${param}.content`);
+          if (text !== "") assistant().content.push({ type: "text", text });
+        }
+        return;
+      }
+      case "function_call": {
+        const c = at(functionCallItem, item, param);
+        assistant().content.push({ type: "tool_call", id: c.call_id, name: c.name, arguments: c.arguments });
+        return;
+      }
+      case "function_call_output": {
+        const o = at(functionOutputItem, item, param);
+        const content: UserPart[] = typeof o.output === "string" ? [{ type: "text", text: o.output }] : userParts(o.output as Part[], `${param}.output`);
+        messages.push({ role: "tool", toolCallId: o.call_id, content });
+        return;
+      }
+      case "reasoning": {
+        const r = at(reasoningItem, item, param);
+        const text = [...(r.summary ?? []), ...(r.content ?? [])].map((s) => s.text).join("\n\n");
+        const part: { type: "thinking"; text: string; signature?: string } = { type: "thinking", text };
+        if (r.encrypted_content) part.signature = r.encrypted_content;
+        if (text !== "" || part.signature) assistant().content.push(part);
+        return;
+      }
+      case "item_reference":
+        // The session replaces references with the items they name before parsing, when state is kept.
+        throw invalid("invalid_value", "Item references need stored responses, which this gateway does not keep: send the full input instead.", `${param}.id`);
+      default:
+        throw invalid("invalid_value", `Input items of type '${type}' cannot be translated for this model's upstream.`, `${param}.type`);
+    }
+  });
+  if (messages.length === 0) throw invalid("missing_required_parameter", "Missing required parameter: 'input'.", "input");
+
+  const req: CanonicalRequest = { model: b.model, system, messages, stream: b.stream === true };
+  if (b.tools) {
+    req.tools = b.tools.map((t, i) => {
+      if (t.type !== "function") throw invalid("unsupported_parameter", `Tools of type '${t.type}' cannot be translated for this model's upstream; only function tools can.`, `tools[${i}].type`);
+      const f = at(functionTool, t, `tools[${i}]`);
+      return { name: f.name, ...(f.description != null ? { description: f.description } : {}), ...(f.parameters != null ? { parameters: f.parameters } : {}) };
+    });
+  }
+  if (b.tool_choice != null) req.toolChoice = toolChoiceOf(b.tool_choice);
+  if (b.parallel_tool_calls != null) req.parallelToolCalls = b.parallel_tool_calls;
+  if (b.temperature != null) req.temperature = b.temperature;
+  if (b.top_p != null) req.topP = b.top_p;
+  if (b.max_output_tokens != null) req.maxOutputTokens = b.max_output_tokens;
+  if (b.text?.format) req.responseFormat = formatOf(b.text.format);
+  const reasoning = reasoningOf(b.reasoning);
+  if (reasoning) req.reasoning = reasoning;
+  if (b.user != null) req.user = b.user;
+  // What changes the answer and has no translation is refused, never dropped.
+  if (b.background === true) throw invalid("unsupported_parameter", "'background' is not supported by this model's upstream.", "background");
+  if (b.top_logprobs != null) throw invalid("unsupported_parameter", "'top_logprobs' is not supported by this model's upstream.", "top_logprobs");
+  if (b.service_tier != null && b.service_tier !== "auto" && b.service_tier !== "default") {
+    throw invalid("unsupported_parameter", "'service_tier' is not supported by this model's upstream.", "service_tier");
+  }
+  for (const k of ["prompt", "conversation"]) {
+    if ((body as Record<string, unknown>)[k] != null) throw invalid("unsupported_parameter", `'${k}' is not supported by this model's upstream.`, k);
+  }
+  return req;
+}
+
+// ---- canonical → Responses upstream ----
+
+function userContentOut(parts: UserPart[]): Record<string, unknown>[] {
+  return parts.map((p) =>
+    p.type === "text"
+      ? { type: "input_text", text: p.text }
+      : {
+          type: "input_image",
+          image_url: p.source.kind === "url" ? p.source.url : dataUrlOf(p.source.mediaType, p.source.data),
+          detail: p.source.kind === "url" && p.source.detail ? p.source.detail : "auto",
+        },
+  );
+}
+
+function inputOut(req: CanonicalRequest): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = [];
+  req.messages.forEach((m, i) => {
+    if (m.role === "user") out.push({ role: "user", content: userContentOut(m.content) });
+    else if (m.role === "assistant") {
+      // Thinking is not sent back: another vendor's reasoning (or its signature) means nothing to this one.
+      let text = "";
+      const flush = () => {
+        if (text !== "") out.push({ role: "assistant", content: text });
+        text = "";
+      };
+      for (const p of m.content) {
+        if (p.type === "text") text += p.text;
+        else if (p.type === "tool_call") {
+          flush();
+          out.push({ type: "function_call", call_id: p.id, name: p.name, arguments: p.arguments });
+        }
+      }
+      flush();
+    } else {
+      const text = m.content
+        .map((p, j) => {
+          if (p.type !== "text") throw unsupported(`messages[${i}].content[${j}]`, UPSTREAM, "tool results can only hold text");
+          return p.text;
+        })
+        .join("");
+      out.push({ type: "function_call_output", call_id: m.toolCallId, output: text });
+    }
+  });
+  return out;
+}
+
+export function buildResponsesRequest(req: CanonicalRequest, upstreamModel: string, opts: { stream: boolean }): UpstreamRequest {
+  if (req.topK !== undefined) throw unsupported("top_k", UPSTREAM);
+  if (req.stop) throw unsupported("stop", UPSTREAM);
+  if (req.n !== undefined && req.n > 1) throw unsupported("n", UPSTREAM, "only one choice can be translated");
+  if (req.seed !== undefined) throw unsupported("seed", UPSTREAM);
+  if (req.presencePenalty !== undefined) throw unsupported("presence_penalty", UPSTREAM);
+  if (req.frequencyPenalty !== undefined) throw unsupported("frequency_penalty", UPSTREAM);
+  if (req.logprobs) throw unsupported("logprobs", UPSTREAM);
+  // The provider keeps nothing of a translated call: the client's protocol has no way to refer to it.
+  const body: Record<string, unknown> = { model: upstreamModel, input: inputOut(req), store: false };
+  if (req.system.length > 0) body.instructions = req.system.join("\n\n");
+  if (req.tools) {
+    body.tools = req.tools.map((t) => ({
+      type: "function",
+      name: t.name,
+      ...(t.description !== undefined ? { description: t.description } : {}),
+      parameters: t.parameters ?? { type: "object", properties: {} },
+      strict: false,
+    }));
+  }
+  if (req.toolChoice) body.tool_choice = req.toolChoice.type === "tool" ? { type: "function", name: req.toolChoice.name } : req.toolChoice.type;
+  if (req.parallelToolCalls !== undefined) body.parallel_tool_calls = req.parallelToolCalls;
+  if (req.temperature !== undefined) body.temperature = req.temperature;
+  if (req.topP !== undefined) body.top_p = req.topP;
+  if (req.maxOutputTokens !== undefined) body.max_output_tokens = req.maxOutputTokens;
+  if (req.responseFormat) body.text = { format: formatOut(req.responseFormat) };
+  if (req.reasoning) {
+    const r = req.reasoning;
+    if (r.enabled && r.effort) body.reasoning = { effort: r.effort };
+    else if (r.enabled && r.budgetTokens !== undefined) body.reasoning = { effort: effortOfBudget(r.budgetTokens) };
+  }
+  if (req.user !== undefined) body.user = req.user;
+  if (opts.stream) body.stream = true;
+  return { path: "/responses", body, headers: { "content-type": "application/json" } };
+}
+
+export function formatOut(rf: ResponseFormat): Record<string, unknown> {
+  if (rf.type !== "json_schema") return { type: rf.type };
+  const f: Record<string, unknown> = { type: "json_schema", name: rf.name };
+  if (rf.description !== undefined) f.description = rf.description;
+  f.schema = rf.schema;
+  if (rf.strict !== undefined) f.strict = rf.strict;
+  return f;
+}
