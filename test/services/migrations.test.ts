@@ -10,7 +10,7 @@ import { freshDatabase } from "../helpers/postgres.ts";
 
 interface Field { name: string; dbName?: string; kind: string; type: string; isList: boolean; isRequired: boolean; nativeType: [string, string[]] | null; default?: unknown; relationFromFields?: string[]; relationToFields?: string[]; relationOnDelete?: string }
 interface Model { name: string; dbName: string | null; fields: Field[] }
-interface Dmmf { datamodel: { models: Model[]; enums: { name: string; values: { name: string }[] }[]; indexes: { model: string; type: "id" | "unique" | "normal"; fields: { name: string }[] }[] } }
+interface Dmmf { datamodel: { models: Model[]; enums: { name: string; values: { name: string; dbName?: string | null }[] }[]; indexes: { model: string; type: "id" | "unique" | "normal"; fields: { name: string }[] }[] } }
 
 const dmmf = JSON.parse(wasm.get_dmmf(JSON.stringify({ prismaSchema: readFileSync("prisma/schema.prisma", "utf8") }))) as Dmmf;
 const models = dmmf.datamodel.models;
@@ -65,7 +65,7 @@ describe("migrations agree with schema.prisma", () => {
     const rows = await q<{ typname: string; labels: string[] }>(
       `SELECT t.typname, array_agg(e.enumlabel::text ORDER BY e.enumsortorder) AS labels FROM pg_type t JOIN pg_enum e ON e.enumtypid = t.oid GROUP BY t.typname`,
     );
-    expect(Object.fromEntries(rows.map((r) => [r.typname, r.labels]))).toEqual(Object.fromEntries(dmmf.datamodel.enums.map((e) => [e.name, e.values.map((v) => v.name)])));
+    expect(Object.fromEntries(rows.map((r) => [r.typname, r.labels]))).toEqual(Object.fromEntries(dmmf.datamodel.enums.map((e) => [e.name, e.values.map((v) => v.dbName ?? v.name)])));
   });
 
   it("has the primary keys, unique constraints and indexes", async () => {
