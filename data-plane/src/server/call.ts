@@ -98,13 +98,15 @@ export class Call {
     const event = usageEvent(this.record, usage, this.admission.price, status, errorCode, charge, estimated);
     const durable = this.opts.usage.emit(event);
     const cost = BigInt(event.cost);
-    if (cost !== 0n) this.addSpend(cost);
+    const spent = cost !== 0n ? this.addSpend(cost) : undefined;
     if (estimated && charge && status === 499) this.estimatedCharge = cost;
     void this.admission.grant.release(usage.promptTokens + usage.completionTokens);
     this.opts.metrics.call(this.record.protocol, this.record.model, status, this.record.stream, event.latencyMs / 1000, usage.promptTokens, usage.completionTokens);
     this.trace?.finish(status, errorCode, usage);
-    // The relays send the answer's last byte once this resolves (the event is in Redis or the spool).
-    return durable;
+    // The relays send the answer's last byte once this resolves: the event is in Redis or the spool, and the
+    // spend counters hold the call's cost, so the caller's next request already sees its quota and balance
+    // (both go out in the same turn's write to Redis, so waiting for the second costs nothing more).
+    return spent === undefined ? durable : Promise.all([durable, spent]).then(() => undefined);
   }
 
   /**
@@ -141,8 +143,12 @@ export class Call {
     return durable;
   }
 
-  private addSpend(cost: bigint): void {
-    this.opts.spend.add(this.caller.key, this.caller.account, cost).catch((err) => this.opts.logger.warn({ err, requestId: this.record.requestId }, "spend counter not updated"));
+  /** Resolves once the counters took the cost (never rejects: a failure is logged and the call goes on). */
+  private addSpend(cost: bigint): Promise<void> {
+    return this.opts.spend.add(this.caller.key, this.caller.account, cost).then(
+      () => undefined,
+      (err: unknown) => this.opts.logger.warn({ err, requestId: this.record.requestId }, "spend counter not updated"),
+    );
   }
 
   failed(err: unknown): void {
