@@ -19,6 +19,7 @@ const routes: RouteRecordRaw[] = [
       { path: "keys", name: "keys", component: () => import("./pages/KeysPage.vue"), meta: { title: "API keys" } },
       { path: "usage", name: "usage", component: () => import("./pages/UsagePage.vue"), meta: { title: "Usage log" } },
       { path: "wallet", name: "wallet", component: () => import("./pages/WalletPage.vue"), meta: { title: "Wallet" } },
+      { path: "budgets", name: "budgets", component: () => import("./pages/BudgetsPage.vue"), meta: { title: "Budgets and alerts" } },
       { path: "models", name: "models", component: () => import("./pages/ModelsPage.vue"), meta: { title: "Models" } },
       { path: "security", name: "security", component: () => import("./pages/SecurityPage.vue"), meta: { title: "Security" } },
       { path: "quick-start", name: "quick-start", component: () => import("./pages/QuickStartPage.vue"), meta: { title: "Quick start" } },

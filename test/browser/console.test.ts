@@ -1,10 +1,13 @@
 import { existsSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { mkdir, mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Secret, TOTP } from "otpauth";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { verify } from "../../control-plane/src/alerts/signature.ts";
 import { admin, eventually, freePort, repoRoot, startTs, waitForHttp, type Proc } from "../helpers/processes.ts";
 
 // The customer console in real Chromium against the product in embedded mode (`npm start`): sign-in with two-step
@@ -279,6 +282,49 @@ describe("customer console", () => {
     expect((await stat(docsShot)).size).toBeLessThan(300_000);
   });
 
+  it("sets a key's daily budget and shows what is left; adds a webhook and sends it a signed test alert", async () => {
+    await nav(page, "API keys");
+    const row = page.locator('tr[data-key-name="ci-bot"]');
+    await row.getByRole("button", { name: "Budgets of ci-bot" }).click();
+    const form = page.getByTestId("key-budgets");
+    await form.getByLabel("Daily").fill("1");
+    await form.getByRole("button", { name: "Save budgets" }).click();
+    await page.getByText("Saved the budgets of “ci-bot”").waitFor();
+    await row.getByText("left of 1.00").waitFor();
+
+    const received: { headers: Record<string, string | string[] | undefined>; body: string }[] = [];
+    const receiver = createServer((req, res) => {
+      let body = "";
+      req.on("data", (c: Buffer) => (body += c.toString("utf8")));
+      req.on("end", () => {
+        received.push({ headers: req.headers, body });
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r));
+    try {
+      await nav(page, "Budgets & alerts");
+      const hooks = page.getByTestId("webhooks");
+      await hooks.getByLabel("URL").fill(`http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`);
+      await hooks.getByRole("button", { name: "Add webhook" }).click();
+      const secret = (await page.getByTestId("webhook-secret").locator("code.secret").textContent())!.trim();
+      expect(secret).toMatch(/^whsec_/);
+      await hooks.getByRole("button", { name: "Send test" }).click();
+      await page.getByText("Test alert delivered (HTTP 204)").waitFor();
+      expect(received).toHaveLength(1);
+      const r = received[0]!;
+      expect(verify(secret, String(r.headers["x-modelgate-timestamp"]), r.body, String(r.headers["x-modelgate-signature"]))).toBe(true);
+      await page.getByTestId("deliveries").getByText("delivered").waitFor();
+
+      const settings = page.getByTestId("alert-settings");
+      await settings.getByLabel("Balance below").fill("5");
+      await settings.getByRole("button", { name: "Save alerts" }).click();
+      await page.getByText("Saved the alert settings.").waitFor();
+    } finally {
+      await new Promise<void>((r) => receiver.close(() => r()));
+    }
+  });
+
   it("exports the usage log and downloads the file", async () => {
     await nav(page, "Usage log");
     await page.locator(`tr[data-request-id="${requestId}"]`).waitFor();
@@ -412,6 +458,7 @@ describe("customer console", () => {
       { name: "keys", path: "/keys", ready: (p) => p.getByTestId("keys-table").waitFor() },
       { name: "usage", path: "/usage", ready: (p) => p.getByTestId("usage-table").waitFor() },
       { name: "wallet", path: "/wallet", ready: (p) => p.getByTestId("ledger-table").waitFor() },
+      { name: "budgets", path: "/budgets", ready: (p) => p.getByTestId("account-budgets").waitFor() },
       { name: "models", path: "/models", ready: (p) => p.getByTestId("models-table").waitFor() },
       { name: "quick-start", path: "/quick-start", ready: (p) => p.getByTestId("qs-base-url").waitFor() },
       { name: "security", path: "/security", ready: (p) => p.getByTestId("twostep-status").waitFor() },

@@ -3,7 +3,7 @@ import type { ApiKey, ApiKeyRestrictionsInput } from "./types";
 
 const KEY_FIELDS = `
   id name prefix state status allowedModels ipAllowlist quotaCap spent expiresAt revokedAt lastUsedAt createdAt
-  rpm tpm concurrency
+  rpm tpm concurrency budgets { period limit spent remaining startsAt resetsAt }
 `;
 
 export const ApiKeysQuery = gql<{ apiKeys: ApiKey[] }, Record<string, never>>`

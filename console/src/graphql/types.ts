@@ -44,6 +44,64 @@ export interface ApiKey {
   rpm: number | null;
   tpm: number | null;
   concurrency: number | null;
+  budgets: Budget[];
+}
+
+export type BudgetPeriod = "day" | "week" | "month";
+
+/** A spend limit in its current period (money as decimal text). */
+export interface Budget {
+  period: BudgetPeriod;
+  limit: string;
+  spent: string;
+  remaining: string;
+  startsAt: string;
+  resetsAt: string;
+}
+
+export interface BudgetsInput {
+  daily?: string | null;
+  weekly?: string | null;
+  monthly?: string | null;
+}
+
+export interface AccountBudgets {
+  id: string;
+  timeZone: string;
+  budgets: Budget[];
+  budgetCaps: { daily: string | null; weekly: string | null; monthly: string | null };
+}
+
+export interface WebhookDelivery {
+  id: string;
+  webhookId: string;
+  kind: string;
+  status: "pending" | "delivered" | "failed";
+  attempts: number;
+  lastStatus: number | null;
+  lastError: string | null;
+  nextAttemptAt: string | null;
+  createdAt: string;
+  deliveredAt: string | null;
+}
+
+export interface AlertOverview {
+  alertSettings: {
+    percents: number[];
+    balanceBelow: string | null;
+    keyExpiryDays: number | null;
+    emails: string[];
+    webhooks: { id: string; url: string; createdAt: string }[];
+  };
+  alertEvents: { id: string; kind: string; payload: string; firedAt: string }[];
+  webhookDeliveries: WebhookDelivery[];
+}
+
+export interface AlertSettingsInput {
+  percents?: number[];
+  balanceBelow?: string | null;
+  keyExpiryDays?: number | null;
+  emails?: string[];
 }
 
 export interface ApiKeyRestrictionsInput {
