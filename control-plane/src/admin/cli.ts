@@ -148,7 +148,7 @@ async function direct(command: CommandName, args: Record<string, unknown>, dataD
   let changed = false;
   try {
     await migrate(db.sql);
-    const result = await runAdminCommand({ prisma: db.prisma, masterKey: settings.masterKey, snapshotChanged: () => void (changed = true) }, command, args);
+    const result = await runAdminCommand({ prisma: db.prisma, masterKey: settings.masterKey, snapshotChanged: () => void (changed = true), actor: { type: "cli" } }, command, args);
     if (changed && settings.redisUrl) {
       const { connectRedis, redisNames } = await import("@modelgate/data-plane");
       const redis = connectRedis(settings.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 2 });

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { budgetsOf, budgetView, setAccountBudgets, setBudgetCaps, setKeyBudgets, setTimeZone, type BudgetChange } from "../budgets/service.ts";
 import { createAccount, resolveAccount, topUp } from "../services/accounts.ts";
 import { listApiKeys, revokeApiKey } from "../services/api-keys.ts";
+import { setAccountLimits, setAccountStatus, setPriceContract } from "../services/catalog.ts";
 import { ipAllowlistSchema, nameSchema } from "../services/inputs.ts";
 import { issueApiKey } from "../services/key-policy.ts";
 import type { ServiceContext } from "../services/context.ts";
@@ -136,11 +137,12 @@ export async function runAdminCommand(ctx: ServiceContext, name: CommandName, ra
     case "account update": {
       const a = parseCommandArgs("account update", rawArgs);
       const found = await resolveAccount(ctx, a.account);
-      const account = await ctx.prisma.account.update({
-        where: { id: found.id },
-        data: { status: a.status, rpm: a.rpm, tpm: a.tpm, concurrency: a.concurrency },
-      });
-      ctx.snapshotChanged();
+      // Through the services, so each change is audited as the API's are.
+      let account = found;
+      if (a.status) account = await setAccountStatus(ctx, found.id, a.status);
+      if (a.rpm !== undefined || a.tpm !== undefined || a.concurrency !== undefined) {
+        account = await setAccountLimits(ctx, found.id, { rpm: a.rpm ?? found.rpm, tpm: a.tpm ?? found.tpm, concurrency: a.concurrency ?? found.concurrency });
+      }
       const tz = a["time-zone"] === undefined ? account.timeZone : (await setTimeZone(ctx, account.id, a["time-zone"])).timeZone;
       return { id: account.id, name: account.name, status: account.status, rpm: account.rpm, tpm: account.tpm, concurrency: account.concurrency, timeZone: tz };
     }
@@ -166,19 +168,16 @@ export async function runAdminCommand(ctx: ServiceContext, name: CommandName, ra
     case "contract set": {
       const a = parseCommandArgs("contract set", rawArgs);
       const account = await resolveAccount(ctx, a.account);
-      const prices = {
-        inputPriceMicro: a.input,
-        outputPriceMicro: a.output,
-        cachedInputPriceMicro: a["cached-input"] ?? null,
-        cacheWrite5mPriceMicro: a["cache-write-5m"] ?? null,
-        cacheWrite1hPriceMicro: a["cache-write-1h"] ?? null,
-      };
-      await ctx.prisma.priceContract.upsert({
-        where: { accountId_modelId: { accountId: account.id, modelId: a.model } },
-        create: { accountId: account.id, modelId: a.model, ...prices },
-        update: prices,
+      const opt = (v: bigint | undefined) => (v === undefined ? null : formatAmount(v));
+      await setPriceContract(ctx, {
+        accountId: account.id,
+        modelId: a.model,
+        inputPrice: formatAmount(a.input),
+        outputPrice: formatAmount(a.output),
+        cachedInputPrice: opt(a["cached-input"]),
+        cacheWrite5mPrice: opt(a["cache-write-5m"]),
+        cacheWrite1hPrice: opt(a["cache-write-1h"]),
       });
-      ctx.snapshotChanged();
       return { account: account.name, model: a.model, input: formatAmount(a.input), output: formatAmount(a.output) };
     }
     case "user create": {

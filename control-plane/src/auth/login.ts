@@ -1,3 +1,4 @@
+import { audit } from "../audit/record.ts";
 import type { Db } from "../db/client.ts";
 import { open } from "@modelgate/data-plane";
 import { AppError } from "../services/errors.ts";
@@ -20,18 +21,42 @@ export type LoginResult =
 export async function login(prisma: Db, email: string, password: string, clientIp: string | null = null): Promise<LoginResult> {
   const address = normaliseEmail(email);
   const key = loginKey(address, clientIp);
-  await takeAttempt(prisma, key, LOGIN_POLICY);
+  // Every failure is audited with the address tried (never the password); the known user's account sees it too.
+  const failed = async (reason: string, user: { id: string; accountId: string | null } | null, err: AppError) => {
+    await audit(prisma, { type: "anonymous", address: clientIp }, {
+      action: "auth.login_failed",
+      subjectType: "user",
+      subjectId: user?.id ?? null,
+      accountId: user?.accountId ?? null,
+      after: { email: address, reason },
+    });
+    return err;
+  };
+  try {
+    await takeAttempt(prisma, key, LOGIN_POLICY);
+  } catch (err) {
+    throw err instanceof AppError ? await failed("throttled", null, err) : err;
+  }
   const user = await prisma.user.findUnique({ where: { email: address }, include: { account: true } });
   const ok = await verifyPassword(password, user?.passwordHash ?? (await dummyHash())); // same cost either way
-  if (!user || !user.passwordHash || !ok) throw new AppError("UNAUTHENTICATED", "wrong e-mail or password");
+  if (!user || !user.passwordHash || !ok) {
+    throw await failed(user ? "wrong_password" : "unknown_email", user, new AppError("UNAUTHENTICATED", "wrong e-mail or password"));
+  }
   await succeeded(prisma, key);
   if (user.role !== "operator" && user.account?.status === "disabled") {
-    throw new AppError("FORBIDDEN", "this account is disabled; contact your business contact");
+    throw await failed("account_disabled", user, new AppError("FORBIDDEN", "this account is disabled; contact your business contact"));
   }
   // a hash made at an older cost is made again now that the password is at hand
   if (needsRehash(user.passwordHash)) await prisma.user.update({ where: { id: user.id }, data: { passwordHash: await hashPassword(password) } });
   const pending = user.totpEnabledAt !== null;
   const { token } = await createSession(prisma, user.id, pending);
+  await audit(prisma, { type: "user", userId: user.id, email: user.email, address: clientIp }, {
+    action: pending ? "auth.login_password" : "auth.login",
+    subjectType: "user",
+    subjectId: user.id,
+    accountId: user.accountId,
+    after: { method: "password", secondStepRequired: pending },
+  });
   return { secondStepRequired: pending, token, userId: user.id };
 }
 
@@ -60,18 +85,27 @@ export async function verifySecondStep(
   masterKey: Buffer,
   pending: { sessionId: string; userId: string },
   code: string,
+  clientIp: string | null = null,
 ): Promise<{ token: string }> {
   const key = secondStepKey(pending.userId);
+  const user = await prisma.user.findUniqueOrThrow({ where: { id: pending.userId } });
+  const actor = { type: "user" as const, userId: user.id, email: user.email, address: clientIp };
+  const failed = (reason: string) =>
+    audit(prisma, actor, { action: "auth.login_failed", subjectType: "user", subjectId: user.id, accountId: user.accountId, after: { email: user.email, reason } });
   try {
     await takeAttempt(prisma, key, LOGIN_POLICY);
   } catch (err) {
     await revokeSession(prisma, pending.sessionId); // the pending sign-in ends: start again with the password
+    await failed("second_step_throttled");
     throw err;
   }
-  const user = await prisma.user.findUniqueOrThrow({ where: { id: pending.userId } });
-  if (!(await checkSecondFactor(prisma, masterKey, user.id, code))) throw new AppError("BAD_USER_INPUT", "the code is not valid", { field: "code" });
+  if (!(await checkSecondFactor(prisma, masterKey, user.id, code))) {
+    await failed("wrong_second_step_code");
+    throw new AppError("BAD_USER_INPUT", "the code is not valid", { field: "code" });
+  }
   await succeeded(prisma, key);
   await revokeSession(prisma, pending.sessionId);
   const { token } = await createSession(prisma, user.id, false);
+  await audit(prisma, actor, { action: "auth.login", subjectType: "user", subjectId: user.id, accountId: user.accountId, after: { method: "password+totp" } });
   return { token };
 }

@@ -2,6 +2,7 @@ import * as oidc from "openid-client";
 import { z } from "zod";
 import { open, seal } from "@modelgate/data-plane";
 import type { Db } from "../db/client.ts";
+import { audit } from "../audit/record.ts";
 import { createSession } from "./sessions.ts";
 
 // Console sign-in through OpenID Connect: the authorization code flow with PKCE (S256), a state and a nonce,
@@ -136,7 +137,7 @@ export class OidcSignIn {
    * The callback: checks state, exchanges the code with the verifier, verifies the ID token (issuer, audience,
    * signature, nonce), maps its claims and signs the user in. Returns a session token and where to go.
    */
-  async finish(callbackUrl: URL, sealedFlow: string | undefined): Promise<{ token: string; returnTo: string; userId: string }> {
+  async finish(callbackUrl: URL, sealedFlow: string | undefined, clientIp: string | null = null): Promise<{ token: string; returnTo: string; userId: string }> {
     let flow: Flow;
     try {
       flow = flowSchema.parse(JSON.parse(open(this.masterKey, sealedFlow ?? "")));
@@ -156,8 +157,26 @@ export class OidcSignIn {
     }
     const claims = tokens.claims() as Record<string, unknown> | undefined;
     if (!claims) throw new OidcError(401, "The identity provider sent no ID token.");
-    const user = await this.signIn(claims);
+    let user;
+    try {
+      user = await this.signIn(claims);
+    } catch (err) {
+      const email = typeof claims.email === "string" ? claims.email.trim().toLowerCase() : null;
+      await audit(this.prisma, { type: "anonymous", address: clientIp }, {
+        action: "auth.login_failed",
+        subjectType: "user",
+        after: { method: "oidc", email, reason: err instanceof OidcError ? err.message : "error" },
+      });
+      throw err;
+    }
     const { token } = await createSession(this.prisma, user.id, false);
+    await audit(this.prisma, { type: "user", userId: user.id, email: user.email, address: clientIp }, {
+      action: "auth.login",
+      subjectType: "user",
+      subjectId: user.id,
+      accountId: user.accountId,
+      after: { method: "oidc", role: user.role },
+    });
     return { token, returnTo: flow.returnTo, userId: user.id };
   }
 

@@ -37,7 +37,7 @@ export async function findSession(prisma: Db, token: string) {
 export const revokeSession = (prisma: Db, id: string) =>
   prisma.session.updateMany({ where: { id, revokedAt: null }, data: { revokedAt: new Date() } });
 
-export const revokeOtherSessions = (prisma: Db, userId: string, exceptId: string | null) =>
+export const revokeOtherSessions = (prisma: Pick<Db, "session">, userId: string, exceptId: string | null) =>
   prisma.session.updateMany({
     where: { userId, revokedAt: null, ...(exceptId ? { id: { not: exceptId } } : {}) },
     data: { revokedAt: new Date() },

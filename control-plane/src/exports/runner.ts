@@ -5,7 +5,8 @@ import type { ExportFormat, Prisma } from "../generated/prisma/client.ts";
 import type { ServiceContext } from "../services/context.ts";
 import { AppError } from "../services/errors.ts";
 import { usageWhere, type UsageFilter } from "../stats/usage-log.ts";
-import { csvHeader, csvLine, jsonLine } from "./format.ts";
+import { AUDIT_COLUMNS, auditRecord, auditWhere, loadAuditFilter, storeAuditFilter, type AuditFilter, type StoredAuditFilter } from "../audit/query.ts";
+import { csvCell, csvHeader, csvLine, jsonLine } from "./format.ts";
 
 // Exports run in the background: the usage log is read in keyset-paginated batches ordered by (started_at, id)
 // and streamed to a file with back-pressure, so memory stays flat however many rows there are.
@@ -92,6 +93,38 @@ export async function startExport(
   return row;
 }
 
+/**
+ * Starts a background export of the audit log (the same jobs, limits, retention and download as the usage
+ * log's). accountId null: an operator's export across every account.
+ */
+export async function startAuditExport(
+  ctx: Ctx,
+  input: { accountId: string | null; userId: string; format: ExportFormat; filter: AuditFilter },
+) {
+  const filter = { ...input.filter, accountId: input.accountId ?? input.filter.accountId ?? null };
+  auditWhere(filter); // validates the filter before anything is stored
+  const active = await ctx.prisma.export.count({ where: { accountId: input.accountId, status: { in: ["pending", "running"] } } });
+  if (active >= MAX_ACTIVE_PER_ACCOUNT) {
+    throw new AppError("TOO_MANY_REQUESTS", "wait for the running exports to finish before starting another");
+  }
+  await pruneExports(ctx);
+  const kept = await ctx.prisma.export.count({ where: { accountId: input.accountId } });
+  if (kept >= maxKeptPerAccount()) {
+    throw new AppError("LIMIT_EXCEEDED", `${kept} exports are kept, the most allowed (${maxKeptPerAccount()}); each is deleted ${Math.round(retentionMs() / 3600_000)} h after it finished`);
+  }
+  const row = await ctx.prisma.export.create({
+    data: {
+      accountId: input.accountId,
+      userId: input.userId,
+      kind: "audit",
+      format: input.format,
+      filters: storeAuditFilter(filter) as Prisma.InputJsonValue,
+    },
+  });
+  schedule(ctx, row.id);
+  return row;
+}
+
 function schedule(ctx: Ctx, id: string) {
   const job = runExport(ctx, id)
     .catch(async (err: unknown) => {
@@ -161,18 +194,21 @@ export async function runExport(ctx: Ctx, id: string) {
   });
   if (claimed.count !== 1) return;
   const job = await ctx.prisma.export.findUniqueOrThrow({ where: { id } });
+  if (job.kind === "audit") return runAuditExport(ctx, job);
+  if (!job.accountId) throw new Error("a usage export needs an account");
+  const accountId = job.accountId;
   const dir = exportDir(ctx.dataDir);
   await mkdir(dir, { recursive: true });
   const fileName = `${job.id}.${job.format}`;
   const final = join(dir, fileName);
   const partial = `${final}.part`;
   const keyNames = new Map(
-    (await ctx.prisma.apiKey.findMany({ where: { accountId: job.accountId }, select: { id: true, name: true } })).map((k) => [
+    (await ctx.prisma.apiKey.findMany({ where: { accountId }, select: { id: true, name: true } })).map((k) => [
       k.id,
       k.name,
     ]),
   );
-  const base = usageWhere(job.accountId, loadFilters(job.filters as StoredFilters));
+  const base = usageWhere(accountId, loadFilters(job.filters as StoredFilters));
   const line = job.format === "csv" ? csvLine : jsonLine;
   const out = createWriteStream(partial, { mode: 0o600 });
   let count = 0;
@@ -211,6 +247,53 @@ export async function runExport(ctx: Ctx, id: string) {
   }
   await ctx.prisma.export.update({
     where: { id },
+    data: { status: "ready", rowCount: count, filePath: fileName, finishedAt: new Date() },
+  });
+}
+
+/** The audit log in (created_at, id) order, keyset-paginated like the usage export; before/after as JSON text. */
+async function runAuditExport(ctx: Ctx, job: Awaited<ReturnType<Ctx["prisma"]["export"]["findUniqueOrThrow"]>>) {
+  const dir = exportDir(ctx.dataDir);
+  await mkdir(dir, { recursive: true });
+  const fileName = `${job.id}.${job.format}`;
+  const final = join(dir, fileName);
+  const partial = `${final}.part`;
+  const base = auditWhere(loadAuditFilter(job.filters as StoredAuditFilter));
+  const line = (r: Parameters<typeof auditRecord>[0]) => {
+    const rec = auditRecord(r);
+    if (job.format !== "csv") return `${JSON.stringify(rec)}\n`;
+    return `${AUDIT_COLUMNS.map((c) => csvCell(c === "before" || c === "after" ? (rec[c] === null ? null : JSON.stringify(rec[c])) : rec[c])).join(",")}\r\n`;
+  };
+  const out = createWriteStream(partial, { mode: 0o600 });
+  let count = 0;
+  try {
+    if (job.format === "csv") await write(out, `${AUDIT_COLUMNS.join(",")}\r\n`);
+    let cursor: { createdAt: Date; id: string } | null = null;
+    for (;;) {
+      const rows: Awaited<ReturnType<typeof ctx.prisma.auditLog.findMany>> = await ctx.prisma.auditLog.findMany({
+        where: cursor
+          ? { AND: [base, { OR: [{ createdAt: { gt: cursor.createdAt } }, { createdAt: cursor.createdAt, id: { gt: cursor.id } }] }] }
+          : base,
+        orderBy: [{ createdAt: "asc" }, { id: "asc" }],
+        take: BATCH,
+      });
+      if (rows.length === 0) break;
+      await write(out, rows.map(line).join(""));
+      count += rows.length;
+      const last = rows[rows.length - 1]!;
+      cursor = { createdAt: last.createdAt, id: last.id };
+      await ctx.prisma.export.update({ where: { id: job.id }, data: { rowCount: count } });
+      if (rows.length < BATCH) break;
+    }
+    await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
+    await rename(partial, final);
+  } catch (err) {
+    out.destroy();
+    await rm(partial, { force: true });
+    throw err;
+  }
+  await ctx.prisma.export.update({
+    where: { id: job.id },
     data: { status: "ready", rowCount: count, filePath: fileName, finishedAt: new Date() },
   });
 }

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { type ExecutionResult, getOperationAST, GraphQLError } from "graphql";
 import { newRequestId } from "@modelgate/data-plane";
 import { createYoga, type Plugin } from "graphql-yoga";
+import type { AuditActor } from "../audit/record.ts";
 import { authenticate } from "../auth/principal.ts";
 import { serializeSessionCookie } from "../auth/cookies.ts";
 import { SESSION_TTL_MS } from "../auth/sessions.ts";
@@ -97,7 +98,12 @@ export function createGraphqlHandler(app: AppContext): (req: IncomingMessage, re
       if (auth.error) {
         throw new GraphQLError(auth.error.message, { extensions: { code: auth.error.code, http: { status: 401 } } });
       }
-      return { app, auth, principal: auth.principal, setSessionCookie, clientIp: origin.clientIp };
+      // The services see who acts (for the audit log) through the app context of this request.
+      const p = auth.principal;
+      const actor: AuditActor = p
+        ? { type: "user", userId: p.user.id, email: p.user.email, via: p.via, address: origin.clientIp }
+        : { type: "anonymous", address: origin.clientIp };
+      return { app: { ...app, actor }, auth, principal: p, setSessionCookie, clientIp: origin.clientIp };
     },
   });
 

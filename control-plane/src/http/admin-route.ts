@@ -4,6 +4,7 @@ import { sameToken } from "../admin/token.ts";
 import { NotFoundError } from "../services/accounts.ts";
 import { AppError } from "../services/errors.ts";
 import type { ServiceContext } from "../services/context.ts";
+import { requestOrigin } from "./request-origin.ts";
 
 const json = (res: ServerResponse, status: number, body: unknown) => {
   const text = JSON.stringify(body);
@@ -28,7 +29,8 @@ export function createAdminRoute(ctx: ServiceContext, token: string) {
     }
     if (!commandNames.includes(body.command as CommandName)) return json(res, 400, { error: `unknown command ${body.command}` }), true;
     try {
-      json(res, 200, { result: await runAdminCommand(ctx, body.command as CommandName, body.args ?? {}) });
+      const actor = { type: "admin_token" as const, address: requestOrigin(req).clientIp };
+      json(res, 200, { result: await runAdminCommand({ ...ctx, actor }, body.command as CommandName, body.args ?? {}) });
     } catch (err) {
       const status =
         err instanceof UsageError ? 400

@@ -58,7 +58,7 @@ export function createApiRoutes(app: AppContext): (req: IncomingMessage, res: Se
     res.writeHead(200, {
       "content-type": e.format === "csv" ? "text/csv; charset=utf-8" : "application/x-ndjson; charset=utf-8",
       "content-length": size,
-      "content-disposition": `attachment; filename="usage-${e.createdAt.toISOString().slice(0, 10)}-${e.id.slice(0, 8)}.${ext}"`,
+      "content-disposition": `attachment; filename="${e.kind}-${e.createdAt.toISOString().slice(0, 10)}-${e.id.slice(0, 8)}.${ext}"`,
       "cache-control": "private, no-store",
       "x-content-type-options": "nosniff",
     });

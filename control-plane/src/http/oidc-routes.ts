@@ -50,7 +50,7 @@ export function createOidcRoutes(sso: OidcSignIn | null, secureCookiesAlways: bo
       // The provider reports a refusal (the user cancelled, …) on the callback itself.
       const providerError = url.searchParams.get("error");
       if (providerError) throw new OidcError(401, `The identity provider refused the sign-in: ${url.searchParams.get("error_description") ?? providerError}`);
-      const { token, returnTo, userId } = await sso.finish(url, parseCookies(req.headers.cookie).get(FLOW_COOKIE));
+      const { token, returnTo, userId } = await sso.finish(url, parseCookies(req.headers.cookie).get(FLOW_COOKIE), requestOrigin(req).clientIp);
       logger.info({ userId }, "signed in through single sign-on");
       redirect(res, returnTo, [clearFlow, serializeSessionCookie(token, { secure: secureCookies, maxAge: Math.floor(SESSION_TTL_MS / 1000) })]);
     } catch (err) {

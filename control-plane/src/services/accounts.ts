@@ -1,3 +1,4 @@
+import { audit } from "../audit/record.ts";
 import type { ServiceContext } from "./context.ts";
 import { AppError, badInput } from "./errors.ts";
 import { nameSchema, parseField } from "./inputs.ts";
@@ -32,8 +33,9 @@ export async function createAccount(
       const created = await tx.account.create({
         data: { name, email: input.email ?? null, kind: input.kind ?? "standard" },
       });
-      if (opening === 0n) return created;
-      return applyLedger(tx, created.id, "topup", opening, "opening balance");
+      const opened = opening === 0n ? created : await applyLedger(tx, created.id, "topup", opening, "opening balance");
+      await audit(tx, ctx.actor, { action: "account.create", subjectType: "account", subjectId: opened.id, accountId: opened.id, after: opened });
+      return opened;
     });
   } catch (err) {
     if ((err as { code?: string }).code === "P2002") throw new AppError("CONFLICT", "an account with this name exists");
@@ -43,7 +45,7 @@ export async function createAccount(
   return account;
 }
 
-type Tx = Parameters<Parameters<ServiceContext["prisma"]["$transaction"]>[0]>[0];
+export type Tx = Parameters<Parameters<ServiceContext["prisma"]["$transaction"]>[0]>[0];
 
 /** Moves the balance and writes the ledger row in the same transaction, so the two never disagree. */
 export async function applyLedger(
@@ -65,7 +67,18 @@ export async function applyLedger(
 
 export async function topUp(ctx: ServiceContext, accountId: string, amountMicro: bigint, note?: string) {
   if (amountMicro <= 0n) throw new Error("a top-up must be positive");
-  const account = await ctx.prisma.$transaction((tx) => applyLedger(tx, accountId, "topup", amountMicro, note ?? null));
+  const account = await ctx.prisma.$transaction(async (tx) => {
+    const after = await applyLedger(tx, accountId, "topup", amountMicro, note ?? null);
+    await audit(tx, ctx.actor, {
+      action: "account.topup",
+      subjectType: "account",
+      subjectId: accountId,
+      accountId,
+      before: { balanceMicro: after.balanceMicro - amountMicro },
+      after: { balanceMicro: after.balanceMicro, amountMicro, note: note ?? null },
+    });
+    return after;
+  });
   ctx.snapshotChanged();
   return account;
 }

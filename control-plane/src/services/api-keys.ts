@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
+import { audit } from "../audit/record.ts";
 import type { ServiceContext } from "./context.ts";
-import { AppError } from "./errors.ts";
+import { AppError, notFound } from "./errors.ts";
 
 const KEY_PREFIX = "sk-mg-";
 const ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
@@ -46,7 +47,7 @@ export async function createApiKey(ctx: ServiceContext, accountId: string, r: Ke
     if (live >= limit) {
       throw new AppError("LIMIT_EXCEEDED", `this account already has ${live} keys, the most it may have (${limit}); revoke keys it no longer uses`);
     }
-    return tx.apiKey.create({
+    const created = await tx.apiKey.create({
     data: {
       accountId,
       name: r.name ?? "default",
@@ -61,13 +62,18 @@ export async function createApiKey(ctx: ServiceContext, accountId: string, r: Ke
       concurrency: r.concurrency ?? null,
     },
     });
+    await audit(tx, ctx.actor, { action: "api_key.create", subjectType: "api_key", subjectId: created.id, accountId, after: created });
+    return created;
   });
   ctx.snapshotChanged();
   return { row, key };
 }
 
 export async function updateApiKey(ctx: ServiceContext, id: string, r: KeyRestrictions) {
-  const row = await ctx.prisma.apiKey.update({
+  const row = await ctx.prisma.$transaction(async (tx) => {
+    const before = await tx.apiKey.findUnique({ where: { id } });
+    if (!before) throw notFound("API key");
+    const after = await tx.apiKey.update({
     where: { id },
     data: {
       name: r.name,
@@ -79,15 +85,28 @@ export async function updateApiKey(ctx: ServiceContext, id: string, r: KeyRestri
       tpm: r.tpm,
       concurrency: r.concurrency,
     },
+    });
+    await audit(tx, ctx.actor, { action: "api_key.update", subjectType: "api_key", subjectId: id, accountId: after.accountId, before, after });
+    return after;
   });
   ctx.snapshotChanged();
   return row;
 }
 
 export async function revokeApiKey(ctx: ServiceContext, id: string) {
-  const row = await ctx.prisma.apiKey.update({
-    where: { id },
-    data: { status: "revoked", revokedAt: new Date() },
+  const row = await ctx.prisma.$transaction(async (tx) => {
+    const before = await tx.apiKey.findUnique({ where: { id } });
+    if (!before) throw notFound("API key");
+    const after = await tx.apiKey.update({ where: { id }, data: { status: "revoked", revokedAt: new Date() } });
+    await audit(tx, ctx.actor, {
+      action: "api_key.revoke",
+      subjectType: "api_key",
+      subjectId: id,
+      accountId: after.accountId,
+      before: { status: before.status, revokedAt: before.revokedAt },
+      after: { status: after.status, revokedAt: after.revokedAt },
+    });
+    return after;
   });
   ctx.snapshotChanged();
   return row;

@@ -1,5 +1,6 @@
 import { seal } from "@modelgate/data-plane";
 import type { AccountStatus, UpstreamProtocol } from "../generated/prisma/client.ts";
+import { audit } from "../audit/record.ts";
 import { applyLedger } from "./accounts.ts";
 import type { ServiceContext } from "./context.ts";
 import { AppError, badInput, notFound } from "./errors.ts";
@@ -51,18 +52,28 @@ export async function setPriceContract(
   const data = priceData(input);
   if (!(await ctx.prisma.model.findUnique({ where: { id: input.modelId } }))) throw notFound("model");
   if (!(await ctx.prisma.account.findUnique({ where: { id: input.accountId } }))) throw notFound("account");
-  const row = await ctx.prisma.priceContract.upsert({
-    where: { accountId_modelId: { accountId: input.accountId, modelId: input.modelId } },
-    create: { accountId: input.accountId, modelId: input.modelId, ...data },
-    update: data,
+  const where = { accountId_modelId: { accountId: input.accountId, modelId: input.modelId } };
+  const row = await ctx.prisma.$transaction(async (tx) => {
+    const before = await tx.priceContract.findUnique({ where });
+    const after = await tx.priceContract.upsert({
+      where,
+      create: { accountId: input.accountId, modelId: input.modelId, ...data },
+      update: data,
+    });
+    await audit(tx, ctx.actor, { action: "price_contract.set", subjectType: "price_contract", subjectId: input.modelId, accountId: input.accountId, before, after });
+    return after;
   });
   ctx.snapshotChanged();
   return row;
 }
 
 export async function deletePriceContract(ctx: ServiceContext, accountId: string, modelId: string) {
-  const done = await ctx.prisma.priceContract.deleteMany({ where: { accountId, modelId } });
-  if (done.count === 0) throw notFound("price contract");
+  await ctx.prisma.$transaction(async (tx) => {
+    const before = await tx.priceContract.findUnique({ where: { accountId_modelId: { accountId, modelId } } });
+    if (!before) throw notFound("price contract");
+    await tx.priceContract.delete({ where: { id: before.id } });
+    await audit(tx, ctx.actor, { action: "price_contract.delete", subjectType: "price_contract", subjectId: modelId, accountId, before });
+  });
   ctx.snapshotChanged();
 }
 
@@ -89,10 +100,14 @@ export async function upsertModel(
     ...priceData(input),
     enabled: input.enabled ?? true,
   };
-  const row = await ctx.prisma.model.upsert({
-    where: { id: input.id },
-    create: { id: input.id, source: "api", ...data },
-    update: data,
+  const row = await ctx.prisma.$transaction(async (tx) => {
+    const after = await tx.model.upsert({
+      where: { id: input.id },
+      create: { id: input.id, source: "api", ...data },
+      update: data,
+    });
+    await audit(tx, ctx.actor, { action: existing ? "model.update" : "model.create", subjectType: "model", subjectId: input.id, before: existing, after });
+    return after;
   });
   ctx.snapshotChanged();
   return row;
@@ -102,7 +117,10 @@ export async function deleteModel(ctx: ServiceContext, id: string) {
   const existing = await ctx.prisma.model.findUnique({ where: { id } });
   if (!existing) throw notFound("model");
   if (existing.source === "config") throw new AppError("CONFLICT", "this model is managed by the configuration file");
-  await ctx.prisma.model.delete({ where: { id } });
+  await ctx.prisma.$transaction(async (tx) => {
+    await tx.model.delete({ where: { id } });
+    await audit(tx, ctx.actor, { action: "model.delete", subjectType: "model", subjectId: id, before: existing });
+  });
   ctx.snapshotChanged();
 }
 
@@ -149,24 +167,41 @@ export async function upsertUpstream(
     ...timeouts,
     ...(input.apiKey === undefined ? {} : { apiKeyEnc: input.apiKey === null ? null : seal(ctx.masterKey, input.apiKey) }),
   };
-  let row;
-  if (input.id) {
-    const existing = await ctx.prisma.upstream.findUnique({ where: { id: input.id } });
-    if (!existing) throw notFound("upstream");
-    if (existing.source === "config") throw new AppError("CONFLICT", "this upstream is managed by the configuration file");
-    row = await ctx.prisma.upstream.update({ where: { id: input.id }, data });
-  } else {
-    row = await ctx.prisma.upstream.create({ data: { ...data, source: "api" } });
-  }
+  const row = await ctx.prisma.$transaction(async (tx) => {
+    let before = null;
+    let after;
+    if (input.id) {
+      before = await tx.upstream.findUnique({ where: { id: input.id } });
+      if (!before) throw notFound("upstream");
+      if (before.source === "config") throw new AppError("CONFLICT", "this upstream is managed by the configuration file");
+      after = await tx.upstream.update({ where: { id: input.id }, data });
+    } else {
+      after = await tx.upstream.create({ data: { ...data, source: "api" } });
+    }
+    // The credential itself never reaches the log: only whether there is one, and whether this call changed it.
+    await audit(tx, ctx.actor, {
+      action: before ? "upstream.update" : "upstream.create",
+      subjectType: "upstream",
+      subjectId: after.id,
+      before: before && upstreamView(before),
+      after: { ...upstreamView(after), apiKeyChanged: input.apiKey !== undefined },
+    });
+    return after;
+  });
   ctx.snapshotChanged();
   return row;
 }
+
+const upstreamView = ({ apiKeyEnc, ...rest }: { apiKeyEnc: string | null } & Record<string, unknown>) => ({ ...rest, hasApiKey: apiKeyEnc !== null });
 
 export async function deleteUpstream(ctx: ServiceContext, id: string) {
   const existing = await ctx.prisma.upstream.findUnique({ where: { id } });
   if (!existing) throw notFound("upstream");
   if (existing.source === "config") throw new AppError("CONFLICT", "this upstream is managed by the configuration file");
-  await ctx.prisma.upstream.delete({ where: { id } });
+  await ctx.prisma.$transaction(async (tx) => {
+    await tx.upstream.delete({ where: { id } });
+    await audit(tx, ctx.actor, { action: "upstream.delete", subjectType: "upstream", subjectId: id, before: upstreamView(existing) });
+  });
   ctx.snapshotChanged();
 }
 
@@ -182,18 +217,27 @@ export async function upsertRoute(
   if (!(await ctx.prisma.model.findUnique({ where: { id: input.modelId } }))) throw notFound("model");
   if (!(await ctx.prisma.upstream.findUnique({ where: { id: input.upstreamId } }))) throw notFound("upstream");
   const key = { modelId: input.modelId, upstreamId: input.upstreamId, upstreamModel: input.upstreamModel.trim() };
-  const row = await ctx.prisma.route.upsert({
-    where: { modelId_upstreamId_upstreamModel: key },
-    create: { ...key, weight, priority },
-    update: { weight, priority },
+  const row = await ctx.prisma.$transaction(async (tx) => {
+    const before = await tx.route.findUnique({ where: { modelId_upstreamId_upstreamModel: key } });
+    const after = await tx.route.upsert({
+      where: { modelId_upstreamId_upstreamModel: key },
+      create: { ...key, weight, priority },
+      update: { weight, priority },
+    });
+    await audit(tx, ctx.actor, { action: before ? "route.update" : "route.create", subjectType: "route", subjectId: after.id, before, after });
+    return after;
   });
   ctx.snapshotChanged();
   return row;
 }
 
 export async function deleteRoute(ctx: ServiceContext, id: string) {
-  const done = await ctx.prisma.route.deleteMany({ where: { id } });
-  if (done.count === 0) throw notFound("route");
+  await ctx.prisma.$transaction(async (tx) => {
+    const before = await tx.route.findUnique({ where: { id } });
+    if (!before) throw notFound("route");
+    await tx.route.delete({ where: { id } });
+    await audit(tx, ctx.actor, { action: "route.delete", subjectType: "route", subjectId: id, before });
+  });
   ctx.snapshotChanged();
 }
 
@@ -207,20 +251,37 @@ export async function setAccountLimits(
   accountId: string,
   input: { rpm?: number | null; tpm?: number | null; concurrency?: number | null },
 ) {
-  const row = await ctx.prisma.account.update({
-    where: { id: accountId },
-    data: { rpm: limit(input.rpm, "rpm"), tpm: limit(input.tpm, "tpm"), concurrency: limit(input.concurrency, "concurrency") },
+  const data = { rpm: limit(input.rpm, "rpm"), tpm: limit(input.tpm, "tpm"), concurrency: limit(input.concurrency, "concurrency") };
+  const row = await ctx.prisma.$transaction(async (tx) => {
+    const before = await tx.account.findUnique({ where: { id: accountId }, select: { rpm: true, tpm: true, concurrency: true } });
+    if (!before) throw notFound("account");
+    const after = await tx.account.update({ where: { id: accountId }, data });
+    await audit(tx, ctx.actor, {
+      action: "account.limits",
+      subjectType: "account",
+      subjectId: accountId,
+      accountId,
+      before,
+      after: { rpm: after.rpm, tpm: after.tpm, concurrency: after.concurrency },
+    });
+    return after;
   });
   ctx.snapshotChanged();
   return row;
 }
 
 export async function setAccountStatus(ctx: ServiceContext, accountId: string, status: AccountStatus) {
-  const row = await ctx.prisma.account.update({ where: { id: accountId }, data: { status } });
-  if (status === "disabled") {
-    // sign the customer's users out at once
-    await ctx.prisma.session.updateMany({ where: { user: { accountId }, revokedAt: null }, data: { revokedAt: new Date() } });
-  }
+  const row = await ctx.prisma.$transaction(async (tx) => {
+    const before = await tx.account.findUnique({ where: { id: accountId }, select: { status: true } });
+    if (!before) throw notFound("account");
+    const after = await tx.account.update({ where: { id: accountId }, data: { status } });
+    if (status === "disabled") {
+      // sign the customer's users out at once
+      await tx.session.updateMany({ where: { user: { accountId }, revokedAt: null }, data: { revokedAt: new Date() } });
+    }
+    await audit(tx, ctx.actor, { action: "account.status", subjectType: "account", subjectId: accountId, accountId, before, after: { status } });
+    return after;
+  });
   ctx.snapshotChanged();
   return row;
 }
@@ -229,7 +290,18 @@ export async function setAccountStatus(ctx: ServiceContext, accountId: string, s
 export async function adjustBalance(ctx: ServiceContext, accountId: string, amountMicro: bigint, note: string) {
   if (amountMicro === 0n) throw badInput("the adjustment cannot be zero", "amount");
   if (!note.trim()) throw badInput("an adjustment needs a note", "note");
-  const row = await ctx.prisma.$transaction((tx) => applyLedger(tx, accountId, "adjustment", amountMicro, note.trim()));
+  const row = await ctx.prisma.$transaction(async (tx) => {
+    const after = await applyLedger(tx, accountId, "adjustment", amountMicro, note.trim());
+    await audit(tx, ctx.actor, {
+      action: "account.adjust",
+      subjectType: "account",
+      subjectId: accountId,
+      accountId,
+      before: { balanceMicro: after.balanceMicro - amountMicro },
+      after: { balanceMicro: after.balanceMicro, amountMicro, note: note.trim() },
+    });
+    return after;
+  });
   ctx.snapshotChanged();
   return row;
 }

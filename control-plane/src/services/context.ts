@@ -1,3 +1,4 @@
+import type { AuditActor } from "../audit/record.ts";
 import type { Db } from "../db/client.ts";
 
 /** What every control-plane service needs: the database and a way to say "the snapshot is stale". */
@@ -7,4 +8,6 @@ export interface ServiceContext {
   snapshotChanged(): void;
   /** Master key for upstream credentials and TOTP secrets (AES-256-GCM). */
   masterKey: Buffer;
+  /** who acts, for the audit log (absent: the system itself) */
+  actor?: AuditActor;
 }

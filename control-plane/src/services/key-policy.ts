@@ -1,4 +1,5 @@
 import type { Account } from "../generated/prisma/client.ts";
+import { audit } from "../audit/record.ts";
 import { createApiKey, updateApiKey, type KeyRestrictions } from "./api-keys.ts";
 import type { ServiceContext } from "./context.ts";
 import { badInput, notFound } from "./errors.ts";
@@ -31,13 +32,22 @@ export async function getTrialPolicy(ctx: ServiceContext, account: Pick<Account,
 export async function setTrialPolicy(ctx: ServiceContext, accountId: string, policy: TrialPolicy) {
   if (policy.quotaMicro <= 0n) throw badInput("the trial quota must be positive", "quota");
   const value = { quotaMicro: policy.quotaMicro.toString(), expiresAt: policy.expiresAt.toISOString() };
-  await ctx.prisma.$transaction([
-    ctx.prisma.setting.upsert({ where: { key: settingKey(accountId) }, create: { key: settingKey(accountId), value }, update: { value } }),
-    ctx.prisma.apiKey.updateMany({
+  await ctx.prisma.$transaction(async (tx) => {
+    const before = await tx.setting.findUnique({ where: { key: settingKey(accountId) } });
+    await tx.setting.upsert({ where: { key: settingKey(accountId) }, create: { key: settingKey(accountId), value }, update: { value } });
+    const keys = await tx.apiKey.updateMany({
       where: { accountId },
       data: { quotaMicro: policy.quotaMicro, expiresAt: policy.expiresAt },
-    }),
-  ]);
+    });
+    await audit(tx, ctx.actor, {
+      action: "account.trial_policy",
+      subjectType: "account",
+      subjectId: accountId,
+      accountId,
+      before: before?.value ?? null,
+      after: { ...value, keysUpdated: keys.count },
+    });
+  });
   ctx.snapshotChanged();
   return policy;
 }

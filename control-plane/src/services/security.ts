@@ -1,4 +1,5 @@
 import { open, seal } from "@modelgate/data-plane";
+import { audit } from "../audit/record.ts";
 import { checkSecondFactor, normaliseEmail } from "../auth/login.ts";
 import { hashPassword, passwordProblem, verifyPassword } from "../auth/password.ts";
 import { TOKEN_SCOPES, type TokenScope } from "../auth/principal.ts";
@@ -41,10 +42,20 @@ export async function changePassword(
   const problem = passwordProblem(next);
   if (problem) throw badInput(problem, "newPassword");
   if (current === next) throw badInput("the new password must differ from the current one", "newPassword");
-  await ctx.prisma.user.update({ where: { id: userId }, data: { passwordHash: await hashPassword(next) } });
-  await revokeOtherSessions(ctx.prisma, userId, currentSessionId);
-  // tokens made with the old password end with it
-  await ctx.prisma.personalAccessToken.updateMany({ where: { userId, revokedAt: null }, data: { revokedAt: new Date() } });
+  const passwordHash = await hashPassword(next);
+  await ctx.prisma.$transaction(async (tx) => {
+    await tx.user.update({ where: { id: userId }, data: { passwordHash } });
+    await revokeOtherSessions(tx, userId, currentSessionId);
+    // tokens made with the old password end with it
+    const tokens = await tx.personalAccessToken.updateMany({ where: { userId, revokedAt: null }, data: { revokedAt: new Date() } });
+    await audit(tx, ctx.actor, {
+      action: "user.password_change",
+      subjectType: "user",
+      subjectId: userId,
+      accountId: user.accountId,
+      after: { otherSessionsSignedOut: true, accessTokensRevoked: tokens.count },
+    });
+  });
   await ctx.mail.send(passwordChangedMail(user.email)).catch(() => undefined);
 }
 
@@ -102,11 +113,21 @@ export async function verifyEmail(ctx: Ctx, userId: string, code: string) {
     await tx.emailVerification.update({ where: { id: row.id }, data: { consumedAt: new Date() } });
     const taken = await tx.user.findUnique({ where: { email: row.email } });
     if (taken && taken.id !== userId) throw new AppError("CONFLICT", "this e-mail address belongs to another user");
-    return tx.user.update({
+    const before = await tx.user.findUniqueOrThrow({ where: { id: userId } });
+    const after = await tx.user.update({
       where: { id: userId },
       data: { email: normaliseEmail(row.email), emailVerifiedAt: new Date() },
       include: { account: true },
     });
+    await audit(tx, ctx.actor, {
+      action: "user.email_verify",
+      subjectType: "user",
+      subjectId: userId,
+      accountId: after.accountId,
+      before: { email: before.email, emailVerifiedAt: before.emailVerifiedAt },
+      after: { email: after.email, emailVerifiedAt: after.emailVerifiedAt },
+    });
+    return after;
   });
 }
 
@@ -119,18 +140,19 @@ export async function enrollTotp(ctx: Ctx, userId: string) {
   const user = await ctx.prisma.user.findUniqueOrThrow({ where: { id: userId } });
   if (user.totpEnabledAt) throw badInput("two-step verification is already on; disable it first");
   const secret = newTotpSecret();
-  await ctx.prisma.user.update({ where: { id: userId }, data: { totpSecretEnc: seal(ctx.masterKey, secret) } });
+  await ctx.prisma.$transaction(async (tx) => {
+    await tx.user.update({ where: { id: userId }, data: { totpSecretEnc: seal(ctx.masterKey, secret) } });
+    await audit(tx, ctx.actor, { action: "totp.enroll", subjectType: "user", subjectId: userId, accountId: user.accountId, after: { twoStepEnabled: false } });
+  });
   return { secret, uri: totpUri(secret, user.email) };
 }
 
-async function issueRecoveryCodes(ctx: Ctx, userId: string): Promise<string[]> {
+type Tx = Parameters<Parameters<Ctx["prisma"]["$transaction"]>[0]>[0];
+
+async function issueRecoveryCodes(ctx: Ctx, tx: Tx, userId: string): Promise<string[]> {
   const codes = Array.from({ length: RECOVERY_CODE_COUNT }, recoveryCode);
-  await ctx.prisma.$transaction([
-    ctx.prisma.recoveryCode.deleteMany({ where: { userId } }),
-    ctx.prisma.recoveryCode.createMany({
-      data: codes.map((c) => ({ userId, codeHash: hmacCode(ctx.masterKey, "recovery", c) })),
-    }),
-  ]);
+  await tx.recoveryCode.deleteMany({ where: { userId } });
+  await tx.recoveryCode.createMany({ data: codes.map((c) => ({ userId, codeHash: hmacCode(ctx.masterKey, "recovery", c) })) });
   return codes;
 }
 
@@ -142,8 +164,19 @@ export async function confirmTotp(ctx: Ctx, userId: string, code: string) {
   const step = totpStep(open(ctx.masterKey, user.totpSecretEnc), code);
   if (step === null) throw badInput("the code is not valid", "code");
   // the confirming code is used: it cannot also complete a sign-in
-  await ctx.prisma.user.update({ where: { id: userId }, data: { totpEnabledAt: new Date(), totpLastStep: BigInt(step) } });
-  return issueRecoveryCodes(ctx, userId);
+  return ctx.prisma.$transaction(async (tx) => {
+    await tx.user.update({ where: { id: userId }, data: { totpEnabledAt: new Date(), totpLastStep: BigInt(step) } });
+    const codes = await issueRecoveryCodes(ctx, tx, userId);
+    await audit(tx, ctx.actor, {
+      action: "totp.enable",
+      subjectType: "user",
+      subjectId: userId,
+      accountId: user.accountId,
+      before: { twoStepEnabled: false },
+      after: { twoStepEnabled: true, recoveryCodesIssued: codes.length },
+    });
+    return codes;
+  });
 }
 
 /** A second-factor check that guards a change, throttled per user: a stolen session is no code oracle. */
@@ -157,17 +190,29 @@ export async function disableTotp(ctx: Ctx, userId: string, code: string) {
   const user = await ctx.prisma.user.findUniqueOrThrow({ where: { id: userId } });
   if (!user.totpEnabledAt) throw badInput("two-step verification is not on");
   await stepUp(ctx, userId, code);
-  await ctx.prisma.$transaction([
-    ctx.prisma.user.update({ where: { id: userId }, data: { totpEnabledAt: null, totpSecretEnc: null } }),
-    ctx.prisma.recoveryCode.deleteMany({ where: { userId } }),
-  ]);
+  await ctx.prisma.$transaction(async (tx) => {
+    await tx.user.update({ where: { id: userId }, data: { totpEnabledAt: null, totpSecretEnc: null } });
+    await tx.recoveryCode.deleteMany({ where: { userId } });
+    await audit(tx, ctx.actor, {
+      action: "totp.disable",
+      subjectType: "user",
+      subjectId: userId,
+      accountId: user.accountId,
+      before: { twoStepEnabled: true },
+      after: { twoStepEnabled: false },
+    });
+  });
 }
 
 export async function regenerateRecoveryCodes(ctx: Ctx, userId: string, code: string) {
   const user = await ctx.prisma.user.findUniqueOrThrow({ where: { id: userId } });
   if (!user.totpEnabledAt) throw badInput("two-step verification is not on");
   await stepUp(ctx, userId, code);
-  return issueRecoveryCodes(ctx, userId);
+  return ctx.prisma.$transaction(async (tx) => {
+    const codes = await issueRecoveryCodes(ctx, tx, userId);
+    await audit(tx, ctx.actor, { action: "totp.recovery_codes", subjectType: "user", subjectId: userId, accountId: user.accountId, after: { recoveryCodesIssued: codes.length } });
+    return codes;
+  });
 }
 
 export const remainingRecoveryCodes = (ctx: ServiceContext, userId: string) =>
@@ -177,7 +222,7 @@ export const remainingRecoveryCodes = (ctx: ServiceContext, userId: string) =>
 
 export async function createPersonalAccessToken(
   ctx: ServiceContext,
-  user: { id: string; role: string },
+  user: { id: string; role: string; accountId?: string | null },
   input: { name: string; scopes: string[]; expiresAt?: Date | null },
 ) {
   const name = input.name.trim();
@@ -190,7 +235,8 @@ export async function createPersonalAccessToken(
   if (scopes.includes("operator") && user.role !== "operator") throw badInput("only operators may hold the operator scope", "scopes");
   if (input.expiresAt && input.expiresAt.getTime() <= Date.now()) throw badInput("the expiry is in the past", "expiresAt");
   const token = randomToken(PAT_PREFIX);
-  const row = await ctx.prisma.personalAccessToken.create({
+  const row = await ctx.prisma.$transaction(async (tx) => {
+    const created = await tx.personalAccessToken.create({
     data: {
       userId: user.id,
       name,
@@ -199,15 +245,36 @@ export async function createPersonalAccessToken(
       scopes: scopes as TokenScope[],
       expiresAt: input.expiresAt ?? null,
     },
+    });
+    const { name: tokenName, prefix, scopes: granted, expiresAt } = created;
+    await audit(tx, ctx.actor, {
+      action: "access_token.create",
+      subjectType: "access_token",
+      subjectId: created.id,
+      accountId: user.accountId ?? null,
+      after: { name: tokenName, prefix, tokenScopes: granted, expiresAt },
+    });
+    return created;
   });
   return { token, row };
 }
 
 export async function revokePersonalAccessToken(ctx: ServiceContext, userId: string, id: string) {
-  const done = await ctx.prisma.personalAccessToken.updateMany({
-    where: { id, userId, revokedAt: null },
-    data: { revokedAt: new Date() },
+  return ctx.prisma.$transaction(async (tx) => {
+    const done = await tx.personalAccessToken.updateMany({
+      where: { id, userId, revokedAt: null },
+      data: { revokedAt: new Date() },
+    });
+    if (done.count !== 1) throw notFound("access token");
+    const after = await tx.personalAccessToken.findUniqueOrThrow({ where: { id }, include: { user: { select: { accountId: true } } } });
+    const { user, ...row } = after;
+    await audit(tx, ctx.actor, {
+      action: "access_token.revoke",
+      subjectType: "access_token",
+      subjectId: id,
+      accountId: user.accountId,
+      after: { name: row.name, prefix: row.prefix, revokedAt: row.revokedAt },
+    });
+    return row;
   });
-  if (done.count !== 1) throw notFound("access token");
-  return ctx.prisma.personalAccessToken.findUniqueOrThrow({ where: { id } });
 }

@@ -1,3 +1,4 @@
+import { audit } from "../audit/record.ts";
 import type { UserRole } from "../generated/prisma/client.ts";
 import { normaliseEmail } from "../auth/login.ts";
 import { hashPassword, passwordProblem } from "../auth/password.ts";
@@ -34,15 +35,25 @@ export async function createUser(
   if (await ctx.prisma.user.findUnique({ where: { email: address } })) {
     throw new AppError("CONFLICT", "a user with this e-mail already exists");
   }
-  return ctx.prisma.user.create({
-    data: {
-      email: address,
-      name: input.name ?? null,
-      role: input.role,
-      accountId,
-      passwordHash: await hashPassword(input.password),
-    },
-    include: { account: true },
+  const passwordHash = await hashPassword(input.password);
+  return ctx.prisma.$transaction(async (tx) => {
+    const user = await tx.user.create({
+      data: { email: address, name: input.name ?? null, role: input.role, accountId, passwordHash },
+      include: { account: true },
+    });
+    const { account: _account, ...row } = user;
+    await audit(tx, ctx.actor, { action: "user.create", subjectType: "user", subjectId: user.id, accountId, after: row });
+    return user;
+  });
+}
+
+/** Removes a user from their account (owners and operators; the caller checks who may). */
+export async function removeUser(ctx: ServiceContext, userId: string) {
+  await ctx.prisma.$transaction(async (tx) => {
+    const before = await tx.user.findUnique({ where: { id: userId } });
+    if (!before) throw notFound("user");
+    await tx.user.delete({ where: { id: userId } });
+    await audit(tx, ctx.actor, { action: "user.remove", subjectType: "user", subjectId: userId, accountId: before.accountId, before });
   });
 }
 
@@ -58,14 +69,18 @@ export async function createInvitation(
     throw new AppError("CONFLICT", "a user with this e-mail already exists");
   }
   const token = randomToken(INVITE_PREFIX);
-  const invitation = await ctx.prisma.invitation.create({
-    data: {
-      accountId: account.id,
-      email: address,
-      role: input.role,
-      tokenHash: sha256(token),
-      expiresAt: new Date(Date.now() + INVITATION_DAYS * 86_400_000),
-    },
+  const invitation = await ctx.prisma.$transaction(async (tx) => {
+    const row = await tx.invitation.create({
+      data: {
+        accountId: account.id,
+        email: address,
+        role: input.role,
+        tokenHash: sha256(token),
+        expiresAt: new Date(Date.now() + INVITATION_DAYS * 86_400_000),
+      },
+    });
+    await audit(tx, ctx.actor, { action: "invitation.create", subjectType: "invitation", subjectId: row.id, accountId: account.id, after: row });
+    return row;
   });
   await ctx.mail.send(invitationMail(address, account.name, token, INVITATION_DAYS));
   return { invitation, token };
@@ -73,9 +88,13 @@ export async function createInvitation(
 
 /** Revokes an invitation not yet accepted; its token stops working at once. */
 export async function revokeInvitation(ctx: ServiceContext, id: string) {
-  const done = await ctx.prisma.invitation.updateMany({ where: { id, acceptedAt: null, revokedAt: null }, data: { revokedAt: new Date() } });
-  if (done.count !== 1) throw new AppError("BAD_USER_INPUT", "the invitation was already accepted or revoked");
-  return ctx.prisma.invitation.findUniqueOrThrow({ where: { id } });
+  return ctx.prisma.$transaction(async (tx) => {
+    const done = await tx.invitation.updateMany({ where: { id, acceptedAt: null, revokedAt: null }, data: { revokedAt: new Date() } });
+    if (done.count !== 1) throw new AppError("BAD_USER_INPUT", "the invitation was already accepted or revoked");
+    const after = await tx.invitation.findUniqueOrThrow({ where: { id } });
+    await audit(tx, ctx.actor, { action: "invitation.revoke", subjectType: "invitation", subjectId: id, accountId: after.accountId, before: { revokedAt: null }, after });
+    return after;
+  });
 }
 
 /** Turns an invitation into a user; single use, expiring. */
@@ -99,7 +118,7 @@ export async function acceptInvitation(
     if (await tx.user.findUnique({ where: { email: invitation.email } })) {
       throw new AppError("CONFLICT", "a user with this e-mail already exists");
     }
-    return tx.user.create({
+    const user = await tx.user.create({
       data: {
         email: invitation.email,
         name: input.name ?? null,
@@ -110,5 +129,15 @@ export async function acceptInvitation(
       },
       include: { account: true },
     });
+    const { account: _account, ...row } = user;
+    // the one acting is the invited person, who exists from now on
+    await audit(tx, { ...ctx.actor, type: "user", userId: user.id, email: user.email }, {
+      action: "invitation.accept",
+      subjectType: "user",
+      subjectId: user.id,
+      accountId: invitation.accountId,
+      after: { ...row, invitationId: invitation.id },
+    });
+    return user;
   });
 }

@@ -15,6 +15,10 @@ export const ExportFormatEnum = builder.enumType("ExportFormat", {
 export const ExportStatusEnum = builder.enumType("ExportStatus", {
   values: ["pending", "running", "ready", "failed"] as const,
 });
+export const ExportKindEnum = builder.enumType("ExportKind", {
+  description: "usage: the usage log; audit: the audit log",
+  values: ["usage", "audit"] as const,
+});
 export const GranularityEnum = builder.enumType("Granularity", {
   values: { HOUR: { value: "hour" }, DAY: { value: "day" } } as const,
 });

@@ -4,7 +4,7 @@ import { notFound } from "../../services/errors.ts";
 import { builder, isOperator } from "../builder.ts";
 import { accountIdFor, checkId, principalOf } from "../common.ts";
 import type { GqlContext } from "../context.ts";
-import { ExportFormatEnum, ExportStatusEnum } from "./enums.ts";
+import { ExportFormatEnum, ExportKindEnum, ExportStatusEnum } from "./enums.ts";
 import { toFilter, UsageFilterInput } from "./usage.ts";
 
 /** Who may see and download an export: the user who started it, an owner of its account, or an operator. */
@@ -18,10 +18,11 @@ export function mayReadExport(
   return e.userId === user.id || user.role === "owner";
 }
 
-const ExportRef = builder.objectRef<Export>("Export").implement({
-  description: "A usage-log export. Download a ready one at GET /api/exports/{id}/download.",
+export const ExportRef = builder.objectRef<Export>("Export").implement({
+  description: "A usage-log or audit-log export. Download a ready one at GET /api/exports/{id}/download.",
   fields: (t) => ({
     id: t.exposeID("id"),
+    kind: t.field({ type: ExportKindEnum, resolve: (e) => e.kind }),
     format: t.field({ type: ExportFormatEnum, resolve: (e) => e.format }),
     status: t.field({ type: ExportStatusEnum, resolve: (e) => e.status }),
     rowCount: t.exposeInt("rowCount"),

@@ -14,6 +14,7 @@ import "./wallet.ts";
 import "./usage.ts";
 import "./model.ts";
 import "./export.ts";
+import "./audit.ts";
 
 export const schema = builder.toSchema();
 export const printedSchema = () => printSchema(lexicographicSortSchema(schema));

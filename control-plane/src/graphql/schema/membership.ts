@@ -1,6 +1,6 @@
 import type { Invitation } from "../../generated/prisma/client.ts";
 import { badInput, notFound } from "../../services/errors.ts";
-import { createInvitation, createUser } from "../../services/users.ts";
+import { createInvitation, createUser, removeUser } from "../../services/users.ts";
 import { builder } from "../builder.ts";
 import { accountIdFor, checkId } from "../common.ts";
 import { AccountRef } from "./account.ts";
@@ -108,7 +108,7 @@ builder.mutationFields((t) => ({
       if (!target || !target.accountId) throw notFound("user");
       accountIdFor(ctx, target.accountId, "manage");
       if (target.id === ctx.principal?.user.id) throw badInput("you cannot remove yourself");
-      await ctx.app.prisma.user.delete({ where: { id: target.id } });
+      await removeUser(ctx.app, target.id);
       return true;
     },
   }),

@@ -115,7 +115,7 @@ builder.mutationFields((t) => ({
     args: { code: t.arg.string({ required: true }) },
     resolve: async (_r, { code }, ctx) => {
       const pending = ctx.auth.pending!;
-      const { token } = await verifySecondStep(ctx.app.prisma, ctx.app.masterKey, { sessionId: pending.sessionId, userId: pending.user.id }, code);
+      const { token } = await verifySecondStep(ctx.app.prisma, ctx.app.masterKey, { sessionId: pending.sessionId, userId: pending.user.id }, code, ctx.clientIp);
       ctx.setSessionCookie(token);
       return ctx.app.prisma.user.findUniqueOrThrow({ where: { id: pending.user.id }, include: { account: true } });
     },
