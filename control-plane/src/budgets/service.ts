@@ -1,4 +1,5 @@
 import { type BudgetPeriod, budgetPeriods, isTimeZone } from "@modelgate/data-plane";
+import { audit } from "../audit/record.ts";
 import type { Account, ApiKey } from "../generated/prisma/client.ts";
 import type { ServiceContext } from "../services/context.ts";
 import { badInput, forbidden, notFound } from "../services/errors.ts";
@@ -37,13 +38,19 @@ function checkWithinCaps(account: Account, change: BudgetChange): void {
 }
 
 const data = (change: BudgetChange) => Object.fromEntries(budgetPeriods.filter((p) => change[p] !== undefined).map((p) => [column[p], change[p]]));
+/** The budget columns of a row, for the audit log's before and after. */
+const pick = (row: Record<string, unknown>, cols: Record<string, string>) => Object.fromEntries(Object.values(cols).map((c) => [c, row[c]]));
 
 export async function setAccountBudgets(ctx: ServiceContext, accountId: string, change: BudgetChange, actor: { operator: boolean }): Promise<Account> {
   checkPositive(change);
   const account = await ctx.prisma.account.findUnique({ where: { id: accountId } });
   if (!account) throw notFound("account");
   if (!actor.operator) checkWithinCaps(account, change);
-  const row = await ctx.prisma.account.update({ where: { id: accountId }, data: data(change) });
+  const row = await ctx.prisma.$transaction(async (tx) => {
+    const after = await tx.account.update({ where: { id: accountId }, data: data(change) });
+    await audit(tx, ctx.actor, { action: "account.budgets", subjectType: "account", subjectId: accountId, accountId, before: pick(account, column), after: pick(after, column) });
+    return after;
+  });
   ctx.snapshotChanged();
   return row;
 }
@@ -58,7 +65,11 @@ export async function setKeyBudgets(ctx: ServiceContext, keyId: string, change: 
     const bounded = Object.fromEntries(budgetPeriods.filter((p) => change[p] !== null).map((p) => [p, change[p]])) as BudgetChange;
     checkWithinCaps(key.account, bounded);
   }
-  const row = await ctx.prisma.apiKey.update({ where: { id: keyId }, data: data(change) });
+  const row = await ctx.prisma.$transaction(async (tx) => {
+    const after = await tx.apiKey.update({ where: { id: keyId }, data: data(change) });
+    await audit(tx, ctx.actor, { action: "api_key.budgets", subjectType: "api_key", subjectId: keyId, accountId: key.accountId, before: pick(key, column), after: pick(after, column) });
+    return after;
+  });
   ctx.snapshotChanged();
   return row;
 }
@@ -82,7 +93,10 @@ export async function setBudgetCaps(ctx: ServiceContext, accountId: string, chan
       if (current === null || current > cap) update[column[p]] = cap;
       await tx.apiKey.updateMany({ where: { accountId, [column[p]]: { gt: cap } }, data: { [column[p]]: cap } });
     }
-    return tx.account.update({ where: { id: accountId }, data: update });
+    const after = await tx.account.update({ where: { id: accountId }, data: update });
+    const cols = { ...column, ...capColumn };
+    await audit(tx, ctx.actor, { action: "account.budget_caps", subjectType: "account", subjectId: accountId, accountId, before: pick(a, cols), after: pick(after, cols) });
+    return after;
   });
   ctx.snapshotChanged();
   return account;
@@ -91,7 +105,13 @@ export async function setBudgetCaps(ctx: ServiceContext, accountId: string, chan
 export async function setTimeZone(ctx: ServiceContext, accountId: string, timeZone: string): Promise<Account> {
   const tz = timeZone.trim();
   if (!isTimeZone(tz)) throw badInput(`unknown time zone ${JSON.stringify(tz.slice(0, 64))}; use an IANA name such as Europe/Berlin or UTC`, "timeZone");
-  const row = await ctx.prisma.account.update({ where: { id: accountId }, data: { timeZone: tz } });
+  const row = await ctx.prisma.$transaction(async (tx) => {
+    const before = await tx.account.findUnique({ where: { id: accountId }, select: { timeZone: true } });
+    if (!before) throw notFound("account");
+    const after = await tx.account.update({ where: { id: accountId }, data: { timeZone: tz } });
+    await audit(tx, ctx.actor, { action: "account.time_zone", subjectType: "account", subjectId: accountId, accountId, before, after: { timeZone: after.timeZone } });
+    return after;
+  });
   ctx.snapshotChanged();
   return row;
 }

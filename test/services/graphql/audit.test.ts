@@ -81,6 +81,11 @@ describe("audit log", () => {
     await ops.gql(`mutation($a: ID!) { adjustBalance(accountId: $a, amount: "-0.5", note: "goodwill reversal") { balance } }`, { a: a.accountId });
     expect((await one(ops, "account.adjust", a.accountId)).after).toEqual({ balanceMicro: "125000000", amountMicro: "-500000", note: "goodwill reversal" });
 
+    await a.client.gql(`mutation { setAccountTimeZone(timeZone: "Europe/Berlin") { id } }`);
+    expect(await one(a.client, "account.time_zone", a.accountId)).toMatchObject({ actorUserId: a.ownerId, before: { timeZone: "UTC" }, after: { timeZone: "Europe/Berlin" } });
+    await a.client.gql(`mutation { setAccountBudgets(input: { daily: "5" }) { id } }`);
+    expect((await one(a.client, "account.budgets", a.accountId)).after).toMatchObject({ budgetDayMicro: "5000000" });
+
     await ops.gql(`mutation($a: ID!) { setAccountStatus(accountId: $a, status: disabled) { id } }`, { a: b.accountId });
     await ops.gql(`mutation($a: ID!) { setAccountStatus(accountId: $a, status: active) { id } }`, { a: b.accountId });
     await b.client.login(b.email, b.password); // disabling signed B's users out
