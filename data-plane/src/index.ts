@@ -1,7 +1,7 @@
 // The data plane's one public entry: what the control plane (and the embedded product) may use.
 // Everything else under src/ is internal and may change without notice.
-export type { RedisNames, Snapshot, UsageEvent } from "./contract/index.ts";
-export { redisNames, usageEntryEvents, usageEventSchema, usageShardCount, usageShards } from "./contract/index.ts";
+export type { ModelSnapshot, PolicyChange, RedisNames, Snapshot, UsageEvent } from "./contract/index.ts";
+export { entityJson, POLICY_SHARDS, redisNames, shardOf, usageEntryEvents, usageEventSchema, usageShardCount, usageShards, versionOf } from "./contract/index.ts";
 export { connectRedis, duplicateRedis, isCluster } from "./redis/connect.ts";
 export { open, parseMasterKey, seal } from "./crypto/secret-box.ts";
 export { initTracing, inSpan, SpanKind, SpanStatusCode, tracingNow } from "./telemetry/tracing.ts";

@@ -9,12 +9,12 @@ import { createDataPlaneOptions } from "./runtime.ts";
 import { createGatewayServer } from "./http/server.ts";
 import { createDataPlaneHandler } from "./server/app.ts";
 import { initTracing } from "./telemetry/tracing.ts";
-import { RedisSnapshotSource } from "./snapshot/redis-source.ts";
+import { RedisPolicySource } from "./snapshot/redis-feed.ts";
 import { SnapshotStore } from "./snapshot/store.ts";
 import { RedisUsageSink } from "./usage/sink.ts";
 import { UsageSpool } from "./usage/spool.ts";
 
-// A data-plane replica (distributed mode): stateless; policy from the Redis snapshot, usage to the Redis stream.
+// A data-plane replica (distributed mode): stateless; policy from the Redis policy feed, usage to the Redis stream.
 
 const logger = createLogger("modelgate-data-plane");
 const tracing = initTracing("modelgate-data-plane");
@@ -33,8 +33,8 @@ const names = redisNames();
 // Fail fast while Redis is away: limits fall back to in-process, usage goes to the disk spool.
 const redisOptions = { maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: 1_000 } as const;
 const redis = connectRedis(env.REDIS_URL, redisOptions);
-// Snapshots load on a connection of their own: a large snapshot reply must not hold up the request path's
-// small replies queued behind it on one socket.
+// Policy loads on a connection of its own: a full load's replies must not hold up the request path's small
+// replies queued behind them on one socket.
 const snapshotRedis = connectRedis(env.REDIS_URL, redisOptions);
 const subscriber = connectRedis(env.REDIS_URL, { lazyConnect: false });
 // An outage is logged as a change of state, then one summary line per interval, then the recovery: not a
@@ -45,8 +45,8 @@ for (const r of [redis, snapshotRedis, subscriber]) {
   r.on("ready", () => outage.recovered("redis"));
 }
 
-const store = new SnapshotStore();
-const source = new RedisSnapshotSource(snapshotRedis, subscriber, store, names, 250, (err) => outage.failure("redis", "snapshot reload (serving the last snapshot)", err));
+const store = new SnapshotStore((kind, id, err) => logger.error({ kind, id: kind === "key" ? `${id.slice(0, 8)}…` : id, err }, "invalid policy entity ignored"));
+const source = new RedisPolicySource(snapshotRedis, subscriber, store, names, 250, (err) => outage.failure("redis", "policy feed (serving the last policy)", err));
 // A worker of a multi-worker data plane (workers.ts) has a folder of its own.
 const worker = env.MODELGATE_WORKER_INDEX === undefined ? "" : `-w${env.MODELGATE_WORKER_INDEX}`;
 const spoolDir = (env.MODELGATE_SPOOL_DIR ?? join(env.MODELGATE_DATA_DIR ?? "./data", `spool-${hostname()}-${env.PORT ?? 8080}`)) + worker;
@@ -77,7 +77,7 @@ const options = createDataPlaneOptions({
 });
 const handler = createDataPlaneHandler(options, true);
 
-// Wait (briefly) for Redis so the first snapshot loads now rather than at the first poll.
+// Wait (briefly) for Redis so the policy loads now rather than at the first poll.
 await new Promise<void>((resolve) => {
   if (snapshotRedis.status === "ready") return resolve();
   const t = setTimeout(resolve, 5_000);
@@ -86,7 +86,7 @@ await new Promise<void>((resolve) => {
     resolve();
   });
 });
-await source.start().catch((err) => logger.warn({ err }, "no snapshot yet; waiting for the control plane"));
+await source.start().catch((err) => logger.warn({ err }, "no policy yet; waiting for the control plane"));
 const server = createGatewayServer((req, res) => void handler(req, res));
 const port = Number(env.PORT ?? 8080);
 server.listen(port, env.HOST ?? "0.0.0.0", () => logger.info({ port, host: hostname(), snapshotVersion: store.version }, "data plane listening"));

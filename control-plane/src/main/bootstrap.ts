@@ -5,7 +5,7 @@ import { type ConfigWatcher, watchConfig } from "../config/watch.ts";
 import { openDatabase, type Database } from "../db/client.ts";
 import { migrate } from "../db/migrate.ts";
 import type { ServiceContext } from "../services/context.ts";
-import type { SnapshotBus } from "../snapshot/publisher.ts";
+import type { PolicyBus } from "../snapshot/publisher.ts";
 import { SnapshotPublisher } from "../snapshot/publisher.ts";
 import type { Settings } from "./settings.ts";
 
@@ -17,12 +17,12 @@ export interface ControlPlaneCore {
   configWatcher: ConfigWatcher | null;
 }
 
-/** Database up to date, config file applied, first snapshot published: what both modes start with. */
-export async function bootControlPlane(settings: Settings, bus: SnapshotBus, logger: Logger): Promise<ControlPlaneCore> {
+/** Database up to date, config file applied, policy published: what both modes start with. */
+export async function bootControlPlane(settings: Settings, bus: PolicyBus, logger: Logger): Promise<ControlPlaneCore> {
   const db = await openDatabase({ databaseUrl: settings.databaseUrl, dataDir: settings.dataDir });
   const applied = await migrate(db.sql);
   if (applied.length) logger.info({ applied }, "migrations applied");
-  const publisher = new SnapshotPublisher(db.prisma, bus, 25, (err) => logger.error({ err }, "snapshot publish failed"));
+  const publisher = new SnapshotPublisher(db, bus, 25, (err) => logger.error({ err }, "policy publish failed"));
   const ctx: ServiceContext = { prisma: db.prisma, snapshotChanged: publisher.changed, masterKey: settings.masterKey };
   if (settings.configPath) {
     await syncConfig(ctx, loadConfigFile(settings.configPath));

@@ -3,7 +3,7 @@ import { hostname } from "node:os";
 import { redisNames, usageShards, connectRedis, createLogger, createGatewayServer, initTracing, inSpan } from "@modelgate/data-plane";
 import type { AlertRunner } from "../alerts/runner.ts";
 import { chain, notFound } from "../http/app.ts";
-import { RedisSnapshotBus } from "../snapshot/redis-bus.ts";
+import { RedisPolicyBus } from "../snapshot/redis-bus.ts";
 import { RedisUsageConsumer } from "../usage/redis-consumer.ts";
 import { exportsIdle } from "../exports/runner.ts";
 import { settleUsageBatch } from "../usage/settle.ts";
@@ -12,7 +12,7 @@ import { controlPlaneRoutes } from "./routes.ts";
 import { readSettings } from "./settings.ts";
 import { onShutdown } from "./shutdown.ts";
 
-// The control plane (distributed mode): Postgres is the record; snapshots out and usage in through Redis.
+// The control plane (distributed mode): Postgres is the record; policy changes out and usage in through Redis.
 
 const logger = createLogger("modelgate-control-plane");
 const tracing = initTracing("modelgate-control-plane");
@@ -28,12 +28,12 @@ const subscriber = connectRedis(settings.redisUrl);
 const consumerConn = connectRedis(settings.redisUrl);
 for (const r of [redis, subscriber, consumerConn]) r.on("error", (err) => logger.warn({ err: err.message }, "redis error"));
 
-const core = await bootControlPlane(settings, new RedisSnapshotBus(redis, names), logger);
-// The admin CLI writes to Postgres directly and asks for a rebuild here.
+const core = await bootControlPlane(settings, new RedisPolicyBus(redis, names), logger);
+// The admin CLI writes to Postgres directly and asks for a publication round here.
 await subscriber.subscribe(names.changedChannel);
 subscriber.on("message", () => core.publisher.changed());
-// Redis may have come back empty (no persistence): publish the snapshot again at once rather than leave new
-// replicas without one until the next change.
+// Redis may have come back empty (no persistence): a round finds no feed there and publishes in full at once,
+// rather than leave replicas without changes until the next one.
 redis.on("ready", () => core.publisher.changed());
 // A heartbeat every second (expiring after 15 s): replicas show its age in /readyz, so a stopped or frozen
 // control plane is visible even while they keep serving from their last snapshot.
@@ -43,7 +43,8 @@ const beat = () => {
 beat();
 const heartbeat = setInterval(beat, 1_000);
 heartbeat.unref();
-// Safety net: republish periodically so a replica that missed everything still converges.
+// A round at least this often: it publishes whatever a missed notification left behind and tells replicas the
+// feed is current (their published age), costing one indexed query and one small script when nothing changed.
 const republish = setInterval(() => core.publisher.changed(), Number(process.env.MODELGATE_REPUBLISH_MS ?? 30_000));
 republish.unref();
 

@@ -5,6 +5,7 @@ import type { AlertRunner } from "../alerts/runner.ts";
 import { chain, notFound } from "../http/app.ts";
 import { exportsIdle } from "../exports/runner.ts";
 import { settleUsageBatch } from "../usage/settle.ts";
+import { InProcessPolicyBus } from "../snapshot/memory-bus.ts";
 import { bootControlPlane } from "./bootstrap.ts";
 import { controlPlaneRoutes } from "./routes.ts";
 import { advertise, DataDirLocked, localUrl, lockDataDir, tighten } from "./data-dir.ts";
@@ -27,9 +28,8 @@ try {
   process.exit(2);
 }
 
-const store = new SnapshotStore();
-let version = 0;
-const core = await bootControlPlane(settings, { publish: async (s) => void store.apply(s), nextVersion: async () => ++version }, logger);
+const store = new SnapshotStore((kind, id, err) => logger.error({ kind, err }, "invalid policy entity ignored"));
+const core = await bootControlPlane(settings, new InProcessPolicyBus(store), logger);
 // PGlite gives its files modes of its own (0666) whatever the umask: they are made private once it is open.
 logger.debug({ entries: tighten(settings.dataDir) }, "database files made private");
 // Evaluated after settlement (set once the routes are up; settlement cannot start before them).
@@ -37,7 +37,7 @@ const alerts: { runner?: AlertRunner } = {};
 const usage = new InProcessUsageSink(
   async (events) => {
     await inSpan(tracing, "modelgate.usage.settle", { "modelgate.usage.events": events.length }, () => settleUsageBatch(core.db, events));
-    core.publisher.settled(); // balances and spend moved
+    core.publisher.settled(); // balances and spend moved: the touched keys and accounts are published
     alerts.runner?.settled(events.map((e) => e.accountId));
   },
   (err, events) => logger.error({ err, requestIds: events.map((e) => e.requestId) }, "usage settlement failed"),

@@ -1,3 +1,4 @@
 export * from "./snapshot.ts";
 export * from "./usage.ts";
 export * from "./redis-names.ts";
+export * from "./policy-feed.ts";

@@ -2,17 +2,27 @@
 // deployments or test runs can share one Redis without seeing each other.
 //
 // Redis Cluster: the keys one command or script touches must share a hash slot, so each group carries a
-// hash tag (the part in braces decides the slot): the policy keys and channels `{ctl}` (a script writes the
-// snapshot and its version together, and replicas read the version with the heartbeat in one MGET), each
+// hash tag (the part in braces decides the slot): the policy feed's keys and channels `{ctl}` (one script writes
+// a change's shard entry, its stream entry and the head together; replicas read the head, the heartbeat and the
+// stream in one pipeline), each
 // usage stream shard after the first its own `{usage-<n>}` (so the shards spread over the masters), and the rate-limit and
 // spend keys `{acct:<id>}` (ratelimit/redis.ts, billing/spend-redis.ts).
 
 export interface RedisNames {
-  snapshot: string;
-  /** the published snapshot's version alone, so replicas can poll cheaply */
-  snapshotVersion: string;
-  snapshotChannel: string;
-  snapshotSeq: string;
+  /**
+   * The policy feed's head (a hash): epoch (which set of entity hashes is current), seq (changes appended in
+   * this epoch), lastId (the stream id of the last one), version (highest entity version), at (when the
+   * control plane last published or confirmed it is current), cursor (the control plane's Postgres position).
+   */
+  policyMeta: string;
+  /** a change was appended (message: its seq); replicas also poll, in case a message was missed */
+  policyChannel: string;
+  /** the hash of one shard of keys or accounts in an epoch */
+  policyShard(epoch: string, kind: "key" | "account", shard: number): string;
+  /** the model catalog of an epoch (one small JSON value) */
+  policyCatalog(epoch: string): string;
+  /** the epoch's change log (a stream, trimmed to its last ~MAXLEN entries) */
+  policyStream(epoch: string): string;
   changedChannel: string;
   /** the control plane's heartbeat (its clock and pid, refreshed every second, expiring): /readyz shows its age */
   controlHeartbeat: string;
@@ -23,10 +33,11 @@ export interface RedisNames {
 
 export const redisNames = (prefix = process.env.MODELGATE_REDIS_PREFIX ?? "modelgate:"): RedisNames => ({
   prefix,
-  snapshot: `${prefix}{ctl}:snapshot:full`,
-  snapshotVersion: `${prefix}{ctl}:snapshot:version-number`,
-  snapshotChannel: `${prefix}{ctl}:snapshot:version`,
-  snapshotSeq: `${prefix}{ctl}:snapshot:seq`,
+  policyMeta: `${prefix}{ctl}:policy:meta`,
+  policyChannel: `${prefix}{ctl}:policy:changed`,
+  policyShard: (epoch, kind, shard) => `${prefix}{ctl}:policy:${epoch}:${kind === "key" ? "k" : "a"}:${shard}`,
+  policyCatalog: (epoch) => `${prefix}{ctl}:policy:${epoch}:catalog`,
+  policyStream: (epoch) => `${prefix}{ctl}:policy:${epoch}:changes`,
   changedChannel: `${prefix}{ctl}:control:changed`,
   controlHeartbeat: `${prefix}{ctl}:control:heartbeat`,
   usageStream: usageShard(prefix, 0),

@@ -83,6 +83,8 @@ export function createDataPlaneHandler(opts: DataPlaneOptions, strict: boolean) 
           // since the control plane built it: grows while the control plane is stopped or frozen
           publishedSnapshotAgeMs: finiteOrNull(opts.store.publishedAgeMs()),
           controlPlane: opts.store.controlPlane(),
+          // what this replica holds, and whether a full load is in progress (it serves throughout)
+          policy: { ...opts.store.size, loading: opts.store.loading, fullLoads: opts.store.fullLoads, lastFullLoadMs: opts.store.lastFullLoadMs },
           // The operator's upstream names only to a caller with the token; anyone else sees how many are out.
           ...(access === "full" ? { upstreams } : { upstreamsNotClosed: Object.values(upstreams).filter((s) => s !== "closed").length }),
           // Fail static: a replica whose Redis is away still serves (ready) from its last snapshot; this says so.

@@ -1,3 +1,4 @@
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { Counter, Gauge, Registry } from "prom-client";
 import { FastCounter, FastHistogram } from "./series.ts";
 import type { SnapshotStore } from "../snapshot/store.ts";
@@ -40,7 +41,37 @@ export function createMetrics(store: SnapshotStore, breakers: () => BreakerRegis
       this.set(a === null ? -1 : a / 1000);
     },
   });
-  new Gauge({ name: "modelgate_snapshot_version", help: "Version of the snapshot in use", registers: [registry], collect() { this.set(store.version); } });
+  new Gauge({ name: "modelgate_snapshot_version", help: "Highest policy version this replica holds", registers: [registry], collect() { this.set(store.version); } });
+  new Gauge({
+    name: "modelgate_policy_entities",
+    help: "Keys, accounts and models this replica holds",
+    labelNames: ["kind"] as const,
+    registers: [registry],
+    collect() {
+      const size = store.size;
+      this.set({ kind: "key" }, size.keys);
+      this.set({ kind: "account" }, size.accounts);
+      this.set({ kind: "model" }, size.models);
+    },
+  });
+  new Gauge({ name: "modelgate_policy_full_loads_total", help: "Full loads of the policy feed since start", registers: [registry], collect() { this.set(store.fullLoads); } });
+  // Event-loop delay since the previous scrape (perf_hooks, 10 ms resolution): what a full load or anything
+  // else costs the calls waiting behind it.
+  const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+  loopDelay.enable();
+  const loopSeconds = (ns: number) => (Number.isFinite(ns) ? ns / 1e9 : 0);
+  new Gauge({
+    name: "modelgate_event_loop_delay_seconds",
+    help: "Event-loop delay since the previous scrape, by quantile (p50, p99, max)",
+    labelNames: ["quantile"] as const,
+    registers: [registry],
+    collect() {
+      this.set({ quantile: "p50" }, loopSeconds(loopDelay.percentile(50)));
+      this.set({ quantile: "p99" }, loopSeconds(loopDelay.percentile(99)));
+      this.set({ quantile: "max" }, loopSeconds(loopDelay.max));
+      loopDelay.reset();
+    },
+  });
   new Gauge({
     name: "modelgate_upstream_breaker_open",
     help: "1 while an upstream's circuit breaker is open or half-open",

@@ -1,0 +1,163 @@
+import type { PolicyChange } from "@modelgate/data-plane";
+import type { Database } from "../db/client.ts";
+
+// Reads policy out of Postgres as the feed's entities (see data-plane/src/contract/policy-feed.ts), already
+// serialised by Postgres (row_to_json puts "v" first and writes no spaces), so the control plane does no
+// per-entity work beyond handing strings on: its CPU and memory per change do not depend on the key count.
+//
+// Which entities changed comes from the policy_changes table (kept by triggers) and a cursor: the pg_snapshot
+// of the last read. A row whose transaction was not visible in that snapshot is new, whatever order
+// transactions committed in, so no change is skipped however long a writer's transaction ran.
+
+const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
+
+const KEY_FIELDS = (v: string) => `${v} AS "v", k.id::text AS "id", k.account_id::text AS "accountId", k.name AS "name",
+  k.status::text AS "status", to_char(k.expires_at AT TIME ZONE 'UTC', ${ISO}) AS "expiresAt",
+  k.quota_micro::text AS "quota", k.spent_micro::text AS "spent", k.allowed_models AS "allowedModels",
+  k.ip_allowlist AS "ipAllowlist", json_build_object('rpm', k.rpm, 'tpm', k.tpm, 'concurrency', k.concurrency) AS "limits"`;
+
+const ACCOUNT_FIELDS = (v: string) => `${v} AS "v", a.id::text AS "id", a.name AS "name", a.status::text AS "status",
+  a.balance_micro::text AS "balance", a.spent_micro::text AS "spent",
+  json_build_object('rpm', a.rpm, 'tpm', a.tpm, 'concurrency', a.concurrency) AS "limits",
+  COALESCE((SELECT json_object_agg(p.model_id, json_build_object('input', p.input_price_micro::text,
+    'output', p.output_price_micro::text, 'cachedInput', p.cached_input_price_micro::text,
+    'cacheWrite5m', p.cache_write_5m_price_micro::text, 'cacheWrite1h', p.cache_write_1h_price_micro::text))
+    FROM price_contracts p WHERE p.account_id = a.id), '{}'::json) AS "contracts"`;
+
+// What budgets need beyond the entity (db/budgets): the subject's budget columns and its account's time zone,
+// only for entities with a budget or a time zone other than UTC (null otherwise, costing nothing).
+const KEY_BUDGET = `CASE WHEN k.budget_day_micro IS NOT NULL OR k.budget_week_micro IS NOT NULL OR k.budget_month_micro IS NOT NULL
+  THEN json_build_object('kind', 'key', 'id', k.id, 'accountId', k.account_id, 'status', k.status,
+    'tz', (SELECT time_zone FROM accounts WHERE id = k.account_id), 'day', k.budget_day_micro::text,
+    'week', k.budget_week_micro::text, 'month', k.budget_month_micro::text)::text END`;
+const ACCOUNT_BUDGET = `CASE WHEN a.time_zone <> 'UTC' OR a.budget_day_micro IS NOT NULL OR a.budget_week_micro IS NOT NULL OR a.budget_month_micro IS NOT NULL
+  THEN json_build_object('kind', 'account', 'id', a.id, 'accountId', a.id, 'status', a.status, 'tz', a.time_zone,
+    'day', a.budget_day_micro::text, 'week', a.budget_week_micro::text, 'month', a.budget_month_micro::text)::text END`;
+
+// One statement, so one snapshot: the changed entities, their data, and the cursor to continue from.
+const CHANGES = `
+WITH ch AS (
+  SELECT kind, entity, version FROM policy_changes
+  WHERE xid >= pg_snapshot_xmin($1::pg_snapshot)::text::bigint
+    AND NOT pg_visible_in_snapshot(xid::text::xid8, $1::pg_snapshot)
+  LIMIT $2)
+SELECT s.snap, ch.kind, ch.entity AS id, ch.version::text AS v,
+  CASE ch.kind
+    WHEN 'key' THEN (SELECT row_to_json(x)::text FROM (SELECT ${KEY_FIELDS("ch.version")} FROM api_keys k WHERE k.key_hash = ch.entity) x)
+    WHEN 'account' THEN (SELECT row_to_json(x)::text FROM (SELECT ${ACCOUNT_FIELDS("ch.version")} FROM accounts a
+      WHERE a.id = (CASE WHEN ch.kind = 'account' THEN ch.entity::uuid END)) x)
+  END AS json,
+  CASE ch.kind
+    WHEN 'key' THEN (SELECT ${KEY_BUDGET} FROM api_keys k WHERE k.key_hash = ch.entity)
+    WHEN 'account' THEN (SELECT ${ACCOUNT_BUDGET} FROM accounts a WHERE a.id = (CASE WHEN ch.kind = 'account' THEN ch.entity::uuid END))
+  END AS budget
+FROM (SELECT pg_current_snapshot()::text AS snap) s LEFT JOIN ch ON true`;
+
+/** A change as read, with what its budgets need (see withBudgets) when it has any. */
+export type ReadChange = PolicyChange & { budget?: string | null };
+
+export interface ChangeRead {
+  /** where the next read continues */
+  cursor: string;
+  /** keys and accounts, with their data (null: deleted) */
+  changes: ReadChange[];
+  /** the catalog changed (at this version): rebuild it; -1 when it did not */
+  catalogVersion: number;
+  /** more changed than `limit`: publish in full instead */
+  overflow: boolean;
+}
+
+type Kind = "key" | "account" | "catalog";
+
+/** What changed since `cursor` (a pg_snapshot's text), at most `limit` entities. */
+export async function readChanges(db: Database, cursor: string, limit: number): Promise<ChangeRead> {
+  const rows = await db.sql.transaction((tx) =>
+    tx.query<{ snap: string; kind: Kind | null; id: string | null; v: string | null; json: string | null; budget: string | null }>(CHANGES, [cursor, limit + 1]),
+  );
+  const read: ChangeRead = { cursor: rows[0]!.snap, changes: [], catalogVersion: -1, overflow: rows.length > limit };
+  for (const r of rows) {
+    if (r.kind === null) continue;
+    if (r.kind === "catalog") read.catalogVersion = Number(r.v);
+    else read.changes.push({ kind: r.kind, id: r.id!, v: Number(r.v), json: r.json, budget: r.budget });
+  }
+  return read;
+}
+
+/** Whether a cursor is ahead of this database (it came from another one, or from before a restore). */
+export async function cursorFromElsewhere(db: Database, cursor: string): Promise<boolean> {
+  const [row] = await db.sql.transaction((tx) =>
+    tx.query<{ ahead: boolean }>(`SELECT pg_snapshot_xmax($1::pg_snapshot) > pg_snapshot_xmax(pg_current_snapshot()) AS ahead`, [cursor]),
+  );
+  return row!.ahead;
+}
+
+const KEYS_PAGE = `
+SELECT k.key_hash AS id, (SELECT row_to_json(x)::text FROM (SELECT ${KEY_FIELDS("COALESCE(c.version, 0)")}) x) AS json,
+  ${KEY_BUDGET} AS budget
+FROM api_keys k LEFT JOIN policy_changes c ON c.kind = 'key' AND c.entity = k.key_hash
+WHERE k.key_hash > $1 ORDER BY k.key_hash LIMIT $2`;
+
+const ACCOUNTS_PAGE = `
+SELECT a.id::text AS id, (SELECT row_to_json(x)::text FROM (SELECT ${ACCOUNT_FIELDS("COALESCE(c.version, 0)")}) x) AS json,
+  ${ACCOUNT_BUDGET} AS budget
+FROM accounts a LEFT JOIN policy_changes c ON c.kind = 'account' AND c.entity = a.id::text
+WHERE a.id > $1::uuid ORDER BY a.id LIMIT $2`;
+
+export interface FullRead {
+  cursor: string;
+  /** the highest version handed out when the read began */
+  version: number;
+  /** the catalog's version in the same snapshot */
+  catalogVersion: number;
+}
+
+/**
+ * Reads every key and account in pages of `pageSize`, all from one snapshot (REPEATABLE READ), handing each
+ * page on before reading the next: memory holds one page, whatever the key count.
+ */
+export async function readAll(db: Database, pageSize: number, onPage: (changes: ReadChange[]) => Promise<void>): Promise<FullRead> {
+  return db.sql.transaction(async (tx) => {
+    await tx.exec("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
+    const [head] = await tx.query<{ snap: string; version: string; catalog: string | null }>(
+      `SELECT pg_current_snapshot()::text AS snap, (SELECT last_value FROM policy_version_seq)::text AS version,
+        (SELECT version::text FROM policy_changes WHERE kind = 'catalog' AND entity = '') AS catalog`,
+    );
+    for (const [kind, sql, start] of [
+      ["account", ACCOUNTS_PAGE, "00000000-0000-0000-0000-000000000000"],
+      ["key", KEYS_PAGE, ""],
+    ] as const) {
+      let after: string = start;
+      for (;;) {
+        const rows = await tx.query<{ id: string; json: string; budget: string | null }>(sql, [after, pageSize]);
+        if (rows.length === 0) break;
+        await onPage(rows.map((r) => ({ kind, id: r.id, v: versionOfRow(r.json), json: r.json, budget: r.budget })));
+        after = rows[rows.length - 1]!.id;
+        if (rows.length < pageSize) break;
+      }
+    }
+    return { cursor: head!.snap, version: Number(head!.version), catalogVersion: Number(head!.catalog ?? 0) };
+  });
+}
+
+const versionOfRow = (json: string) => Number(/^\{"v":(\d+)/.exec(json)?.[1] ?? 0);
+
+/**
+ * The budgeted keys and accounts of one time zone (to republish when its calendar day turned over: their
+ * periods and period spend changed though no row did), at most `limit` (overflow: publish in full).
+ */
+export async function readBudgeted(db: Database, timeZone: string, limit: number): Promise<{ changes: ReadChange[]; overflow: boolean }> {
+  const rows = await db.sql.transaction((tx) =>
+    tx.query<{ kind: "key" | "account"; id: string; json: string; budget: string | null }>(
+      `SELECT 'account' AS kind, a.id::text AS id, (SELECT row_to_json(x)::text FROM (SELECT ${ACCOUNT_FIELDS("COALESCE(c.version, 0)")}) x) AS json, ${ACCOUNT_BUDGET} AS budget
+       FROM accounts a LEFT JOIN policy_changes c ON c.kind = 'account' AND c.entity = a.id::text
+       WHERE a.time_zone = $1 AND (a.budget_day_micro IS NOT NULL OR a.budget_week_micro IS NOT NULL OR a.budget_month_micro IS NOT NULL)
+       UNION ALL
+       SELECT 'key', k.key_hash, (SELECT row_to_json(x)::text FROM (SELECT ${KEY_FIELDS("COALESCE(c.version, 0)")}) x), ${KEY_BUDGET}
+       FROM api_keys k JOIN accounts ka ON ka.id = k.account_id LEFT JOIN policy_changes c ON c.kind = 'key' AND c.entity = k.key_hash
+       WHERE ka.time_zone = $1 AND k.status = 'active' AND (k.budget_day_micro IS NOT NULL OR k.budget_week_micro IS NOT NULL OR k.budget_month_micro IS NOT NULL)
+       LIMIT $2`,
+      [timeZone, limit + 1],
+    ),
+  );
+  return { changes: rows.map((r) => ({ kind: r.kind, id: r.id, v: versionOfRow(r.json), json: r.json, budget: r.budget })), overflow: rows.length > limit };
+}

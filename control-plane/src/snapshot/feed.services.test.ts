@@ -1,0 +1,194 @@
+import { createHash, randomBytes } from "node:crypto";
+import pg from "pg";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { redisNames, SnapshotStore } from "@modelgate/data-plane";
+import { RedisPolicySource } from "../../../data-plane/src/snapshot/redis-feed.ts";
+import { freshDatabase } from "../../../test/helpers/postgres.ts";
+import { SnapshotPublisher } from "./publisher.ts";
+import { RedisPolicyBus } from "./redis-bus.ts";
+
+// The policy feed end to end in one process: Postgres triggers → the publisher's change reads → Redis → a
+// replica's store. Every step is awaited (flush, sync), so nothing here depends on timing.
+
+const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+let db: Awaited<ReturnType<typeof freshDatabase>>;
+let redis: Redis;
+let sub: Redis;
+const names = redisNames(`mgtest:feed:${randomBytes(4).toString("hex")}:`);
+let publisher: SnapshotPublisher;
+let store: SnapshotStore;
+let source: RedisPolicySource;
+let accountId: string;
+
+const sql = <T = Record<string, unknown>>(text: string, params: unknown[] = []) => db.db.sql.transaction((tx) => tx.query<T>(text, params));
+const hashOf = (v: string) => createHash("sha256").update(v).digest("hex");
+async function newKey(name: string): Promise<string> {
+  const hash = hashOf(`${name}-${randomBytes(4).toString("hex")}`);
+  await sql(`INSERT INTO api_keys (id, account_id, name, key_hash, prefix, allowed_models, ip_allowlist, updated_at) VALUES (gen_random_uuid(), $1, $2, $3, 'sk', '{}', '{}', now())`, [accountId, name, hash]);
+  return hash;
+}
+const publish = async () => {
+  publisher.changed();
+  await publisher.flush();
+  await source.sync();
+};
+const streamLength = async () => {
+  const epoch = await redis.hget(names.policyMeta, "epoch");
+  return redis.xlen(names.policyStream(epoch!));
+};
+
+beforeAll(async () => {
+  db = await freshDatabase("feed");
+  redis = new Redis(REDIS_URL);
+  sub = new Redis(REDIS_URL);
+  const [row] = await sql<{ id: string }>(`INSERT INTO accounts (id, name, balance_micro, updated_at) VALUES (gen_random_uuid(), 'acme', 1000, now()) RETURNING id::text`);
+  accountId = row!.id;
+  await newKey("before-start");
+  publisher = new SnapshotPublisher(db.db, new RedisPolicyBus(redis, names), 1, (err) => {
+    throw err;
+  });
+  await publisher.start();
+  store = new SnapshotStore();
+  // not started (no subscription, no polling): each test says when the replica syncs
+  source = new RedisPolicySource(redis, sub, store, names, 3_600_000, (err) => {
+    throw err;
+  });
+  await source.sync();
+});
+
+afterAll(async () => {
+  await source?.stop();
+  publisher?.stop();
+  const keys = await redis.keys(`${names.prefix}*`);
+  if (keys.length) await redis.del(...keys);
+  redis?.disconnect();
+  sub?.disconnect();
+  await db?.drop();
+});
+
+describe("policy feed", () => {
+  it("starts with a full publication and a full load", async () => {
+    expect(publisher.fullPublications).toBe(1);
+    expect(store.fullLoads).toBe(1);
+    expect(store.size).toMatchObject({ keys: 1, accounts: 1 });
+    expect(store.account(accountId)?.balance).toBe("1000");
+    expect(Object.keys(store.current.models).length).toBe(0);
+  });
+
+  it("carries a created and a revoked key as one change each, without a full load", async () => {
+    const before = await streamLength();
+    const hash = await newKey("created");
+    await publish();
+    expect(store.key(hash)?.status).toBe("active");
+    await sql(`UPDATE api_keys SET status = 'revoked', revoked_at = now() WHERE key_hash = $1`, [hash]);
+    await publish();
+    expect(store.key(hash)?.status).toBe("revoked");
+    expect(await streamLength()).toBe(before + 2);
+    expect(store.fullLoads).toBe(1);
+    expect(publisher.fullPublications).toBe(1);
+  });
+
+  it("publishes a settlement's account and key figures as changes of those entities only", async () => {
+    const hash = await newKey("spender");
+    await publish();
+    const before = await streamLength();
+    const [k] = await sql<{ id: string }>(`SELECT id::text FROM api_keys WHERE key_hash = $1`, [hash]);
+    await db.db.sql.transaction(async (tx) => {
+      await tx.query(`UPDATE accounts SET balance_micro = balance_micro - 1000, spent_micro = spent_micro + 1000 WHERE id = $1::uuid`, [accountId]);
+      await tx.query(`UPDATE api_keys SET spent_micro = spent_micro + 1000 WHERE id = $1::uuid`, [k!.id]);
+    });
+    await publish();
+    expect(await streamLength()).toBe(before + 2);
+    expect(store.account(accountId)).toMatchObject({ balance: "0", spent: "1000" });
+    expect(store.key(hash)?.spent).toBe("1000");
+  });
+
+  it("publishes a change from a transaction that committed after a later one was published", async () => {
+    const slow = await newKey("slow");
+    const fast = await newKey("fast");
+    await publish();
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    try {
+      await client.query("BEGIN");
+      await client.query(`UPDATE api_keys SET name = 'slow-renamed' WHERE key_hash = $1`, [slow]);
+      await sql(`UPDATE api_keys SET name = 'fast-renamed' WHERE key_hash = $1`, [fast]);
+      await publish();
+      expect(store.key(fast)?.name).toBe("fast-renamed");
+      expect(store.key(slow)?.name).toBe("slow");
+      await client.query("COMMIT");
+    } finally {
+      await client.end();
+    }
+    await publish();
+    expect(store.key(slow)?.name).toBe("slow-renamed");
+  });
+
+  it("a deleted key is forgotten", async () => {
+    const hash = await newKey("deleted");
+    await publish();
+    expect(store.key(hash)).toBeDefined();
+    await sql(`DELETE FROM api_keys WHERE key_hash = $1`, [hash]);
+    await publish();
+    expect(store.key(hash)).toBeUndefined();
+  });
+
+  it("sees a gap (changes trimmed from the stream) and loads in full", async () => {
+    const missed = await newKey("missed-1");
+    const alsoMissed = await newKey("missed-2");
+    publisher.changed();
+    await publisher.flush();
+    // Trim the stream past the replica's position, as a long disconnect under heavy change would.
+    const epoch = (await redis.hget(names.policyMeta, "epoch"))!;
+    await redis.xtrim(names.policyStream(epoch), "MAXLEN", 0);
+    const removed = await newKey("removed-while-away");
+    publisher.changed();
+    await publisher.flush();
+    await sql(`DELETE FROM api_keys WHERE key_hash = $1`, [removed]);
+    await publish();
+    expect(store.fullLoads).toBe(2);
+    expect(store.key(missed)).toBeDefined();
+    expect(store.key(alsoMissed)).toBeDefined();
+    expect(store.key(removed)).toBeUndefined();
+    // and follows changes again afterwards
+    const after = await newKey("after-gap");
+    await publish();
+    expect(store.key(after)).toBeDefined();
+    expect(store.fullLoads).toBe(2);
+  });
+
+  it("publishes in full when Redis lost the feed, and the replica loads the new epoch", async () => {
+    const before = await redis.hget(names.policyMeta, "epoch");
+    await redis.del(names.policyMeta);
+    const hash = await newKey("after-loss");
+    await publish();
+    expect(publisher.fullPublications).toBe(2);
+    expect(await redis.hget(names.policyMeta, "epoch")).not.toBe(before);
+    expect(store.fullLoads).toBe(3);
+    expect(store.key(hash)).toBeDefined();
+  });
+
+  it("publishes in full when more changed at once than it appends, and lets the old epoch expire", async () => {
+    const small = new SnapshotPublisher(db.db, new RedisPolicyBus(redis, names), 1, (err) => {
+      throw err;
+    }, { maxChanges: 2 });
+    const before = (await redis.hget(names.policyMeta, "epoch"))!;
+    const hashes = [await newKey("bulk-1"), await newKey("bulk-2"), await newKey("bulk-3")];
+    small.changed();
+    await small.flush();
+    await source.sync();
+    expect(small.fullPublications).toBe(1);
+    expect(await redis.hget(names.policyMeta, "epoch")).not.toBe(before);
+    expect(await redis.ttl(names.policyCatalog(before))).toBeGreaterThan(0);
+    expect(store.fullLoads).toBe(4);
+    for (const h of hashes) expect(store.key(h)).toBeDefined();
+  });
+
+  it("a stale publisher (behind the head) does not append", async () => {
+    const bus = new RedisPolicyBus(redis, names);
+    const head = (await bus.head())!;
+    expect(await bus.append({ ...head, cursor: "1:1:" }, [], head.cursor, 0)).toBe(false);
+    expect(await bus.append(head, [], head.cursor, 0)).toBe(true);
+  });
+});

@@ -1,0 +1,142 @@
+import { describe, expect, it } from "vitest";
+import type { KeySnapshot } from "../contract/snapshot.ts";
+import { entityJson, type PolicyChange, shardOf, versionOf, POLICY_SHARDS } from "../contract/policy-feed.ts";
+import { SnapshotStore } from "./store.ts";
+
+const key = (over: Partial<KeySnapshot> = {}): KeySnapshot => ({
+  id: "k1",
+  accountId: "a1",
+  name: "test",
+  status: "active",
+  expiresAt: null,
+  quota: null,
+  spent: "0",
+  allowedModels: [],
+  ipAllowlist: [],
+  limits: { rpm: null, tpm: null, concurrency: null },
+  ...over,
+});
+const account = { id: "a1", name: "Acme", status: "active", balance: "1000", spent: "0", limits: { rpm: null, tpm: null, concurrency: null }, contracts: {} };
+const keyChange = (hash: string, v: number, over: Partial<KeySnapshot> | null = {}): PolicyChange => ({ kind: "key", id: hash, v, json: over === null ? null : entityJson(v, key(over)) });
+
+describe("policy entities as JSON", () => {
+  it("puts the version first, readable without parsing", () => {
+    const json = entityJson(42, key());
+    expect(json.startsWith('{"v":42,"id":"k1"')).toBe(true);
+    expect(versionOf(json)).toBe(42);
+    expect(JSON.parse(json)).toEqual({ v: 42, ...key() });
+    expect(versionOf('{"id":1}')).toBe(-1);
+    expect(entityJson(3, {})).toBe('{"v":3}');
+  });
+
+  it("spreads ids over every shard", () => {
+    const seen = new Set<number>();
+    for (let i = 0; i < 20_000; i++) seen.add(shardOf(`${i}`.padStart(64, "f")));
+    expect(seen.size).toBe(POLICY_SHARDS);
+    expect(shardOf("abc")).toBe(shardOf("abc"));
+  });
+});
+
+describe("SnapshotStore changes", () => {
+  it("applies a created, changed and deleted key, each in one step", () => {
+    const store = new SnapshotStore();
+    expect(store.key("h1")).toBeUndefined();
+    expect(store.applyChange(keyChange("h1", 5))).toBe(true);
+    expect(store.key("h1")).toMatchObject({ id: "k1", status: "active", v: 5 });
+    expect(store.version).toBe(5);
+    expect(store.applyChange(keyChange("h1", 7, { status: "revoked" }))).toBe(true);
+    expect(store.key("h1")?.status).toBe("revoked");
+    expect(store.applyChange(keyChange("h1", 9, null))).toBe(true);
+    expect(store.key("h1")).toBeUndefined();
+    expect(store.size.keys).toBe(0);
+  });
+
+  it("never goes back to an older version, parsed or not", () => {
+    const store = new SnapshotStore();
+    store.applyChange(keyChange("h1", 7, { status: "revoked" }));
+    expect(store.applyChange(keyChange("h1", 6, { status: "active" }))).toBe(false);
+    expect(store.key("h1")?.status).toBe("revoked"); // parsed now
+    expect(store.applyChange(keyChange("h1", 6, { status: "active" }))).toBe(false);
+    expect(store.applyChange(keyChange("h1", 6, null))).toBe(false);
+    expect(store.key("h1")?.status).toBe("revoked");
+    // the same version again (a replay) is harmless
+    expect(store.applyChange(keyChange("h1", 7, { status: "revoked" }))).toBe(true);
+  });
+
+  it("ignores (and reports) an entity that fails validation, as an unknown key", () => {
+    const bad: string[] = [];
+    const store = new SnapshotStore((kind, id) => bad.push(`${kind}:${id}`));
+    store.applyChange({ kind: "key", id: "h1", v: 1, json: '{"v":1,"id":"k1"}' });
+    expect(store.key("h1")).toBeUndefined();
+    expect(bad).toEqual(["key:h1"]);
+  });
+
+  it("applies accounts and the catalog", () => {
+    const store = new SnapshotStore();
+    store.applyChange({ kind: "account", id: "a1", v: 3, json: entityJson(3, account) });
+    expect(store.account("a1")?.balance).toBe("1000");
+    store.applyChange({ kind: "account", id: "a1", v: 4, json: entityJson(4, { ...account, balance: "0" }) });
+    expect(store.account("a1")?.balance).toBe("0");
+    const model = { id: "m-2025-01-01", displayName: null, reasoning: false, price: { input: "1", output: "2", cachedInput: null }, routes: [], createdAt: "2025-01-01T00:00:00.000Z" };
+    store.applyChange({ kind: "catalog", id: "", v: 10, json: entityJson(10, { models: { [model.id]: model } }) });
+    expect(store.model(model.id)).toEqual(model);
+    expect(store.applyChange({ kind: "catalog", id: "", v: 9, json: entityJson(9, { models: {} }) })).toBe(false);
+    expect(store.current.models).toHaveProperty(model.id);
+  });
+});
+
+describe("SnapshotStore full loads", () => {
+  it("serves the previous state while loading, then drops what the load did not contain", async () => {
+    const store = new SnapshotStore();
+    store.applyChange(keyChange("kept", 1));
+    store.applyChange(keyChange("gone", 2));
+    store.published(2, Date.now());
+    const load = store.beginFullLoad();
+    expect(store.loading).toBe(true);
+    load.put(keyChange("kept", 3, { name: "renamed" }));
+    load.put(keyChange("new", 4));
+    // mid-load: everything still answers, the loaded entities already newer
+    expect(store.key("gone")?.id).toBe("k1");
+    expect(store.key("kept")?.name).toBe("renamed");
+    await load.finish(4, Date.now());
+    expect(store.loading).toBe(false);
+    expect(store.key("gone")).toBeUndefined();
+    expect(store.key("new")).toBeDefined();
+    expect(store.size.keys).toBe(2);
+    expect(store.fullLoads).toBe(1);
+    expect(store.version).toBe(4);
+  });
+
+  it("an abandoned load keeps what it put and drops nothing", () => {
+    const store = new SnapshotStore();
+    store.applyChange(keyChange("old", 1));
+    const load = store.beginFullLoad();
+    load.put(keyChange("new", 2));
+    load.abandon();
+    expect(store.loading).toBe(false);
+    expect(store.size.keys).toBe(2);
+    expect(store.fullLoads).toBe(0);
+  });
+
+  it("a full load does not replace a newer entity with an older one", async () => {
+    const store = new SnapshotStore();
+    store.applyChange(keyChange("h", 9, { status: "revoked" }));
+    const load = store.beginFullLoad();
+    load.put(keyChange("h", 8, { status: "active" }));
+    await load.finish(9, Date.now());
+    expect(store.key("h")?.status).toBe("revoked");
+  });
+
+  it("loads and sweeps many keys while yielding to the event loop", async () => {
+    const store = new SnapshotStore();
+    for (let i = 0; i < 50_000; i++) store.applyChange(keyChange(`old${i}`, 1));
+    const load = store.beginFullLoad();
+    for (let i = 0; i < 50_000; i += 2) load.put(keyChange(`old${i}`, 2));
+    let turns = 0;
+    const ticker = setInterval(() => turns++, 0);
+    await load.finish(2, Date.now());
+    clearInterval(ticker);
+    expect(store.size.keys).toBe(25_000);
+    expect(turns).toBeGreaterThan(0);
+  });
+});
