@@ -1,5 +1,6 @@
 import Anthropic from "@anthropic-ai/sdk";
 import { GoogleGenAI } from "@google/genai";
+import { ChatOpenAI } from "@langchain/openai";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startAnthropicUpstream } from "../mocks/anthropic-upstream.ts";
@@ -210,6 +211,14 @@ describe("structured outputs and parameters a translation cannot carry", () => {
     );
     expect({ status: err.status, code: err.code, param: err.param }).toEqual({ status: 400, code: "unsupported_parameter", param: "response_format" });
     expect(mocks.anthropic.requests.length).toBe(calls);
+  });
+
+  it("gives LangChain's withStructuredOutput (json_schema) its object from an Anthropic upstream", async () => {
+    mocks.anthropic.reply({ text: ['{"city":', '"Lisbon"}'] });
+    const chat = new ChatOpenAI({ model: model("gap", "anthropic"), apiKey, configuration: { baseURL: `${base}/v1` }, maxRetries: 0 });
+    const structured = chat.withStructuredOutput({ title: "city", ...CITY_SCHEMA }, { method: "jsonSchema", strict: true });
+    expect(await structured.invoke("A city?")).toEqual({ city: "Lisbon" });
+    expect(lastBody("anthropic").output_config).toEqual({ format: { type: "json_schema", schema: expect.objectContaining({ properties: CITY_SCHEMA.properties }) } });
   });
 
   it("refuses in a translation what changes the answer (logit_bias, verbosity, service_tier), and passes it to the client's own protocol", async () => {

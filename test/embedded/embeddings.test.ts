@@ -1,5 +1,6 @@
 import { createOpenAI } from "@ai-sdk/openai";
 import { GoogleGenAI } from "@google/genai";
+import { OpenAIEmbeddings } from "@langchain/openai";
 import { embed, embedMany } from "ai";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -113,6 +114,14 @@ describe("OpenAI clients: POST /v1/embeddings", () => {
       expect(one.usage.tokens).toBe(p === "openai" ? 5 : estimated(["sunny day at the beach"]));
       const many = await embedMany({ model: provider.embedding(emb(p)), values: ["rainy", "snowy night"] });
       expect(many.embeddings).toEqual([mockEmbedding("rainy"), mockEmbedding("snowy night")]);
+    }
+  });
+
+  it("serves LangChain's OpenAIEmbeddings", async () => {
+    for (const p of PROTOS) {
+      const lc = new OpenAIEmbeddings({ model: emb(p), apiKey, configuration: { baseURL: `${base}/v1` }, maxRetries: 0 });
+      expect(await lc.embedQuery("a question")).toEqual(mockEmbedding("a question"));
+      expect(await lc.embedDocuments(["doc one", "doc two"])).toEqual([mockEmbedding("doc one"), mockEmbedding("doc two")]);
     }
   });
 

@@ -86,6 +86,7 @@ export async function upsertModel(
     id: string;
     displayName?: string | null;
     reasoning?: boolean | null;
+    type?: "chat" | "embedding" | null;
     enabled?: boolean | null;
   } & PriceInput,
 ) {
@@ -97,6 +98,7 @@ export async function upsertModel(
   const data = {
     displayName: input.displayName ?? null,
     reasoning: input.reasoning ?? false,
+    type: input.type ?? "chat",
     ...priceData(input),
     enabled: input.enabled ?? true,
   };

@@ -363,6 +363,12 @@ describe("operator catalog", () => {
     const cat = await ops.gql(`{ catalogModels { id routes { upstreamModel } } }`);
     expect(cat.catalogModels.find((m: { id: string }) => m.id === MODEL).routes).toEqual([{ upstreamModel: "chat-v1" }]);
     expect(await ops.code(`mutation { upsertModel(input: { id: "acme-chat", inputPrice: "1", outputPrice: "1" }) { id } }`)).toBe("BAD_USER_INPUT");
+    // A model is a chat model unless declared an embedding model.
+    const embedder = await ops.gql(`mutation { upsertModel(input: { id: "acme-embed-2025-01-01", type: embedding, inputPrice: "0.02", outputPrice: "0" }) { id type } }`);
+    expect(embedder.upsertModel).toEqual({ id: "acme-embed-2025-01-01", type: "embedding" });
+    const types = await ops.gql(`{ catalogModels { id type } }`);
+    expect(types.catalogModels.find((m: { id: string }) => m.id === MODEL).type).toBe("chat");
+    await ops.gql(`mutation { deleteModel(id: "acme-embed-2025-01-01") }`);
     expect(await ops.code(`mutation { upsertUpstream(input: { name: "x", protocol: openai, baseUrl: "ftp://x" }) { id } }`)).toBe("BAD_USER_INPUT");
     const lim = await ops.gql(`mutation($a: ID!) { setAccountLimits(accountId: $a, rpm: 600, concurrency: 8) { rpm tpm concurrency } }`, {
       a: b.accountId,

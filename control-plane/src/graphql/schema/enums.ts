@@ -9,6 +9,10 @@ export const UpstreamProtocolEnum = builder.enumType("UpstreamProtocol", {
   values: ["openai", "anthropic", "gemini", "openai_responses", "demo"] as const,
 });
 export const ConfigSourceEnum = builder.enumType("ConfigSource", { values: ["config", "api", "builtin"] as const });
+export const ModelTypeEnum = builder.enumType("ModelType", {
+  description: "chat: the generation endpoints; embedding: /v1/embeddings and Gemini's :embedContent, billed by input tokens",
+  values: ["chat", "embedding"] as const,
+});
 export const ExportFormatEnum = builder.enumType("ExportFormat", {
   values: { CSV: { value: "csv" }, JSONL: { value: "jsonl" } } as const,
 });

@@ -13,7 +13,7 @@ import { builder, type Types } from "../builder.ts";
 import { unitPrices } from "@modelgate/data-plane";
 import { formatMicroText } from "../../services/money.ts";
 import { accountIdFor, checkId, money } from "../common.ts";
-import { ConfigSourceEnum, UpstreamProtocolEnum } from "./enums.ts";
+import { ConfigSourceEnum, ModelTypeEnum, UpstreamProtocolEnum } from "./enums.ts";
 
 // Customers see the models they may call at their contract prices; operators manage models, upstreams, routes
 // and price contracts. Prices are per one million tokens, as decimal text.
@@ -67,6 +67,7 @@ const CustomerModelRef = builder.objectRef<PricedModel>("CustomerModel").impleme
     id: t.string({ description: "the full model ID to send as `model`", resolve: (m) => m.model.id }),
     displayName: t.string({ nullable: true, resolve: (m) => m.model.displayName }),
     reasoning: t.boolean({ resolve: (m) => m.model.reasoning }),
+    type: t.field({ type: ModelTypeEnum, resolve: (m) => m.model.type }),
     ...priceFields(t),
   }),
 });
@@ -105,6 +106,7 @@ const ModelRef = builder.objectRef<Model>("Model").implement({
     id: t.exposeString("id"),
     displayName: t.exposeString("displayName", { nullable: true }),
     reasoning: t.exposeBoolean("reasoning"),
+    type: t.field({ type: ModelTypeEnum, resolve: (m) => m.type }),
     enabled: t.exposeBoolean("enabled"),
     source: t.field({ type: ConfigSourceEnum, resolve: (m) => m.source }),
     inputPrice: t.string({ resolve: (m) => money(m.inputPriceMicro) }),
@@ -173,6 +175,7 @@ const ModelInput = builder.inputType("ModelInput", {
     id: t.string({ required: true, description: "full ID ending in a date, e.g. acme-chat-2025-01-01" }),
     displayName: t.string(),
     reasoning: t.boolean(),
+    type: t.field({ type: ModelTypeEnum, description: "chat unless set" }),
     inputPrice: t.string({ required: true, description: "per 1M tokens, decimal text; required (\"0\" for free)" }),
     outputPrice: t.string({ required: true }),
     cachedInputPrice: t.string({ description: "cache reads; omit to bill them at input" }),
