@@ -1,3 +1,7 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import Anthropic from "@anthropic-ai/sdk";
 import { createOpenAI } from "@ai-sdk/openai";
 import { ChatOpenAI } from "@langchain/openai";
@@ -22,6 +26,7 @@ const UPS: Up[] = ["openai", "anthropic", "gemini", "openai-responses"];
 const MODEL: Record<Up, string> = { openai: "r-openai", anthropic: "r-anthropic", gemini: "r-gemini", "openai-responses": "r-responses" };
 const UPSTREAM_MODEL: Record<Up, string> = { openai: "gpt-mock", anthropic: "claude-mock", gemini: "gemini-mock", "openai-responses": "gpt-mock-responses" };
 const PASS = "pass-responses-2025-01-01";
+const CODEX = join(process.cwd(), "node_modules/.bin/codex");
 
 let mocks: { openai: MockUpstream; anthropic: MockUpstream; gemini: MockUpstream };
 let gw: Gateway;
@@ -312,5 +317,33 @@ describe("other clients reach an openai-responses upstream by translation", () =
     });
     expect(m.stop_reason).toBe("tool_use");
     expect(m.content.find((b) => b.type === "tool_use")).toMatchObject({ name: "get_weather", input: { city: "Rome" } });
+  });
+});
+
+// The Codex CLI (which speaks only the Responses API) with a custom model provider whose base URL is the
+// gateway: `codex exec` completes a turn against each upstream protocol. Its hosted web search and its
+// multi-agent tool namespace have no translation for upstreams other than OpenAI's, so they are turned off
+// here (toward an openai-responses upstream they would pass through).
+describe.each(UPS)("the Codex CLI, upstream %s", (up) => {
+  it("completes a turn with `codex exec`", async () => {
+    const home = mkdtempSync(join(tmpdir(), "mg-codex-"));
+    try {
+      mockOf(up).reply({ text: [`Hello from ${up}`, " via Codex."] });
+      const provider = `{name="modelgate",base_url="${base}/v1",env_key="MODELGATE_KEY",wire_api="responses",request_max_retries=0,stream_max_retries=0}`;
+      const args = ["exec", "--skip-git-repo-check", "-c", "model_provider=modelgate", "-c", `model_providers.modelgate=${provider}`, "-c", 'web_search="disabled"', "--disable", "multi_agent", "-m", MODEL[up], "Say hello"];
+      // stdin closed: with a pipe open, `codex exec` waits to read more of the prompt from it.
+      const run = await new Promise<{ code: number | null; out: string }>((resolve) => {
+        const child = spawn(CODEX, args, { cwd: home, env: { PATH: process.env.PATH, HOME: home, CODEX_HOME: home, MODELGATE_KEY: key }, stdio: ["ignore", "pipe", "pipe"], timeout: 60_000 });
+        let out = "";
+        child.stdout.on("data", (c: Buffer) => (out += c.toString()));
+        child.stderr.on("data", (c: Buffer) => (out += c.toString()));
+        child.on("close", (code) => resolve({ code, out }));
+      });
+      expect(run.out).toContain(`Hello from ${up} via Codex.`);
+      expect(run.code).toBe(0);
+      expect(JSON.stringify(lastCall(up).body)).toContain("Say hello");
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
   });
 });

@@ -1,7 +1,7 @@
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import { GatewayError } from "../errors.ts";
-import { type ProtocolName, protocols } from "../protocols/index.ts";
+import { type ProtocolName, adapters, protocols } from "../protocols/index.ts";
 import { newRequestId } from "../server/request-id.ts";
 import { requestIdHeaderLines, sendError, setRequestId } from "../server/respond.ts";
 
@@ -11,9 +11,8 @@ import { requestIdHeaderLines, sendError, setRequestId } from "../server/respond
 
 /** The protocol a request speaks, guessed from its path alone (all there is before the headers parse). */
 export function protocolOfPath(path: string): ProtocolName {
-  if (path.startsWith("/v1beta/") || /^\/v1\/models\/[^/]+:/.test(path)) return "gemini";
-  if (path.startsWith("/v1/messages")) return "anthropic";
-  return "openai";
+  const owner = adapters.find((a) => a.endpoints.some((e) => e.match(path, null) !== null)) ?? adapters.find((a) => a.speaks?.({}, path, null));
+  return owner?.name ?? "openai";
 }
 
 interface ParserError extends Error {

@@ -137,6 +137,8 @@ export interface ProtocolAdapter {
   streamContentType?(route: ClientRoute | undefined): string | undefined;
   renderModelList(models: ModelSnapshot[]): unknown;
   renderModel(model: ModelSnapshot): unknown;
+  /** Who a request is for, in this protocol's own fields (the usage log's end user and "key=value" tag map). */
+  attributionFields(body: Record<string, unknown>): { endUser: unknown; tags: unknown };
   /** Stateful protocols (Responses): reads what a request refers to and how its answer is kept. */
   openSession?(body: Record<string, unknown>, store: ConversationStore | null, accountId: string): ClientSession;
   // upstream side

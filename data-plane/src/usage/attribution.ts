@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { ATTRIBUTION_LIMITS } from "../contract/usage.ts";
 import { GatewayError } from "../errors.ts";
-import type { ProtocolName } from "../protocols/index.ts";
+import { type ProtocolName, protocols } from "../protocols/index.ts";
 import type { Attribution } from "./record.ts";
 
 // Cost attribution: who a call is for beyond its key. Each client protocol's own field is read as it is sent
@@ -43,16 +43,10 @@ export function headerTags(headers: IncomingHttpHeaders): string[] {
  * duplicates.
  */
 export function attributionOf(protocol: ProtocolName, body: Record<string, unknown>, headers: IncomingHttpHeaders): Attribution {
-  let endUser: unknown = null;
-  let bodyTags: string[] = [];
-  if (protocol === "openai" || protocol === "openai-responses") {
-    endUser = body.user;
-    bodyTags = mapTags(body.metadata);
-  } else if (protocol === "anthropic") {
-    endUser = isRecord(body.metadata) ? body.metadata.user_id : null;
-  } else if (protocol === "gemini") {
-    bodyTags = mapTags(body.labels);
-  }
+  // Where each protocol carries them is its adapter's to say.
+  const fields = protocols[protocol].attributionFields(body);
+  const endUser = fields.endUser;
+  const bodyTags = mapTags(fields.tags);
   const tags = [...new Set([...headerTags(headers), ...bodyTags.map((t) => t.slice(0, ATTRIBUTION_LIMITS.tagChars))])].slice(0, ATTRIBUTION_LIMITS.tags);
   return {
     endUser: typeof endUser === "string" && endUser !== "" ? endUser.slice(0, ATTRIBUTION_LIMITS.endUserChars) : null,

@@ -25,6 +25,7 @@ export const anthropic: ProtocolAdapter = {
   createClientStreamEncoder: createAnthropicStreamEncoder,
   renderError: renderAnthropicError,
   errorFrame,
+  attributionFields: (body) => ({ endUser: (body.metadata as { user_id?: unknown } | null | undefined)?.user_id ?? null, tags: undefined }),
   renderModelList: anthropicModelList,
   renderModel: anthropicModel,
   basePath: "/v1",

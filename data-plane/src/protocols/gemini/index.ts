@@ -34,6 +34,7 @@ export const gemini: ProtocolAdapter = {
   renderError: renderGeminiError,
   errorFrame,
   streamContentType: (route) => (route?.jsonArray ? "application/json; charset=utf-8" : undefined),
+  attributionFields: (body) => ({ endUser: null, tags: body.labels }),
   renderModelList: geminiModelList,
   renderModel: geminiModel,
   basePath: "/v1beta",

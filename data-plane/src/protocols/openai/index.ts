@@ -19,6 +19,7 @@ export const openai: ProtocolAdapter = {
   createClientStreamEncoder: createOpenAIStreamEncoder,
   renderError: renderOpenAIError,
   errorFrame: (err, requestId) => encodeSse(renderOpenAIError(err, requestId).body),
+  attributionFields: (body) => ({ endUser: body.user, tags: body.metadata }),
   renderModelList: openaiModelList,
   renderModel: openaiModel,
   basePath: "/v1",

@@ -27,6 +27,7 @@ export const responses: ProtocolAdapter = {
   createClientStreamEncoder: createResponsesStreamEncoder,
   renderError: renderOpenAIError,
   errorFrame: responsesErrorFrame,
+  attributionFields: (body) => ({ endUser: body.user, tags: body.metadata }),
   renderModelList: openaiModelList,
   renderModel: openaiModel,
   openSession: openResponsesSession,
