@@ -1,13 +1,60 @@
 import { writeFileSync } from "node:fs";
+import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
 import { expect } from "vitest";
+import { verify } from "../../control-plane/src/alerts/signature.ts";
 import { type Gateway, waitForKey } from "./gateway.ts";
 import { eventually } from "./processes.ts";
 
 // Budgets end to end, the same in both modes (test/embedded/budgets.test.ts, test/services/budgets.test.ts):
 // a key's daily budget and an account's, refused with 429 budget_exceeded in each client protocol's shape,
 // then a period reset crossed by moving the test clock (MODELGATE_TEST_CLOCK_FILE, read by every process).
+// Alongside, the control plane's alerts: the budget's 100% alert reaches a local webhook receiver (signature
+// checked) once for the first day and once more for the next, after real calls settled.
+
+export const OPERATOR = { email: "ops@budget.test", password: "operator-password-budget-1" };
+export const operatorEnv = { MODELGATE_OPERATOR_EMAIL: OPERATOR.email, MODELGATE_OPERATOR_PASSWORD: OPERATOR.password };
+
+/** The operator signed in to the control plane's GraphQL (cookie session). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read loosely typed GraphQL results
+type Data = Record<string, any>;
+async function operatorGraphql(base: string): Promise<(query: string, variables?: Record<string, unknown>) => Promise<Data>> {
+  let cookie = "";
+  const send = async (query: string, variables: Record<string, unknown> = {}) => {
+    const res = await fetch(`${base}/graphql`, { method: "POST", headers: { "content-type": "application/json", ...(cookie ? { cookie } : {}) }, body: JSON.stringify({ query, variables }) });
+    const set = res.headers.getSetCookie().find((c) => c.startsWith("mg_session="));
+    if (set) cookie = set.split(";")[0]!;
+    const body = (await res.json()) as { data?: Data; errors?: unknown[] };
+    if (body.errors?.length) throw new Error(`GraphQL: ${JSON.stringify(body.errors)}`);
+    return body.data!;
+  };
+  await send(`mutation($e: String!, $p: String!) { login(email: $e, password: $p) { secondStepRequired } }`, { e: OPERATOR.email, p: OPERATOR.password });
+  return send;
+}
+
+/** A webhook receiver that records every request. */
+class Receiver {
+  readonly requests: { headers: IncomingHttpHeaders; body: string }[] = [];
+  private server!: Server;
+  url = "";
+  async start(): Promise<void> {
+    this.server = createServer((req, res) => {
+      let body = "";
+      req.on("data", (c: Buffer) => (body += c.toString("utf8")));
+      req.on("end", () => {
+        this.requests.push({ headers: req.headers, body });
+        res.writeHead(200).end();
+      });
+    });
+    await new Promise<void>((r) => this.server.listen(0, "127.0.0.1", r));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/alerts`;
+  }
+  close(): Promise<void> {
+    return new Promise((r) => this.server.close(() => r()));
+  }
+}
 
 export const BUDGET_MODEL = "gpt-4o-mini-2024-07-18";
 // Prices per 1M tokens: input 1, output 2; the mock answers 1000 + 1000 tokens: 3000 micro a call.
@@ -90,9 +137,27 @@ async function settled(gw: Gateway, account: string, n: number): Promise<void> {
 }
 
 export async function runBudgetScenario(s: BudgetScenario): Promise<void> {
+  const receiver = new Receiver();
+  await receiver.start();
+  try {
+    await scenario(s, receiver);
+  } finally {
+    await receiver.close();
+  }
+}
+
+async function scenario(s: BudgetScenario, receiver: Receiver): Promise<void> {
   const { gw } = s;
   const now = () => Date.now() + s.offset;
-  await gw.admin("account create", { name: "budgeted", balance: "100" });
+  const created = await gw.admin<{ id: string }>("account create", { name: "budgeted", balance: "100" });
+  const gql = await operatorGraphql(gw.controlPlaneBase);
+  await gql(`mutation($a: ID!) { setAlertSettings(accountId: $a, input: { percents: [50, 100] }) { percents } }`, { a: created.id });
+  const secret = (await gql(`mutation($a: ID!, $u: String!) { addAlertWebhook(accountId: $a, url: $u) { secret } }`, { a: created.id, u: receiver.url })).addAlertWebhook.secret as string;
+  const budgetAlerts = () =>
+    receiver.requests.map((r) => {
+      expect(verify(secret, String(r.headers["x-modelgate-timestamp"]), r.body, String(r.headers["x-modelgate-signature"]))).toBe(true);
+      return JSON.parse(r.body) as { type: string; data: { threshold: number; period: string; resetsAt: string } };
+    });
   const k = await gw.admin<{ id: string; key: string }>("key create", { account: "budgeted", name: "daily" });
   // 3 calls a day: 9000 micro
   const set = await gw.admin<{ budgets: BudgetView[] }>("budget set", { account: "budgeted", key: k.id, daily: "0.009" });
@@ -108,6 +173,12 @@ export async function runBudgetScenario(s: BudgetScenario): Promise<void> {
   expectBudgetRefusal(day1.refusal, "daily", nextUtcMidnight(now()));
   await settled(gw, "budgeted", day1.served);
   for (const r of await refusedEverywhere(gw, k.key)) expectBudgetRefusal(r, "daily", nextUtcMidnight(now()));
+  // The control plane evaluated the settled spend: the first day's 100% is sent once (and 50% at most once
+  // before it, when settlement happened to take the calls in more than one batch).
+  const day1End = new Date(nextUtcMidnight(now())).toISOString();
+  const sentFor = (l: ReturnType<typeof budgetAlerts>, resetsAt: string) => l.filter((a) => a.type === "budget" && a.data.resetsAt === resetsAt).map((a) => a.data.threshold);
+  const day1Sent = sentFor(await eventually(async () => budgetAlerts(), (l) => l.some((a) => a.data.threshold === 100), 15_000), day1End);
+  expect([[100], [50, 100]]).toContainEqual(day1Sent);
   const shown = await gw.admin<{ budgets: BudgetView[] }>("budget show", { account: "budgeted", key: k.id });
   expect(shown.budgets[0]).toMatchObject({ period: "day", spent: (Number(CALL_COST) * day1.served / 1e6).toString(), remaining: "0", resetsAt: new Date(nextUtcMidnight(now())).toISOString() });
 
@@ -154,6 +225,11 @@ export async function runBudgetScenario(s: BudgetScenario): Promise<void> {
   // The new day's settled spend is only the new day's calls.
   const next = await gw.admin<{ budgets: BudgetView[] }>("budget show", { account: "budgeted", key: k.id });
   expect(next.budgets[0]).toMatchObject({ spent: (Number(CALL_COST) * day2Served / 1e6).toString(), resetsAt: new Date(nextUtcMidnight(now())).toISOString() });
+  // The new day's 100% alert: once more, for the new period; the first day's were not sent again.
+  const day2End = new Date(nextUtcMidnight(now())).toISOString();
+  const alerts = await eventually(async () => budgetAlerts(), (l) => sentFor(l, day2End).includes(100), 15_000);
+  expect([[100], [50, 100]]).toContainEqual(sentFor(alerts, day2End));
+  expect(sentFor(alerts, day1End)).toEqual(day1Sent);
   // Every served call was charged exactly once, and no refusal was.
   const rows = await gw.usage("budgeted");
   expect(rows.filter((r) => r.status === 200).length).toBe(day1.served + day2Served);

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, it } from "vitest";
-import { budgetConfig, runBudgetScenario, type BudgetScenario } from "../helpers/budget-scenario.ts";
+import { budgetConfig, operatorEnv, runBudgetScenario, type BudgetScenario } from "../helpers/budget-scenario.ts";
 import { startGateway } from "../helpers/gateway.ts";
 import { startOpenAIMock, type OpenAIMock } from "../mocks/openai-upstream.ts";
 
@@ -19,7 +19,7 @@ let s: BudgetScenario;
 beforeAll(async () => {
   mock = await startOpenAIMock("sk-upstream-budget");
   mock.fallback = { content: "fine", promptTokens: 1000, completionTokens: 1000 };
-  const gw = await startGateway("distributed", { replicas: 2, config: budgetConfig(mock.url), env: { BUDGET_UPSTREAM_KEY: "sk-upstream-budget", MODELGATE_TEST_CLOCK_FILE: clockFile } });
+  const gw = await startGateway("distributed", { replicas: 2, config: budgetConfig(mock.url), env: { ...operatorEnv, BUDGET_UPSTREAM_KEY: "sk-upstream-budget", MODELGATE_TEST_CLOCK_FILE: clockFile } });
   s = { gw, clockFile, offset: 0 };
 });
 
