@@ -30,6 +30,10 @@ export async function openDatabase(opts: { databaseUrl?: string; dataDir?: strin
 async function openPostgres(url: string): Promise<Database> {
   const [{ PrismaPg }, pg] = await Promise.all([import("@prisma/adapter-pg"), import("pg")]);
   const pool = new pg.default.Pool({ connectionString: url, max: 10 });
+  // An idle connection that Postgres ends (a restart, a failover, an administrator's terminate) is reported
+  // on the pool; with no listener that would be an uncaught exception and take the process down. The pool
+  // opens a new connection on the next query, so a warning is all it needs.
+  pool.on("error", (err) => process.emitWarning(`postgres: an idle connection ended (${err.message}); the next query opens a new one`));
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
   const sql: SqlRunner = {
     async transaction(fn) {
