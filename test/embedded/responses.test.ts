@@ -199,6 +199,28 @@ describe("Responses API details", () => {
     expect(JSON.stringify(lastCall("anthropic").body)).toContain('"signature":"sig-abc"');
   });
 
+  it.each([false, true])("Gemini's signature on a function call comes out as a reasoning item right before it and goes back on the call (stream: %s)", async (stream) => {
+    mocks.gemini.reply({ thinking: ["Need the weather."], signature: "gem-sig-1", toolCalls: [{ name: "get_weather", arguments: { city: "Bergen" } }] }, { text: ["Rainy."] });
+    let output: OpenAI.Responses.ResponseOutputItem[];
+    if (stream) {
+      const s = await sdk().responses.create({ model: MODEL.gemini, input: "Weather in Bergen?", tools: [weatherTool], store: false, stream: true });
+      output = [];
+      for await (const ev of s) if (ev.type === "response.completed") output = ev.response.output;
+    } else output = (await sdk().responses.create({ model: MODEL.gemini, input: "Weather in Bergen?", tools: [weatherTool], store: false })).output;
+    const at = output.findIndex((o) => o.type === "function_call");
+    expect(output[at - 1]).toMatchObject({ type: "reasoning", encrypted_content: "gem-sig-1", summary: [] });
+    const call = output[at] as OpenAI.Responses.ResponseFunctionToolCall;
+    await sdk().responses.create({
+      model: MODEL.gemini,
+      tools: [weatherTool],
+      store: false,
+      input: [{ role: "user", content: "Weather in Bergen?" }, ...(output as OpenAI.Responses.ResponseInputItem[]), { type: "function_call_output", call_id: call.call_id, output: "rain" }],
+    });
+    const sent = lastCall("gemini").body as { contents: { role: string; parts: Record<string, unknown>[] }[] };
+    const model = sent.contents.find((c) => c.role === "model")!;
+    expect(model.parts.find((p) => p.functionCall)).toMatchObject({ functionCall: { name: "get_weather" }, thoughtSignature: "gem-sig-1" });
+  });
+
   it("errors come in the Responses (OpenAI) shape with the request id", async () => {
     const err = await sdk().responses.create({ model: "no-such-model-2000-01-01", input: "x" }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.NotFoundError);

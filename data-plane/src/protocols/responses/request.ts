@@ -5,7 +5,7 @@
 // encrypted_content as the thinking signature, so a vendor's signed reasoning survives the round trip.
 
 import { z } from "zod";
-import type { AssistantMessage, CanonicalMessage, CanonicalRequest, ReasoningConfig, ResponseFormat, ToolChoice, UserPart } from "../canonical.ts";
+import type { AssistantMessage, AssistantPart, CanonicalMessage, CanonicalRequest, ReasoningConfig, ResponseFormat, ToolChoice, UserPart } from "../canonical.ts";
 import { dataUrlOf, effortOfBudget, imageSourceOfUrl, invalid, unsupported } from "../shared.ts";
 import { formatPath, parseBody } from "../validate.ts";
 import type { UpstreamRequest } from "../types.ts";
@@ -162,7 +162,15 @@ export function parseResponsesRequest(body: unknown): CanonicalRequest {
       }
       case "function_call": {
         const c = at(functionCallItem, item, param);
-        assistant().content.push({ type: "tool_call", id: c.call_id, name: c.name, arguments: c.arguments });
+        const parts = assistant().content;
+        const call: AssistantPart = { type: "tool_call", id: c.call_id, name: c.name, arguments: c.arguments };
+        // A reasoning item with nothing but encrypted_content right before a call is that call's signature.
+        const prev = parts.at(-1);
+        if (prev?.type === "thinking" && prev.text === "" && prev.signature) {
+          parts.pop();
+          call.signature = prev.signature;
+        }
+        parts.push(call);
         return;
       }
       case "function_call_output": {

@@ -131,6 +131,9 @@ export function outputItems(parts: readonly AssistantPart[], core: string): Json
       }
     } else {
       last = null;
+      // A call's own signature (Gemini's thoughtSignature) is reasoning state: a reasoning item with only
+      // encrypted_content, right before the call, carries it out and back (see callSignature in request.ts).
+      if (p.signature) items.push(reasoningItem(id("rs"), "", p.signature));
       items.push(functionCallItem(id("fc"), p.id, p.name, p.arguments));
     }
   }

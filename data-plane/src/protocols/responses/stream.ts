@@ -144,7 +144,14 @@ export function createResponsesStreamEncoder(ctx: ClientResponseContext): Stream
           return out;
         }
         case "tool_call_start": {
-          let out = ensure() + closeMessage() + closeReasoning();
+          let out = ensure() + closeMessage() + closeReasoning() + closeCalls();
+          if (ev.signature) {
+            // The call's signature as a reasoning item right before it (see outputItems in response.ts).
+            const rs = reasoningItem(itemId("rs"), "", ev.signature);
+            const index = items.length;
+            items.push(rs);
+            out += frame("response.output_item.added", { output_index: index, item: rs }) + frame("response.output_item.done", { output_index: index, item: rs });
+          }
           const c: OpenCall = { index: items.length, id: itemId("fc"), text: "", callId: ev.id, name: ev.name };
           calls.set(ev.index, c);
           const item = functionCallItem(c.id, c.callId, c.name, "", "in_progress");
