@@ -57,8 +57,8 @@ async function nav(p: Page, label: string) {
 async function callApi(key: string): Promise<Response> {
   return fetch(`${base}/v1/chat/completions`, {
     method: "POST",
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: JSON.stringify({ model: DEMO_MODEL, messages: [{ role: "user", content: "Hello from the browser test" }] }),
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "x-modelgate-tags": "team=browser" },
+    body: JSON.stringify({ model: DEMO_MODEL, messages: [{ role: "user", content: "Hello from the browser test" }], user: "browser-user" }),
   });
 }
 
@@ -254,6 +254,17 @@ describe("customer console", () => {
     expect(text).toContain(DEMO_MODEL);
     expect(text).toContain("ci-bot");
     expect(text).toContain("200");
+    // cost attribution: the end user and the tag on the row, and spend grouped by them
+    expect(text).toContain("browser-user");
+    expect(text).toContain("team=browser");
+    await page.getByTestId("attribution").getByRole("cell", { name: "browser-user" }).waitFor();
+    await page.getByLabel("Group by").selectOption("tag");
+    await page.getByTestId("attribution").getByRole("cell", { name: "team=browser" }).waitFor();
+    await page.getByLabel("Tag").fill("team=other");
+    await page.getByLabel("Tag").press("Enter");
+    await page.getByText("No calls match these filters").waitFor();
+    await page.getByRole("button", { name: "Clear filters" }).click();
+    await row.waitFor();
 
     await page.getByLabel("Result").selectOption("failed");
     await page.getByText("No calls match these filters").waitFor();

@@ -1,7 +1,7 @@
 import { useClientHandle, useMutation, useQuery } from "@urql/vue";
 import { computed, onBeforeUnmount, ref, type Ref } from "vue";
-import { ExportQuery, ExportsQuery, StartExportMutation, UsageLogQuery, UsageStatsQuery } from "../graphql/usage";
-import type { ExportJob, UsageFilter } from "../graphql/types";
+import { ExportQuery, ExportsQuery, StartExportMutation, UsageAttributionQuery, UsageLogQuery, UsageStatsQuery } from "../graphql/usage";
+import type { AttributionGroup, ExportJob, UsageFilter } from "../graphql/types";
 import { browserTimeZone } from "./format";
 import { useCursorPages } from "./useCursorPages";
 
@@ -28,6 +28,31 @@ export function useUsageLog(filter: Ref<UsageFilter>) {
     previous: pages.previous,
     reset: pages.reset,
     refresh: () => query.executeQuery({ requestPolicy: "network-only" }),
+  };
+}
+
+/**
+ * Spend by end user and by tag for the usage page's filter (the server's default range, the last 7 days, when
+ * the filter names no dates).
+ */
+export function useUsageAttribution(filter: Ref<UsageFilter>) {
+  const query = useQuery({
+    query: UsageAttributionQuery,
+    variables: () => ({
+      from: filter.value.from ?? null,
+      to: filter.value.to ?? null,
+      apiKeyId: filter.value.apiKeyId ?? null,
+      model: filter.value.model ?? null,
+      endUser: filter.value.endUser ?? null,
+      tag: filter.value.tag ?? null,
+    }),
+    requestPolicy: "cache-and-network",
+  });
+  const stats = computed(() => query.data.value?.usageStats);
+  return {
+    byEndUser: computed<AttributionGroup[]>(() => (stats.value?.byEndUser ?? []).map((g) => ({ ...g, key: g.endUser }))),
+    byTag: computed<AttributionGroup[]>(() => (stats.value?.byTag ?? []).map((g) => ({ ...g, key: g.tag }))),
+    error: query.error,
   };
 }
 

@@ -139,8 +139,17 @@ export interface UsageEntry {
   completionTokens: number;
   reasoningTokens: number;
   cachedTokens: number;
+  inputTokens: number;
+  cacheWrite5mTokens: number;
+  cacheWrite1hTokens: number;
   totalTokens: number;
   amount: string;
+  /** unit prices per 1M tokens; null when the call was not billed */
+  prices: { input: string; cachedInput: string; cacheWrite5m: string; cacheWrite1h: string; output: string } | null;
+  /** the counts are the gateway's estimate (a stream cut before the upstream reported usage) */
+  estimated: boolean;
+  endUser: string | null;
+  tags: string[];
   latencyMs: number;
   ttftMs: number | null;
 }
@@ -152,6 +161,16 @@ export interface UsageFilter {
   status?: number;
   from?: string;
   to?: string;
+  endUser?: string;
+  tag?: string;
+}
+
+/** Spend grouped by one attribution dimension (end user or tag). */
+export interface AttributionGroup {
+  key: string | null;
+  requests: number;
+  totalTokens: number;
+  amount: string;
 }
 
 export interface Page<T> {

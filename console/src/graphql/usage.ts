@@ -1,6 +1,8 @@
 import { gql } from "@urql/vue";
 import type { ExportJob, Page, UsageEntry, UsageFilter, UsageStats } from "./types";
 
+type Group = { requests: number; totalTokens: number; amount: string };
+
 export const UsageLogQuery = gql<
   { usage: Page<UsageEntry> },
   { filter: UsageFilter; first: number; after: string | null }
@@ -11,6 +13,8 @@ export const UsageLogQuery = gql<
       nodes {
         id requestId startedAt apiKeyId model protocol status errorCode stream
         promptTokens completionTokens reasoningTokens cachedTokens totalTokens amount latencyMs ttftMs
+        inputTokens cacheWrite5mTokens cacheWrite1hTokens estimated endUser tags
+        prices { input cachedInput cacheWrite5m cacheWrite1h output }
       }
     }
   }
@@ -28,6 +32,19 @@ export const UsageStatsQuery = gql<
       series { bucket ${FIGURES} }
       byModel { model ${FIGURES} }
       byKey { apiKeyId apiKeyName ${FIGURES} }
+    }
+  }
+`;
+
+/** Cost attribution for the usage page: spend by end user and by tag over the filter's range. */
+export const UsageAttributionQuery = gql<
+  { usageStats: { byEndUser: (Group & { endUser: string | null })[]; byTag: (Group & { tag: string })[] } },
+  { from: string | null; to: string | null; apiKeyId: string | null; model: string | null; endUser: string | null; tag: string | null }
+>`
+  query UsageAttribution($from: DateTime, $to: DateTime, $apiKeyId: ID, $model: String, $endUser: String, $tag: String) {
+    usageStats(from: $from, to: $to, apiKeyId: $apiKeyId, model: $model, endUser: $endUser, tag: $tag) {
+      byEndUser { endUser requests totalTokens amount }
+      byTag { tag requests totalTokens amount }
     }
   }
 `;
