@@ -140,3 +140,32 @@ function summary(events: CanonicalStreamEvent[]) {
   }
   return { text, thinking, calls, finish, error };
 }
+
+// Prompt-cache usage for a Responses API client (input_tokens includes input_tokens_details.cached_tokens,
+// output_tokens includes output_tokens_details.reasoning_tokens; cache writes are in input_tokens).
+describe("prompt-cache usage for a Responses API client", () => {
+  const responses = protocols["openai-responses"];
+  for (const c of cases("responses", /^(.+-cache)\.upstream\.(openai|anthropic|gemini)\.json$/)) {
+    it(`${c.name}: renders for a Responses client`, () => {
+      const canonical = protocols[c.protocol].parseUpstreamResponse(readJson(`responses/${c.file}`));
+      golden(`responses/${c.name}.to-openai-responses.json`, json(responses.renderClientResponse(canonical, CTX)));
+    });
+  }
+  // A Responses upstream: input_tokens includes cached_tokens, output_tokens includes reasoning_tokens.
+  describe("responses-cache (Responses upstream)", () => {
+    const canonical = responses.parseUpstreamResponse(readJson("responses/responses-cache.upstream.openai-responses.json"));
+    it("parses to canonical", () => golden("responses/responses-cache.canonical.json", json(canonical)));
+    for (const client of [...NAMES, "openai-responses" as const]) {
+      it(`renders for a ${client} client`, () => golden(`responses/responses-cache.to-${client}.json`, json(protocols[client].renderClientResponse(canonical, CTX))));
+    }
+  });
+  for (const c of cases("streams", /^(.+-cache)\.(openai|anthropic|gemini)\.sse$/)) {
+    it(`${c.name}: encodes for a Responses client`, async () => {
+      const bytes = readFileSync(join(ROOT, "streams", c.file));
+      const enc = responses.createClientStreamEncoder({ ...CTX, includeUsage: true });
+      // response.completed, with the usage, is held until close() (the response may have to be stored first).
+      const wire = decode(c.protocol, bytes, bytes.length).map((e) => enc.encode(e)).join("") + ((await enc.close?.()) ?? "");
+      golden(`streams/${c.name}.to-openai-responses.sse`, wire);
+    });
+  }
+});

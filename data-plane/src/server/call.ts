@@ -139,7 +139,7 @@ export class Call {
     const event = usageEvent(this.record, this.usage, this.admission.price, 499, "client_closed", true, false);
     const durable = this.opts.usage.emit(event);
     const delta = BigInt(event.cost) - before;
-    if (delta !== 0n) this.addSpend(delta);
+    if (delta !== 0n) void this.addSpend(delta);
     return durable;
   }
 

@@ -7,6 +7,7 @@ describe("attributionOf", () => {
     expect(attributionOf("openai", { user: "u1", metadata: { team: "search", n: 3 } }, {})).toEqual({ endUser: "u1", tags: ["team=search"] });
     expect(attributionOf("anthropic", { metadata: { user_id: "u2" } }, {})).toEqual({ endUser: "u2", tags: [] });
     expect(attributionOf("gemini", { labels: { env: "prod" } }, {})).toEqual({ endUser: null, tags: ["env=prod"] });
+    expect(attributionOf("openai-responses", { user: "u3", metadata: { app: "x" } }, {})).toEqual({ endUser: "u3", tags: ["app=x"] });
     // another protocol's field means nothing here
     expect(attributionOf("anthropic", { user: "x", labels: { a: "b" } }, {})).toEqual({ endUser: null, tags: [] });
   });
