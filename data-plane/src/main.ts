@@ -77,6 +77,15 @@ const options = createDataPlaneOptions({
 });
 const handler = createDataPlaneHandler(options, true);
 
+// Breaker states for the control plane's operator alerts, every few seconds, never from the request path. A
+// replica that stops reporting ages out there (reports older than 15 s are ignored).
+const replicaId = `${hostname()}:${process.pid}:${env.PORT ?? 8080}${worker}`;
+const reportBreakers = () => {
+  redis.hset(names.breakerReports, replicaId, JSON.stringify({ at: Date.now(), states: options.breakers.states(Date.now()) })).catch(() => undefined);
+};
+const breakerReports = setInterval(reportBreakers, Number(env.MODELGATE_BREAKER_REPORT_MS ?? 2_000));
+breakerReports.unref();
+
 // Wait (briefly) for Redis so the policy loads now rather than at the first poll.
 await new Promise<void>((resolve) => {
   if (snapshotRedis.status === "ready") return resolve();
@@ -98,6 +107,8 @@ const stop = async () => {
   const force = setTimeout(() => server.closeAllConnections(), Number(env.MODELGATE_DRAIN_MS ?? 25_000));
   force.unref();
   await new Promise<void>((r) => server.close(() => r()));
+  clearInterval(breakerReports);
+  await redis.hdel(names.breakerReports, replicaId).catch(() => undefined);
   await usage.close();
   await source.stop();
   await options.close();

@@ -15,8 +15,10 @@ export interface AlertRunnerOptions {
   logger: Logger;
   /** every account is evaluated this often (time-based alerts: expiring keys, a new period); default 60 s */
   intervalMs?: number;
-  /** the upstreams' circuit breakers, where this process can see them (embedded mode) */
-  breakers?: () => Record<string, string>;
+  /** the upstreams' circuit breakers (embedded: this process's; distributed: the replicas' reports) */
+  breakers?: () => Record<string, string> | Promise<Record<string, string>>;
+  /** how often breakers are looked at; default 5 s */
+  breakerIntervalMs?: number;
 }
 
 /**
@@ -29,6 +31,8 @@ export class AlertRunner {
   private all = false;
   private timer: NodeJS.Timeout | null = null;
   private interval: NodeJS.Timeout | null = null;
+  private breakerInterval: NodeJS.Timeout | null = null;
+  private breakersDue = false;
   private deliveryTimer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
   private stopped = false;
@@ -40,6 +44,13 @@ export class AlertRunner {
   start(): void {
     this.interval = setInterval(() => this.evaluateAll(), this.o.intervalMs ?? 60_000);
     this.interval.unref();
+    if (this.o.breakers) {
+      this.breakerInterval = setInterval(() => {
+        this.breakersDue = true;
+        this.schedule(0);
+      }, this.o.breakerIntervalMs ?? 5_000);
+      this.breakerInterval.unref();
+    }
     this.evaluateAll();
   }
 
@@ -93,18 +104,20 @@ export class AlertRunner {
   private async pass(): Promise<void> {
     const { prisma } = this.o;
     const all = this.all;
+    const breakers = this.breakersDue || all;
     const ids = [...this.dirty];
     this.all = false;
+    this.breakersDue = false;
     this.dirty.clear();
-    if (all || ids.length) {
+    if (all || ids.length || breakers) {
       const configs = await prisma.alertConfig.findMany({
-        where: all ? {} : { accountId: { in: ids } },
+        where: all ? {} : { OR: [{ accountId: { in: ids } }, ...(breakers ? [{ id: OPERATORS_CONFIG }] : [])] },
         include: { webhooks: { select: { id: true } }, account: { select: { name: true } } },
       });
       for (const c of configs) {
         let alerts: Alert[];
         if (c.accountId !== null) alerts = await accountAlerts(prisma, c, c.accountId, this.o.calendar);
-        else if (c.id === OPERATORS_CONFIG && all) alerts = this.breakerAlerts(c.breakerOpen);
+        else if (c.id === OPERATORS_CONFIG && breakers) alerts = await this.breakerAlerts(c.breakerOpen);
         else continue;
         if (alerts.length) await fire(prisma, this.o.mail, c, c.account?.name ?? null, alerts, (err) => this.o.logger.warn({ err }, "alert mail failed"));
       }
@@ -118,14 +131,17 @@ export class AlertRunner {
     }
   }
 
-  private breakerAlerts(enabled: boolean): Alert[] {
-    const states = this.o.breakers?.() ?? {};
+  private async breakerAlerts(enabled: boolean): Promise<Alert[]> {
+    const states = (await this.o.breakers?.()) ?? {};
     const out: Alert[] = [];
     for (const [upstream, state] of Object.entries(states)) {
-      if (state !== "open") {
+      // An outage is one period from opening until closed again: a failed probe (half-open → open) is the same
+      // outage, not a new alert.
+      if (state === "closed") {
         this.openSince.delete(upstream);
         continue;
       }
+      if (state !== "open" && !this.openSince.has(upstream)) continue;
       let since = this.openSince.get(upstream);
       if (since === undefined) this.openSince.set(upstream, (since = new Date().toISOString()));
       if (!enabled) continue;
@@ -137,7 +153,29 @@ export class AlertRunner {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    for (const t of [this.timer, this.interval, this.deliveryTimer]) if (t) clearTimeout(t);
+    for (const t of [this.timer, this.interval, this.breakerInterval, this.deliveryTimer]) if (t) clearTimeout(t);
     await this.running;
   }
+}
+
+/**
+ * Distributed mode: the replicas' breaker reports merged (an upstream is open when any live replica's shared
+ * breaker is); reports older than maxAgeMs (a replica gone) are ignored.
+ */
+export async function readBreakerReports(redis: { hgetall(key: string): Promise<Record<string, string>> }, key: string, maxAgeMs = 15_000): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  const now = Date.now();
+  for (const raw of Object.values(await redis.hgetall(key))) {
+    let report: { at?: number; states?: Record<string, string> };
+    try {
+      report = JSON.parse(raw) as typeof report;
+    } catch {
+      continue;
+    }
+    if (typeof report.at !== "number" || now - report.at > maxAgeMs) continue;
+    // the worst state any replica reports: open, then half_open, then closed
+    const rank = (s: string | undefined) => (s === "open" ? 2 : s === "half_open" ? 1 : 0);
+    for (const [upstream, state] of Object.entries(report.states ?? {})) if (rank(state) >= rank(out[upstream])) out[upstream] = state;
+  }
+  return out;
 }

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { hostname } from "node:os";
 import { redisNames, usageShards, connectRedis, createLogger, createGatewayServer, initTracing, inSpan } from "@modelgate/data-plane";
-import type { AlertRunner } from "../alerts/runner.ts";
+import { type AlertRunner, readBreakerReports } from "../alerts/runner.ts";
 import { chain, notFound } from "../http/app.ts";
 import { RedisPolicyBus } from "../snapshot/redis-bus.ts";
 import { RedisUsageConsumer } from "../usage/redis-consumer.ts";
@@ -64,7 +64,7 @@ const consumer = new RedisUsageConsumer(
 );
 await consumer.start();
 
-const { routes, alerts: runner } = await controlPlaneRoutes(core.ctx, settings, logger);
+const { routes, alerts: runner } = await controlPlaneRoutes(core.ctx, settings, logger, () => readBreakerReports(redis, names.breakerReports));
 alerts.runner = runner;
 const health = async (req: IncomingMessage, res: ServerResponse) => {
   if (req.url !== "/healthz" && req.url !== "/readyz") return false;

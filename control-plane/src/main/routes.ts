@@ -29,7 +29,7 @@ export async function controlPlaneRoutes(
   settings: Settings,
   logger: Logger,
   /** the upstreams' breaker states, where this process serves the API too (embedded mode) */
-  breakers?: () => Record<string, string>,
+  breakers?: () => Record<string, string> | Promise<Record<string, string>>,
 ): Promise<{ routes: Route[]; app: AppContext; alerts: AlertRunner }> {
   const mail = createMailer({ smtpUrl: settings.smtpUrl, outboxDir: join(settings.dataDir, "outbox") });
   const delivery = deliveryOptionsFromEnv(ctx.masterKey);
@@ -40,6 +40,7 @@ export async function controlPlaneRoutes(
     delivery,
     logger,
     intervalMs: Number(process.env.MODELGATE_ALERTS_INTERVAL_MS ?? 60_000),
+    breakerIntervalMs: Number(process.env.MODELGATE_ALERTS_BREAKER_MS ?? 5_000),
     breakers,
   });
   const app: AppContext = {

@@ -26,6 +26,11 @@ export interface RedisNames {
   changedChannel: string;
   /** the control plane's heartbeat (its clock and pid, refreshed every second, expiring): /readyz shows its age */
   controlHeartbeat: string;
+  /**
+   * Replicas' circuit-breaker reports (a hash: replica identity → {"at", "states"}), written every few seconds
+   * off the request path, so the control plane can alert operators when an upstream's breaker opens.
+   */
+  breakerReports: string;
   /** the usage stream's first shard (the only one unless MODELGATE_USAGE_SHARDS says more) */
   usageStream: string;
   prefix: string;
@@ -40,6 +45,7 @@ export const redisNames = (prefix = process.env.MODELGATE_REDIS_PREFIX ?? "model
   policyStream: (epoch) => `${prefix}{ctl}:policy:${epoch}:changes`,
   changedChannel: `${prefix}{ctl}:control:changed`,
   controlHeartbeat: `${prefix}{ctl}:control:heartbeat`,
+  breakerReports: `${prefix}{ctl}:breakers`,
   usageStream: usageShard(prefix, 0),
 });
 

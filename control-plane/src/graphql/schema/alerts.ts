@@ -124,7 +124,7 @@ builder.mutationFields((t) => ({
   setAlertSettings: t.field({
     type: AlertSettingsRef,
     authScopes: { authenticated: true },
-    description: "Owners (their account) and operators: alert thresholds and e-mail addresses.",
+    description: "Owners (their account) and operators: alert thresholds and e-mail addresses. Answers once the settings were evaluated (what already holds has fired).",
     args: { accountId: t.arg.id(), operators: t.arg.boolean(), input: t.arg({ type: AlertSettingsInput, required: true }) },
     resolve: async (_r, args, ctx) => {
       const accountId = scope(ctx, args, "manage");
@@ -136,7 +136,15 @@ builder.mutationFields((t) => ({
       if (i.keyExpiryDays !== undefined) change.keyExpiryDays = i.keyExpiryDays;
       if (i.breakerOpen !== undefined && i.breakerOpen !== null) change.breakerOpen = i.breakerOpen;
       const config = await setAlertSettings(ctx.app, accountId, change);
-      ctx.app.alerts?.runner.evaluateAll();
+      // Saved settings are evaluated at once (what already holds fires now), within a bound: a slow webhook
+      // receiver must not hold the answer.
+      const runner = ctx.app.alerts?.runner;
+      if (runner) {
+        runner.evaluateAll();
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([runner.idle(), new Promise((r) => (timer = setTimeout(r, 5_000)))]);
+        clearTimeout(timer);
+      }
       return config;
     },
   }),
