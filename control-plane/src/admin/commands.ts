@@ -201,8 +201,14 @@ export async function runAdminCommand(ctx: ServiceContext, name: CommandName, ra
         completionTokens: r.completionTokens,
         reasoningTokens: r.reasoningTokens,
         cachedTokens: r.cachedTokens,
+        inputTokens: r.inputTokens,
+        cacheWrite5mTokens: r.cacheWrite5mTokens,
+        cacheWrite1hTokens: r.cacheWrite1hTokens,
         cost: formatAmount(r.costMicro),
         costMicro: r.costMicro.toString(),
+        estimated: r.estimated,
+        endUser: r.endUser,
+        tags: r.tags,
         latencyMs: r.latencyMs,
       }));
     }
