@@ -36,6 +36,7 @@ export function useSession() {
     account: computed(() => state.user?.account ?? null),
     currency: computed(() => state.user?.account?.currency ?? ""),
     isOwner: computed(() => state.user?.role === "owner"),
+    isOperator: computed(() => state.user?.role === "operator" && !state.user.account),
     setUser(user: User | null) {
       state.user = user;
       state.loaded = true;

@@ -10,6 +10,8 @@ export type AppContext = ServiceContext & {
   dataDir: string;
   secureCookies: boolean;
   dev: boolean;
+  /** the upstreams' breaker states, where this process runs the data plane too (embedded mode) */
+  breakers?: () => Record<string, string>;
   /** alert evaluation and webhook delivery (absent in tools that only run commands) */
   alerts?: { runner: AlertRunner; delivery: DeliveryOptions };
 };

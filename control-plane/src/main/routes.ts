@@ -50,6 +50,7 @@ export async function controlPlaneRoutes(
     secureCookies: settings.secureCookies,
     dev: settings.dev,
     alerts: { runner: alerts, delivery },
+    breakers,
   };
   await bootstrapOperator(ctx, settings, logger);
   // Exports a previous process left unfinished start again from the beginning.

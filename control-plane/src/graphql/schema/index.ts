@@ -15,6 +15,7 @@ import "./usage.ts";
 import "./model.ts";
 import "./export.ts";
 import "./audit.ts";
+import "./operator-stats.ts";
 
 export const schema = builder.toSchema();
 export const printedSchema = () => printSchema(lexicographicSortSchema(schema));

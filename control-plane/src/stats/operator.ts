@@ -1,0 +1,111 @@
+import { Prisma } from "../generated/prisma/client.ts";
+import type { ServiceContext } from "../services/context.ts";
+import { badInput } from "../services/errors.ts";
+
+// Operators' view across every customer: usage by customer, model and upstream, and each upstream's recent
+// health (calls, errors, latency and time to first token) as the data planes reported it in the usage log.
+
+export const MAX_SPAN_DAYS = 92;
+
+export interface GroupTotals {
+  key: string;
+  label: string | null;
+  requests: bigint;
+  errors: bigint;
+  promptTokens: bigint;
+  completionTokens: bigint;
+  costMicro: bigint;
+}
+
+function checkSpan(from: Date, to: Date) {
+  if (from >= to) throw badInput("'from' must be before 'to'", "from");
+  if (to.getTime() - from.getTime() > MAX_SPAN_DAYS * 86_400_000) throw badInput(`at most ${MAX_SPAN_DAYS} days per query`, "to");
+}
+
+type Row = { key: string | null; label: string | null; requests: bigint; errors: bigint; prompt: bigint; completion: bigint; cost: bigint };
+const toTotals = (r: Row): GroupTotals => ({
+  key: r.key ?? "",
+  label: r.label,
+  requests: BigInt(r.requests),
+  errors: BigInt(r.errors),
+  promptTokens: BigInt(r.prompt),
+  completionTokens: BigInt(r.completion),
+  costMicro: BigInt(r.cost),
+});
+
+/** By customer and by model from the hourly rollup; by upstream from the usage log (the rollup has no upstream). */
+export async function operatorUsage(ctx: ServiceContext, from: Date, to: Date) {
+  checkSpan(from, to);
+  const [byAccount, byModel, byUpstream] = await Promise.all([
+    ctx.prisma.$queryRaw<Row[]>(Prisma.sql`
+      SELECT h.account_id::text AS key, a.name AS label, SUM(h.requests)::bigint AS requests, SUM(h.errors)::bigint AS errors,
+             SUM(h.prompt_tokens)::bigint AS prompt, SUM(h.completion_tokens)::bigint AS completion, SUM(h.cost_micro)::bigint AS cost
+      FROM usage_hourly h LEFT JOIN accounts a ON a.id = h.account_id
+      WHERE h.hour >= ${from} AND h.hour < ${to}
+      GROUP BY h.account_id, a.name ORDER BY cost DESC, requests DESC LIMIT 200`),
+    ctx.prisma.$queryRaw<Row[]>(Prisma.sql`
+      SELECT h.model AS key, NULL AS label, SUM(h.requests)::bigint AS requests, SUM(h.errors)::bigint AS errors,
+             SUM(h.prompt_tokens)::bigint AS prompt, SUM(h.completion_tokens)::bigint AS completion, SUM(h.cost_micro)::bigint AS cost
+      FROM usage_hourly h
+      WHERE h.hour >= ${from} AND h.hour < ${to}
+      GROUP BY h.model ORDER BY cost DESC, requests DESC LIMIT 200`),
+    ctx.prisma.$queryRaw<Row[]>(Prisma.sql`
+      SELECT COALESCE(u.upstream, '') AS key, NULL AS label, COUNT(*)::bigint AS requests,
+             COUNT(*) FILTER (WHERE u.status < 200 OR u.status >= 300)::bigint AS errors,
+             COALESCE(SUM(u.prompt_tokens), 0)::bigint AS prompt, COALESCE(SUM(u.completion_tokens), 0)::bigint AS completion,
+             COALESCE(SUM(u.cost_micro), 0)::bigint AS cost
+      FROM usage_logs u
+      WHERE u.started_at >= ${from} AND u.started_at < ${to}
+      GROUP BY u.upstream ORDER BY requests DESC LIMIT 200`),
+  ]);
+  return { byAccount: byAccount.map(toTotals), byModel: byModel.map(toTotals), byUpstream: byUpstream.map(toTotals) };
+}
+
+export interface UpstreamHealth {
+  id: string;
+  name: string;
+  enabled: boolean;
+  /** closed, open or half-open; null where this process cannot see the data planes' breakers (distributed mode) */
+  breaker: string | null;
+  requests: number;
+  errors: number;
+  latencyAvgMs: number | null;
+  latencyP95Ms: number | null;
+  ttftAvgMs: number | null;
+  ttftP95Ms: number | null;
+  lastCallAt: Date | null;
+}
+
+/** Every upstream with its breaker state (where visible) and its calls of the last `minutes`. */
+export async function upstreamHealth(ctx: ServiceContext, breakers: (() => Record<string, string>) | undefined, minutes: number): Promise<UpstreamHealth[]> {
+  if (!Number.isInteger(minutes) || minutes < 1 || minutes > 24 * 60) throw badInput("minutes must be 1..1440", "minutes");
+  const since = new Date(Date.now() - minutes * 60_000);
+  const [upstreams, stats] = await Promise.all([
+    ctx.prisma.upstream.findMany({ orderBy: { name: "asc" } }),
+    ctx.prisma.$queryRaw<{ upstream: string; requests: bigint; errors: bigint; lat_avg: number | null; lat_p95: number | null; ttft_avg: number | null; ttft_p95: number | null; last: Date | null }[]>(Prisma.sql`
+      SELECT u.upstream, COUNT(*)::bigint AS requests, COUNT(*) FILTER (WHERE u.status < 200 OR u.status >= 300)::bigint AS errors,
+             AVG(u.latency_ms)::float8 AS lat_avg, percentile_cont(0.95) WITHIN GROUP (ORDER BY u.latency_ms)::float8 AS lat_p95,
+             AVG(u.ttft_ms)::float8 AS ttft_avg, percentile_cont(0.95) WITHIN GROUP (ORDER BY u.ttft_ms)::float8 AS ttft_p95,
+             MAX(u.started_at) AS last
+      FROM usage_logs u WHERE u.started_at >= ${since} AND u.upstream IS NOT NULL GROUP BY u.upstream`),
+  ]);
+  const states = breakers?.() ?? null;
+  const byName = new Map(stats.map((s) => [s.upstream, s]));
+  const round = (v: number | null) => (v === null ? null : Math.round(v));
+  return upstreams.map((u) => {
+    const s = byName.get(u.name);
+    return {
+      id: u.id,
+      name: u.name,
+      enabled: u.enabled,
+      breaker: states ? (states[u.name] ?? "closed") : null,
+      requests: Number(s?.requests ?? 0),
+      errors: Number(s?.errors ?? 0),
+      latencyAvgMs: round(s?.lat_avg ?? null),
+      latencyP95Ms: round(s?.lat_p95 ?? null),
+      ttftAvgMs: round(s?.ttft_avg ?? null),
+      ttftP95Ms: round(s?.ttft_p95 ?? null),
+      lastCallAt: s?.last ?? null,
+    };
+  });
+}
