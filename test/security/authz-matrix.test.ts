@@ -57,6 +57,8 @@ const OPERATOR_ONLY = new Set([
   "upsertModel",
   "upsertRoute",
   "upsertUpstream",
+  "operatorUsage",
+  "upstreamHealth",
 ]);
 /** Operations that end the caller's own session: never sent with a session, which the later pairs need. */
 const ENDS_SESSION = new Set(["logout"]);
