@@ -272,6 +272,10 @@ describe("stored responses toward upstreams that keep no state", () => {
     expect(JSON.stringify(sent.system ?? "")).not.toContain("Be brief.");
 
     expect((await sdk().responses.retrieve(r1.id)).output_text).toBe("Nice to meet you, Ada.");
+    // The continued response's own input, not the conversation before it.
+    const items = await sdk().responses.inputItems.list(r2.id);
+    expect(items.data.map((i) => JSON.stringify(i))).toEqual([expect.stringContaining("What is my name?")]);
+    expect(items.data[0]!.id).toMatch(/^msg_/);
     const foreign = await sdk(otherKey).responses.retrieve(r1.id).catch((e: unknown) => e);
     expect(foreign).toBeInstanceOf(OpenAI.NotFoundError);
     const foreignContinue = await sdk(otherKey).responses.create({ model: MODEL.anthropic, input: "x", previous_response_id: r1.id }).catch((e: unknown) => e);

@@ -31,7 +31,9 @@ export type KeySource = "authorization" | "x-api-key" | "x-goog-api-key" | "quer
  * What the server does for a client route. Generation is the request path every protocol shares;
  * the others are protocol-neutral operations that only some protocols expose.
  */
-export type ClientOperation = "generate" | "count_tokens" | "retrieve" | "delete";
+export type ClientOperation = "generate" | "count_tokens" | StoredOperation;
+/** Operations on kept answers of a stateful protocol (the Responses API's /v1/responses/{id}…). */
+export type StoredOperation = "retrieve" | "delete" | "list_input";
 
 export interface ClientEndpoint {
   method: "GET" | "POST" | "DELETE";
@@ -139,6 +141,8 @@ export interface ProtocolAdapter {
   renderModel(model: ModelSnapshot): unknown;
   /** Who a request is for, in this protocol's own fields (the usage log's end user and "key=value" tag map). */
   attributionFields(body: Record<string, unknown>): { endUser: unknown; tags: unknown };
+  /** Stateful protocols: the answer to an operation on a kept record (found, or just deleted). */
+  renderStored?(op: StoredOperation, id: string, record: Record<string, unknown>, query: URLSearchParams | null): unknown;
   /** Stateful protocols (Responses): reads what a request refers to and how its answer is kept. */
   openSession?(body: Record<string, unknown>, store: ConversationStore | null, accountId: string): ClientSession;
   // upstream side

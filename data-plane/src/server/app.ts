@@ -2,7 +2,7 @@ import { timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { GatewayError } from "../errors.ts";
 import { checkKeyAccess, isModelAllowed } from "../policy/check.ts";
-import { type ClientEndpoint, type ClientRoute, type ProtocolAdapter, adapters, openai } from "../protocols/index.ts";
+import { type ClientEndpoint, type ClientRoute, type ProtocolAdapter, type StoredOperation, adapters, openai } from "../protocols/index.ts";
 import { decodePathSegment } from "../protocols/routes.ts";
 import { rateLimitError, rateLimitHeaders } from "../ratelimit/headers.ts";
 import { type Caller, identify, startLimits } from "./admission.ts";
@@ -113,7 +113,8 @@ export function createDataPlaneHandler(opts: DataPlaneOptions, strict: boolean) 
             return true;
           case "retrieve":
           case "delete":
-            await stored(opts, req, res, client, m.endpoint.op, m.route.id ?? "");
+          case "list_input":
+            await stored(opts, req, res, client, m.endpoint.op, m.route.id ?? "", query);
             return true;
         }
       }
@@ -172,22 +173,25 @@ async function countTokens(opts: DataPlaneOptions, req: IncomingMessage, res: Se
   }
 }
 
-/** A stored response (the Responses API's GET / DELETE /v1/responses/{id}): the caller's account's only. */
-async function stored(opts: DataPlaneOptions, req: IncomingMessage, res: ServerResponse, client: ProtocolAdapter, op: "retrieve" | "delete", id: string): Promise<void> {
+/** A kept answer of a stateful protocol (the Responses API's /v1/responses/{id}…): the caller's account's only. */
+async function stored(
+  opts: DataPlaneOptions,
+  req: IncomingMessage,
+  res: ServerResponse,
+  client: ProtocolAdapter,
+  op: StoredOperation,
+  id: string,
+  query: URLSearchParams | null,
+): Promise<void> {
   const caller = admitted(identify(opts, keyHashFrom(req.headers, client.keySources), req));
   const limits = await takeRequestLimit(opts, caller);
   try {
     const missing = () =>
       new GatewayError("not_found", "not_found", opts.conversations ? `Response with id '${id}' not found.` : `Response with id '${id}' not found: this gateway does not keep responses.`, "response_id");
-    if (!opts.conversations) throw missing();
-    if (op === "delete") {
-      if (!(await opts.conversations.delete(caller.account.id, id))) throw missing();
-      sendJson(res, 200, JSON.stringify({ id, object: "response", deleted: true }), limits.headers);
-      return;
-    }
+    if (!opts.conversations || !client.renderStored) throw missing();
     const record = await opts.conversations.get(caller.account.id, id);
-    if (!record) throw missing();
-    sendJson(res, 200, JSON.stringify(record.response), limits.headers);
+    if (!record || (op === "delete" && !(await opts.conversations.delete(caller.account.id, id)))) throw missing();
+    sendJson(res, 200, JSON.stringify(client.renderStored(op, id, record, query)), limits.headers);
   } finally {
     limits.release();
   }

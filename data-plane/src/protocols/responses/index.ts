@@ -9,10 +9,11 @@ import { responsesErrorFrame } from "./errors.ts";
 import { responsesPassthrough } from "./passthrough.ts";
 import { buildResponsesRequest, parseResponsesRequest } from "./request.ts";
 import { parseResponsesResponse, renderResponsesResponse } from "./response.ts";
-import { openResponsesSession } from "./state.ts";
+import { openResponsesSession, renderStoredResponse } from "./state.ts";
 import { createResponsesStreamDecoder, createResponsesStreamEncoder } from "./stream.ts";
 
 const one = /^\/v1\/responses\/([^/]+)$/;
+const inputItems = /^\/v1\/responses\/([^/]+)\/input_items$/;
 
 export const responses: ProtocolAdapter = {
   name: "openai-responses",
@@ -20,6 +21,7 @@ export const responses: ProtocolAdapter = {
     exact("POST", "/v1/responses", "generate"),
     pattern("GET", "/v1/responses/{id}", one, "retrieve", (m) => ({ id: decodePathSegment(m[1]!) })),
     pattern("DELETE", "/v1/responses/{id}", one, "delete", (m) => ({ id: decodePathSegment(m[1]!) })),
+    pattern("GET", "/v1/responses/{id}/input_items", inputItems, "list_input", (m) => ({ id: decodePathSegment(m[1]!) })),
   ],
   keySources: [],
   parseClientRequest: (body) => parseResponsesRequest(body),
@@ -31,6 +33,7 @@ export const responses: ProtocolAdapter = {
   renderModelList: openaiModelList,
   renderModel: openaiModel,
   openSession: openResponsesSession,
+  renderStored: renderStoredResponse,
   basePath: "/v1",
   buildUpstreamRequest: buildResponsesRequest,
   authHeaders: (apiKey) => ({ authorization: `Bearer ${apiKey}` }),

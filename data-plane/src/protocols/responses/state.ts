@@ -6,7 +6,7 @@
 
 import { GatewayError } from "../../errors.ts";
 import { type Json, arr, obj, str } from "../shared.ts";
-import type { ClientSession, ConversationStore } from "../types.ts";
+import type { ClientSession, ConversationStore, StoredOperation } from "../types.ts";
 import { itemType } from "./request.ts";
 import { responseIdOfItem } from "./response.ts";
 
@@ -15,6 +15,8 @@ interface StoredResponse {
   response: Json;
   /** the whole conversation up to and including this response's output, as input items */
   items: Json[];
+  /** this request's own input items (references resolved), for GET /v1/responses/{id}/input_items */
+  input?: Json[];
 }
 
 const notFound = (what: string, id: string, param: string) =>
@@ -27,6 +29,7 @@ export function openResponsesSession(body: Json, store: ConversationStore | null
   const input = inputItems(body.input);
   const refersToState = previousId !== null || input.some((i) => itemType(i) === "item_reference");
   let expanded: Json[] = input;
+  let own: Json[] = input;
   const load = async (id: string, param: string): Promise<StoredResponse> => {
     const rec = await store!.get(accountId, id);
     if (!rec) throw notFound("Previous response", id, param);
@@ -71,6 +74,7 @@ export function openResponsesSession(body: Json, store: ConversationStore | null
         if (!found) throw notFound("Item", id, param);
         resolved.push(found);
       }
+      own = resolved;
       expanded = [...history, ...resolved];
       const rest = { ...body };
       delete rest.previous_response_id;
@@ -80,9 +84,25 @@ export function openResponsesSession(body: Json, store: ConversationStore | null
   // store: false keeps nothing; with the store off nothing is kept either.
   if (store && body.store !== false) {
     session.commit = async (rendered) => {
-      const record: StoredResponse = { response: rendered, items: [...expanded, ...arr(rendered.output).map(obj)] };
+      const record: StoredResponse = { response: rendered, items: [...expanded, ...arr(rendered.output).map(obj)], input: own };
       await store.put(accountId, String(rendered.id), record as unknown as Json);
     };
   }
   return session;
+}
+
+/** The Responses API's answers about a kept response: the Response, its deletion, its input items (a page). */
+export function renderStoredResponse(op: StoredOperation, id: string, record: Json, query: URLSearchParams | null): unknown {
+  if (op === "delete") return { id, object: "response", deleted: true };
+  const rec = record as unknown as StoredResponse;
+  if (op === "retrieve") return rec.response;
+  // Items that came without an id get one derived from the response's, stable across reads.
+  const core = id.replace(/^resp_/, "");
+  let items = (rec.input ?? []).map((item, i) => ({ ...item, id: str(item.id) ?? `msg_${core}_in${i}` }));
+  if (query?.get("order") !== "asc") items = items.reverse();
+  const after = query?.get("after");
+  if (after) items = items.slice(items.findIndex((i) => i.id === after) + 1);
+  const limit = Math.min(100, Math.max(1, Number(query?.get("limit") ?? 20) || 20));
+  const data = items.slice(0, limit);
+  return { object: "list", data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: items.length > limit };
 }
