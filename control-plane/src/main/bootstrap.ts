@@ -22,7 +22,11 @@ export async function bootControlPlane(settings: Settings, bus: PolicyBus, logge
   const db = await openDatabase({ databaseUrl: settings.databaseUrl, dataDir: settings.dataDir });
   const applied = await migrate(db.sql);
   if (applied.length) logger.info({ applied }, "migrations applied");
-  const publisher = new SnapshotPublisher(db, bus, 25, (err) => logger.error({ err }, "policy publish failed"));
+  const publisher = new SnapshotPublisher(db, bus, 25, (err) => logger.error({ err }, "policy publish failed"), {
+    onRound: (r) => {
+      if (r.readMs + r.prepareMs + r.appendMs > 250) logger.warn(r, "slow policy round");
+    },
+  });
   const ctx: ServiceContext = { prisma: db.prisma, snapshotChanged: publisher.changed, masterKey: settings.masterKey };
   if (settings.configPath) {
     await syncConfig(ctx, loadConfigFile(settings.configPath));

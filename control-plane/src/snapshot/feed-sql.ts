@@ -7,7 +7,10 @@ import type { Database } from "../db/client.ts";
 //
 // Which entities changed comes from the policy_changes table (kept by triggers) and a cursor: the pg_snapshot
 // of the last read. A row whose transaction was not visible in that snapshot is new, whatever order
-// transactions committed in, so no change is skipped however long a writer's transaction ran.
+// transactions committed in, so no change is skipped however long a writer's transaction ran. Such a
+// transaction either began after the snapshot (xid ≥ its xmax) or was running then (in its xip list): both are
+// index look-ups on xid. (Not "xid ≥ xmin": xmin is the oldest transaction running anywhere in the cluster,
+// and one long transaction elsewhere would make every read scan every row changed since it began.)
 
 const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
 
@@ -34,11 +37,17 @@ const ACCOUNT_BUDGET = `CASE WHEN a.time_zone <> 'UTC' OR a.budget_day_micro IS 
   THEN json_build_object('kind', 'account', 'id', a.id, 'accountId', a.id, 'status', a.status, 'tz', a.time_zone,
     'day', a.budget_day_micro::text, 'week', a.budget_week_micro::text, 'month', a.budget_month_micro::text)::text END`;
 
+// The planner cannot know that only a handful of rows are past the cursor (a just-assigned xid is beyond its
+// statistics, and the in-progress list is a run-time array), so with the LIMIT it may pick a sequential scan,
+// and from the cost it then expects, spend a second on JIT compilation: per round. Index look-ups, no JIT.
+const PLAN = "SET LOCAL enable_seqscan = off; SET LOCAL jit = off";
+
 // One statement, so one snapshot: the changed entities, their data, and the cursor to continue from.
 const CHANGES = `
 WITH ch AS (
   SELECT kind, entity, version FROM policy_changes
-  WHERE xid >= pg_snapshot_xmin($1::pg_snapshot)::text::bigint
+  WHERE (xid >= pg_snapshot_xmax($1::pg_snapshot)::text::bigint
+      OR xid = ANY (ARRAY(SELECT x::text::bigint FROM pg_snapshot_xip($1::pg_snapshot) x)))
     AND NOT pg_visible_in_snapshot(xid::text::xid8, $1::pg_snapshot)
   LIMIT $2)
 SELECT s.snap, ch.kind, ch.entity AS id, ch.version::text AS v,
@@ -71,9 +80,10 @@ type Kind = "key" | "account" | "catalog";
 
 /** What changed since `cursor` (a pg_snapshot's text), at most `limit` entities. */
 export async function readChanges(db: Database, cursor: string, limit: number): Promise<ChangeRead> {
-  const rows = await db.sql.transaction((tx) =>
-    tx.query<{ snap: string; kind: Kind | null; id: string | null; v: string | null; json: string | null; budget: string | null }>(CHANGES, [cursor, limit + 1]),
-  );
+  const rows = await db.sql.transaction(async (tx) => {
+    await tx.exec(PLAN);
+    return tx.query<{ snap: string; kind: Kind | null; id: string | null; v: string | null; json: string | null; budget: string | null }>(CHANGES, [cursor, limit + 1]);
+  });
   const read: ChangeRead = { cursor: rows[0]!.snap, changes: [], catalogVersion: -1, overflow: rows.length > limit };
   for (const r of rows) {
     if (r.kind === null) continue;
@@ -118,6 +128,7 @@ export interface FullRead {
 export async function readAll(db: Database, pageSize: number, onPage: (changes: ReadChange[]) => Promise<void>): Promise<FullRead> {
   return db.sql.transaction(async (tx) => {
     await tx.exec("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
+    await tx.exec("SET LOCAL jit = off");
     const [head] = await tx.query<{ snap: string; version: string; catalog: string | null }>(
       `SELECT pg_current_snapshot()::text AS snap, (SELECT last_value FROM policy_version_seq)::text AS version,
         (SELECT version::text FROM policy_changes WHERE kind = 'catalog' AND entity = '') AS catalog`,
@@ -146,8 +157,9 @@ const versionOfRow = (json: string) => Number(/^\{"v":(\d+)/.exec(json)?.[1] ?? 
  * periods and period spend changed though no row did), at most `limit` (overflow: publish in full).
  */
 export async function readBudgeted(db: Database, timeZone: string, limit: number): Promise<{ changes: ReadChange[]; overflow: boolean }> {
-  const rows = await db.sql.transaction((tx) =>
-    tx.query<{ kind: "key" | "account"; id: string; json: string; budget: string | null }>(
+  const rows = await db.sql.transaction(async (tx) => {
+    await tx.exec("SET LOCAL jit = off");
+    return tx.query<{ kind: "key" | "account"; id: string; json: string; budget: string | null }>(
       `SELECT 'account' AS kind, a.id::text AS id, (SELECT row_to_json(x)::text FROM (SELECT ${ACCOUNT_FIELDS("COALESCE(c.version, 0)")}) x) AS json, ${ACCOUNT_BUDGET} AS budget
        FROM accounts a LEFT JOIN policy_changes c ON c.kind = 'account' AND c.entity = a.id::text
        WHERE a.time_zone = $1 AND (a.budget_day_micro IS NOT NULL OR a.budget_week_micro IS NOT NULL OR a.budget_month_micro IS NOT NULL)
@@ -157,7 +169,7 @@ export async function readBudgeted(db: Database, timeZone: string, limit: number
        WHERE ka.time_zone = $1 AND k.status = 'active' AND (k.budget_day_micro IS NOT NULL OR k.budget_week_micro IS NOT NULL OR k.budget_month_micro IS NOT NULL)
        LIMIT $2`,
       [timeZone, limit + 1],
-    ),
-  );
+    );
+  });
   return { changes: rows.map((r) => ({ kind: r.kind, id: r.id, v: versionOfRow(r.json), json: r.json, budget: r.budget })), overflow: rows.length > limit };
 }

@@ -58,7 +58,13 @@ export class SnapshotPublisher {
     private readonly bus: PolicyBus,
     private readonly debounceMs = 25,
     private readonly onError: (err: unknown) => void = () => undefined,
-    private readonly opts: { maxChanges?: number; pageSize?: number; calendar?: BudgetCalendar } = {},
+    private readonly opts: {
+      maxChanges?: number;
+      pageSize?: number;
+      calendar?: BudgetCalendar;
+      /** every round's cost (ms per step) and size, for a log line when it was slow */
+      onRound?: (r: { readMs: number; prepareMs: number; appendMs: number; changes: number }) => void;
+    } = {},
   ) {}
 
   private get calendar(): BudgetCalendar {
@@ -128,15 +134,19 @@ export class SnapshotPublisher {
     if (head === null || (!this.checkedCursor && (await cursorFromElsewhere(this.db, head.cursor)))) return this.full();
     this.checkedCursor = true;
     const max = this.opts.maxChanges ?? 20_000;
+    const t0 = performance.now();
     const read = await readChanges(this.db, head.cursor, max);
     if (read.overflow) return this.full();
     const rolled = await this.rolledOver(max);
     if (rolled === null) return this.full();
+    const t1 = performance.now();
     const { changes } = await this.prepare([...read.changes, ...rolled]);
     if (read.catalogVersion >= 0) changes.push(await this.catalog(read.catalogVersion));
     const version = changes.reduce((m, c) => Math.max(m, c.v), 0);
+    const t2 = performance.now();
     // Someone else moved the head: read again from where it is now.
     if (!(await this.bus.append(head, changes, read.cursor, version))) this.dirty = true;
+    this.opts.onRound?.({ readMs: t1 - t0, prepareMs: t2 - t1, appendMs: performance.now() - t2, changes: changes.length });
   }
 
   /**
