@@ -2,7 +2,7 @@ import { timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { GatewayError } from "../errors.ts";
 import { checkKeyAccess, isModelAllowed } from "../policy/check.ts";
-import { type ClientEndpoint, type ClientRoute, type ProtocolAdapter, type StoredOperation, adapters, openai } from "../protocols/index.ts";
+import { type ClientEndpoint, type ClientRoute, type ProtocolAdapter, type StoredOperation, adapters, openai, protocols } from "../protocols/index.ts";
 import { decodePathSegment } from "../protocols/routes.ts";
 import { rateLimitError, rateLimitHeaders } from "../ratelimit/headers.ts";
 import { type Caller, identify, startLimits } from "./admission.ts";
@@ -16,6 +16,7 @@ import { unknownPath } from "./endpoints.ts";
 import { sendError, sendJson, setRequestId } from "./respond.ts";
 import { tokensFromChars } from "../usage/record.ts";
 
+const clients = Object.values(protocols);
 const models = /^\/(v1|v1beta)\/models(?:\/([^/:]+))?$/;
 
 interface Matched {
@@ -27,7 +28,8 @@ interface Matched {
 /** The adapter endpoint a path belongs to (whatever the method: a wrong method is that protocol's 405). */
 function matchEndpoint(path: string, method: string | undefined, query: URLSearchParams | null): Matched | null {
   let other: Matched | null = null;
-  for (const client of adapters) {
+  // Registry order (OpenAI chat first): the commonest route is matched by the first string compare.
+  for (const client of clients) {
     for (const endpoint of client.endpoints) {
       const route = endpoint.match(path, query);
       if (route === null) continue;
