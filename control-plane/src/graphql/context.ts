@@ -10,8 +10,8 @@ export type AppContext = ServiceContext & {
   dataDir: string;
   secureCookies: boolean;
   dev: boolean;
-  /** the upstreams' breaker states, where this process runs the data plane too (embedded mode) */
-  breakers?: () => Record<string, string>;
+  /** the upstreams' breaker states: this process's data plane (embedded mode) or what the replicas report */
+  breakers?: () => Record<string, string> | Promise<Record<string, string>>;
   /** alert evaluation and webhook delivery (absent in tools that only run commands) */
   alerts?: { runner: AlertRunner; delivery: DeliveryOptions };
 };

@@ -65,7 +65,7 @@ export interface UpstreamHealth {
   id: string;
   name: string;
   enabled: boolean;
-  /** closed, open or half-open; null where this process cannot see the data planes' breakers (distributed mode) */
+  /** closed, open or half-open; null where this process cannot see the data planes' breakers */
   breaker: string | null;
   requests: number;
   errors: number;
@@ -77,7 +77,11 @@ export interface UpstreamHealth {
 }
 
 /** Every upstream with its breaker state (where visible) and its calls of the last `minutes`. */
-export async function upstreamHealth(ctx: ServiceContext, breakers: (() => Record<string, string>) | undefined, minutes: number): Promise<UpstreamHealth[]> {
+export async function upstreamHealth(
+  ctx: ServiceContext,
+  breakers: (() => Record<string, string> | Promise<Record<string, string>>) | undefined,
+  minutes: number,
+): Promise<UpstreamHealth[]> {
   if (!Number.isInteger(minutes) || minutes < 1 || minutes > 24 * 60) throw badInput("minutes must be 1..1440", "minutes");
   const since = new Date(Date.now() - minutes * 60_000);
   const [upstreams, stats] = await Promise.all([
@@ -89,7 +93,7 @@ export async function upstreamHealth(ctx: ServiceContext, breakers: (() => Recor
              MAX(u.started_at) AS last
       FROM usage_logs u WHERE u.started_at >= ${since} AND u.upstream IS NOT NULL GROUP BY u.upstream`),
   ]);
-  const states = breakers?.() ?? null;
+  const states = breakers ? await breakers() : null;
   const byName = new Map(stats.map((s) => [s.upstream, s]));
   const round = (v: number | null) => (v === null ? null : Math.round(v));
   return upstreams.map((u) => {
