@@ -75,6 +75,8 @@ beforeAll(async () => {
     PORT: String(port),
     MODELGATE_DATA_DIR: dataDir,
     MODELGATE_OPERATOR_PASSWORD: "operator-password-1",
+    // the test's webhook receiver listens on 127.0.0.1
+    MODELGATE_WEBHOOK_ALLOW_PRIVATE: "1",
   };
   proc = startTs("control-plane/src/main/embedded.ts", env);
   await waitForHttp(`${base}/readyz`, proc, 120_000);

@@ -1,5 +1,6 @@
 import { open } from "@modelgate/data-plane";
 import type { Db } from "../db/client.ts";
+import { checkDestination, DestinationRefused, privateAllowed } from "./destination.ts";
 import { SIGNATURE_HEADER, sign, TIMESTAMP_HEADER } from "./signature.ts";
 
 // Webhook delivery: each pending delivery is POSTed with its signature; a 2xx delivers it, anything else (a
@@ -27,6 +28,9 @@ function positive(v: string | undefined, fallback: number): number {
   return v && Number.isFinite(n) && n > 0 ? n : fallback;
 }
 
+/** The operators' alert settings (alerts/runner.ts OPERATORS_CONFIG; repeated here to keep the import one-way). */
+const OPERATORS = "operators";
+
 /** One attempt of one delivery; updates its row and returns it. */
 export async function attemptDelivery(prisma: Db, id: string, o: DeliveryOptions) {
   const d = await prisma.webhookDelivery.findUnique({ where: { id }, include: { webhook: true } });
@@ -34,7 +38,9 @@ export async function attemptDelivery(prisma: Db, id: string, o: DeliveryOptions
   const timestamp = Math.floor(Date.now() / 1000);
   let status: number | null = null;
   let error: string | null = null;
+  let final = false;
   try {
+    if (d.webhook.configId !== OPERATORS && !privateAllowed()) await checkDestination(d.webhook.url);
     const secret = open(o.masterKey, d.webhook.secretEnc);
     const res = await fetch(d.webhook.url, {
       method: "POST",
@@ -55,12 +61,14 @@ export async function attemptDelivery(prisma: Db, id: string, o: DeliveryOptions
     if (res.status < 200 || res.status >= 300) error = `HTTP ${res.status}`;
   } catch (err) {
     error = ((err as Error).message || String(err)).slice(0, 500);
+    // an address a customer may not reach does not become reachable by retrying
+    final = err instanceof DestinationRefused;
   }
   const attempts = d.attempts + 1;
   if (error === null) {
     return prisma.webhookDelivery.update({ where: { id }, data: { status: "delivered", attempts, lastStatus: status, lastError: null, deliveredAt: new Date() } });
   }
-  const failed = attempts >= o.maxAttempts;
+  const failed = final || attempts >= o.maxAttempts;
   return prisma.webhookDelivery.update({
     where: { id },
     data: {

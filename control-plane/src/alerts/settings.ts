@@ -6,6 +6,7 @@ import type { ServiceContext } from "../services/context.ts";
 import { badInput, notFound } from "../services/errors.ts";
 import { parseField } from "../services/inputs.ts";
 import { attemptDelivery, type DeliveryOptions } from "./deliver.ts";
+import { checkDestination, privateAllowed } from "./destination.ts";
 import { OPERATORS_CONFIG } from "./runner.ts";
 
 // Alert settings per account (or the operators'), their webhooks, and test sends.
@@ -72,6 +73,13 @@ export async function setAlertSettings(ctx: ServiceContext, accountId: string | 
 /** Adds a webhook; the signing secret is returned now and never again. */
 export async function addWebhook(ctx: ServiceContext, accountId: string | null, url: string) {
   const checked = parseField(urlSchema, url, "url");
+  if (accountId !== null && !privateAllowed()) {
+    try {
+      await checkDestination(checked);
+    } catch (err) {
+      throw badInput((err as Error).message, "url");
+    }
+  }
   const id = configIdOf(accountId);
   await ctx.prisma.alertConfig.upsert({ where: { id }, create: { id, accountId }, update: {} });
   if ((await ctx.prisma.alertWebhook.count({ where: { configId: id } })) >= MAX_WEBHOOKS) throw badInput(`at most ${MAX_WEBHOOKS} webhooks`, "url");

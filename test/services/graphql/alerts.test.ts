@@ -110,6 +110,12 @@ describe("alerts", () => {
     expect(await a.client.code(`mutation { setAlertSettings(input: { breakerOpen: true }) { breakerOpen } }`)).toBe("BAD_USER_INPUT");
     expect(await a.client.code(`mutation { setAlertSettings(operators: true, input: { breakerOpen: true }) { breakerOpen } }`)).toBe("FORBIDDEN");
     expect(await a.client.code(`mutation { addAlertWebhook(url: "ftp://example.com/x") { secret } }`)).toBe("BAD_USER_INPUT");
+    // a customer's webhook may not point into the operator's network (loopback, private, link-local, metadata)…
+    for (const u of [receiver.url, "http://10.1.2.3/x", "http://169.254.169.254/latest/meta-data", "http://[::1]:8080/x", "http://[::ffff:192.168.0.1]/x"]) {
+      expect(await a.client.code(`mutation($u: String!) { addAlertWebhook(url: $u) { secret } }`, { u })).toBe("BAD_USER_INPUT");
+    }
+    // …unless the operator allows it (an on-premises receiver; this test's receiver on 127.0.0.1)
+    process.env.MODELGATE_WEBHOOK_ALLOW_PRIVATE = "1";
     const created = await a.client.gql(`mutation($u: String!) { addAlertWebhook(url: $u) { secret webhook { id url } } }`, { u: receiver.url });
     secret = created.addAlertWebhook.secret;
     webhookId = created.addAlertWebhook.webhook.id;
@@ -182,6 +188,15 @@ describe("alerts", () => {
     runner.evaluateAll();
     await runner.idle();
     expect(receiver.requests).toHaveLength(7);
+  });
+
+  it("refuses to deliver to a private address once the operator no longer allows it, without retrying", async () => {
+    delete process.env.MODELGATE_WEBHOOK_ALLOW_PRIVATE;
+    const before = receiver.requests.length;
+    const sent = await a.client.gql(`mutation($id: ID!) { testAlertWebhook(id: $id) { status attempts lastError } }`, { id: webhookId });
+    expect(sent.testAlertWebhook).toMatchObject({ status: "failed", attempts: 1, lastError: expect.stringContaining("private or local address") });
+    expect(receiver.requests).toHaveLength(before);
+    process.env.MODELGATE_WEBHOOK_ALLOW_PRIVATE = "1";
   });
 
   it("keeps other accounts out", async () => {
