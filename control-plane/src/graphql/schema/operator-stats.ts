@@ -33,7 +33,7 @@ const HealthRef = builder.objectRef<UpstreamHealth>("UpstreamHealth").implement(
     enabled: t.exposeBoolean("enabled"),
     breaker: t.exposeString("breaker", {
       nullable: true,
-      description: "closed, open or half-open; null where the control plane cannot see the data planes' breakers (distributed mode: see their /metrics)",
+      description: "closed, open or half-open; in distributed mode the worst state any live replica reports (every 2 s); null where no breaker states are available",
     }),
     requests: t.exposeInt("requests"),
     errors: t.exposeInt("errors"),
