@@ -1,3 +1,4 @@
+import { audit } from "../audit/record.ts";
 import { randomBytes } from "node:crypto";
 import { seal } from "@modelgate/data-plane";
 import { z } from "zod";
@@ -67,7 +68,12 @@ export async function setAlertSettings(ctx: ServiceContext, accountId: string | 
     data.breakerOpen = change.breakerOpen;
   }
   const id = configIdOf(accountId);
-  return ctx.prisma.alertConfig.upsert({ where: { id }, create: { id, accountId, ...data }, update: data });
+  return ctx.prisma.$transaction(async (tx) => {
+    const before = await tx.alertConfig.findUnique({ where: { id } });
+    const after = await tx.alertConfig.upsert({ where: { id }, create: { id, accountId, ...data }, update: data });
+    await audit(tx, ctx.actor, { action: "alerts.settings", subjectType: "alert_config", subjectId: id, accountId, before, after });
+    return after;
+  });
 }
 
 /** Adds a webhook; the signing secret is returned now and never again. */
@@ -84,8 +90,20 @@ export async function addWebhook(ctx: ServiceContext, accountId: string | null, 
   await ctx.prisma.alertConfig.upsert({ where: { id }, create: { id, accountId }, update: {} });
   if ((await ctx.prisma.alertWebhook.count({ where: { configId: id } })) >= MAX_WEBHOOKS) throw badInput(`at most ${MAX_WEBHOOKS} webhooks`, "url");
   const secret = `whsec_${randomBytes(32).toString("base64url")}`;
-  const webhook = await ctx.prisma.alertWebhook.create({ data: { configId: id, url: checked, secretEnc: seal(ctx.masterKey, secret) } });
+  const webhook = await ctx.prisma.$transaction(async (tx) => {
+    const created = await tx.alertWebhook.create({ data: { configId: id, url: checked, secretEnc: seal(ctx.masterKey, secret) } });
+    await audit(tx, ctx.actor, { action: "alerts.webhook_add", subjectType: "alert_webhook", subjectId: created.id, accountId, after: created });
+    return created;
+  });
   return { webhook, secret };
+}
+
+/** Removes a webhook (the caller found it with webhookOf, so it is the caller's). */
+export async function removeWebhook(ctx: ServiceContext, webhook: { id: string; url: string }, accountId: string | null) {
+  await ctx.prisma.$transaction(async (tx) => {
+    await tx.alertWebhook.delete({ where: { id: webhook.id } });
+    await audit(tx, ctx.actor, { action: "alerts.webhook_remove", subjectType: "alert_webhook", subjectId: webhook.id, accountId, before: { url: webhook.url } });
+  });
 }
 
 export async function webhookOf(ctx: ServiceContext, id: string, accountId: string | null) {

@@ -182,6 +182,19 @@ describe("audit log", () => {
     expect((await rows(viaToken, {}, 1)).length).toBe(1);
   });
 
+  it("records alert settings and webhooks, never the signing secret", async () => {
+    await a.client.gql(`mutation { setAlertSettings(input: { percents: [75, 100], keyExpiryDays: 3 }) { percents } }`);
+    const settings = await one(a.client, "alerts.settings");
+    expect(settings).toMatchObject({ accountId: a.accountId, actorUserId: a.ownerId, after: { percents: [75, 100], keyExpiryDays: 3 } });
+    const hook = await ops.gql(`mutation { addAlertWebhook(operators: true, url: "http://127.0.0.1:9/hook") { secret webhook { id } } }`);
+    secrets.push(hook.addAlertWebhook.secret);
+    const added = await one(ops, "alerts.webhook_add", hook.addAlertWebhook.webhook.id);
+    expect(added.after).toMatchObject({ url: "http://127.0.0.1:9/hook" });
+    expect(added.after).not.toHaveProperty("secretEnc");
+    await ops.gql(`mutation($id: ID!) { removeAlertWebhook(operators: true, id: $id) }`, { id: hook.addAlertWebhook.webhook.id });
+    expect((await one(ops, "alerts.webhook_remove", hook.addAlertWebhook.webhook.id)).before).toEqual({ url: "http://127.0.0.1:9/hook" });
+  });
+
   it("records the admin CLI and admin token as such", async () => {
     await runAdminCommand({ ...h.app, actor: { type: "cli" } }, "account topup", { account: "Bystander", amount: "3" });
     await runAdminCommand({ ...h.app, actor: { type: "admin_token", address: "10.0.0.7" } }, "contract set", {

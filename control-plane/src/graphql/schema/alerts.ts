@@ -1,6 +1,6 @@
 import type { AlertConfig, AlertEvent, AlertWebhook, WebhookDelivery } from "../../generated/prisma/client.ts";
 import { deliveryOptionsFromEnv } from "../../alerts/deliver.ts";
-import { addWebhook, alertConfig, type AlertSettingsChange, configIdOf, setAlertSettings, testWebhook, webhookOf } from "../../alerts/settings.ts";
+import { addWebhook, alertConfig, type AlertSettingsChange, configIdOf, removeWebhook, setAlertSettings, testWebhook, webhookOf } from "../../alerts/settings.ts";
 import { forbidden } from "../../services/errors.ts";
 import { builder, isOperator } from "../builder.ts";
 import type { GqlContext } from "../context.ts";
@@ -160,8 +160,9 @@ builder.mutationFields((t) => ({
     authScopes: { authenticated: true },
     args: { accountId: t.arg.id(), operators: t.arg.boolean(), id: t.arg.id({ required: true }) },
     resolve: async (_r, args, ctx) => {
-      const w = await webhookOf(ctx.app, checkId(String(args.id), "webhook"), scope(ctx, args, "manage"));
-      await ctx.app.prisma.alertWebhook.delete({ where: { id: w.id } });
+      const accountId = scope(ctx, args, "manage");
+      const w = await webhookOf(ctx.app, checkId(String(args.id), "webhook"), accountId);
+      await removeWebhook(ctx.app, w, accountId);
       return true;
     },
   }),
