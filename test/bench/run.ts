@@ -30,6 +30,9 @@ import type { ClosedLoopResult, HoldResult, OpenLoopResult, Request, SequentialR
 //                         is counted in the whole-system column.
 //   BENCH_CPU_PROF=1      run the data plane with --cpu-prof and summarise its hottest functions (the numbers
 //                         of such a run are skewed by the profiler, so it does not overwrite latest.md)
+//   BENCH_BASELINE=dir    also run a second modelgate data plane (same control plane and key) from another build of
+//                         data-plane/dist, copied inside the repository (e.g. bench/results/base-dist.tmp), as the
+//                         target "baseline": an A/B comparison of two builds with the targets alternating in one run
 //   BENCH_OUT=path        where to write the Markdown report
 //   BENCH_SCENARIOS=a,b   a subset of c1,c64,c256,open,streams,anthropic,workers,hold,settle (for profiling one
 //                         of them; a partial run leaves the other columns empty). anthropic: an Anthropic client
@@ -68,7 +71,7 @@ const scenarios = new Set((env.BENCH_SCENARIOS ?? "c1,c64,c256,open,streams,anth
 const outFile = env.BENCH_OUT ?? join(resultsDir, cpuProf ? "cpu-profile.tmp/run.md" : "latest.md");
 const profileDir = join(resultsDir, "cpu-profile.tmp");
 
-type TargetId = "direct" | "floor" | "heavy" | "modelgate" | "portkey";
+type TargetId = "direct" | "floor" | "heavy" | "modelgate" | "baseline" | "portkey";
 interface Target {
   id: TargetId;
   label: string;
@@ -450,7 +453,10 @@ async function runClosed(t: Target, connections: number, durationSec: number, me
 async function runOpen(t: Target): Promise<OpenLoopResult> {
   const r = request(t, false);
   await open(r, cfg.openRate, 1); // warm-up at the same rate
+  const cpu0 = cpuMsOf(t.proxyPids);
   const res = await open(r, cfg.openRate, cfg.openDuration);
+  // At a fixed rate every target batches alike (a closed loop's CPU per request falls as its throughput rises).
+  if (t.proxyPids.length && res.sent) console.log(`    ${t.id} open loop at ${cfg.openRate}/s: proxy CPU ${((cpuMsOf(t.proxyPids) - cpu0) / res.sent).toFixed(4)} ms/req`);
   if (res.unfinished) (unfinishedByTarget.get(t.label) ?? unfinishedByTarget.set(t.label, []).get(t.label)!).push(`${res.unfinished} of ${res.sent}`);
   if (res.non2xx || res.errors) failures.push(`${t.label} open loop: ${res.non2xx} non-2xx, ${res.errors} errors of ${res.sent}`);
   if (t.sidePids.length && cpLive) await waitIdle([...t.proxyPids, ...t.sidePids], 20_000);
@@ -561,6 +567,10 @@ async function main(): Promise<number> {
   }
   if (wanted.has("heavy")) targets.push(await startHeavyFloor(mockOrigin));
   if (wanted.has("modelgate")) targets.push(await startModelgate(mockOrigin));
+  if (env.BENCH_BASELINE && wanted.has("modelgate")) {
+    const base = await startDataPlaneVariant("data-plane-baseline", "modelgate, baseline build", join(env.BENCH_BASELINE, "main.js"), {});
+    targets.push({ ...base, id: "baseline" });
+  }
   if (wanted.has("portkey")) {
     const pk = await startPortkey(mockOrigin);
     if (pk) targets.push(pk);

@@ -70,6 +70,17 @@ export interface QuarterPrices {
  * cachedInput is null, 5-minute cache writes at 1.25 × input and 1-hour writes at 2 × input when theirs are absent.
  */
 export function quarterPrices(price: Price): QuarterPrices {
+  let q = quarterMemo.get(price);
+  if (q === undefined) quarterMemo.set(price, (q = resolveQuarterPrices(price)));
+  return q;
+}
+
+// Every call is priced, mostly at the few prices of the snapshot's models: each price object's BigInts and
+// texts are worked out once (snapshot objects are not modified; a new snapshot brings new objects).
+const quarterMemo = new WeakMap<Price, QuarterPrices>();
+const unitMemo = new WeakMap<Price, UnitPrices>();
+
+function resolveQuarterPrices(price: Price): QuarterPrices {
   const input = BigInt(price.input) * 4n;
   const given = (p: string | null | undefined): bigint | null => (p === null || p === undefined ? null : BigInt(p) * 4n);
   return {
@@ -97,7 +108,14 @@ const quarterText = (q: bigint): string => {
   return `${neg ? "-" : ""}${a / 4n}${frac}`;
 };
 
+/** The same object for the same price (shared by usage events: not to be modified). */
 export function unitPrices(price: Price): UnitPrices {
+  let u = unitMemo.get(price);
+  if (u === undefined) unitMemo.set(price, (u = resolveUnitPrices(price)));
+  return u;
+}
+
+function resolveUnitPrices(price: Price): UnitPrices {
   const q = quarterPrices(price);
   return {
     input: quarterText(q.input),

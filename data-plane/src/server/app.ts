@@ -100,7 +100,8 @@ export function createDataPlaneHandler(opts: DataPlaneOptions, strict: boolean) 
 
     const requestId = newRequestId();
     setRequestId(res, requestId);
-    let client = protocolOf(req, path, query);
+    // The protocol a request speaks is its endpoint's; guessed from its path and headers only when it has none.
+    let client: ProtocolAdapter | null = null;
     try {
       const m = matchEndpoint(path, req.method, query);
       if (m) {
@@ -127,6 +128,7 @@ export function createDataPlaneHandler(opts: DataPlaneOptions, strict: boolean) 
         return true;
       }
       const list = models.exec(path);
+      client ??= protocolOf(req, path, query);
       if (list) {
         allow(req, path, "GET");
         const caller = admitted(identify(opts, keyHashFrom(req.headers, client.keySources, query?.get("key")), req));
@@ -150,7 +152,7 @@ export function createDataPlaneHandler(opts: DataPlaneOptions, strict: boolean) 
       }
       throw unknownPath(path, req.method);
     } catch (err) {
-      sendError(res, err, client.renderError, requestId);
+      sendError(res, err, (client ?? protocolOf(req, path, query)).renderError, requestId);
       return true;
     }
   };

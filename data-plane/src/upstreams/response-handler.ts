@@ -53,9 +53,13 @@ export class ResponseHandler implements Dispatcher.DispatchHandler, AsyncIterabl
     if (statusCode < 200) return true; // 1xx: the final head follows
     this.headSeen = true;
     this.resume = resume;
+    // Parsed when read: only a failed call's Retry-After looks at them, so a successful one never pays for it.
+    let headers: UpstreamResponse["headers"] | null = null;
     this.resolveHead({
       status: statusCode,
-      headers: util.parseHeaders(rawHeaders) as UpstreamResponse["headers"],
+      get headers() {
+        return (headers ??= util.parseHeaders(rawHeaders) as UpstreamResponse["headers"]);
+      },
       body: this,
       text: () => this.text(),
     });

@@ -39,6 +39,20 @@ function credential(opts: DataPlaneOptions, sealed: string): string {
   return plain;
 }
 
+// A route's own headers (content type, its credential), built once per route object: a new snapshot brings
+// new route objects. Shared by every call to the route, so never modified (tracing copies them).
+const headersOfRoute = new WeakMap<RouteSnapshot, Readonly<Record<string, string>>>();
+
+function routeHeaders(opts: DataPlaneOptions, route: RouteSnapshot): Record<string, string> {
+  let h = headersOfRoute.get(route);
+  if (h === undefined) {
+    const built: Record<string, string> = { "content-type": "application/json" };
+    if (route.apiKeyEnc) Object.assign(built, protocols[upstreamProtocolOf(route.protocol)].authHeaders(credential(opts, route.apiKeyEnc)));
+    headersOfRoute.set(route, (h = Object.freeze(built)));
+  }
+  return h as Record<string, string>;
+}
+
 /**
  * Tries the routes in order until one answers 2xx: each route gets retries with backoff on connect errors,
  * 429 and 5xx (honouring Retry-After), then the next route takes over. All of this happens before the
@@ -58,9 +72,7 @@ export async function callUpstream(
   let skipped = 0;
   for (const route of routes) {
     const outgoing = build(route);
-    const headers: Record<string, string> = { "content-type": "application/json", ...outgoing.headers };
-    const proto = upstreamProtocolOf(route.protocol);
-    if (route.apiKeyEnc) Object.assign(headers, protocols[proto].authHeaders(credential(opts, route.apiKeyEnc)));
+    const headers = outgoing.headers === undefined ? routeHeaders(opts, route) : { ...routeHeaders(opts, route), ...outgoing.headers };
     const transport = route.protocol === "demo" ? opts.demo : opts.transport;
     const url = upstreamBase(route.protocol, route.baseUrl) + outgoing.path;
     let tickets = 0;
