@@ -101,8 +101,22 @@ export class RedisSpendCounter implements SpendCounter {
   }
 
   /** Adds in the same event-loop turn to one key are summed and sent as one script call. */
+  // Every call reads the counters (twice) and adds to them: the names are built once per snapshot object.
+  private readonly keyNames = new WeakMap<KeySnapshot, string>();
+  private readonly accountNames = new WeakMap<AccountSnapshot, string>();
+  private keyNameOf(key: KeySnapshot, account: AccountSnapshot): string {
+    let n = this.keyNames.get(key);
+    if (n === undefined) this.keyNames.set(key, (n = this.keyName(account.id, key.id)));
+    return n;
+  }
+  private accountNameOf(account: AccountSnapshot): string {
+    let n = this.accountNames.get(account);
+    if (n === undefined) this.accountNames.set(account, (n = this.accountName(account.id)));
+    return n;
+  }
+
   add(key: KeySnapshot, account: AccountSnapshot, micro: bigint): Promise<void> {
-    return this.adds.add(this.keyName(account.id, key.id), { key, account, micro });
+    return this.adds.add(this.keyNameOf(key, account), { key, account, micro });
   }
 
   private async send(kName: string, adds: PendingAdd[]): Promise<void> {
@@ -110,7 +124,7 @@ export class RedisSpendCounter implements SpendCounter {
     const { key, account } = adds[adds.length - 1]!;
     let micro = 0n;
     for (const a of adds) micro += a.micro;
-    const aName = this.accountName(account.id);
+    const aName = this.accountNameOf(account);
     const aSettled = accountSettledSpend(account);
     try {
       batchWritesThisTurn(this.redis);
@@ -134,8 +148,8 @@ export class RedisSpendCounter implements SpendCounter {
   }
 
   get(key: KeySnapshot, account: AccountSnapshot): UnsettledSpend | Promise<UnsettledSpend> {
-    const kName = this.keyName(account.id, key.id);
-    const aName = this.accountName(account.id);
+    const kName = this.keyNameOf(key, account);
+    const aName = this.accountNameOf(account);
     const k = this.cache.get(kName);
     const a = this.cache.get(aName);
     const now = this.clock();
