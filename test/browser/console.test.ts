@@ -144,6 +144,8 @@ describe("customer console", () => {
     await list.first().waitFor();
     recoveryCodes = (await list.allTextContents()).map((c) => c.trim());
     expect(recoveryCodes).toHaveLength(10);
+    // The status follows the session's refetch, which may land just after the codes show: wait for it.
+    await page.locator('[data-testid="twostep-status"]:text-is("on")').waitFor({ timeout: 10_000 });
     expect(await page.getByTestId("twostep-status").textContent()).toBe("on");
     await page.getByRole("button", { name: "I have saved them" }).click();
     await page.getByTestId("recovery-left").filter({ hasText: "10 recovery codes left" }).waitFor();

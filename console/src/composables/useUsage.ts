@@ -53,6 +53,7 @@ export function useUsageAttribution(filter: Ref<UsageFilter>) {
     byEndUser: computed<AttributionGroup[]>(() => (stats.value?.byEndUser ?? []).map((g) => ({ ...g, key: g.endUser }))),
     byTag: computed<AttributionGroup[]>(() => (stats.value?.byTag ?? []).map((g) => ({ ...g, key: g.tag }))),
     error: query.error,
+    refresh: () => query.executeQuery({ requestPolicy: "network-only" }),
   };
 }
 
