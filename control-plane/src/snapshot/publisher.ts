@@ -28,7 +28,7 @@ export interface PolicyBus {
    * Appends changes after `from` and moves the cursor, only if the head is still `from` (false: another control
    * plane published meanwhile, read again). With no changes it only says the feed is current.
    */
-  append(from: FeedHead, changes: PolicyChange[], cursor: string, version: number): Promise<boolean>;
+  append(from: FeedHead, changes: PolicyChange[], cursor: string, version: number, at?: number): Promise<boolean>;
 }
 
 /**
@@ -130,6 +130,8 @@ export class SnapshotPublisher {
   }
 
   private async round(): Promise<void> {
+    // The feed is current as of this moment (before anything is read): what replicas report as its age.
+    const startedAt = Date.now();
     const head = await this.bus.head();
     if (head === null || (!this.checkedCursor && (await cursorFromElsewhere(this.db, head.cursor)))) return this.full();
     this.checkedCursor = true;
@@ -145,7 +147,7 @@ export class SnapshotPublisher {
     const version = changes.reduce((m, c) => Math.max(m, c.v), 0);
     const t2 = performance.now();
     // Someone else moved the head: read again from where it is now.
-    if (!(await this.bus.append(head, changes, read.cursor, version))) this.dirty = true;
+    if (!(await this.bus.append(head, changes, read.cursor, version, startedAt))) this.dirty = true;
     this.opts.onRound?.({ readMs: t1 - t0, prepareMs: t2 - t1, appendMs: performance.now() - t2, changes: changes.length });
   }
 

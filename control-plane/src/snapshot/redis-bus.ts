@@ -98,7 +98,7 @@ export class RedisPolicyBus implements PolicyBus {
     };
   }
 
-  async append(from: FeedHead, changes: PolicyChange[], cursor: string, version: number): Promise<boolean> {
+  async append(from: FeedHead, changes: PolicyChange[], cursor: string, version: number, publishedAt = Date.now()): Promise<boolean> {
     const chunk = this.opts.chunk ?? 100;
     const maxLen = String(this.opts.streamMaxLen ?? 100_000);
     let at = 0;
@@ -106,7 +106,7 @@ export class RedisPolicyBus implements PolicyBus {
       const part = changes.slice(at, at + chunk);
       at += chunk;
       const last = at >= changes.length;
-      const args: string[] = [from.epoch, from.cursor, last ? cursor : from.cursor, String(last ? version : 0), String(Date.now()), maxLen, this.names.policyChannel];
+      const args: string[] = [from.epoch, from.cursor, last ? cursor : from.cursor, String(last ? version : 0), String(publishedAt), maxLen, this.names.policyChannel];
       for (const c of part) args.push(c.kind, c.id, String(c.v), c.json ?? "");
       const keys = [this.names.policyMeta, this.names.policyStream(from.epoch), ...part.map((c) => this.keyOf(from.epoch, c))];
       const seq = Number(await this.redis.eval(APPEND, keys.length, ...keys, ...args));
