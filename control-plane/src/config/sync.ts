@@ -1,4 +1,5 @@
 import { seal } from "@modelgate/data-plane";
+import { audit } from "../audit/record.ts";
 import { parseAmount } from "../services/money.ts";
 import type { ServiceContext } from "../services/context.ts";
 import type { GatewayConfig } from "./schema.ts";
@@ -62,8 +63,21 @@ export async function syncConfig(ctx: ServiceContext, config: GatewayConfig, sou
         data: m.routes.map((r) => ({ modelId: m.id, upstreamId: upstreamIds.get(r.upstream)!, upstreamModel: r.model, weight: r.weight, priority: r.priority })),
       });
     }
-    await tx.model.deleteMany({ where: { source, id: { notIn: config.models.map((m) => m.id) } } });
-    await tx.upstream.deleteMany({ where: { source, name: { notIn: config.upstreams.map((u) => u.name) } } });
+    const models = await tx.model.deleteMany({ where: { source, id: { notIn: config.models.map((m) => m.id) } } });
+    const upstreams = await tx.upstream.deleteMany({ where: { source, name: { notIn: config.upstreams.map((u) => u.name) } } });
+    // The file's catalogue as applied (start-up, hot reload, SIGHUP): names and IDs only, never a credential.
+    if (source === "config") {
+      await audit(tx, ctx.actor, {
+        action: "config.sync",
+        subjectType: "config",
+        after: {
+          upstreams: config.upstreams.map((u) => u.name),
+          models: config.models.map((m) => m.id),
+          removedModels: models.count,
+          removedUpstreams: upstreams.count,
+        },
+      });
+    }
   });
   ctx.snapshotChanged();
 }

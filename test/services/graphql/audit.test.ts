@@ -1,6 +1,7 @@
 import { Secret, TOTP } from "otpauth";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runAdminCommand } from "../../../control-plane/src/admin/commands.ts";
+import { demoConfig, syncConfig } from "../../../control-plane/src/config/sync.ts";
 import { Client, customer, OPERATOR, operatorClient, startHarness, type Harness } from "./harness.ts";
 
 // The audit log (issue 18 §2): every kind of change leaves one row with who, from where, what, before and after;
@@ -193,6 +194,14 @@ describe("audit log", () => {
     expect(added.after).not.toHaveProperty("secretEnc");
     await ops.gql(`mutation($id: ID!) { removeAlertWebhook(operators: true, id: $id) }`, { id: hook.addAlertWebhook.webhook.id });
     expect((await one(ops, "alerts.webhook_remove", hook.addAlertWebhook.webhook.id)).before).toEqual({ url: "http://127.0.0.1:9/hook" });
+  });
+
+  it("records a config file's catalogue as the system, without its credentials", async () => {
+    const config = demoConfig();
+    config.upstreams.push({ name: "cfg-up", protocol: "openai", baseUrl: "http://127.0.0.1:11", apiKey: "cfg-upstream-secret-77" });
+    secrets.push("cfg-upstream-secret-77");
+    await syncConfig(h.app, config);
+    expect(await one(ops, "config.sync")).toMatchObject({ actorType: "system", after: { upstreams: ["demo", "cfg-up"], models: ["demo-chat-2025-01-01"] } });
   });
 
   it("records the admin CLI and admin token as such", async () => {
