@@ -15,7 +15,9 @@ try {
   cli = require.resolve("prisma/build/index.js");
 } catch {
   // Generation is a build step: a production install runs the built tree, which already holds the client.
-  console.error("modelgate: the prisma CLI is not installed (a dev dependency), so the Prisma client cannot be generated here; build with a full install (npm ci && npm run build).");
+  console.error(
+    "modelgate: the prisma CLI is not installed (a dev dependency), so the Prisma client cannot be generated here; build with a full install (npm ci && npm run build).",
+  );
   process.exit(1);
 }
 const env = { ...process.env };

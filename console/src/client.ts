@@ -17,7 +17,10 @@ export function createClient(onExpired: () => void): Client {
   return new Client({
     url: "/graphql",
     preferGetMethod: false,
-    fetchOptions: () => ({ credentials: "same-origin", headers: { accept: "application/graphql-response+json, application/json" } }),
+    fetchOptions: () => ({
+      credentials: "same-origin",
+      headers: { accept: "application/graphql-response+json, application/json" },
+    }),
     exchanges: [
       mapExchange({
         onError(error, operation) {

@@ -30,29 +30,66 @@ const operatorRoutes: RouteRecordRaw[] = [
 ];
 
 const routes: RouteRecordRaw[] = [
-  { path: "/login", name: "login", component: () => import("./pages/LoginPage.vue"), meta: { public: true, title: "Sign in" } },
+  {
+    path: "/login",
+    name: "login",
+    component: () => import("./pages/LoginPage.vue"),
+    meta: { public: true, title: "Sign in" },
+  },
   {
     path: "/",
     component: () => import("./layouts/ConsoleLayout.vue"),
     children: [
-      { path: "", name: "dashboard", component: () => import("./pages/DashboardPage.vue"), meta: { title: "Dashboard" } },
+      {
+        path: "",
+        name: "dashboard",
+        component: () => import("./pages/DashboardPage.vue"),
+        meta: { title: "Dashboard" },
+      },
       { path: "keys", name: "keys", component: () => import("./pages/KeysPage.vue"), meta: { title: "API keys" } },
       { path: "usage", name: "usage", component: () => import("./pages/UsagePage.vue"), meta: { title: "Usage log" } },
       { path: "wallet", name: "wallet", component: () => import("./pages/WalletPage.vue"), meta: { title: "Wallet" } },
-      { path: "budgets", name: "budgets", component: () => import("./pages/BudgetsPage.vue"), meta: { title: "Budgets and alerts" } },
+      {
+        path: "budgets",
+        name: "budgets",
+        component: () => import("./pages/BudgetsPage.vue"),
+        meta: { title: "Budgets and alerts" },
+      },
       { path: "models", name: "models", component: () => import("./pages/ModelsPage.vue"), meta: { title: "Models" } },
-      { path: "security", name: "security", component: () => import("./pages/SecurityPage.vue"), meta: { title: "Security", shared: true } },
-      { path: "quick-start", name: "quick-start", component: () => import("./pages/QuickStartPage.vue"), meta: { title: "Quick start" } },
-      { path: "audit", name: "audit", component: () => import("./pages/AuditPage.vue"), meta: { title: "Audit log", shared: true } },
+      {
+        path: "security",
+        name: "security",
+        component: () => import("./pages/SecurityPage.vue"),
+        meta: { title: "Security", shared: true },
+      },
+      {
+        path: "quick-start",
+        name: "quick-start",
+        component: () => import("./pages/QuickStartPage.vue"),
+        meta: { title: "Quick start" },
+      },
+      {
+        path: "audit",
+        name: "audit",
+        component: () => import("./pages/AuditPage.vue"),
+        meta: { title: "Audit log", shared: true },
+      },
       ...operatorRoutes,
-      { path: ":rest(.*)*", name: "not-found", component: () => import("./pages/NotFoundPage.vue"), meta: { title: "Not found" } },
+      {
+        path: ":rest(.*)*",
+        name: "not-found",
+        component: () => import("./pages/NotFoundPage.vue"),
+        meta: { title: "Not found" },
+      },
     ],
   },
 ];
 
 /** Only same-site paths are followed after sign-in. */
 export function safeNext(value: unknown): string {
-  return typeof value === "string" && value.startsWith("/") && !value.startsWith("//") && !value.startsWith("/login") ? value : "/";
+  return typeof value === "string" && value.startsWith("/") && !value.startsWith("//") && !value.startsWith("/login")
+    ? value
+    : "/";
 }
 
 export function createConsoleRouter(client: Client) {

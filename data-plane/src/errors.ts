@@ -52,5 +52,4 @@ export interface RenderedError {
 
 export type ErrorRenderer = (err: GatewayError, requestId: string) => RenderedError;
 
-export const withRequestId = (message: string, requestId: string): string =>
-  `${message} (request id: ${requestId})`;
+export const withRequestId = (message: string, requestId: string): string => `${message} (request id: ${requestId})`;

@@ -1,7 +1,17 @@
 // The data plane's one public entry: what the control plane (and the embedded product) may use.
 // Everything else under src/ is internal and may change without notice.
 export type { ModelSnapshot, PolicyChange, RedisNames, Snapshot, UsageEvent } from "./contract/index.ts";
-export { entityJson, POLICY_SHARDS, redisNames, shardOf, usageEntryEvents, usageEventSchema, usageShardCount, usageShards, versionOf } from "./contract/index.ts";
+export {
+  entityJson,
+  POLICY_SHARDS,
+  redisNames,
+  shardOf,
+  usageEntryEvents,
+  usageEventSchema,
+  usageShardCount,
+  usageShards,
+  versionOf,
+} from "./contract/index.ts";
 export { connectRedis, duplicateRedis, isCluster } from "./redis/connect.ts";
 export { open, parseMasterKey, seal } from "./crypto/secret-box.ts";
 export { initTracing, inSpan, SpanKind, SpanStatusCode, tracingNow } from "./telemetry/tracing.ts";
@@ -14,5 +24,14 @@ export { createDataPlaneHandler } from "./server/app.ts";
 export { newRequestId } from "./server/request-id.ts";
 export { SnapshotStore } from "./snapshot/store.ts";
 export { InProcessUsageSink } from "./usage/sink.ts";
-export { BudgetCalendar, budgetClockFromEnv, budgetPeriods, isTimeZone, periodAdjective, periodBounds, type BudgetPeriod, type PeriodBounds } from "./billing/periods.ts";
+export {
+  BudgetCalendar,
+  budgetClockFromEnv,
+  budgetPeriods,
+  isTimeZone,
+  periodAdjective,
+  periodBounds,
+  type BudgetPeriod,
+  type PeriodBounds,
+} from "./billing/periods.ts";
 export { computeCost, unitPrices } from "./billing/cost.ts";

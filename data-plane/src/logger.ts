@@ -6,7 +6,14 @@ export const createLogger = (name: string, level = process.env.LOG_LEVEL ?? "inf
     name,
     level,
     redact: {
-      paths: ["req.headers.authorization", "req.headers['x-api-key']", "req.headers['x-goog-api-key']", "headers.authorization", "key", "apiKey"],
+      paths: [
+        "req.headers.authorization",
+        "req.headers['x-api-key']",
+        "req.headers['x-goog-api-key']",
+        "headers.authorization",
+        "key",
+        "apiKey",
+      ],
       censor: "[redacted]",
     },
   });

@@ -26,7 +26,9 @@ if (!env.REDIS_URL) {
   process.exit(2);
 }
 if (!env.MODELGATE_MASTER_KEY) {
-  console.error("MODELGATE_MASTER_KEY is required (the same value as the control plane's) to decrypt upstream credentials.");
+  console.error(
+    "MODELGATE_MASTER_KEY is required (the same value as the control plane's) to decrypt upstream credentials.",
+  );
   process.exit(2);
 }
 const names = redisNames();
@@ -45,11 +47,17 @@ for (const r of [redis, snapshotRedis, subscriber]) {
   r.on("ready", () => outage.recovered("redis"));
 }
 
-const store = new SnapshotStore((kind, id, err) => logger.error({ kind, id: kind === "key" ? `${id.slice(0, 8)}…` : id, err }, "invalid policy entity ignored"));
-const source = new RedisPolicySource(snapshotRedis, subscriber, store, names, 250, (err) => outage.failure("redis", "policy feed (serving the last policy)", err));
+const store = new SnapshotStore((kind, id, err) =>
+  logger.error({ kind, id: kind === "key" ? `${id.slice(0, 8)}…` : id, err }, "invalid policy entity ignored"),
+);
+const source = new RedisPolicySource(snapshotRedis, subscriber, store, names, 250, (err) =>
+  outage.failure("redis", "policy feed (serving the last policy)", err),
+);
 // A worker of a multi-worker data plane (workers.ts) has a folder of its own.
 const worker = env.MODELGATE_WORKER_INDEX === undefined ? "" : `-w${env.MODELGATE_WORKER_INDEX}`;
-const spoolDir = (env.MODELGATE_SPOOL_DIR ?? join(env.MODELGATE_DATA_DIR ?? "./data", `spool-${hostname()}-${env.PORT ?? 8080}`)) + worker;
+const spoolDir =
+  (env.MODELGATE_SPOOL_DIR ?? join(env.MODELGATE_DATA_DIR ?? "./data", `spool-${hostname()}-${env.PORT ?? 8080}`)) +
+  worker;
 const spool = await UsageSpool.open(spoolDir, { onError: (err) => logger.error({ err }, "usage spool error") });
 // This replica's usage stream shard: one per replica, spread by a hash of its identity (MODELGATE_USAGE_SHARDS).
 const shard = usageShardFor(`${hostname()}:${process.pid}:${env.PORT ?? 8080}${worker}`, usageShardCount(env));
@@ -71,7 +79,11 @@ const options = createDataPlaneOptions({
   logger,
   masterKey: parseMasterKey(env.MODELGATE_MASTER_KEY),
   ready: () => !draining,
-  dependencies: () => ({ redis: redis.status, snapshotRedis: snapshotRedis.status, snapshotSubscription: subscriber.status }),
+  dependencies: () => ({
+    redis: redis.status,
+    snapshotRedis: snapshotRedis.status,
+    snapshotSubscription: subscriber.status,
+  }),
   redis: { client: redis, prefix: names.prefix },
   outage,
 });
@@ -81,7 +93,13 @@ const handler = createDataPlaneHandler(options, true);
 // replica that stops reporting ages out there (reports older than 15 s are ignored).
 const replicaId = `${hostname()}:${process.pid}:${env.PORT ?? 8080}${worker}`;
 const reportBreakers = () => {
-  redis.hset(names.breakerReports, replicaId, JSON.stringify({ at: Date.now(), states: options.breakers.states(Date.now()) })).catch(() => undefined);
+  redis
+    .hset(
+      names.breakerReports,
+      replicaId,
+      JSON.stringify({ at: Date.now(), states: options.breakers.states(Date.now()) }),
+    )
+    .catch(() => undefined);
 };
 const breakerReports = setInterval(reportBreakers, Number(env.MODELGATE_BREAKER_REPORT_MS ?? 2_000));
 breakerReports.unref();
@@ -98,7 +116,9 @@ await new Promise<void>((resolve) => {
 await source.start().catch((err) => logger.warn({ err }, "no policy yet; waiting for the control plane"));
 const server = createGatewayServer((req, res) => void handler(req, res));
 const port = Number(env.PORT ?? 8080);
-server.listen(port, env.HOST ?? "0.0.0.0", () => logger.info({ port, host: hostname(), snapshotVersion: store.version }, "data plane listening"));
+server.listen(port, env.HOST ?? "0.0.0.0", () =>
+  logger.info({ port, host: hostname(), snapshotVersion: store.version }, "data plane listening"),
+);
 
 const stop = async () => {
   if (draining) process.exit(1);

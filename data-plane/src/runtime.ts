@@ -38,7 +38,9 @@ export interface RuntimeInput {
 export function createDataPlaneOptions(input: RuntimeInput): DataPlaneOptions & { close(): Promise<void> } {
   const env = input.env ?? process.env;
   const onError = (what: string) => (err: unknown) =>
-    input.outage ? input.outage.failure("redis", what, err) : input.logger.warn({ err: (err as Error)?.message ?? err }, what);
+    input.outage
+      ? input.outage.failure("redis", what, err)
+      : input.logger.warn({ err: (err as Error)?.message ?? err }, what);
   let rateLimiter: RateLimiter;
   let redisLimiter: RedisRateLimiter | null = null;
   let spend: SpendCounter;
@@ -48,7 +50,10 @@ export function createDataPlaneOptions(input: RuntimeInput): DataPlaneOptions & 
       onError: onError("rate limiter: Redis unavailable, limiting in-process"),
       localFreeShare: localShare(env.MODELGATE_RATELIMIT_LOCAL_SHARE),
     });
-    spend = new RedisSpendCounter(input.redis.client, { prefix: `${input.redis.prefix}spend:`, onError: onError("spend counter: Redis unavailable") });
+    spend = new RedisSpendCounter(input.redis.client, {
+      prefix: `${input.redis.prefix}spend:`,
+      onError: onError("spend counter: Redis unavailable"),
+    });
   } else {
     rateLimiter = new MemoryRateLimiter();
     spend = new MemorySpendCounter();
@@ -58,7 +63,10 @@ export function createDataPlaneOptions(input: RuntimeInput): DataPlaneOptions & 
     openMs: Number(env.MODELGATE_BREAKER_OPEN_MS ?? 30_000),
     minAccounts: Number(env.MODELGATE_BREAKER_MIN_ACCOUNTS ?? 2),
   });
-  const trusted = (env.MODELGATE_TRUSTED_PROXIES ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+  const trusted = (env.MODELGATE_TRUSTED_PROXIES ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
   const transport = new UndiciTransport();
   // Stored responses (the Responses API's previous_response_id toward upstreams that keep no state): off unless
   // the operator turns them on, since the gateway otherwise keeps no conversation content.
@@ -66,7 +74,10 @@ export function createDataPlaneOptions(input: RuntimeInput): DataPlaneOptions & 
   const conversations =
     env.MODELGATE_RESPONSES_STORE === "1" || env.MODELGATE_RESPONSES_STORE === "true"
       ? input.redis
-        ? new RedisConversationStore(input.redis.client, `${input.redis.prefix}responses:`, { masterKey: input.masterKey, ttlMs })
+        ? new RedisConversationStore(input.redis.client, `${input.redis.prefix}responses:`, {
+            masterKey: input.masterKey,
+            ttlMs,
+          })
         : new MemoryConversationStore({ masterKey: input.masterKey, ttlMs })
       : null;
   return {
@@ -84,7 +95,11 @@ export function createDataPlaneOptions(input: RuntimeInput): DataPlaneOptions & 
       baseDelayMs: Number(env.MODELGATE_RETRY_BASE_MS ?? defaultRetryPolicy.baseDelayMs),
     },
     trustedProxies: compileAllowlist(trusted),
-    metrics: createMetrics(input.store, () => breakers, () => redisLimiter?.local ?? null),
+    metrics: createMetrics(
+      input.store,
+      () => breakers,
+      () => redisLimiter?.local ?? null,
+    ),
     logger: input.logger,
     tracing: tracingNow(),
     masterKey: input.masterKey,
@@ -108,6 +123,7 @@ function localShare(v: string | undefined): number | undefined {
   if (v === undefined || v === "") return undefined;
   if (v === "off") return 1;
   const n = Number(v);
-  if (!Number.isFinite(n) || n < 0 || n > 1) throw new Error(`MODELGATE_RATELIMIT_LOCAL_SHARE must be a number from 0 to 1, or "off"; got '${v}'`);
+  if (!Number.isFinite(n) || n < 0 || n > 1)
+    throw new Error(`MODELGATE_RATELIMIT_LOCAL_SHARE must be a number from 0 to 1, or "off"; got '${v}'`);
   return n;
 }

@@ -16,11 +16,15 @@ export function workerCount(env: NodeJS.ProcessEnv = process.env): number {
   const raw = env.MODELGATE_WORKERS;
   if (raw === undefined || raw === "" || raw === "auto") return availableParallelism();
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1 || n > 1024) throw new Error(`MODELGATE_WORKERS must be an integer from 1 to 1024 or "auto", not ${JSON.stringify(raw)}`);
+  if (!Number.isInteger(n) || n < 1 || n > 1024)
+    throw new Error(`MODELGATE_WORKERS must be an integer from 1 to 1024 or "auto", not ${JSON.stringify(raw)}`);
   return n;
 }
 
-const replicaEntry = join(fileURLToPath(new URL(".", import.meta.url)), `main${import.meta.url.endsWith(".ts") ? ".ts" : ".js"}`);
+const replicaEntry = join(
+  fileURLToPath(new URL(".", import.meta.url)),
+  `main${import.meta.url.endsWith(".ts") ? ".ts" : ".js"}`,
+);
 
 function supervise(count: number): void {
   const logger = createLogger("modelgate-data-plane-primary");

@@ -14,7 +14,10 @@ const model = process.env.MODEL!;
 const pool = new Pool(target, { connections: 128, pipelining: 1, keepAliveTimeout: 30_000 });
 const body = JSON.stringify({ model, messages: [{ role: "user", content: "hi" }] });
 // key numbers 1..keyTotal, spread evenly: the load touches keys all over the shards
-const keys = Array.from({ length: keyCount }, (_, i) => `Bearer sk-mg-bench-${1 + Math.floor((i * keyTotal) / keyCount)}`);
+const keys = Array.from(
+  { length: keyCount },
+  (_, i) => `Bearer sk-mg-bench-${1 + Math.floor((i * keyTotal) / keyCount)}`,
+);
 
 const sent: number[] = [];
 const latency: number[] = [];
@@ -30,7 +33,12 @@ function fire(): void {
   latency.push(Infinity);
   status.push(0);
   pool
-    .request({ path: "/v1/chat/completions", method: "POST", headers: { authorization: keys[n++ % keys.length]!, "content-type": "application/json" }, body })
+    .request({
+      path: "/v1/chat/completions",
+      method: "POST",
+      headers: { authorization: keys[n++ % keys.length]!, "content-type": "application/json" },
+      body,
+    })
     .then(async (res) => {
       await res.body.dump({ limit: Infinity });
       latency[i] = performance.now() - t0;

@@ -26,7 +26,10 @@ const PHASE_MS = Number(process.env.BENCH_PHASE_MS ?? 20_000);
 const MODEL = "bench-chat-2025-01-01";
 const UPSTREAM_KEY = "sk-bench-upstream";
 const REDIS_URL = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
-const sizes = process.argv.slice(2).map(Number).filter((n) => n > 0);
+const sizes = process.argv
+  .slice(2)
+  .map(Number)
+  .filter((n) => n > 0);
 if (sizes.length === 0) sizes.push(10_000, 100_000, 1_000_000);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -42,7 +45,10 @@ interface Metrics {
 }
 async function scrape(origin: string): Promise<Metrics> {
   const text = await (await fetch(`${origin}/metrics`)).text();
-  const q = (name: string) => Number(new RegExp(`modelgate_event_loop_delay_seconds\\{quantile="${name}"\\} ([0-9.e+-]+)`).exec(text)?.[1] ?? NaN) * 1000;
+  const q = (name: string) =>
+    Number(
+      new RegExp(`modelgate_event_loop_delay_seconds\\{quantile="${name}"\\} ([0-9.e+-]+)`).exec(text)?.[1] ?? NaN,
+    ) * 1000;
   return { loopP99: q("p99"), loopMax: q("max") };
 }
 interface Readyz {
@@ -58,8 +64,26 @@ interface Row {
   dpStartLoadMs: number;
   redisMb: number;
   steady: { p50: number; p99: number; loopP99: number; loopMax: number; failed: number; sent: number };
-  changes: { p99: number; loopP99: number; loopMax: number; failed: number; revokeMs: number[]; createMs: number[]; revokeAppendMs: number[] };
-  reload: { loadMs: number; p99: number; max: number; loopP99: number; loopMax: number; failed: number; sent: number; windowMs: number; dpCpuMs: number };
+  changes: {
+    p99: number;
+    loopP99: number;
+    loopMax: number;
+    failed: number;
+    revokeMs: number[];
+    createMs: number[];
+    revokeAppendMs: number[];
+  };
+  reload: {
+    loadMs: number;
+    p99: number;
+    max: number;
+    loopP99: number;
+    loopMax: number;
+    failed: number;
+    sent: number;
+    windowMs: number;
+    dpCpuMs: number;
+  };
   /** the machine's 1-minute load average at the end of each phase (2 cores; other work shares them) */
   load: number[];
   cpCpuSteadyPct: number;
@@ -94,7 +118,10 @@ async function runSize(n: number, dpEntry: string): Promise<Row> {
     // Bulk insert: accounts, then keys (hash of sk-mg-bench-<i>), each key on account (i mod accounts) + 1.
     const t0 = performance.now();
     await db.db.sql.transaction((tx) =>
-      tx.query(`INSERT INTO accounts (id, name, balance_micro, updated_at) SELECT gen_random_uuid(), 'acct-' || i, 1000000000000000, now() FROM generate_series(1, $1::int) i`, [accounts]),
+      tx.query(
+        `INSERT INTO accounts (id, name, balance_micro, updated_at) SELECT gen_random_uuid(), 'acct-' || i, 1000000000000000, now() FROM generate_series(1, $1::int) i`,
+        [accounts],
+      ),
     );
     for (let from = 1; from <= n; from += 100_000) {
       const to = Math.min(n, from + 99_999);
@@ -111,15 +138,31 @@ async function runSize(n: number, dpEntry: string): Promise<Row> {
     console.log(`[${n}] inserted ${n} keys over ${accounts} accounts in ${insertSec.toFixed(1)} s`);
 
     const mockPort = await freePort();
-    const mock = spawnNode("mock-upstream", "test/bench/mock-upstream.ts", [], { env: { PORT: String(mockPort), MOCK_API_KEY: UPSTREAM_KEY } });
+    const mock = spawnNode("mock-upstream", "test/bench/mock-upstream.ts", [], {
+      env: { PORT: String(mockPort), MOCK_API_KEY: UPSTREAM_KEY },
+    });
     procs.push(mock);
     await waitForUrl(`http://127.0.0.1:${mockPort}/stats`, mock);
     const config = join(work, "gateway.json");
     writeFileSync(
       config,
       JSON.stringify({
-        upstreams: [{ name: "bench-mock", protocol: "openai", baseUrl: `http://127.0.0.1:${mockPort}/v1`, apiKey: "${BENCH_UPSTREAM_KEY}" }],
-        models: [{ id: MODEL, reasoning: false, price: { input: 0.15, output: 0.6 }, routes: [{ upstream: "bench-mock", model: MODEL, weight: 1 }] }],
+        upstreams: [
+          {
+            name: "bench-mock",
+            protocol: "openai",
+            baseUrl: `http://127.0.0.1:${mockPort}/v1`,
+            apiKey: "${BENCH_UPSTREAM_KEY}",
+          },
+        ],
+        models: [
+          {
+            id: MODEL,
+            reasoning: false,
+            price: { input: 0.15, output: 0.6 },
+            routes: [{ upstream: "bench-mock", model: MODEL, weight: 1 }],
+          },
+        ],
       }),
     );
     const env: NodeJS.ProcessEnv = {
@@ -135,7 +178,17 @@ async function runSize(n: number, dpEntry: string): Promise<Row> {
 
     // A replica with nothing to load: its RSS is the baseline the keys are measured against.
     const basePort = await freePort();
-    const base = spawnNode("data-plane-empty", dpEntry, [], { nodeArgs: [], env: { ...env, MODELGATE_REDIS_PREFIX: `${prefix}empty:`, PORT: String(basePort), DATABASE_URL: "", MODELGATE_SPOOL_DIR: join(work, "spool-empty") }, logFile: join(work, "dp-empty.log") });
+    const base = spawnNode("data-plane-empty", dpEntry, [], {
+      nodeArgs: [],
+      env: {
+        ...env,
+        MODELGATE_REDIS_PREFIX: `${prefix}empty:`,
+        PORT: String(basePort),
+        DATABASE_URL: "",
+        MODELGATE_SPOOL_DIR: join(work, "spool-empty"),
+      },
+      logFile: join(work, "dp-empty.log"),
+    });
     await waitForUrl(`http://127.0.0.1:${basePort}/healthz`, base);
     await sleep(2_000);
     const dpBaseRssMb = memoryMb(base.pid).rss;
@@ -144,7 +197,10 @@ async function runSize(n: number, dpEntry: string): Promise<Row> {
     const redisBefore = Number(/used_memory:(\d+)/.exec(await redis.info("memory"))?.[1]);
     const cpPort = await freePort();
     const tCp = performance.now();
-    const cp = spawnNode("control-plane", "control-plane/src/main/control-plane.ts", [], { env: { ...env, PORT: String(cpPort), NODE_OPTIONS: "--max-old-space-size=4096" }, logFile: join(work, "cp.log") });
+    const cp = spawnNode("control-plane", "control-plane/src/main/control-plane.ts", [], {
+      env: { ...env, PORT: String(cpPort), NODE_OPTIONS: "--max-old-space-size=4096" },
+      logFile: join(work, "cp.log"),
+    });
     procs.push(cp);
     while (!(await redis.hget(names.policyMeta, "epoch"))) {
       if (cp.child.exitCode !== null) throw new Error(`control plane exited; see ${work}/cp.log`);
@@ -153,17 +209,26 @@ async function runSize(n: number, dpEntry: string): Promise<Row> {
     const cpFullSec = (performance.now() - tCp) / 1000;
     await waitForUrl(`http://127.0.0.1:${cpPort}/healthz`, cp, 600_000);
     const redisMb = (Number(/used_memory:(\d+)/.exec(await redis.info("memory"))?.[1]) - redisBefore) / 1048576;
-    console.log(`[${n}] control plane published in full after ${cpFullSec.toFixed(1)} s (incl. start); Redis +${redisMb.toFixed(0)} MB`);
+    console.log(
+      `[${n}] control plane published in full after ${cpFullSec.toFixed(1)} s (incl. start); Redis +${redisMb.toFixed(0)} MB`,
+    );
 
     const dpPort = await freePort();
     const origin = `http://127.0.0.1:${dpPort}`;
-    const dp = spawnNode("data-plane", dpEntry, [], { nodeArgs: [], env: { ...env, PORT: String(dpPort), DATABASE_URL: "", MODELGATE_SPOOL_DIR: join(work, "spool") }, logFile: join(work, "dp.log") });
+    const dp = spawnNode("data-plane", dpEntry, [], {
+      nodeArgs: [],
+      env: { ...env, PORT: String(dpPort), DATABASE_URL: "", MODELGATE_SPOOL_DIR: join(work, "spool") },
+      logFile: join(work, "dp.log"),
+    });
     procs.push(dp);
     await waitForUrl(`${origin}/readyz`, dp, 600_000);
     const dpStartLoadMs = (await readyz(origin)).policy.lastFullLoadMs ?? NaN;
     console.log(`[${n}] data plane loaded ${(await readyz(origin)).policy.keys} keys in ${dpStartLoadMs} ms`);
 
-    const load = spawnNode("load", "test/bench/keys-load.ts", [], { ipc: true, env: { TARGET: origin, RATE: String(RATE), KEY_TOTAL: String(n), MODEL } });
+    const load = spawnNode("load", "test/bench/keys-load.ts", [], {
+      ipc: true,
+      env: { TARGET: origin, RATE: String(RATE), KEY_TOTAL: String(n), MODEL },
+    });
     procs.push(load);
     await sleep(5_000); // warm-up: JIT, connections, each key's first use
 
@@ -183,10 +248,14 @@ async function runSize(n: number, dpEntry: string): Promise<Row> {
     const steadyLat = await window(load, s0, s1);
 
     // changes: a key created and one revoked every 2 s
-    const [acct] = await db.db.sql.transaction((tx) => tx.query<{ id: string }>(`SELECT id::text FROM accounts WHERE name = 'acct-1'`));
+    const [acct] = await db.db.sql.transaction((tx) =>
+      tx.query<{ id: string }>(`SELECT id::text FROM accounts WHERE name = 'acct-1'`),
+    );
     const notify = () => redis.publish(names.changedChannel, "bench");
     const probe = async (key: string) => {
-      const res = await fetch(`${origin}/v1/models/no-such-model-2000-01-01`, { headers: { authorization: `Bearer ${key}` } });
+      const res = await fetch(`${origin}/v1/models/no-such-model-2000-01-01`, {
+        headers: { authorization: `Bearer ${key}` },
+      });
       return ((await res.json()) as { error?: { code?: string } }).error?.code ?? "ok";
     };
     const until = async (key: string, ok: (code: string) => boolean) => {
@@ -203,8 +272,13 @@ async function runSize(n: number, dpEntry: string): Promise<Row> {
     const revokeAppendMs: number[] = [];
     const appendedAt = async (hash: string): Promise<number> => {
       const epoch = (await redis.hget(names.policyMeta, "epoch"))!;
-      const entries = (await redis.xrevrange(names.policyStream(epoch), "+", "-", "COUNT", 5_000)) as [string, string[]][];
-      for (const [id, f] of entries) if (f[f.indexOf("i") + 1] === hash && f[f.indexOf("d") + 1]!.includes('"revoked"')) return Number(id.split("-")[0]);
+      const entries = (await redis.xrevrange(names.policyStream(epoch), "+", "-", "COUNT", 5_000)) as [
+        string,
+        string[],
+      ][];
+      for (const [id, f] of entries)
+        if (f[f.indexOf("i") + 1] === hash && f[f.indexOf("d") + 1]!.includes('"revoked"'))
+          return Number(id.split("-")[0]);
       return NaN;
     };
     const createMs: number[] = [];
@@ -226,9 +300,12 @@ async function runSize(n: number, dpEntry: string): Promise<Row> {
       created.push(key);
       if (created.length > 1) {
         const victim = created.shift()!;
-        const [{ hash }] = await db.db.sql.transaction((tx) =>
-          tx.query<{ hash: string }>(`UPDATE api_keys SET status = 'revoked', revoked_at = now() WHERE key_hash = encode(sha256(convert_to($1, 'UTF8')), 'hex') RETURNING key_hash AS hash`, [victim]),
-        ) as [{ hash: string }];
+        const [{ hash }] = (await db.db.sql.transaction((tx) =>
+          tx.query<{ hash: string }>(
+            `UPDATE api_keys SET status = 'revoked', revoked_at = now() WHERE key_hash = encode(sha256(convert_to($1, 'UTF8')), 'hex') RETURNING key_hash AS hash`,
+            [victim],
+          ),
+        )) as [{ hash: string }];
         const committed = Date.now();
         await notify();
         revokeMs.push(await until(victim, (c) => c === "key_revoked"));
@@ -240,7 +317,9 @@ async function runSize(n: number, dpEntry: string): Promise<Row> {
     machineLoad.push(loadavg()[0]!);
     const changesLoop = await scrape(origin);
     const stats = await redis.info("commandstats");
-    const redisUsecPerAppend = Number(/cmdstat_eval:calls=\d+,usec=\d+,usec_per_call=([0-9.]+)/.exec(stats)?.[1] ?? NaN);
+    const redisUsecPerAppend = Number(
+      /cmdstat_eval:calls=\d+,usec=\d+,usec_per_call=([0-9.]+)/.exec(stats)?.[1] ?? NaN,
+    );
     await sleep(1_000);
     const changesLat = await window(load, c1 - PHASE_MS, c1);
 
@@ -274,9 +353,34 @@ async function runSize(n: number, dpEntry: string): Promise<Row> {
       cpPeakMb,
       dpStartLoadMs,
       redisMb,
-      steady: { p50: pct(steadyLat.latencies, 0.5), p99: pct(steadyLat.latencies, 0.99), loopP99: steadyLoop.loopP99, loopMax: steadyLoop.loopMax, failed: steadyLat.failed, sent: steadyLat.latencies.length },
-      changes: { p99: pct(changesLat.latencies, 0.99), loopP99: changesLoop.loopP99, loopMax: changesLoop.loopMax, failed: changesLat.failed, revokeMs, createMs, revokeAppendMs },
-      reload: { loadMs: after.policy.lastFullLoadMs ?? NaN, p99: pct(reloadLat.latencies, 0.99), max: pct(reloadLat.latencies, 1), loopP99: reloadLoop.loopP99, loopMax: reloadLoop.loopMax, failed: reloadLat.failed, sent: reloadLat.latencies.length, windowMs: r1 - r0, dpCpuMs },
+      steady: {
+        p50: pct(steadyLat.latencies, 0.5),
+        p99: pct(steadyLat.latencies, 0.99),
+        loopP99: steadyLoop.loopP99,
+        loopMax: steadyLoop.loopMax,
+        failed: steadyLat.failed,
+        sent: steadyLat.latencies.length,
+      },
+      changes: {
+        p99: pct(changesLat.latencies, 0.99),
+        loopP99: changesLoop.loopP99,
+        loopMax: changesLoop.loopMax,
+        failed: changesLat.failed,
+        revokeMs,
+        createMs,
+        revokeAppendMs,
+      },
+      reload: {
+        loadMs: after.policy.lastFullLoadMs ?? NaN,
+        p99: pct(reloadLat.latencies, 0.99),
+        max: pct(reloadLat.latencies, 1),
+        loopP99: reloadLoop.loopP99,
+        loopMax: reloadLoop.loopMax,
+        failed: reloadLat.failed,
+        sent: reloadLat.latencies.length,
+        windowMs: r1 - r0,
+        dpCpuMs,
+      },
       load: machineLoad,
       cpCpuSteadyPct,
       dpCpuSteadyPct,

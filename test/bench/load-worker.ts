@@ -1,20 +1,40 @@
 import { performance } from "node:perf_hooks";
 import autocannon from "autocannon";
 import { Pool } from "undici";
-import type { ClosedLoopResult, HoldResult, OpenLoopResult, Percentiles, Request, SequentialResult, StreamResult, WorkerCommand, WorkerReply } from "./protocol.ts";
+import type {
+  ClosedLoopResult,
+  HoldResult,
+  OpenLoopResult,
+  Percentiles,
+  Request,
+  SequentialResult,
+  StreamResult,
+  WorkerCommand,
+  WorkerReply,
+} from "./protocol.ts";
 
 // The load generator, in its own process (spawned by run.ts with an IPC channel) so it never shares an event
 // loop with the harness, the mock or a proxy. One command at a time; each answer is one IPC message.
 
 export function percentiles(values: number[]): Percentiles {
   const s = Float64Array.from(values).sort(); // Infinity (unfinished) sorts last
-  const at = (q: number) => (s.length === 0 ? NaN : s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))]!);
+  const at = (q: number) =>
+    s.length === 0 ? NaN : s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))]!;
   let sum = 0;
   for (const v of s) if (Number.isFinite(v)) sum += v;
-  return { count: s.length, mean: s.length ? sum / s.length : NaN, p50: at(0.5), p90: at(0.9), p99: at(0.99), p999: at(0.999), max: s.length ? s[s.length - 1]! : NaN };
+  return {
+    count: s.length,
+    mean: s.length ? sum / s.length : NaN,
+    p50: at(0.5),
+    p90: at(0.9),
+    p99: at(0.99),
+    p999: at(0.999),
+    max: s.length ? s[s.length - 1]! : NaN,
+  };
 }
 
-const poolFor = (url: string, connections: number) => new Pool(new URL(url).origin, { connections, pipelining: 1, keepAliveTimeout: 30_000 });
+const poolFor = (url: string, connections: number) =>
+  new Pool(new URL(url).origin, { connections, pipelining: 1, keepAliveTimeout: 30_000 });
 
 /** Closed loop with autocannon: `connections` clients, each sending its next request when the last answered. */
 async function closedLoop(r: Request, connections: number, durationSec: number): Promise<ClosedLoopResult> {
@@ -64,14 +84,26 @@ async function sequential(r: Request, durationSec: number): Promise<SequentialRe
   }
   const elapsed = (performance.now() - start) / 1000;
   await pool.close();
-  return { requests: latencies.length + non2xx + errors, rps: latencies.length / elapsed, non2xx, errors, latencyMs: percentiles(latencies) };
+  return {
+    requests: latencies.length + non2xx + errors,
+    rps: latencies.length / elapsed,
+    non2xx,
+    errors,
+    latencyMs: percentiles(latencies),
+  };
 }
 
 /**
  * Open loop: requests leave on a fixed schedule (`rate` per second) whatever the answers do, each timed with
  * performance.now() from the moment it is handed to undici to the last byte of its body.
  */
-async function openLoop(r: Request, rate: number, durationSec: number, connections: number, graceMs = 2_000): Promise<OpenLoopResult> {
+async function openLoop(
+  r: Request,
+  rate: number,
+  durationSec: number,
+  connections: number,
+  graceMs = 2_000,
+): Promise<OpenLoopResult> {
   const pool = poolFor(r.url, connections);
   const path = new URL(r.url).pathname;
   const total = Math.round(rate * durationSec);
@@ -119,7 +151,15 @@ async function openLoop(r: Request, rate: number, durationSec: number, connectio
     tick();
   });
   await pool.close();
-  return { sent: total, unfinished, achievedRate: total > 1 ? ((total - 1) * 1000) / (lastSent - start) : NaN, non2xx, errors, latencyMs: percentiles(latencies), schedulerLateMs: percentiles(late) };
+  return {
+    sent: total,
+    unfinished,
+    achievedRate: total > 1 ? ((total - 1) * 1000) / (lastSent - start) : NaN,
+    non2xx,
+    errors,
+    latencyMs: percentiles(latencies),
+    schedulerLateMs: percentiles(late),
+  };
 }
 
 interface StreamTiming {
@@ -164,8 +204,15 @@ async function streams(r: Request, sequential: number, concurrent: number, perCl
   const good = (xs: StreamTiming[]) => xs.filter((x) => x.ok);
   return {
     failed: seq.length + con.length - good(seq).length - good(con).length,
-    sequential: { ttfbMs: percentiles(good(seq).map((x) => x.ttfb)), totalMs: percentiles(good(seq).map((x) => x.total)) },
-    concurrent: { clients: concurrent, ttfbMs: percentiles(good(con).map((x) => x.ttfb)), totalMs: percentiles(good(con).map((x) => x.total)) },
+    sequential: {
+      ttfbMs: percentiles(good(seq).map((x) => x.ttfb)),
+      totalMs: percentiles(good(seq).map((x) => x.total)),
+    },
+    concurrent: {
+      clients: concurrent,
+      ttfbMs: percentiles(good(con).map((x) => x.ttfb)),
+      totalMs: percentiles(good(con).map((x) => x.total)),
+    },
   };
 }
 
@@ -185,7 +232,15 @@ async function hold(r: Request, count: number, waitMs: number): Promise<HoldResu
   const settled = Promise.allSettled(
     Array.from({ length: count }, async () => {
       try {
-        const res = await pool.request({ path, method: "POST", headers: r.headers, body: r.body, signal: abort.signal, headersTimeout: 0, bodyTimeout: 0 });
+        const res = await pool.request({
+          path,
+          method: "POST",
+          headers: r.headers,
+          body: r.body,
+          signal: abort.signal,
+          headersTimeout: 0,
+          bodyTimeout: 0,
+        });
         if (res.statusCode !== 200) statusNot200++;
         let first = true;
         for await (const _c of res.body as AsyncIterable<Buffer>) {
@@ -232,7 +287,11 @@ if (process.send) {
   process.on("message", (cmd: WorkerCommand) => {
     run(cmd).then(
       (reply) => process.send!(reply),
-      (err: unknown) => process.send!({ kind: "error", message: err instanceof Error ? err.stack ?? err.message : String(err) } satisfies WorkerReply),
+      (err: unknown) =>
+        process.send!({
+          kind: "error",
+          message: err instanceof Error ? (err.stack ?? err.message) : String(err),
+        } satisfies WorkerReply),
     );
   });
   process.on("disconnect", () => process.exit(0));

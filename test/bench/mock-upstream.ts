@@ -29,23 +29,54 @@ const completion = Buffer.from(
     object: "chat.completion",
     created,
     model: "bench-upstream-model",
-    choices: [{ index: 0, message: { role: "assistant", content: "Hello! How can I help you today?", refusal: null }, logprobs: null, finish_reason: "stop" }],
-    usage: { prompt_tokens: 9, completion_tokens: 9, total_tokens: 18, prompt_tokens_details: { cached_tokens: 0 }, completion_tokens_details: { reasoning_tokens: 0 } },
+    choices: [
+      {
+        index: 0,
+        message: { role: "assistant", content: "Hello! How can I help you today?", refusal: null },
+        logprobs: null,
+        finish_reason: "stop",
+      },
+    ],
+    usage: {
+      prompt_tokens: 9,
+      completion_tokens: 9,
+      total_tokens: 18,
+      prompt_tokens_details: { cached_tokens: 0 },
+      completion_tokens_details: { reasoning_tokens: 0 },
+    },
     system_fingerprint: "fp_bench",
   }),
 );
 const frame = (o: unknown) => Buffer.from(`data: ${JSON.stringify(o)}\n\n`);
 const chunk = (delta: Record<string, unknown>, finish: string | null) =>
-  frame({ id: "chatcmpl-bench", object: "chat.completion.chunk", created, model: "bench-upstream-model", system_fingerprint: "fp_bench", choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] });
+  frame({
+    id: "chatcmpl-bench",
+    object: "chat.completion.chunk",
+    created,
+    model: "bench-upstream-model",
+    system_fingerprint: "fp_bench",
+    choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+  });
 const firstChunk = chunk({ role: "assistant", content: "" }, null);
 const tokenChunk = chunk({ content: "tok " }, null);
 const lastChunk = chunk({}, "stop");
 const usageChunk = (n: number) =>
-  frame({ id: "chatcmpl-bench", object: "chat.completion.chunk", created, model: "bench-upstream-model", choices: [], usage: { prompt_tokens: 9, completion_tokens: n, total_tokens: 9 + n } });
+  frame({
+    id: "chatcmpl-bench",
+    object: "chat.completion.chunk",
+    created,
+    model: "bench-upstream-model",
+    choices: [],
+    usage: { prompt_tokens: 9, completion_tokens: n, total_tokens: 9 + n },
+  });
 const usageFast = usageChunk(streamChunks);
 const usageSlow = usageChunk(slowChunks);
 const done = Buffer.from("data: [DONE]\n\n");
-const jsonHead = { "content-type": "application/json", "content-length": String(completion.length), "openai-processing-ms": "1" };
+const jsonHead = {
+  "content-type": "application/json",
+  "content-length": String(completion.length),
+  "openai-processing-ms": "1",
+};
 const sseHead = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" };
 
 let requests = 0;

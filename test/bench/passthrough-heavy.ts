@@ -10,9 +10,20 @@ import { Pool } from "undici";
 const upstream = process.env.UPSTREAM;
 if (!upstream) throw new Error("UPSTREAM is required");
 const pool = new Pool(upstream, { connections: 1024, pipelining: 1, keepAliveTimeout: 30_000 });
-const hopByHop = new Set(["connection", "keep-alive", "transfer-encoding", "proxy-connection", "upgrade", "host", "te", "trailer"]);
+const hopByHop = new Set([
+  "connection",
+  "keep-alive",
+  "transfer-encoding",
+  "proxy-connection",
+  "upgrade",
+  "host",
+  "te",
+  "trailer",
+]);
 
-const strip = (h: IncomingHttpHeaders | Record<string, string | string[] | undefined>): Record<string, string | string[]> => {
+const strip = (
+  h: IncomingHttpHeaders | Record<string, string | string[] | undefined>,
+): Record<string, string | string[]> => {
   const out: Record<string, string | string[]> = {};
   for (const k in h) {
     const v = h[k];
@@ -28,7 +39,13 @@ const server = createServer((req, res) => {
   });
   const hasBody = req.method !== "GET" && req.method !== "HEAD";
   pool
-    .request({ path: req.url ?? "/", method: (req.method ?? "GET") as "POST", headers: strip(req.headers), body: hasBody ? req : null, signal: abort.signal })
+    .request({
+      path: req.url ?? "/",
+      method: (req.method ?? "GET") as "POST",
+      headers: strip(req.headers),
+      body: hasBody ? req : null,
+      signal: abort.signal,
+    })
     .then(async (up) => {
       res.writeHead(up.statusCode, strip(up.headers));
       await pipeline(up.body, res);

@@ -28,13 +28,17 @@ export interface SpawnOptions {
 export function spawnNode(name: string, entry: string, args: string[], opts: SpawnOptions = {}): BenchProc {
   const fd = opts.logFile ? openSync(opts.logFile, "a") : null;
   const out: StdioOptions = fd !== null ? ["ignore", fd, fd] : ["ignore", "pipe", "pipe"];
-  const child = spawn(process.execPath, [...(opts.nodeArgs ?? ["--import", "tsx", "--conditions=modelgate-source"]), entry, ...args], {
-    cwd: repoRoot,
-    env: { ...process.env, ...opts.env },
-    stdio: opts.ipc ? ([...(out as unknown[]), "ipc"] as StdioOptions) : out,
-    // structured clone over IPC: latencies of unfinished requests are Infinity, which JSON would turn into null
-    serialization: opts.ipc ? "advanced" : "json",
-  });
+  const child = spawn(
+    process.execPath,
+    [...(opts.nodeArgs ?? ["--import", "tsx", "--conditions=modelgate-source"]), entry, ...args],
+    {
+      cwd: repoRoot,
+      env: { ...process.env, ...opts.env },
+      stdio: opts.ipc ? ([...(out as unknown[]), "ipc"] as StdioOptions) : out,
+      // structured clone over IPC: latencies of unfinished requests are Infinity, which JSON would turn into null
+      serialization: opts.ipc ? "advanced" : "json",
+    },
+  );
   if (fd !== null) closeSync(fd);
   let text = "";
   const keep = (d: Buffer) => {
@@ -88,11 +92,17 @@ process.on("exit", () => {
   for (const p of children) if (p.child.exitCode === null) p.child.kill("SIGKILL");
 });
 
-export async function waitForUrl(url: string, proc: BenchProc | null, timeoutMs = 60_000, init?: RequestInit): Promise<void> {
+export async function waitForUrl(
+  url: string,
+  proc: BenchProc | null,
+  timeoutMs = 60_000,
+  init?: RequestInit,
+): Promise<void> {
   const until = Date.now() + timeoutMs;
   let last = "";
   while (Date.now() < until) {
-    if (proc && proc.child.exitCode !== null) throw new Error(`${proc.name} exited (${proc.child.exitCode}):\n${proc.output()}`);
+    if (proc && proc.child.exitCode !== null)
+      throw new Error(`${proc.name} exited (${proc.child.exitCode}):\n${proc.output()}`);
     try {
       const res = await fetch(url, init);
       await res.arrayBuffer();

@@ -37,7 +37,8 @@ function category(url: string, name: string): string {
   return url;
 }
 
-const where = (f: CallFrame, root: string) => `${f.url.replace(`file://${root}`, "").replace(/^\//, "")}:${f.lineNumber + 1}`;
+const where = (f: CallFrame, root: string) =>
+  `${f.url.replace(`file://${root}`, "").replace(/^\//, "")}:${f.lineNumber + 1}`;
 
 export function summariseProfiles(dir: string, root: string, top = 15): string {
   const files = readdirSync(dir).filter((f) => f.endsWith(".cpuprofile"));
@@ -84,23 +85,31 @@ export function summariseProfiles(dir: string, root: string, top = 15): string {
   const busy = total - idle;
   const pct = (ms: number) => `${((100 * ms) / busy).toFixed(1)}%`;
   const out: string[] = [];
-  out.push(`CPU profile of the data plane (${files.length} file(s)): ${(total / 1000).toFixed(1)} s sampled, ${(busy / 1000).toFixed(1)} s busy (percentages are of busy time)`);
+  out.push(
+    `CPU profile of the data plane (${files.length} file(s)): ${(total / 1000).toFixed(1)} s sampled, ${(busy / 1000).toFixed(1)} s busy (percentages are of busy time)`,
+  );
   out.push("", "Self time by package:");
   for (const [c, ms] of [...cats].sort((a, b) => b[1] - a[1]).slice(0, 12)) out.push(`  ${pct(ms).padStart(6)}  ${c}`);
   const own = [...self.entries()].filter(([, v]) => ownCode.test(v.frame.url)).sort((a, b) => b[1].ms - a[1].ms);
   const ownTotal = own.reduce((s, [, v]) => s + v.ms, 0);
   out.push("", `modelgate's own code: ${pct(ownTotal)} self time. Top functions by self time (self, inclusive):`);
   for (const [k, v] of own.slice(0, top)) {
-    out.push(`  ${pct(v.ms).padStart(6)}  ${pct(inclusive.get(k) ?? 0).padStart(6)}  ${v.frame.functionName || "(anonymous)"}  ${where(v.frame, root)}`);
+    out.push(
+      `  ${pct(v.ms).padStart(6)}  ${pct(inclusive.get(k) ?? 0).padStart(6)}  ${v.frame.functionName || "(anonymous)"}  ${where(v.frame, root)}`,
+    );
   }
   out.push("", "Top functions overall by self time:");
   for (const [, v] of [...self.entries()].sort((a, b) => b[1].ms - a[1].ms).slice(0, top)) {
-    out.push(`  ${pct(v.ms).padStart(6)}  ${v.frame.functionName || "(anonymous)"}  ${v.frame.url ? where(v.frame, root) : ""}  [${category(v.frame.url, v.frame.functionName)}]`);
+    out.push(
+      `  ${pct(v.ms).padStart(6)}  ${v.frame.functionName || "(anonymous)"}  ${v.frame.url ? where(v.frame, root) : ""}  [${category(v.frame.url, v.frame.functionName)}]`,
+    );
   }
   out.push("", "modelgate functions by inclusive time:");
   for (const [k, ms] of [...inclusive].sort((a, b) => b[1] - a[1]).slice(0, top)) {
     const fr = self.get(k)?.frame;
-    out.push(`  ${pct(ms).padStart(6)}  ${k.split(" ")[0]}  ${fr ? where(fr, root) : k.split(" ").slice(1).join(" ").replace(`file://${root}`, "")}`);
+    out.push(
+      `  ${pct(ms).padStart(6)}  ${k.split(" ")[0]}  ${fr ? where(fr, root) : k.split(" ").slice(1).join(" ").replace(`file://${root}`, "")}`,
+    );
   }
   return out.join("\n");
 }

@@ -9,9 +9,30 @@ import ts from "typescript";
 import { usageEntryEvents } from "../../data-plane/src/contract/usage.ts";
 import { freshDatabase } from "../helpers/postgres.ts";
 import { admin, freePort, repoRoot } from "../helpers/processes.ts";
-import { type BenchProc, childPids, childrenOf, cpuMs, cpuMsOf, machineBusyMs, memoryMb, spawnNode, stopAll, waitForUrl, waitIdle } from "./procs.ts";
+import {
+  type BenchProc,
+  childPids,
+  childrenOf,
+  cpuMs,
+  cpuMsOf,
+  machineBusyMs,
+  memoryMb,
+  spawnNode,
+  stopAll,
+  waitForUrl,
+  waitIdle,
+} from "./procs.ts";
 import { summariseProfiles } from "./profile-summary.ts";
-import type { ClosedLoopResult, HoldResult, OpenLoopResult, Request, SequentialResult, StreamResult, WorkerCommand, WorkerReply } from "./protocol.ts";
+import type {
+  ClosedLoopResult,
+  HoldResult,
+  OpenLoopResult,
+  Request,
+  SequentialResult,
+  StreamResult,
+  WorkerCommand,
+  WorkerReply,
+} from "./protocol.ts";
 
 // `npm run bench`: modelgate's overhead and throughput against the direct upstream, a minimal undici
 // pass-through (the floor: test/bench/floor.ts) and Portkey's open-source gateway, in one run, with modelgate
@@ -45,7 +66,8 @@ const env = process.env;
 const quick = env.BENCH_QUICK === "1";
 const cpuProf = env.BENCH_CPU_PROF === "1";
 const cpLive = env.BENCH_CP_PAUSE !== "1";
-const num = (v: string | undefined, d: number) => (v !== undefined && v !== "" && Number.isFinite(Number(v)) ? Number(v) : d);
+const num = (v: string | undefined, d: number) =>
+  v !== undefined && v !== "" && Number.isFinite(Number(v)) ? Number(v) : d;
 const cfg = {
   duration: num(env.BENCH_DURATION, quick ? 2 : 4),
   rounds: num(env.BENCH_ROUNDS, quick ? 1 : 5),
@@ -67,7 +89,11 @@ const UPSTREAM_KEY = "sk-bench-upstream";
 const REDIS_URL = env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
 const portkeyEntry = join(repoRoot, "bench/portkey/node_modules/@portkey-ai/gateway/build/start-server.js");
 const resultsDir = join(repoRoot, "bench/results");
-const scenarios = new Set((env.BENCH_SCENARIOS ?? "c1,c64,c256,open,streams,anthropic,workers,tracing,hold,settle").split(",").map((s) => s.trim()));
+const scenarios = new Set(
+  (env.BENCH_SCENARIOS ?? "c1,c64,c256,open,streams,anthropic,workers,tracing,hold,settle")
+    .split(",")
+    .map((s) => s.trim()),
+);
 const outFile = env.BENCH_OUT ?? join(resultsDir, cpuProf ? "cpu-profile.tmp/run.md" : "latest.md");
 const profileDir = join(resultsDir, "cpu-profile.tmp");
 
@@ -104,7 +130,9 @@ let worker: BenchProc | null = null;
 async function startWorker(): Promise<void> {
   worker = spawnNode("load-worker", "test/bench/load-worker.ts", [], { ipc: true });
   await new Promise<void>((resolve, reject) => {
-    worker!.child.once("message", (m: WorkerReply) => (m.kind === "ready" ? resolve() : reject(new Error(JSON.stringify(m)))));
+    worker!.child.once("message", (m: WorkerReply) =>
+      m.kind === "ready" ? resolve() : reject(new Error(JSON.stringify(m))),
+    );
     worker!.child.once("exit", (code) => reject(new Error(`load worker exited (${code}): ${worker!.output()}`)));
   });
 }
@@ -121,7 +149,8 @@ function ask<K extends WorkerReply["kind"]>(cmd: WorkerCommand): Promise<Extract
     w.send(cmd);
   });
 }
-const sequential = async (r: Request, durationSec: number) => (await ask<"sequential">({ kind: "sequential", request: r, durationSec })).result;
+const sequential = async (r: Request, durationSec: number) =>
+  (await ask<"sequential">({ kind: "sequential", request: r, durationSec })).result;
 const closed = async (r: Request, connections: number, durationSec: number) =>
   (await ask<"closed">({ kind: "closed", request: r, connections, durationSec })).result;
 const open = async (r: Request, rate: number, durationSec: number) =>
@@ -129,7 +158,12 @@ const open = async (r: Request, rate: number, durationSec: number) =>
 
 // ---------------------------------------------------------------------------------------------- results
 
-type MeasuredClosed = ClosedLoopResult & { proxyCpuMsPerReq: number; sideCpuMsPerReq: number; servicesCpuMsPerReq: number; settleMs: number };
+type MeasuredClosed = ClosedLoopResult & {
+  proxyCpuMsPerReq: number;
+  sideCpuMsPerReq: number;
+  servicesCpuMsPerReq: number;
+  settleMs: number;
+};
 interface RoundResult {
   c1?: SequentialResult;
   c64?: MeasuredClosed;
@@ -149,7 +183,10 @@ const unfinishedByTarget = new Map<string, string[]>();
 const notes: string[] = [];
 
 function checkClosed(t: Target, what: string, r: ClosedLoopResult): void {
-  if (r.non2xx || r.errors || r.timeouts) failures.push(`${t.label} ${what}: ${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts of ${r.requests}`);
+  if (r.non2xx || r.errors || r.timeouts)
+    failures.push(
+      `${t.label} ${what}: ${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts of ${r.requests}`,
+    );
 }
 
 // ---------------------------------------------------------------------------------------------- setup
@@ -212,7 +249,13 @@ for (const sig of ["SIGINT", "SIGTERM"] as const) {
 async function startMock(): Promise<string> {
   const port = await freePort();
   mock = spawnNode("mock-upstream", "test/bench/mock-upstream.ts", [], {
-    env: { PORT: String(port), MOCK_API_KEY: UPSTREAM_KEY, MOCK_STREAM_CHUNKS: "100", MOCK_SLOW_INTERVAL_MS: "1000", MOCK_SLOW_CHUNKS: "120" },
+    env: {
+      PORT: String(port),
+      MOCK_API_KEY: UPSTREAM_KEY,
+      MOCK_STREAM_CHUNKS: "100",
+      MOCK_SLOW_INTERVAL_MS: "1000",
+      MOCK_SLOW_CHUNKS: "120",
+    },
   });
   const origin = `http://127.0.0.1:${port}`;
   await waitForUrl(`${origin}/stats`, mock);
@@ -230,7 +273,11 @@ function plainJs(entry: string): string {
   mkdirSync(dir, { recursive: true });
   const out = join(dir, entry.replace(/[/\\]/g, "_").replace(/\.ts$/, ".mjs"));
   const source = readFileSync(join(repoRoot, entry), "utf8");
-  writeFileSync(out, ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2023 } }).outputText);
+  writeFileSync(
+    out,
+    ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2023 } })
+      .outputText,
+  );
   return out;
 }
 
@@ -242,21 +289,44 @@ function buildDataPlane(): string {
 
 async function startFloor(mockOrigin: string, workers = 1): Promise<Target & { proc: BenchProc }> {
   const port = await freePort();
-  const proc = spawnNode(`floor-${workers}`, plainJs("test/bench/floor.ts"), [], { nodeArgs: [], env: { PORT: String(port), UPSTREAM: mockOrigin, FLOOR_WORKERS: String(workers) } });
+  const proc = spawnNode(`floor-${workers}`, plainJs("test/bench/floor.ts"), [], {
+    nodeArgs: [],
+    env: { PORT: String(port), UPSTREAM: mockOrigin, FLOOR_WORKERS: String(workers) },
+  });
   const origin = `http://127.0.0.1:${port}`;
   await waitForUrl(`${origin}/stats`, proc);
   const label = workers > 1 ? `minimal pass-through (floor), ${workers} workers` : "minimal pass-through (floor)";
   const pids = workers > 1 ? [proc.pid, ...childrenOf(proc.pid)] : [proc.pid];
-  return { id: "floor", label, origin, streamOrigin: origin, headers: { authorization: `Bearer ${UPSTREAM_KEY}` }, proxyPids: pids, sidePids: [], proc };
+  return {
+    id: "floor",
+    label,
+    origin,
+    streamOrigin: origin,
+    headers: { authorization: `Bearer ${UPSTREAM_KEY}` },
+    proxyPids: pids,
+    sidePids: [],
+    proc,
+  };
 }
 
 /** The earlier floor (pipeline, an AbortController and a close listener per request), for comparison only. */
 async function startHeavyFloor(mockOrigin: string): Promise<Target> {
   const port = await freePort();
-  const proc = spawnNode("pass-through-heavy", plainJs("test/bench/passthrough-heavy.ts"), [], { nodeArgs: [], env: { PORT: String(port), UPSTREAM: mockOrigin } });
+  const proc = spawnNode("pass-through-heavy", plainJs("test/bench/passthrough-heavy.ts"), [], {
+    nodeArgs: [],
+    env: { PORT: String(port), UPSTREAM: mockOrigin },
+  });
   const origin = `http://127.0.0.1:${port}`;
   await waitForUrl(`${origin}/stats`, proc);
-  return { id: "heavy", label: "pass-through + pipeline + AbortController (earlier floor)", origin, streamOrigin: origin, headers: { authorization: `Bearer ${UPSTREAM_KEY}` }, proxyPids: [proc.pid], sidePids: [] };
+  return {
+    id: "heavy",
+    label: "pass-through + pipeline + AbortController (earlier floor)",
+    origin,
+    streamOrigin: origin,
+    headers: { authorization: `Bearer ${UPSTREAM_KEY}` },
+    proxyPids: [proc.pid],
+    sidePids: [],
+  };
 }
 
 async function startModelgate(mockOrigin: string): Promise<Target> {
@@ -266,7 +336,9 @@ async function startModelgate(mockOrigin: string): Promise<Target> {
   writeFileSync(
     config,
     JSON.stringify({
-      upstreams: [{ name: "bench-mock", protocol: "openai", baseUrl: `${mockOrigin}/v1`, apiKey: "${BENCH_UPSTREAM_KEY}" }],
+      upstreams: [
+        { name: "bench-mock", protocol: "openai", baseUrl: `${mockOrigin}/v1`, apiKey: "${BENCH_UPSTREAM_KEY}" },
+      ],
       models: [
         { id: MODEL, reasoning: false, price: { input: 0.15, output: 0.6 }, routes: [route(MODEL)] },
         { id: SLOW_MODEL, reasoning: false, price: { input: 0.15, output: 0.6 }, routes: [route(SLOW_MODEL)] },
@@ -316,12 +388,29 @@ async function startModelgate(mockOrigin: string): Promise<Target> {
   };
   await run("account", "create", "--name", "bench", "--balance", "1000000000");
   // Generous limits: policy and rate-limit checks run on every request but never refuse one.
-  const key = (await run("key", "create", "--account", "bench", "--name", "bench", "--rpm", "1000000000", "--tpm", "1000000000", "--concurrency", "100000")) as { key: string };
+  const key = (await run(
+    "key",
+    "create",
+    "--account",
+    "bench",
+    "--name",
+    "bench",
+    "--rpm",
+    "1000000000",
+    "--tpm",
+    "1000000000",
+    "--concurrency",
+    "100000",
+  )) as { key: string };
   const headers = { authorization: `Bearer ${key.key}` };
   mgEnvSaved = mgEnv;
   mgHeaders = headers;
   // The key reaches the replica through the Redis snapshot.
-  await waitForUrl(`${origin}/v1/chat/completions`, dataPlane, 15_000, { method: "POST", headers: { ...headers, "content-type": "application/json" }, body: body(MODEL, false) });
+  await waitForUrl(`${origin}/v1/chat/completions`, dataPlane, 15_000, {
+    method: "POST",
+    headers: { ...headers, "content-type": "application/json" },
+    body: body(MODEL, false),
+  });
 
   // Backing services: Redis and this database's Postgres backends (informational; both are shared machines' services).
   servicePids = [];
@@ -330,17 +419,38 @@ async function startModelgate(mockOrigin: string): Promise<Target> {
   redis.disconnect();
   const redisPid = Number(/process_id:(\d+)/.exec(info)?.[1]);
   if (redisPid) servicePids.push(redisPid);
-  return { id: "modelgate", label: "modelgate (1 data plane)", origin, streamOrigin: origin, headers, proxyPids: [dataPlane.pid], sidePids: [controlPlane.pid] };
+  return {
+    id: "modelgate",
+    label: "modelgate (1 data plane)",
+    origin,
+    streamOrigin: origin,
+    headers,
+    proxyPids: [dataPlane.pid],
+    sidePids: [controlPlane.pid],
+  };
 }
 
 /**
  * A second modelgate data plane next to the first (same control plane, key and Redis): `entry` is
  * workers.js (as `start:data-plane` runs it) or main.js (one process), with extra environment.
  */
-async function startDataPlaneVariant(name: string, label: string, entry: string, extraEnv: NodeJS.ProcessEnv, processes = 1): Promise<Target & { proc: BenchProc }> {
+async function startDataPlaneVariant(
+  name: string,
+  label: string,
+  entry: string,
+  extraEnv: NodeJS.ProcessEnv,
+  processes = 1,
+): Promise<Target & { proc: BenchProc }> {
   const port = await freePort();
   const proc = spawnNode(name, entry, [], {
-    env: { ...mgEnvSaved, PORT: String(port), DATABASE_URL: "", MODELGATE_DRAIN_MS: "3000", MODELGATE_SPOOL_DIR: join(workDir, `spool-${name}`), ...extraEnv },
+    env: {
+      ...mgEnvSaved,
+      PORT: String(port),
+      DATABASE_URL: "",
+      MODELGATE_DRAIN_MS: "3000",
+      MODELGATE_SPOOL_DIR: join(workDir, `spool-${name}`),
+      ...extraEnv,
+    },
     nodeArgs: [],
     logFile: join(workDir, `${name}.log`),
   });
@@ -348,13 +458,32 @@ async function startDataPlaneVariant(name: string, label: string, entry: string,
   await waitForUrl(`${origin}/readyz`, proc);
   // every process must know the key: several calls over fresh connections
   for (let i = 0; i < 4 * processes; i++) {
-    await waitForUrl(`${origin}/v1/chat/completions`, proc, 15_000, { method: "POST", headers: { ...mgHeaders, "content-type": "application/json", connection: "close" }, body: body(MODEL, false) });
+    await waitForUrl(`${origin}/v1/chat/completions`, proc, 15_000, {
+      method: "POST",
+      headers: { ...mgHeaders, "content-type": "application/json", connection: "close" },
+      body: body(MODEL, false),
+    });
   }
-  return { id: "modelgate", label, origin, streamOrigin: origin, headers: mgHeaders, proxyPids: [proc.pid, ...childrenOf(proc.pid)], sidePids: controlPlane ? [controlPlane.pid] : [], proc };
+  return {
+    id: "modelgate",
+    label,
+    origin,
+    streamOrigin: origin,
+    headers: mgHeaders,
+    proxyPids: [proc.pid, ...childrenOf(proc.pid)],
+    sidePids: controlPlane ? [controlPlane.pid] : [],
+    proc,
+  };
 }
 
 const startModelgateWorkers = (workers: number) =>
-  startDataPlaneVariant(`data-plane-${workers}w`, `modelgate, ${workers} workers`, "data-plane/dist/workers.js", { MODELGATE_WORKERS: String(workers) }, workers);
+  startDataPlaneVariant(
+    `data-plane-${workers}w`,
+    `modelgate, ${workers} workers`,
+    "data-plane/dist/workers.js",
+    { MODELGATE_WORKERS: String(workers) },
+    workers,
+  );
 
 /** An OTLP/HTTP endpoint that accepts and drops every export: what tracing costs the data plane, not the collector. */
 async function startTraceSink(): Promise<{ url: string; close(): void }> {
@@ -369,7 +498,10 @@ async function startTraceSink(): Promise<{ url: string; close(): void }> {
 
 async function postgresBackendPids(): Promise<number[]> {
   if (!db) return [];
-  const rows = await db.db.prisma.$queryRawUnsafe<{ pid: number }[]>(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, db.name);
+  const rows = await db.db.prisma.$queryRawUnsafe<{ pid: number }[]>(
+    `SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`,
+    db.name,
+  );
   return rows.map((r) => Number(r.pid));
 }
 
@@ -396,7 +528,11 @@ async function startPortkey(mockOrigin: string): Promise<Target | null> {
   // Streaming 500s on a plain install (Portkey issues #1389/#1550): the streaming runs go to a second
   // process that resolves @hono/node-server to 1.14.1; non-streaming is timed on the plain install.
   const streaming = await start("portkey-stream", ["--import", join(repoRoot, "bench/portkey/stream-hook.mjs")]);
-  const version = (JSON.parse(readFileSync(join(repoRoot, "bench/portkey/node_modules/@portkey-ai/gateway/package.json"), "utf8")) as { version: string }).version;
+  const version = (
+    JSON.parse(readFileSync(join(repoRoot, "bench/portkey/node_modules/@portkey-ai/gateway/package.json"), "utf8")) as {
+      version: string;
+    }
+  ).version;
   notes.push(
     `Portkey ${version}: \`node …/build/start-server.js --port=<p>\` (no flags), headers \`x-portkey-provider: openai\` and \`x-portkey-custom-host\`. Non-streaming on the plain install; streaming through a second process with @hono/node-server 1.14.1 (bench/portkey/stream-hook.mjs); CPU and RSS are the plain process's.`,
   );
@@ -405,7 +541,11 @@ async function startPortkey(mockOrigin: string): Promise<Target | null> {
     label: `Portkey gateway ${version}`,
     origin: plain.origin,
     streamOrigin: streaming.origin,
-    headers: { authorization: `Bearer ${UPSTREAM_KEY}`, "x-portkey-provider": "openai", "x-portkey-custom-host": `${mockOrigin}/v1` },
+    headers: {
+      authorization: `Bearer ${UPSTREAM_KEY}`,
+      "x-portkey-provider": "openai",
+      "x-portkey-custom-host": `${mockOrigin}/v1`,
+    },
     proxyPids: [plain.p.pid],
     sidePids: [],
   };
@@ -416,13 +556,16 @@ async function validate(t: Target): Promise<void> {
   const nonStream = request(t, false);
   const res = await fetch(nonStream.url, { method: "POST", headers: nonStream.headers, body: nonStream.body });
   const text = await res.text();
-  if (res.status !== 200 || !text.includes('"choices"')) throw new Error(`${t.label}: non-streaming check answered ${res.status}: ${text.slice(0, 500)}`);
+  if (res.status !== 200 || !text.includes('"choices"'))
+    throw new Error(`${t.label}: non-streaming check answered ${res.status}: ${text.slice(0, 500)}`);
   const s = request(t, true);
   const sres = await fetch(s.url, { method: "POST", headers: s.headers, body: s.body });
   const stext = await sres.text();
   const chunks = stext.split("\n\n").filter((e) => e.includes('"tok "')).length;
   if (sres.status !== 200 || !stext.includes("[DONE]") || chunks !== 100) {
-    throw new Error(`${t.label}: streaming check answered ${sres.status} with ${chunks} content chunks: ${stext.slice(0, 500)}`);
+    throw new Error(
+      `${t.label}: streaming check answered ${sres.status} with ${chunks} content chunks: ${stext.slice(0, 500)}`,
+    );
   }
 }
 
@@ -432,10 +575,20 @@ async function validate(t: Target): Promise<void> {
 const anthropicRequest = (t: Target): Request => ({
   url: `${t.origin}/v1/messages`,
   headers: { ...t.headers, "content-type": "application/json", "anthropic-version": "2023-06-01" },
-  body: JSON.stringify({ model: MODEL, max_tokens: 16, messages: [{ role: "user", content: "Say hello in one short sentence." }] }),
+  body: JSON.stringify({
+    model: MODEL,
+    max_tokens: 16,
+    messages: [{ role: "user", content: "Say hello in one short sentence." }],
+  }),
 });
 
-async function runClosed(t: Target, connections: number, durationSec: number, measureCpu: boolean, r: Request = request(t, false)): Promise<MeasuredClosed> {
+async function runClosed(
+  t: Target,
+  connections: number,
+  durationSec: number,
+  measureCpu: boolean,
+  r: Request = request(t, false),
+): Promise<MeasuredClosed> {
   await closed(r, connections, cfg.warmupSec);
   const pg = measureCpu ? await postgresBackendPids() : [];
   const services = t.id === "modelgate" ? [...servicePids, ...pg] : [];
@@ -447,7 +600,13 @@ async function runClosed(t: Target, connections: number, durationSec: number, me
   const sideCpu = cpuMsOf(t.sidePids) - before.side;
   const servicesCpu = cpuMsOf(services) - before.services;
   checkClosed(t, `c=${connections}`, res);
-  return { ...res, proxyCpuMsPerReq: proxyCpu / res.requests, sideCpuMsPerReq: sideCpu / res.requests, servicesCpuMsPerReq: servicesCpu / res.requests, settleMs };
+  return {
+    ...res,
+    proxyCpuMsPerReq: proxyCpu / res.requests,
+    sideCpuMsPerReq: sideCpu / res.requests,
+    servicesCpuMsPerReq: servicesCpu / res.requests,
+    settleMs,
+  };
 }
 
 async function runOpen(t: Target): Promise<OpenLoopResult> {
@@ -456,15 +615,30 @@ async function runOpen(t: Target): Promise<OpenLoopResult> {
   const cpu0 = cpuMsOf(t.proxyPids);
   const res = await open(r, cfg.openRate, cfg.openDuration);
   // At a fixed rate every target batches alike (a closed loop's CPU per request falls as its throughput rises).
-  if (t.proxyPids.length && res.sent) console.log(`    ${t.id} open loop at ${cfg.openRate}/s: proxy CPU ${((cpuMsOf(t.proxyPids) - cpu0) / res.sent).toFixed(4)} ms/req`);
-  if (res.unfinished) (unfinishedByTarget.get(t.label) ?? unfinishedByTarget.set(t.label, []).get(t.label)!).push(`${res.unfinished} of ${res.sent}`);
-  if (res.non2xx || res.errors) failures.push(`${t.label} open loop: ${res.non2xx} non-2xx, ${res.errors} errors of ${res.sent}`);
+  if (t.proxyPids.length && res.sent)
+    console.log(
+      `    ${t.id} open loop at ${cfg.openRate}/s: proxy CPU ${((cpuMsOf(t.proxyPids) - cpu0) / res.sent).toFixed(4)} ms/req`,
+    );
+  if (res.unfinished)
+    (unfinishedByTarget.get(t.label) ?? unfinishedByTarget.set(t.label, []).get(t.label)!).push(
+      `${res.unfinished} of ${res.sent}`,
+    );
+  if (res.non2xx || res.errors)
+    failures.push(`${t.label} open loop: ${res.non2xx} non-2xx, ${res.errors} errors of ${res.sent}`);
   if (t.sidePids.length && cpLive) await waitIdle([...t.proxyPids, ...t.sidePids], 20_000);
   return res;
 }
 
 async function runStreams(t: Target): Promise<StreamResult> {
-  const res = (await ask<"streams">({ kind: "streams", request: request(t, true), sequential: cfg.streamSequential, concurrent: cfg.streamConcurrent, perClient: cfg.streamPerClient })).result;
+  const res = (
+    await ask<"streams">({
+      kind: "streams",
+      request: request(t, true),
+      sequential: cfg.streamSequential,
+      concurrent: cfg.streamConcurrent,
+      perClient: cfg.streamPerClient,
+    })
+  ).result;
   if (res.failed) failures.push(`${t.label} streaming: ${res.failed} streams failed or ended without [DONE]`);
   if (t.sidePids.length && cpLive) await waitIdle([...t.proxyPids, ...t.sidePids], 20_000);
   return res;
@@ -488,13 +662,14 @@ async function runSettlement(): Promise<SettleReport | null> {
     const services = [...servicePids, ...(await postgresBackendPids())];
     // An entry holds the events of one event-loop turn of a replica: count events, not entries.
     let backlog = 0;
-    for (let from = "-"; ; ) {
+    for (let from = "-"; ;) {
       const entries = (await redis.xrange(stream, from, "+", "COUNT", 1000)) as [string, string[]][];
       for (const [, fields] of entries) backlog += usageEntryEvents(fields)?.length ?? 0;
       if (entries.length < 1000) break;
       from = `(${entries[entries.length - 1]![0]}`;
     }
-    const rows = async () => Number((await prisma.$queryRawUnsafe<{ n: bigint }[]>("SELECT count(*) AS n FROM usage_logs"))[0]!.n);
+    const rows = async () =>
+      Number((await prisma.$queryRawUnsafe<{ n: bigint }[]>("SELECT count(*) AS n FROM usage_logs"))[0]!.n);
     const rows0 = await rows();
     const cp0 = cpuMs(controlPlane.pid);
     const s0 = cpuMsOf(services);
@@ -506,7 +681,13 @@ async function runSettlement(): Promise<SettleReport | null> {
       settled = (await rows()) - rows0;
     }
     const seconds = (Date.now() - t0) / 1000;
-    return { backlog, settled, seconds, cpMsPerEvent: (cpuMs(controlPlane.pid) - cp0) / settled, servicesMsPerEvent: (cpuMsOf(services) - s0) / settled };
+    return {
+      backlog,
+      settled,
+      seconds,
+      cpMsPerEvent: (cpuMs(controlPlane.pid) - cp0) / settled,
+      servicesMsPerEvent: (cpuMsOf(services) - s0) / settled,
+    };
   } finally {
     redis.disconnect();
   }
@@ -522,14 +703,28 @@ interface HoldReport extends HoldResult {
 async function runHold(t: Target, proc: BenchProc): Promise<HoldReport> {
   const statsBefore = (await (await fetch(`${mockOrigin}/stats`)).json()) as { openStreams: number };
   const rssBeforeMb = memoryMb(proc.pid).rss;
-  const held = (await ask<"hold">({ kind: "hold", request: request(t, true, SLOW_MODEL), count: cfg.holdStreams, waitMs: cfg.holdWaitMs })).result;
+  const held = (
+    await ask<"hold">({
+      kind: "hold",
+      request: request(t, true, SLOW_MODEL),
+      count: cfg.holdStreams,
+      waitMs: cfg.holdWaitMs,
+    })
+  ).result;
   await new Promise((r) => setTimeout(r, 1_500)); // let every open stream receive its next chunk
   const rssHeldMb = memoryMb(proc.pid).rss;
   const stats = (await (await fetch(`${mockOrigin}/stats`)).json()) as { openStreams: number };
   await ask<"release">({ kind: "release" });
   await waitIdle([proc.pid], 15_000);
-  if (held.statusNot200 || held.errors) failures.push(`${t.label} open streams: ${held.statusNot200} non-200, ${held.errors} errors of ${held.requested}`);
-  return { ...held, target: t.label, rssBeforeMb, rssHeldMb, openAtUpstream: stats.openStreams - statsBefore.openStreams };
+  if (held.statusNot200 || held.errors)
+    failures.push(`${t.label} open streams: ${held.statusNot200} non-200, ${held.errors} errors of ${held.requested}`);
+  return {
+    ...held,
+    target: t.label,
+    rssBeforeMb,
+    rssHeldMb,
+    openAtUpstream: stats.openStreams - statsBefore.openStreams,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------- report
@@ -542,10 +737,12 @@ const median = (xs: number[]): number => {
 };
 const fmt = (v: number, digits = 2) => (Number.isFinite(v) ? v.toFixed(digits) : v === Infinity ? "∞" : "–");
 const fmtInt = (v: number) => (Number.isFinite(v) ? Math.round(v).toLocaleString("en-US") : "–");
-const ratio = (v: number, floor: number) => (Number.isFinite(v) && Number.isFinite(floor) && floor !== 0 ? ` (×${(v / floor).toFixed(2)})` : "");
+const ratio = (v: number, floor: number) =>
+  Number.isFinite(v) && Number.isFinite(floor) && floor !== 0 ? ` (×${(v / floor).toFixed(2)})` : "";
 
 function machine(): string {
-  const model = /model name\s*:\s*(.*)/.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1] ?? cpus()[0]?.model ?? "unknown";
+  const model =
+    /model name\s*:\s*(.*)/.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1] ?? cpus()[0]?.model ?? "unknown";
   return `${model}, ${cpus().length} cores, Node ${process.version}, ${process.platform}`;
 }
 
@@ -554,11 +751,21 @@ let mockOrigin = "";
 async function main(): Promise<number> {
   const started = Date.now();
   const load0 = loadavg()[0]!;
-  const wanted = new Set((env.BENCH_TARGETS ?? "direct,floor,modelgate,portkey").split(",").map((s) => s.trim()) as TargetId[]);
+  const wanted = new Set(
+    (env.BENCH_TARGETS ?? "direct,floor,modelgate,portkey").split(",").map((s) => s.trim()) as TargetId[],
+  );
   console.log(`bench: ${quick ? "quick" : "full"} run, ${cfg.rounds} round(s); machine: ${machine()}`);
   mockOrigin = await startMock();
   const targets: Target[] = [];
-  const mockTarget: Target = { id: "direct", label: "direct to the mock", origin: mockOrigin, streamOrigin: mockOrigin, headers: { authorization: `Bearer ${UPSTREAM_KEY}` }, proxyPids: [], sidePids: [] };
+  const mockTarget: Target = {
+    id: "direct",
+    label: "direct to the mock",
+    origin: mockOrigin,
+    streamOrigin: mockOrigin,
+    headers: { authorization: `Bearer ${UPSTREAM_KEY}` },
+    proxyPids: [],
+    sidePids: [],
+  };
   if (wanted.has("direct")) targets.push(mockTarget);
   if (wanted.has("floor")) {
     const fl = await startFloor(mockOrigin);
@@ -568,7 +775,12 @@ async function main(): Promise<number> {
   if (wanted.has("heavy")) targets.push(await startHeavyFloor(mockOrigin));
   if (wanted.has("modelgate")) targets.push(await startModelgate(mockOrigin));
   if (env.BENCH_BASELINE && wanted.has("modelgate")) {
-    const base = await startDataPlaneVariant("data-plane-baseline", "modelgate, baseline build", join(env.BENCH_BASELINE, "main.js"), {});
+    const base = await startDataPlaneVariant(
+      "data-plane-baseline",
+      "modelgate, baseline build",
+      join(env.BENCH_BASELINE, "main.js"),
+      {},
+    );
     targets.push({ ...base, id: "baseline" });
   }
   if (wanted.has("portkey")) {
@@ -584,7 +796,8 @@ async function main(): Promise<number> {
   for (const t of targets) await closed(request(t, false), 64, cfg.jitWarmupSec);
   for (const t of targets) results.set(t.id, []);
   // CPU used by processes outside the bench while it runs (other work on a shared machine skews everything)
-  const ours = () => cpuMsOf([...childPids(), ...servicePids]) + (process.cpuUsage().user + process.cpuUsage().system) / 1000;
+  const ours = () =>
+    cpuMsOf([...childPids(), ...servicePids]) + (process.cpuUsage().user + process.cpuUsage().system) / 1000;
   const busy0 = machineBusyMs();
   const ours0 = ours();
   const wall0 = Date.now();
@@ -594,21 +807,28 @@ async function main(): Promise<number> {
       for (const t of targets) {
         const t0 = Date.now();
         await fn(t);
-        console.log(`  round ${round + 1} ${name.padEnd(10)} ${t.id.padEnd(9)} ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+        console.log(
+          `  round ${round + 1} ${name.padEnd(10)} ${t.id.padEnd(9)} ${((Date.now() - t0) / 1000).toFixed(1)} s`,
+        );
       }
     };
     if (scenarios.has("c1"))
       await step("c=1", async (t) => {
         const res = await sequential(request(t, false), c1Duration);
-        if (res.non2xx || res.errors) failures.push(`${t.label} c=1: ${res.non2xx} non-2xx, ${res.errors} errors of ${res.requests}`);
+        if (res.non2xx || res.errors)
+          failures.push(`${t.label} c=1: ${res.non2xx} non-2xx, ${res.errors} errors of ${res.requests}`);
         rr.get(t.id)!.c1 = res;
       });
-    if (scenarios.has("c64")) await step("c=64", async (t) => void (rr.get(t.id)!.c64 = await runClosed(t, 64, cfg.duration, true)));
-    if (scenarios.has("c256")) await step("c=256", async (t) => void (rr.get(t.id)!.c256 = await runClosed(t, 256, cfg.duration, false)));
+    if (scenarios.has("c64"))
+      await step("c=64", async (t) => void (rr.get(t.id)!.c64 = await runClosed(t, 64, cfg.duration, true)));
+    if (scenarios.has("c256"))
+      await step("c=256", async (t) => void (rr.get(t.id)!.c256 = await runClosed(t, 256, cfg.duration, false)));
     if (scenarios.has("open")) await step("open-loop", async (t) => void (rr.get(t.id)!.open = await runOpen(t)));
-    if (scenarios.has("streams")) await step("streams", async (t) => void (rr.get(t.id)!.streams = await runStreams(t)));
+    if (scenarios.has("streams"))
+      await step("streams", async (t) => void (rr.get(t.id)!.streams = await runStreams(t)));
     const mgT = targets.find((t) => t.id === "modelgate");
-    if (scenarios.has("anthropic") && mgT) rr.get("modelgate")!.anthropic = await runClosed(mgT, 64, cfg.duration, true, anthropicRequest(mgT));
+    if (scenarios.has("anthropic") && mgT)
+      rr.get("modelgate")!.anthropic = await runClosed(mgT, 64, cfg.duration, true, anthropicRequest(mgT));
     for (const t of targets) results.get(t.id)!.push(rr.get(t.id)!);
   }
 
@@ -636,7 +856,10 @@ async function main(): Promise<number> {
   // (tracing off, as by default), alternating with it.
   if (scenarios.has("tracing") && mgT) {
     const sink = await startTraceSink();
-    const traced = await startDataPlaneVariant("data-plane-traced", "modelgate, tracing on", buildDataPlane(), { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_BSP_SCHEDULE_DELAY: "200" });
+    const traced = await startDataPlaneVariant("data-plane-traced", "modelgate, tracing on", buildDataPlane(), {
+      OTEL_EXPORTER_OTLP_ENDPOINT: sink.url,
+      OTEL_BSP_SCHEDULE_DELAY: "200",
+    });
     await closed(request(traced, false), 64, cfg.jitWarmupSec);
     for (let round = 0; round < cfg.rounds; round++) {
       results.get("modelgate")![round]!.traced = await runClosed(traced, 64, cfg.duration, true);
@@ -648,7 +871,9 @@ async function main(): Promise<number> {
 
   const foreignShare = (machineBusyMs() - busy0 - (ours() - ours0)) / ((Date.now() - wall0) * cpus().length);
   // Peak RSS over the throughput scenarios, before the memory scenario raises it.
-  const peak = new Map(targets.map((t) => [t.id, t.proxyPids.length ? Math.max(...t.proxyPids.map((p) => memoryMb(p).peak)) : NaN]));
+  const peak = new Map(
+    targets.map((t) => [t.id, t.proxyPids.length ? Math.max(...t.proxyPids.map((p) => memoryMb(p).peak)) : NaN]),
+  );
   const sidePeak = controlPlane ? memoryMb(controlPlane.pid).peak : NaN;
 
   // Settlement first: it resumes the control plane, so the memory scenario then finds the data plane as in
@@ -664,7 +889,8 @@ async function main(): Promise<number> {
   const holdPeakMg = dataPlane ? memoryMb(dataPlane.pid).peak : NaN;
 
   // ------------------------------------------------------------------ aggregate
-  const m = (id: TargetId, f: (r: RoundResult) => number | undefined) => median((results.get(id) ?? []).map((r) => f(r) ?? NaN));
+  const m = (id: TargetId, f: (r: RoundResult) => number | undefined) =>
+    median((results.get(id) ?? []).map((r) => f(r) ?? NaN));
   const added = (id: TargetId, f: (r: RoundResult) => number | undefined) =>
     median((results.get(id) ?? []).map((r, i) => (f(r) ?? NaN) - (f(results.get("direct")?.[i] ?? {}) ?? NaN)));
   const row = (id: TargetId) => ({
@@ -676,7 +902,11 @@ async function main(): Promise<number> {
     rps256w2: m(id, (r) => r.workers2?.rps),
     tracedRps: m(id, (r) => r.traced?.rps),
     tracedCpu: m(id, (r) => r.traced?.proxyCpuMsPerReq),
-    wholeCpu: m(id, (r) => (r.c64 && r.c64.proxyCpuMsPerReq > 0 ? r.c64.proxyCpuMsPerReq + r.c64.sideCpuMsPerReq + r.c64.servicesCpuMsPerReq : undefined)),
+    wholeCpu: m(id, (r) =>
+      r.c64 && r.c64.proxyCpuMsPerReq > 0
+        ? r.c64.proxyCpuMsPerReq + r.c64.sideCpuMsPerReq + r.c64.servicesCpuMsPerReq
+        : undefined,
+    ),
     rps64: m(id, (r) => r.c64?.rps),
     rps256: m(id, (r) => r.c256?.rps),
     addP50: added(id, (r) => r.open?.latencyMs.p50),
@@ -710,11 +940,18 @@ async function main(): Promise<number> {
   let commit = "";
   try {
     const head = readFileSync(join(repoRoot, ".git/HEAD"), "utf8").trim();
-    commit = head.startsWith("ref: ") ? readFileSync(join(repoRoot, ".git", head.slice(5)), "utf8").trim().slice(0, 10) : head.slice(0, 10);
+    commit = head.startsWith("ref: ")
+      ? readFileSync(join(repoRoot, ".git", head.slice(5)), "utf8")
+          .trim()
+          .slice(0, 10)
+      : head.slice(0, 10);
   } catch {
     /* not a checkout */
   }
-  lines.push(`# modelgate benchmark${cpuProf ? " (profiled run: the data plane ran with --cpu-prof; numbers are skewed)" : ""}`, "");
+  lines.push(
+    `# modelgate benchmark${cpuProf ? " (profiled run: the data plane ran with --cpu-prof; numbers are skewed)" : ""}`,
+    "",
+  );
   lines.push(`- Date: ${date}${commit ? `, commit ${commit} (plus uncommitted work in the tree)` : ""}`);
   lines.push(
     `- Machine: ${machine()}; load average at start ${load0.toFixed(2)}; processes outside the bench used ${fmt(100 * foreignShare, 0)}% of the machine's CPU during the timed rounds${foreignShare > 0.1 ? " (a shared machine: absolute figures are depressed and noisy; ratios and CPU per request are steadier)" : ""}`,
@@ -722,7 +959,10 @@ async function main(): Promise<number> {
   lines.push(
     `- Run: ${cfg.rounds} round(s), targets alternating within each scenario; closed loop with autocannon (c=1 ${c1Duration} s, c=64 and c=256 ${cfg.duration} s each, after ${cfg.warmupSec} s warm-up; every target first ran ${cfg.jitWarmupSec} s at c=64 so none is timed cold); open loop ${cfg.openRate} req/s for ${cfg.openDuration} s (undici, timed with performance.now()); streams of 100 chunks, ${cfg.streamSequential} sequential then ${cfg.streamConcurrent}×${cfg.streamPerClient} concurrent. The load generator, the mock and each proxy are separate processes on the same ${cpus().length} cores.`,
   );
-  lines.push(`- Values are medians over rounds; "(×n)" is the ratio to the pass-through floor. Added latency is the target's percentile minus the direct call's in the same round.`, "");
+  lines.push(
+    `- Values are medians over rounds; "(×n)" is the ratio to the pass-through floor. Added latency is the target's percentile minus the direct call's in the same round.`,
+    "",
+  );
   lines.push(
     "| target | req/s c=1 | p50 ms c=1 | req/s c=64 | req/s c=256 | req/s c=256, 2 workers | added p50 ms @" +
       cfg.openRate +
@@ -734,7 +974,8 @@ async function main(): Promise<number> {
   for (const t of targets) {
     const r = rows.get(t.id)!;
     const direct = t.id === "direct";
-    const lat = (add: number, abs: number, fl: number) => (direct ? `0 (abs ${fmt(abs, 3)})` : `${fmt(add, 3)}${ratio(add, fl)}`);
+    const lat = (add: number, abs: number, fl: number) =>
+      direct ? `0 (abs ${fmt(abs, 3)})` : `${fmt(add, 3)}${ratio(add, fl)}`;
     lines.push(
       `| ${t.label} | ${fmtInt(r.rps1)}${ratio(r.rps1, f("rps1"))} | ${fmt(r.c1p50, 3)} | ${fmtInt(r.rps64)}${ratio(r.rps64, f("rps64"))} | ${fmtInt(r.rps256)}${ratio(r.rps256, f("rps256"))} | ${fmtInt(r.rps256w2)}${ratio(r.rps256w2, f("rps256w2"))} | ${lat(r.addP50, r.p50, f("addP50"))} | ${lat(r.addP99, r.p99, f("addP99"))} | ${fmt(r.ttfb, 3)} (${direct ? "–" : `+${fmt(r.addTtfb, 3)}`}) | ${fmt(r.conTtfb, 2)} / ${fmt(r.conTtfb99, 2)} | ${direct ? "–" : `${fmt(r.cpu, 3)}${ratio(r.cpu, f("cpu"))}`} | ${direct ? "–" : `${fmt(r.wholeCpu, 3)}${ratio(r.wholeCpu, f("cpu"))}`} | ${direct ? "–" : `${fmt(r.rss, 0)}${ratio(r.rss, f("rss"))}`} |`,
     );
@@ -764,7 +1005,10 @@ async function main(): Promise<number> {
     );
   }
   if (mgRow && !cpLive && Number.isFinite(mgRow.servicesCpu)) {
-    lines.push(`Redis's CPU per modelgate request at c=64 (limits, spend counters and the usage stream; a shared service, so other work on the machine counts too): ${fmt(mgRow.servicesCpu, 3)} ms.`, "");
+    lines.push(
+      `Redis's CPU per modelgate request at c=64 (limits, spend counters and the usage stream; a shared service, so other work on the machine counts too): ${fmt(mgRow.servicesCpu, 3)} ms.`,
+      "",
+    );
   }
   if (mgRow && settle) {
     lines.push(
@@ -773,23 +1017,32 @@ async function main(): Promise<number> {
     );
   }
   lines.push("## Details", "");
-  lines.push("| target | open loop achieved req/s (unfinished) | p50 / p99 / p99.9 ms (absolute) | scheduler late p99 ms | concurrent streams TTFB p50 / p99 ms | concurrent stream total p50 ms | sequential TTFB p99 ms |");
+  lines.push(
+    "| target | open loop achieved req/s (unfinished) | p50 / p99 / p99.9 ms (absolute) | scheduler late p99 ms | concurrent streams TTFB p50 / p99 ms | concurrent stream total p50 ms | sequential TTFB p99 ms |",
+  );
   lines.push("|---|---|---|---|---|---|---|");
   for (const t of targets) {
     const r = rows.get(t.id)!;
-    lines.push(`| ${t.label} | ${fmt(r.rate, 0)} (${fmtInt(r.unfinished)}) | ${fmt(r.p50, 3)} / ${fmt(r.p99, 3)} / ${fmt(r.p999, 3)} | ${fmt(r.late99, 2)} | ${fmt(r.conTtfb, 2)} / ${fmt(r.conTtfb99, 2)} | ${fmt(r.conTotal, 2)} | ${fmt(r.ttfb99, 3)} |`);
+    lines.push(
+      `| ${t.label} | ${fmt(r.rate, 0)} (${fmtInt(r.unfinished)}) | ${fmt(r.p50, 3)} / ${fmt(r.p99, 3)} / ${fmt(r.p999, 3)} | ${fmt(r.late99, 2)} | ${fmt(r.conTtfb, 2)} / ${fmt(r.conTtfb99, 2)} | ${fmt(r.conTotal, 2)} | ${fmt(r.ttfb99, 3)} |`,
+    );
   }
   lines.push("", "Per round (req/s at c=1 / c=64 / c=256; proxy CPU ms/req at c=64):", "");
   for (const t of targets) {
     const rs = results.get(t.id) ?? [];
-    lines.push(`- ${t.label}: ${rs.map((r) => `${fmtInt(r.c1?.rps ?? NaN)} / ${fmtInt(r.c64?.rps ?? NaN)} / ${fmtInt(r.c256?.rps ?? NaN)}; ${fmt(r.c64?.proxyCpuMsPerReq ?? NaN, 3)}`).join(" | ")}`);
+    lines.push(
+      `- ${t.label}: ${rs.map((r) => `${fmtInt(r.c1?.rps ?? NaN)} / ${fmtInt(r.c64?.rps ?? NaN)} / ${fmtInt(r.c256?.rps ?? NaN)}; ${fmt(r.c64?.proxyCpuMsPerReq ?? NaN, 3)}`).join(" | ")}`,
+    );
   }
   lines.push("");
   if (holds.length) {
     lines.push(`## ${cfg.holdStreams} open streams (slow upstream: one chunk a second)`, "");
     lines.push("| target | streams with a first byte | open at the upstream | RSS before MB | RSS while held MB |");
     lines.push("|---|---|---|---|---|");
-    for (const h of holds) lines.push(`| ${h.target} | ${h.withFirstByte} of ${h.requested} (waited ${fmt(h.waitedMs / 1000, 1)} s) | ${h.openAtUpstream} | ${fmt(h.rssBeforeMb, 0)} | ${fmt(h.rssHeldMb, 0)} |`);
+    for (const h of holds)
+      lines.push(
+        `| ${h.target} | ${h.withFirstByte} of ${h.requested} (waited ${fmt(h.waitedMs / 1000, 1)} s) | ${h.openAtUpstream} | ${fmt(h.rssBeforeMb, 0)} | ${fmt(h.rssHeldMb, 0)} |`,
+      );
     lines.push("", `modelgate data-plane peak RSS after this scenario: ${fmt(holdPeakMg, 0)} MB.`, "");
   }
 
@@ -801,30 +1054,60 @@ async function main(): Promise<number> {
     lines.push("## Targets", "");
     const fl = floor;
     const goals: [string, boolean | null, string][] = [
-      ["throughput at c=64 ≥ 80% of the floor (control plane live)", fl ? mgRow.rps64 >= 0.8 * f("rps64") : null, `${fmtInt(mgRow.rps64)} vs ${fmtInt(f("rps64"))} req/s = ${fmt((100 * mgRow.rps64) / f("rps64"), 0)}%; whole-system CPU ${fmt(mgRow.wholeCpu / f("cpu"), 2)}× the floor's, data plane alone ${fmt(mgRow.cpu / f("cpu"), 2)}×`],
-      ["added p50 at c=1 within 0.1 ms of the floor's", fl ? mgRow.c1p50 - f("c1p50") <= 0.1 : null, `${fmt(mgRow.c1p50, 3)} vs ${fmt(f("c1p50"), 3)} ms (+${fmt(mgRow.c1p50 - f("c1p50"), 3)})`],
-      ["stream TTFB within 0.3 ms of the floor's", fl ? mgRow.ttfb - f("ttfb") <= 0.3 : null, `${fmt(mgRow.ttfb, 3)} vs ${fmt(f("ttfb"), 3)} ms at p50, sequential (+${fmt(mgRow.ttfb - f("ttfb"), 3)})`],
+      [
+        "throughput at c=64 ≥ 80% of the floor (control plane live)",
+        fl ? mgRow.rps64 >= 0.8 * f("rps64") : null,
+        `${fmtInt(mgRow.rps64)} vs ${fmtInt(f("rps64"))} req/s = ${fmt((100 * mgRow.rps64) / f("rps64"), 0)}%; whole-system CPU ${fmt(mgRow.wholeCpu / f("cpu"), 2)}× the floor's, data plane alone ${fmt(mgRow.cpu / f("cpu"), 2)}×`,
+      ],
+      [
+        "added p50 at c=1 within 0.1 ms of the floor's",
+        fl ? mgRow.c1p50 - f("c1p50") <= 0.1 : null,
+        `${fmt(mgRow.c1p50, 3)} vs ${fmt(f("c1p50"), 3)} ms (+${fmt(mgRow.c1p50 - f("c1p50"), 3)})`,
+      ],
+      [
+        "stream TTFB within 0.3 ms of the floor's",
+        fl ? mgRow.ttfb - f("ttfb") <= 0.3 : null,
+        `${fmt(mgRow.ttfb, 3)} vs ${fmt(f("ttfb"), 3)} ms at p50, sequential (+${fmt(mgRow.ttfb - f("ttfb"), 3)})`,
+      ],
       [
         `${cfg.streamConcurrent} concurrent streams: TTFB within 1.5× the floor's at p50 and p99`,
         fl ? mgRow.conTtfb <= 1.5 * f("conTtfb") && mgRow.conTtfb99 <= 1.5 * f("conTtfb99") : null,
         `p50 ${fmt(mgRow.conTtfb, 2)} vs ${fmt(f("conTtfb"), 2)} ms (${fmt(mgRow.conTtfb / f("conTtfb"), 2)}×), p99 ${fmt(mgRow.conTtfb99, 2)} vs ${fmt(f("conTtfb99"), 2)} ms (${fmt(mgRow.conTtfb99 / f("conTtfb99"), 2)}×)`,
       ],
-      ["peak RSS under load within 1.3× the floor's", fl ? mgRow.rss <= 1.3 * f("rss") : null, `${fmt(mgRow.rss, 0)} vs ${fmt(f("rss"), 0)} MB (${fmt(mgRow.rss / f("rss"), 2)}×) after the c=64/c=256 runs (~${fmtInt(f("rps64"))} req/s)`],
+      [
+        "peak RSS under load within 1.3× the floor's",
+        fl ? mgRow.rss <= 1.3 * f("rss") : null,
+        `${fmt(mgRow.rss, 0)} vs ${fmt(f("rss"), 0)} MB (${fmt(mgRow.rss / f("rss"), 2)}×) after the c=64/c=256 runs (~${fmtInt(f("rps64"))} req/s)`,
+      ],
       [
         "every core: c=256 with 2 workers, ≥ 80% of the floor with 2",
         fl && Number.isFinite(mgRow.rps256w2) ? mgRow.rps256w2 >= 0.8 * f("rps256w2") : null,
-        Number.isFinite(mgRow.rps256w2) ? `${fmtInt(mgRow.rps256w2)} vs ${fmtInt(f("rps256w2"))} req/s (${fmt((100 * mgRow.rps256w2) / f("rps256w2"), 0)}%); with 1 worker ${fmtInt(mgRow.rps256)} vs ${fmtInt(f("rps256"))}` : "not run",
+        Number.isFinite(mgRow.rps256w2)
+          ? `${fmtInt(mgRow.rps256w2)} vs ${fmtInt(f("rps256w2"))} req/s (${fmt((100 * mgRow.rps256w2) / f("rps256w2"), 0)}%); with 1 worker ${fmtInt(mgRow.rps256)} vs ${fmtInt(f("rps256"))}`
+          : "not run",
       ],
-      ["throughput at c=64 ≥ 2× Portkey", pk ? mgRow.rps64 >= 2 * pk.rps64 : null, pk ? `${fmtInt(mgRow.rps64)} vs ${fmtInt(pk.rps64)} req/s = ${fmt(mgRow.rps64 / pk.rps64, 1)}×` : "Portkey not run"],
+      [
+        "throughput at c=64 ≥ 2× Portkey",
+        pk ? mgRow.rps64 >= 2 * pk.rps64 : null,
+        pk
+          ? `${fmtInt(mgRow.rps64)} vs ${fmtInt(pk.rps64)} req/s = ${fmt(mgRow.rps64 / pk.rps64, 1)}×`
+          : "Portkey not run",
+      ],
       [
         `${cfg.holdStreams} open streams < 300 MB RSS`,
         mgHold ? mgHold.withFirstByte === mgHold.requested && mgHold.rssHeldMb < 300 : null,
-        mgHold ? `${fmt(mgHold.rssHeldMb, 0)} MB with ${mgHold.withFirstByte} of ${mgHold.requested} streams flowing, ${mgHold.openAtUpstream} open at the upstream` : "not run",
+        mgHold
+          ? `${fmt(mgHold.rssHeldMb, 0)} MB with ${mgHold.withFirstByte} of ${mgHold.requested} streams flowing, ${mgHold.openAtUpstream} open at the upstream`
+          : "not run",
       ],
       [
         `usage settlement keeps up with ${cfg.openRate} req/s`,
         settle ? settle.settled / settle.seconds >= cfg.openRate : null,
-        settle ? `${fmtInt(settle.settled / settle.seconds)} events/s, ${fmt(settle.cpMsPerEvent, 3)} ms control-plane CPU per event` : cpLive ? "settled live (see the whole-system column)" : "not run",
+        settle
+          ? `${fmtInt(settle.settled / settle.seconds)} events/s, ${fmt(settle.cpMsPerEvent, 3)} ms control-plane CPU per event`
+          : cpLive
+            ? "settled live (see the whole-system column)"
+            : "not run",
       ],
     ];
     if (foreignShare > 0.25) {
@@ -843,7 +1126,9 @@ async function main(): Promise<number> {
     );
   }
   for (const [label, counts] of unfinishedByTarget) {
-    notes.push(`${label} could not keep up with the open loop: ${counts.join(", ")} requests (per round) were still unanswered 2 s after the last was sent; they count as ∞ in the percentiles.`);
+    notes.push(
+      `${label} could not keep up with the open loop: ${counts.join(", ")} requests (per round) were still unanswered 2 s after the last was sent; they count as ∞ in the percentiles.`,
+    );
   }
   if (notes.length || failures.length) {
     lines.push("## Notes", "");
@@ -855,7 +1140,10 @@ async function main(): Promise<number> {
   const md = lines.join("\n");
   mkdirSync(join(outFile, ".."), { recursive: true });
   writeFileSync(outFile, md);
-  writeFileSync(join(resultsDir, "latest-raw.json.tmp"), JSON.stringify({ cfg, date, results: Object.fromEntries(results), holds, failures }, null, 2));
+  writeFileSync(
+    join(resultsDir, "latest-raw.json.tmp"),
+    JSON.stringify({ cfg, date, results: Object.fromEntries(results), holds, failures }, null, 2),
+  );
   console.log(`\n${md}\nwritten to ${outFile}`);
 
   if (cpuProf && dataPlane) {

@@ -42,11 +42,35 @@ try {
     console.log(`| ${label} | ${runs[2]!.toFixed(1)} ms |`);
   };
   console.log(`\n| query on ${ROWS.toLocaleString("en")} rows (busy account: half of them) | median of 5 |\n|---|---|`);
-  await time("usageStats, 30 days by day, all models and keys", () => usageStats(ctx, busy!.id, { from: new Date(now.getTime() - 30 * day), to: now, granularity: "day", timeZone: "UTC" }));
-  await time("usageStats, 7 days by hour", () => usageStats(ctx, busy!.id, { from: new Date(now.getTime() - 7 * day), to: now, granularity: "hour", timeZone: "Europe/Berlin" }));
-  await time("usageStats, 30 days by day, one model", () => usageStats(ctx, busy!.id, { from: new Date(now.getTime() - 30 * day), to: now, granularity: "day", timeZone: "UTC", model: "model-3" }));
+  await time("usageStats, 30 days by day, all models and keys", () =>
+    usageStats(ctx, busy!.id, {
+      from: new Date(now.getTime() - 30 * day),
+      to: now,
+      granularity: "day",
+      timeZone: "UTC",
+    }),
+  );
+  await time("usageStats, 7 days by hour", () =>
+    usageStats(ctx, busy!.id, {
+      from: new Date(now.getTime() - 7 * day),
+      to: now,
+      granularity: "hour",
+      timeZone: "Europe/Berlin",
+    }),
+  );
+  await time("usageStats, 30 days by day, one model", () =>
+    usageStats(ctx, busy!.id, {
+      from: new Date(now.getTime() - 30 * day),
+      to: now,
+      granularity: "day",
+      timeZone: "UTC",
+      model: "model-3",
+    }),
+  );
   await time("usage log, first page of 50", () => usagePage(ctx, busy!.id, {}, 50));
-  await time("usage log, page of 50 filtered by model and failures", () => usagePage(ctx, busy!.id, { model: "model-2", success: false }, 50));
+  await time("usage log, page of 50 filtered by model and failures", () =>
+    usagePage(ctx, busy!.id, { model: "model-2", success: false }, 50),
+  );
 } finally {
   await db.drop();
 }

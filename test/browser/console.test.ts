@@ -58,7 +58,11 @@ async function callApi(key: string): Promise<Response> {
   return fetch(`${base}/v1/chat/completions`, {
     method: "POST",
     headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "x-modelgate-tags": "team=browser" },
-    body: JSON.stringify({ model: DEMO_MODEL, messages: [{ role: "user", content: "Hello from the browser test" }], user: "browser-user" }),
+    body: JSON.stringify({
+      model: DEMO_MODEL,
+      messages: [{ role: "user", content: "Hello from the browser test" }],
+      user: "browser-user",
+    }),
   });
 }
 
@@ -82,12 +86,33 @@ beforeAll(async () => {
   await waitForHttp(`${base}/readyz`, proc, 120_000);
   const account = await admin(env, "account", "create", "--name", "acme", "--balance", "10");
   expect(account.code, account.stderr).toBe(0);
-  const user = await admin(env, "user", "create", "--email", EMAIL, "--password", PASSWORD, "--role", "owner", "--account", "acme");
+  const user = await admin(
+    env,
+    "user",
+    "create",
+    "--email",
+    EMAIL,
+    "--password",
+    PASSWORD,
+    "--role",
+    "owner",
+    "--account",
+    "acme",
+  );
   expect(user.code, user.stderr).toBe(0);
 
   browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic"],
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--no-first-run",
+      "--disable-sync",
+      "--disable-quic",
+    ],
   });
   context = await browser.newContext({ viewport: DESKTOP, acceptDownloads: true, colorScheme: "light" });
   await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: base });
@@ -239,7 +264,11 @@ describe("customer console", () => {
   });
 
   it("the key calls the API, and the call shows in the usage log and on the dashboard", async () => {
-    const res = await eventually(() => callApi(apiKey), (r) => r.status === 200, 5_000);
+    const res = await eventually(
+      () => callApi(apiKey),
+      (r) => r.status === 200,
+      5_000,
+    );
     const body = (await res.json()) as { usage?: { total_tokens: number } };
     expect(body.usage?.total_tokens).toBeGreaterThan(0);
     requestId = res.headers.get("x-gateway-request-id") ?? "";
@@ -248,11 +277,14 @@ describe("customer console", () => {
     await nav(page, "Usage log");
     const row = page.locator(`tr[data-request-id="${requestId}"]`);
     await expect
-      .poll(async () => {
-        if (await row.count()) return true;
-        await page.getByRole("button", { name: "Refresh" }).click();
-        return false;
-      }, { timeout: 15_000, interval: 500 })
+      .poll(
+        async () => {
+          if (await row.count()) return true;
+          await page.getByRole("button", { name: "Refresh" }).click();
+          return false;
+        },
+        { timeout: 15_000, interval: 500 },
+      )
       .toBe(true);
     const text = await row.textContent();
     expect(text).toContain(DEMO_MODEL);
@@ -280,7 +312,9 @@ describe("customer console", () => {
     const chart = page.getByTestId("usage-chart");
     expect(await chart.getAttribute("aria-label")).toMatch(/^Requests: 1 in total over 7 days/);
     await page.getByRole("button", { name: "Tokens", exact: true }).click();
-    await expect.poll(() => chart.getAttribute("aria-label")).toMatch(new RegExp(`^Tokens: ${body.usage!.total_tokens} in total`));
+    await expect
+      .poll(() => chart.getAttribute("aria-label"))
+      .toMatch(new RegExp(`^Tokens: ${body.usage!.total_tokens} in total`));
     await page.getByLabel("Period").selectOption("24h");
     await expect.poll(() => chart.getAttribute("aria-label")).toMatch(/over 24 hours/);
     await page.getByTestId("top-keys").getByText("ci-bot").waitFor();
@@ -328,7 +362,9 @@ describe("customer console", () => {
       await page.getByText("Test alert delivered (HTTP 204)").waitFor();
       expect(received).toHaveLength(1);
       const r = received[0]!;
-      expect(verify(secret, String(r.headers["x-modelgate-timestamp"]), r.body, String(r.headers["x-modelgate-signature"]))).toBe(true);
+      expect(
+        verify(secret, String(r.headers["x-modelgate-timestamp"]), r.body, String(r.headers["x-modelgate-signature"])),
+      ).toBe(true);
       await page.getByTestId("deliveries").getByText("delivered").waitFor();
 
       const settings = page.getByTestId("alert-settings");
@@ -354,7 +390,10 @@ describe("customer console", () => {
       expect(file).toContain(requestId);
       expect(file).not.toContain("Hello from the browser test");
       if (format === "JSONL") {
-        const rows = file.trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+        const rows = file
+          .trim()
+          .split("\n")
+          .map((l) => JSON.parse(l) as Record<string, unknown>);
         expect(rows.some((r) => Object.values(r).includes(requestId))).toBe(true);
       }
       await page.getByTestId("export-progress").filter({ hasText: "Export ready: 1 rows" }).waitFor();
@@ -375,7 +414,11 @@ describe("customer console", () => {
     await dialog.getByRole("button", { name: "Revoke key" }).click();
     await row.getByText("Revoked", { exact: true }).waitFor();
     await page.getByText("Revoked “ci-bot”").waitFor();
-    const res = await eventually(() => callApi(apiKey), (r) => r.status === 401, 5_000);
+    const res = await eventually(
+      () => callApi(apiKey),
+      (r) => r.status === 401,
+      5_000,
+    );
     const err = (await res.json()) as { error: { code: string; message: string } };
     expect(err.error.code).toBe("key_revoked");
   });
@@ -391,7 +434,9 @@ describe("customer console", () => {
     const mail = await eventually(
       async () => {
         const files = existsSync(outbox) ? (await readdir(outbox)).sort() : [];
-        return files.length ? (JSON.parse(await readFile(join(outbox, files.at(-1)!), "utf8")) as { to: string; text: string }) : null;
+        return files.length
+          ? (JSON.parse(await readFile(join(outbox, files.at(-1)!), "utf8")) as { to: string; text: string })
+          : null;
       },
       (m) => m !== null,
     );
@@ -404,7 +449,10 @@ describe("customer console", () => {
     await page.getByLabel("Code from the e-mail").fill(code!);
     await page.getByRole("button", { name: "Verify", exact: true }).click();
     await page.getByText("billing@acme.test is verified").waitFor();
-    await page.getByTestId("email-status").filter({ hasText: /^verified$/ }).waitFor();
+    await page
+      .getByTestId("email-status")
+      .filter({ hasText: /^verified$/ })
+      .waitFor();
 
     await page.getByLabel("Current password").fill(PASSWORD);
     await page.getByLabel("New password", { exact: true }).fill("short");
@@ -426,9 +474,14 @@ describe("customer console", () => {
     const login = await fetch(`${base}/graphql`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ query: "mutation($e:String!,$p:String!){login(email:$e,password:$p){secondStepRequired}}", variables: { e: "billing@acme.test", p: NEW_PASSWORD } }),
+      body: JSON.stringify({
+        query: "mutation($e:String!,$p:String!){login(email:$e,password:$p){secondStepRequired}}",
+        variables: { e: "billing@acme.test", p: NEW_PASSWORD },
+      }),
     });
-    expect(((await login.json()) as { data?: { login: { secondStepRequired: boolean } } }).data?.login.secondStepRequired).toBe(true);
+    expect(
+      ((await login.json()) as { data?: { login: { secondStepRequired: boolean } } }).data?.login.secondStepRequired,
+    ).toBe(true);
   });
 
   it("shows model IDs to copy and a quick start with the base URL", async () => {
@@ -491,7 +544,9 @@ describe("customer console", () => {
           await page.goto(`${base}${p.path}`);
           await p.ready(page);
           await page.waitForLoadState("networkidle");
-          const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+          const overflow = await page.evaluate(
+            () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+          );
           expect(overflow, `${p.name} at ${size.width}px scrolls sideways`).toBeLessThanOrEqual(0);
           await page.screenshot({ path: join(shots, `${p.name}-${size.width}.png`), fullPage: true });
         }

@@ -31,20 +31,32 @@ let dataDir: string;
 let browser: Browser;
 
 beforeAll(async () => {
-  if (!existsSync(join(repoRoot, "console/dist/index.html"))) throw new Error("the console is not built: run `npm run build -w console` first (npm test does)");
+  if (!existsSync(join(repoRoot, "console/dist/index.html")))
+    throw new Error("the console is not built: run `npm run build -w console` first (npm test does)");
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run bash .ci/browser-deps`);
   const idpPort = await freePort();
   const port = await freePort();
   issuer = `http://127.0.0.1:${idpPort}`;
   base = `http://127.0.0.1:${port}`;
   const provider = new Provider(issuer, {
-    clients: [{ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, redirect_uris: [`${base}/auth/oidc/callback`], grant_types: ["authorization_code"], response_types: ["code"] }],
+    clients: [
+      {
+        client_id: CLIENT_ID,
+        client_secret: CLIENT_SECRET,
+        redirect_uris: [`${base}/auth/oidc/callback`],
+        grant_types: ["authorization_code"],
+        response_types: ["code"],
+      },
+    ],
     pkce: { required: () => true },
     claims: { openid: ["sub"], email: ["email", "email_verified"], profile: ["name", "groups"] },
     findAccount: (_ctx, id) => {
       const who = people[id];
       if (!who) return undefined;
-      return { accountId: id, claims: () => ({ sub: id, email: who.email, email_verified: true, name: who.name, groups: who.groups }) };
+      return {
+        accountId: id,
+        claims: () => ({ sub: id, email: who.email, email_verified: true, name: who.name, groups: who.groups }),
+      };
     },
     cookies: { keys: ["test-cookie-key-0123456789abcdef"] },
     ttl: { AccessToken: 600, IdToken: 600, Interaction: 600, Session: 600, Grant: 600, AuthorizationCode: 60 },
@@ -74,7 +86,16 @@ beforeAll(async () => {
   expect(account.code, account.stderr).toBe(0);
   browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
   });
 }, 240_000);
 
@@ -102,8 +123,14 @@ async function signInThroughIdp(login: string) {
 
 const me = (page: Page) =>
   page.evaluate(async () => {
-    const res = await fetch("/graphql", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ query: "{ me { user { email role account { name } } } }" }) });
-    return (await res.json()) as { data?: { me: { user: { email: string; role: string; account: { name: string } | null } } | null } };
+    const res = await fetch("/graphql", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ query: "{ me { user { email role account { name } } } }" }),
+    });
+    return (await res.json()) as {
+      data?: { me: { user: { email: string; role: string; account: { name: string } | null } } | null };
+    };
   });
 
 describe("single sign-on (OpenID Connect, code flow with PKCE)", () => {
@@ -115,7 +142,11 @@ describe("single sign-on (OpenID Connect, code flow with PKCE)", () => {
   it("signs a mapped identity in as the owner of its account", async () => {
     const { context, page } = await signInThroughIdp("alice");
     await page.getByRole("navigation", { name: "Console" }).waitFor();
-    expect((await me(page)).data?.me?.user).toEqual({ email: "alice@acme.test", role: "owner", account: { name: "acme" } });
+    expect((await me(page)).data?.me?.user).toEqual({
+      email: "alice@acme.test",
+      role: "owner",
+      account: { name: "acme" },
+    });
     const cookies = await context.cookies(base);
     expect(cookies.find((c) => c.name === "mg_oidc")).toBeUndefined();
     expect(cookies.find((c) => c.name === "mg_session")?.httpOnly).toBe(true);

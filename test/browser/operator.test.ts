@@ -52,7 +52,9 @@ async function screenshots(name: string) {
   await page.setViewportSize(PHONE);
   await page.screenshot({ path: join(shots, `operator-${name}-375.png`), fullPage: true });
   // nothing may stick out sideways at phone width
-  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  const overflow = await page.evaluate(
+    () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+  );
   expect(overflow, `${name} overflows at 375 px`).toBeLessThanOrEqual(1);
   await page.emulateMedia({ colorScheme: "light" });
   await page.setViewportSize(DESKTOP);
@@ -73,7 +75,16 @@ beforeAll(async () => {
   await waitForHttp(`${base}/readyz`, proc, 120_000);
   browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic"],
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--no-first-run",
+      "--disable-sync",
+      "--disable-quic",
+    ],
   });
   const context = await browser.newContext({ viewport: DESKTOP, colorScheme: "light" });
   page = await context.newPage();
@@ -216,9 +227,12 @@ describe("operator console", () => {
     await eventually(
       async () => {
         await page.getByRole("button", { name: "Refresh" }).click();
-        return Promise.all([0, 1, 2, 3].map(async (i) => ((await row.locator("td").nth(i).textContent()) ?? "").trim()));
+        return Promise.all(
+          [0, 1, 2, 3].map(async (i) => ((await row.locator("td").nth(i).textContent()) ?? "").trim()),
+        );
       },
-      ([name = "", breaker, calls, errorRate]) => name.startsWith("mock-openai") && breaker === "closed" && calls === "1" && errorRate === "0.0 %",
+      ([name = "", breaker, calls, errorRate]) =>
+        name.startsWith("mock-openai") && breaker === "closed" && calls === "1" && errorRate === "0.0 %",
       15_000,
       300,
     );
@@ -234,7 +248,14 @@ describe("operator console", () => {
     await nav(page, "Audit log");
     await page.getByRole("heading", { name: "Audit log", level: 1 }).waitFor();
     const table = page.getByTestId("audit-table");
-    for (const action of ["account.create", "price_contract.set", "account.topup", "upstream.create", "route.create", "auth.login"]) {
+    for (const action of [
+      "account.create",
+      "price_contract.set",
+      "account.topup",
+      "upstream.create",
+      "route.create",
+      "auth.login",
+    ]) {
       await table.getByText(action, { exact: true }).first().waitFor();
     }
     expect(await page.content()).not.toContain(DEFAULT_MOCK_KEY);

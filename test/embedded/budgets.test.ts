@@ -17,7 +17,15 @@ let s: BudgetScenario;
 beforeAll(async () => {
   mock = await startOpenAIMock("sk-upstream-budget");
   mock.fallback = { content: "fine", promptTokens: 1000, completionTokens: 1000 };
-  const gw = await startGateway("embedded", { config: budgetConfig(mock.url), env: { ...operatorEnv, MODELGATE_WEBHOOK_ALLOW_PRIVATE: "1", BUDGET_UPSTREAM_KEY: "sk-upstream-budget", MODELGATE_TEST_CLOCK_FILE: clockFile } });
+  const gw = await startGateway("embedded", {
+    config: budgetConfig(mock.url),
+    env: {
+      ...operatorEnv,
+      MODELGATE_WEBHOOK_ALLOW_PRIVATE: "1",
+      BUDGET_UPSTREAM_KEY: "sk-upstream-budget",
+      MODELGATE_TEST_CLOCK_FILE: clockFile,
+    },
+  });
   s = { gw, clockFile, offset: 0 };
 });
 
@@ -27,4 +35,5 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-it("enforces key and account budgets, refuses in each protocol's shape, and resets at midnight", () => runBudgetScenario(s));
+it("enforces key and account budgets, refuses in each protocol's shape, and resets at midnight", () =>
+  runBudgetScenario(s));

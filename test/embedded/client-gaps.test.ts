@@ -68,12 +68,22 @@ async function failure<E>(call: Promise<unknown>): Promise<E> {
 
 describe("request-id headers the SDKs read", () => {
   it("gives the openai SDK its _request_id, on answers and on errors, equal to X-Gateway-Request-Id", async () => {
-    const { request_id, response } = await openai().chat.completions.create({ model: model("gap", "anthropic"), messages: [{ role: "user", content: "hi" }] }).withResponse();
+    const { request_id, response } = await openai()
+      .chat.completions.create({ model: model("gap", "anthropic"), messages: [{ role: "user", content: "hi" }] })
+      .withResponse();
     expect(request_id).toMatch(/^req_[0-9a-f]{24}$/);
     expect(request_id).toBe(response.headers.get("x-gateway-request-id"));
-    const plain = await openai().chat.completions.create({ model: model("gap", "openai"), messages: [{ role: "user", content: "hi" }] });
+    const plain = await openai().chat.completions.create({
+      model: model("gap", "openai"),
+      messages: [{ role: "user", content: "hi" }],
+    });
     expect(plain._request_id).toMatch(/^req_[0-9a-f]{24}$/);
-    const err = await failure<InstanceType<typeof OpenAI.APIError>>(openai().chat.completions.create({ model: "no-such-model-2000-01-01", messages: [{ role: "user", content: "hi" }] }));
+    const err = await failure<InstanceType<typeof OpenAI.APIError>>(
+      openai().chat.completions.create({
+        model: "no-such-model-2000-01-01",
+        messages: [{ role: "user", content: "hi" }],
+      }),
+    );
     expect(err).toBeInstanceOf(OpenAI.NotFoundError);
     expect(err.requestID).toMatch(/^req_[0-9a-f]{24}$/);
     expect(err.requestID).toBe(err.headers?.get("x-gateway-request-id"));
@@ -81,18 +91,34 @@ describe("request-id headers the SDKs read", () => {
   });
 
   it("gives the Anthropic SDK its _request_id and err.requestID, streaming or not", async () => {
-    const msg = await anthropic().messages.create({ model: model("gap", "openai"), max_tokens: 100, messages: [{ role: "user", content: "hi" }] }).withResponse();
+    const msg = await anthropic()
+      .messages.create({ model: model("gap", "openai"), max_tokens: 100, messages: [{ role: "user", content: "hi" }] })
+      .withResponse();
     expect(msg.request_id).toMatch(/^req_[0-9a-f]{24}$/);
     expect(msg.request_id).toBe(msg.response.headers.get("x-gateway-request-id"));
-    const plain = await anthropic().messages.create({ model: model("gap", "gemini"), max_tokens: 100, messages: [{ role: "user", content: "hi" }] });
+    const plain = await anthropic().messages.create({
+      model: model("gap", "gemini"),
+      max_tokens: 100,
+      messages: [{ role: "user", content: "hi" }],
+    });
     expect(plain._request_id).toMatch(/^req_[0-9a-f]{24}$/);
     // Passthrough (the upstream's own request-id header must not win over the gateway's).
     mocks.anthropic.reply({ text: ["pass"] });
-    const stream = anthropic().messages.stream({ model: model("gap", "anthropic"), max_tokens: 100, messages: [{ role: "user", content: "hi" }] });
+    const stream = anthropic().messages.stream({
+      model: model("gap", "anthropic"),
+      max_tokens: 100,
+      messages: [{ role: "user", content: "hi" }],
+    });
     await stream.finalMessage();
     const { response } = await stream.withResponse();
     expect(response.headers.get("request-id")).toBe(response.headers.get("x-gateway-request-id"));
-    const err = await failure<InstanceType<typeof Anthropic.APIError>>(anthropic().messages.create({ model: "no-such-model-2000-01-01", max_tokens: 10, messages: [{ role: "user", content: "hi" }] }));
+    const err = await failure<InstanceType<typeof Anthropic.APIError>>(
+      anthropic().messages.create({
+        model: "no-such-model-2000-01-01",
+        max_tokens: 10,
+        messages: [{ role: "user", content: "hi" }],
+      }),
+    );
     expect(err).toBeInstanceOf(Anthropic.NotFoundError);
     expect(err.requestID).toMatch(/^req_[0-9a-f]{24}$/);
     expect(err.requestID).toBe(err.headers?.get("x-gateway-request-id"));
@@ -100,7 +126,10 @@ describe("request-id headers the SDKs read", () => {
   });
 
   it("sends the same three headers on the unknown-path 404 and the model list", async () => {
-    for (const res of [await fetch(`${base}/v1/nothing-here`), await fetch(`${base}/v1/models`, { headers: { authorization: `Bearer ${apiKey}` } })]) {
+    for (const res of [
+      await fetch(`${base}/v1/nothing-here`),
+      await fetch(`${base}/v1/models`, { headers: { authorization: `Bearer ${apiKey}` } }),
+    ]) {
       const id = res.headers.get("x-gateway-request-id");
       expect(id).toMatch(/^req_[0-9a-f]{24}$/);
       expect(res.headers.get("x-request-id")).toBe(id);
@@ -118,7 +147,11 @@ describe("upstream base URLs", () => {
         mocks[p].reply({ text: ["from ", p] }, { text: ["from ", p] }, { text: ["from ", p] });
         const o = await openai().chat.completions.create({ model: id, messages: [{ role: "user", content: "hi" }] });
         expect(o.choices[0]!.message.content).toBe(`from ${p}`);
-        const a = await anthropic().messages.create({ model: id, max_tokens: 50, messages: [{ role: "user", content: "hi" }] });
+        const a = await anthropic().messages.create({
+          model: id,
+          max_tokens: 50,
+          messages: [{ role: "user", content: "hi" }],
+        });
         expect(a.content).toEqual([{ type: "text", text: `from ${p}` }]);
         const g = await gemini().models.generateContent({ model: id, contents: "hi" });
         expect(g.text).toBe(`from ${p}`);
@@ -129,7 +162,9 @@ describe("upstream base URLs", () => {
 
   it("reports an upstream 404 on a path as the operator's configuration error, and logs it", async () => {
     for (const p of PROTOS) {
-      const err = await failure<InstanceType<typeof OpenAI.APIError>>(openai().chat.completions.create({ model: model("broken", p), messages: [{ role: "user", content: "hi" }] }));
+      const err = await failure<InstanceType<typeof OpenAI.APIError>>(
+        openai().chat.completions.create({ model: model("broken", p), messages: [{ role: "user", content: "hi" }] }),
+      );
       expect(err).toBeInstanceOf(OpenAI.APIError);
       expect({ status: err.status, code: err.code }).toEqual({ status: 502, code: "upstream_misconfigured" });
       // The customer learns neither the upstream's name nor its address.
@@ -137,21 +172,36 @@ describe("upstream base URLs", () => {
       expect(err.message).not.toContain("127.0.0.1");
     }
     // The log line is written before the answer, but reaches the test through the process's stdout pipe.
-    const log = await eventually(async () => gw.procs[0]!.output(), (out) => out.includes('"upstream":"broken-gemini"'));
+    const log = await eventually(
+      async () => gw.procs[0]!.output(),
+      (out) => out.includes('"upstream":"broken-gemini"'),
+    );
     expect(log).toContain("check this upstream's baseUrl and protocol");
   });
 
   it("still reports an upstream that does not know the model as upstream_model_not_found", async () => {
     mocks.anthropic.reply({ error: { status: 404, message: "model: up-anthropic", type: "not_found_error" } });
-    mocks.gemini.reply({ error: { status: 404, message: "models/up-gemini is not found for API version v1beta, or is not supported for generateContent." } });
+    mocks.gemini.reply({
+      error: {
+        status: 404,
+        message: "models/up-gemini is not found for API version v1beta, or is not supported for generateContent.",
+      },
+    });
     for (const p of ["anthropic", "gemini"] as const) {
-      const err = await failure<InstanceType<typeof OpenAI.APIError>>(openai().chat.completions.create({ model: model("gap", p), messages: [{ role: "user", content: "hi" }] }));
+      const err = await failure<InstanceType<typeof OpenAI.APIError>>(
+        openai().chat.completions.create({ model: model("gap", p), messages: [{ role: "user", content: "hi" }] }),
+      );
       expect({ status: err.status, code: err.code }).toEqual({ status: 502, code: "upstream_model_not_found" });
     }
   });
 });
 
-const CITY_SCHEMA = { type: "object", properties: { city: { type: "string" } }, required: ["city"], additionalProperties: false };
+const CITY_SCHEMA = {
+  type: "object",
+  properties: { city: { type: "string" } },
+  required: ["city"],
+  additionalProperties: false,
+};
 const lastBody = (p: Proto) => mocks[p].requests.at(-1)!.body as Record<string, unknown>;
 
 describe("structured outputs and parameters a translation cannot carry", () => {
@@ -170,7 +220,11 @@ describe("structured outputs and parameters a translation cannot carry", () => {
     });
     expect(res.status).toBe(200);
     expect(((await res.json()) as { model: string }).model).toBe(model("gap", "anthropic"));
-    expect(lastBody("anthropic")).toMatchObject({ model: "up-anthropic", output_config: { format: { type: "json_schema", schema: CITY_SCHEMA } }, some_future_field: { keep: true } });
+    expect(lastBody("anthropic")).toMatchObject({
+      model: "up-anthropic",
+      output_config: { format: { type: "json_schema", schema: CITY_SCHEMA } },
+      some_future_field: { keep: true },
+    });
   });
 
   it("translates output_config.format to OpenAI's response_format and Gemini's responseJsonSchema, with the Anthropic SDK", async () => {
@@ -184,8 +238,12 @@ describe("structured outputs and parameters a translation cannot carry", () => {
       });
       expect(JSON.parse((msg.content[0] as { text: string }).text)).toEqual({ city: "Paris" });
     }
-    expect(mocks.openai.requests.at(-1)!.body).toMatchObject({ response_format: { type: "json_schema", json_schema: { name: "response", schema: CITY_SCHEMA } } });
-    expect(mocks.gemini.requests.at(-1)!.body).toMatchObject({ generationConfig: { responseMimeType: "application/json", responseJsonSchema: CITY_SCHEMA } });
+    expect(mocks.openai.requests.at(-1)!.body).toMatchObject({
+      response_format: { type: "json_schema", json_schema: { name: "response", schema: CITY_SCHEMA } },
+    });
+    expect(mocks.gemini.requests.at(-1)!.body).toMatchObject({
+      generationConfig: { responseMimeType: "application/json", responseJsonSchema: CITY_SCHEMA },
+    });
   });
 
   it("translates OpenAI's response_format and Gemini's responseJsonSchema into output_config.format toward Anthropic", async () => {
@@ -207,18 +265,36 @@ describe("structured outputs and parameters a translation cannot carry", () => {
     // JSON without a schema has no Anthropic form: a clear 400 naming the parameter, and no upstream call.
     const calls = mocks.anthropic.requests.length;
     const err = await failure<InstanceType<typeof OpenAI.APIError>>(
-      openai().chat.completions.create({ model: model("gap", "anthropic"), messages: [{ role: "user", content: "x" }], response_format: { type: "json_object" } }),
+      openai().chat.completions.create({
+        model: model("gap", "anthropic"),
+        messages: [{ role: "user", content: "x" }],
+        response_format: { type: "json_object" },
+      }),
     );
-    expect({ status: err.status, code: err.code, param: err.param }).toEqual({ status: 400, code: "unsupported_parameter", param: "response_format" });
+    expect({ status: err.status, code: err.code, param: err.param }).toEqual({
+      status: 400,
+      code: "unsupported_parameter",
+      param: "response_format",
+    });
     expect(mocks.anthropic.requests.length).toBe(calls);
   });
 
   it("gives LangChain's withStructuredOutput (json_schema) its object from an Anthropic upstream", async () => {
     mocks.anthropic.reply({ text: ['{"city":', '"Lisbon"}'] });
-    const chat = new ChatOpenAI({ model: model("gap", "anthropic"), apiKey, configuration: { baseURL: `${base}/v1` }, maxRetries: 0 });
-    const structured = chat.withStructuredOutput({ title: "city", ...CITY_SCHEMA }, { method: "jsonSchema", strict: true });
+    const chat = new ChatOpenAI({
+      model: model("gap", "anthropic"),
+      apiKey,
+      configuration: { baseURL: `${base}/v1` },
+      maxRetries: 0,
+    });
+    const structured = chat.withStructuredOutput(
+      { title: "city", ...CITY_SCHEMA },
+      { method: "jsonSchema", strict: true },
+    );
     expect(await structured.invoke("A city?")).toEqual({ city: "Lisbon" });
-    expect(lastBody("anthropic").output_config).toEqual({ format: { type: "json_schema", schema: expect.objectContaining({ properties: CITY_SCHEMA.properties }) } });
+    expect(lastBody("anthropic").output_config).toEqual({
+      format: { type: "json_schema", schema: expect.objectContaining({ properties: CITY_SCHEMA.properties }) },
+    });
   });
 
   it("refuses in a translation what changes the answer (logit_bias, verbosity, service_tier), and passes it to the client's own protocol", async () => {
@@ -230,18 +306,43 @@ describe("structured outputs and parameters a translation cannot carry", () => {
     ] as const) {
       for (const p of ["anthropic", "gemini"] as const) {
         const err = await failure<InstanceType<typeof OpenAI.APIError>>(
-          openai().chat.completions.create({ model: model("gap", p), messages: [{ role: "user", content: "x" }], ...extra }),
+          openai().chat.completions.create({
+            model: model("gap", p),
+            messages: [{ role: "user", content: "x" }],
+            ...extra,
+          }),
         );
-        expect({ status: err.status, code: err.code, param: err.param }).toEqual({ status: 400, code: "unsupported_parameter", param });
+        expect({ status: err.status, code: err.code, param: err.param }).toEqual({
+          status: 400,
+          code: "unsupported_parameter",
+          param,
+        });
         expect(err.message).toContain(`'${param}'`);
       }
     }
     expect({ anthropic: mocks.anthropic.requests.length, gemini: mocks.gemini.requests.length }).toEqual(calls);
-    await openai().chat.completions.create({ model: model("gap", "openai"), messages: [{ role: "user", content: "x" }], logit_bias: { "9891": 100 }, verbosity: "low", service_tier: "priority" });
-    expect(lastBody("openai")).toMatchObject({ model: "up-openai", logit_bias: { "9891": 100 }, verbosity: "low", service_tier: "priority" });
+    await openai().chat.completions.create({
+      model: model("gap", "openai"),
+      messages: [{ role: "user", content: "x" }],
+      logit_bias: { "9891": 100 },
+      verbosity: "low",
+      service_tier: "priority",
+    });
+    expect(lastBody("openai")).toMatchObject({
+      model: "up-openai",
+      logit_bias: { "9891": 100 },
+      verbosity: "low",
+      service_tier: "priority",
+    });
     // Their defaults change nothing: translated without them.
     mocks.anthropic.reply({ text: ["fine"] });
-    const ok = await openai().chat.completions.create({ model: model("gap", "anthropic"), messages: [{ role: "user", content: "x" }], verbosity: "medium", service_tier: "auto", store: false });
+    const ok = await openai().chat.completions.create({
+      model: model("gap", "anthropic"),
+      messages: [{ role: "user", content: "x" }],
+      verbosity: "medium",
+      service_tier: "auto",
+      store: false,
+    });
     expect(ok.choices[0]!.message.content).toBe("fine");
   });
 });
@@ -249,14 +350,19 @@ describe("structured outputs and parameters a translation cannot carry", () => {
 describe("Anthropic stream usage", () => {
   /** The raw events and the SDK's accumulated message for one streamed call. */
   async function streamed(id: string) {
-    const stream = anthropic().messages.stream({ model: id, max_tokens: 2000, messages: [{ role: "user", content: "hi" }] });
+    const stream = anthropic().messages.stream({
+      model: id,
+      max_tokens: 2000,
+      messages: [{ role: "user", content: "hi" }],
+    });
     const events: Anthropic.MessageStreamEvent[] = [];
     // Copied as they arrive: the SDK builds its final message by mutating message_start's object.
     for await (const ev of stream) events.push(structuredClone(ev));
     return { events, final: await stream.finalMessage() };
   }
   const start = (events: Anthropic.MessageStreamEvent[]) => (events[0] as Anthropic.RawMessageStartEvent).message.usage;
-  const delta = (events: Anthropic.MessageStreamEvent[]) => (events.find((e) => e.type === "message_delta") as Anthropic.RawMessageDeltaEvent).usage;
+  const delta = (events: Anthropic.MessageStreamEvent[]) =>
+    (events.find((e) => e.type === "message_delta") as Anthropic.RawMessageDeltaEvent).usage;
 
   it("behind an OpenAI upstream: no output in message_start, the exact input and output in message_delta", async () => {
     mocks.openai.reply({ text: ["one ", "two ", "three"], usage: { promptTokens: 321, completionTokens: 7 } });
@@ -268,7 +374,11 @@ describe("Anthropic stream usage", () => {
   });
 
   it("behind a Gemini reasoning upstream: exact input but no running output count in message_start, the total once in message_delta", async () => {
-    mocks.gemini.reply({ thinking: ["hmm"], text: ["a", "b", "c"], usage: { promptTokens: 55, completionTokens: 30, reasoningTokens: 4096 } });
+    mocks.gemini.reply({
+      thinking: ["hmm"],
+      text: ["a", "b", "c"],
+      usage: { promptTokens: 55, completionTokens: 30, reasoningTokens: 4096 },
+    });
     const { events, final } = await streamed(model("gap", "gemini"));
     expect(start(events)).toMatchObject({ input_tokens: 55, output_tokens: 0 });
     expect(delta(events)).toMatchObject({ input_tokens: 55, output_tokens: 30 + 4096 });

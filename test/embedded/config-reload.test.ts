@@ -18,7 +18,12 @@ let configPath: string;
 
 const config = (models: string[]) => ({
   upstreams: [{ name: "openai-main", protocol: "openai", baseUrl: "MOCK_URL", apiKey: "${UPSTREAM_KEY}" }],
-  models: models.map((id) => ({ id, reasoning: false, price: { input: 0.15, output: 0.6 }, routes: [{ upstream: "openai-main", model: "gpt-4o-mini", weight: 1 }] })),
+  models: models.map((id) => ({
+    id,
+    reasoning: false,
+    price: { input: 0.15, output: 0.6 },
+    routes: [{ upstream: "openai-main", model: "gpt-4o-mini", weight: 1 }],
+  })),
 });
 const write = (text: string) => writeFileSync(configPath, text);
 const writeModels = (models: string[]) => write(JSON.stringify(config(models)).replace("MOCK_URL", mock.url));
@@ -56,9 +61,29 @@ describe("config hot reload", () => {
 
   it("refuses an invalid file with the reason in the log, and keeps the running config", async () => {
     write("models: [ { id: broken");
-    await eventually(async () => log(), (text) => text.includes("config reload refused"), 10_000);
-    write(JSON.stringify({ upstreams: [], models: [{ id: C, reasoning: false, price: { input: 1, output: 1 }, routes: [{ upstream: "nowhere", model: "x", weight: 1 }] }] }));
-    await eventually(async () => log(), (text) => text.includes("routes to unknown upstream nowhere"), 10_000);
+    await eventually(
+      async () => log(),
+      (text) => text.includes("config reload refused"),
+      10_000,
+    );
+    write(
+      JSON.stringify({
+        upstreams: [],
+        models: [
+          {
+            id: C,
+            reasoning: false,
+            price: { input: 1, output: 1 },
+            routes: [{ upstream: "nowhere", model: "x", weight: 1 }],
+          },
+        ],
+      }),
+    );
+    await eventually(
+      async () => log(),
+      (text) => text.includes("routes to unknown upstream nowhere"),
+      10_000,
+    );
     expect(await listed()).toEqual([A, B]);
     expect(gw.procs[0]!.child.exitCode).toBeNull();
   });

@@ -104,7 +104,9 @@ beforeAll(async () => {
   mocks = { openai: o, anthropic: a, gemini: g };
   dataDir = mkdtempSync(join(tmpdir(), "mg-conformance-"));
   const config = join(dataDir, "gateway.yaml");
-  const upstreams = PROTOS.map((p) => `  - name: mock-${p}\n    protocol: ${p}\n    baseUrl: ${mocks[p].url}\n    apiKey: \${MOCK_UPSTREAM_KEY}\n`).join("");
+  const upstreams = PROTOS.map(
+    (p) => `  - name: mock-${p}\n    protocol: ${p}\n    baseUrl: ${mocks[p].url}\n    apiKey: \${MOCK_UPSTREAM_KEY}\n`,
+  ).join("");
   const models = [...Object.values(conf), ...Object.values(pass), ...Object.values(think)]
     .map(
       (t) =>
@@ -114,14 +116,35 @@ beforeAll(async () => {
   writeFileSync(config, `upstreams:\n${upstreams}models:\n${models}`);
   const port = await freePort();
   base = `http://127.0.0.1:${port}`;
-  env = { PORT: String(port), MODELGATE_DATA_DIR: dataDir, GATEWAY_CONFIG: config, MOCK_UPSTREAM_KEY: DEFAULT_MOCK_KEY, DATABASE_URL: "", REDIS_URL: "" };
+  env = {
+    PORT: String(port),
+    MODELGATE_DATA_DIR: dataDir,
+    GATEWAY_CONFIG: config,
+    MOCK_UPSTREAM_KEY: DEFAULT_MOCK_KEY,
+    DATABASE_URL: "",
+    REDIS_URL: "",
+  };
   server = startTs("control-plane/src/main/embedded.ts", env);
   await waitForHttp(`${base}/readyz`, server, 120_000);
   adminToken = readFileSync(join(dataDir, "admin-token"), "utf8").trim();
 
   expect((await admin(env, "account", "create", "--name", "conf", "--balance", "100")).code).toBe(0);
   const [contract, created] = await Promise.all([
-    admin(env, "contract", "set", "--account", "conf", "--model", conf.anthropic.model, "--input", "2", "--output", "8", "--cached-input", "0.2"),
+    admin(
+      env,
+      "contract",
+      "set",
+      "--account",
+      "conf",
+      "--model",
+      conf.anthropic.model,
+      "--input",
+      "2",
+      "--output",
+      "8",
+      "--cached-input",
+      "0.2",
+    ),
     admin(env, "key", "create", "--account", "conf", "--name", "conformance"),
   ]);
   expect(contract.code).toBe(0);
@@ -246,14 +269,27 @@ const openaiDriver: Driver = {
     if (a.followUp) {
       const c = a.followUp;
       messages.push(
-        { role: "assistant", content: null, tool_calls: [{ id: c.id!, type: "function", function: { name: c.name, arguments: JSON.stringify(c.args) } }] },
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [{ id: c.id!, type: "function", function: { name: c.name, arguments: JSON.stringify(c.args) } }],
+        },
         { role: "tool", tool_call_id: c.id!, content: JSON.stringify(WEATHER_RESULT) },
       );
     }
     const params = {
       model: a.model,
       messages,
-      ...(a.tools ? { tools: [{ type: "function" as const, function: { name: "get_weather", description: "Current weather in a city", parameters: WEATHER_SCHEMA } }] } : {}),
+      ...(a.tools
+        ? {
+            tools: [
+              {
+                type: "function" as const,
+                function: { name: "get_weather", description: "Current weather in a city", parameters: WEATHER_SCHEMA },
+              },
+            ],
+          }
+        : {}),
       ...(a.reasoning ? { reasoning_effort: "low" as const } : {}),
     };
     if (!a.stream) {
@@ -271,7 +307,9 @@ const openaiDriver: Driver = {
       expect(data.model).toBe(a.model);
       return;
     }
-    const { data: stream, response } = await client.chat.completions.create({ ...params, stream: true, stream_options: { include_usage: true } }).withResponse();
+    const { data: stream, response } = await client.chat.completions
+      .create({ ...params, stream: true, stream_options: { include_usage: true } })
+      .withResponse();
     out.requestId = response.headers.get("x-gateway-request-id");
     const calls: { id?: string; name: string; args: string }[] = [];
     for await (const chunk of stream) {
@@ -328,18 +366,39 @@ const anthropicDriver: Driver = {
         {
           role: "assistant",
           content: [
-            ...(a.followUpThinking ? [{ type: "thinking" as const, thinking: a.followUpThinking.text, signature: a.followUpThinking.signature }] : []),
+            ...(a.followUpThinking
+              ? [
+                  {
+                    type: "thinking" as const,
+                    thinking: a.followUpThinking.text,
+                    signature: a.followUpThinking.signature,
+                  },
+                ]
+              : []),
             { type: "tool_use", id: c.id!, name: c.name, input: c.args },
           ],
         },
-        { role: "user", content: [{ type: "tool_result", tool_use_id: c.id!, content: JSON.stringify(WEATHER_RESULT) }] },
+        {
+          role: "user",
+          content: [{ type: "tool_result", tool_use_id: c.id!, content: JSON.stringify(WEATHER_RESULT) }],
+        },
       );
     }
     const params: Anthropic.MessageCreateParamsNonStreaming = {
       model: a.model,
       max_tokens: a.reasoning ? 2048 : 1024,
       messages,
-      ...(a.tools ? { tools: [{ name: "get_weather", description: "Current weather in a city", input_schema: WEATHER_SCHEMA as Anthropic.Tool.InputSchema }] } : {}),
+      ...(a.tools
+        ? {
+            tools: [
+              {
+                name: "get_weather",
+                description: "Current weather in a city",
+                input_schema: WEATHER_SCHEMA as Anthropic.Tool.InputSchema,
+              },
+            ],
+          }
+        : {}),
       ...(a.reasoning ? { thinking: { type: "enabled" as const, budget_tokens: 1024 } } : {}),
     };
     let msg: Anthropic.Message;
@@ -363,8 +422,8 @@ const anthropicDriver: Driver = {
       else if (b.type === "thinking") {
         out.thinking += b.thinking;
         out.thinkingSignature = b.signature;
-      }
-      else if (b.type === "tool_use") out.calls.push({ id: b.id, name: b.name, args: b.input as Record<string, unknown> });
+      } else if (b.type === "tool_use")
+        out.calls.push({ id: b.id, name: b.name, args: b.input as Record<string, unknown> });
     }
     out.finish = msg.stop_reason;
     out.usage = msg.usage;
@@ -379,7 +438,12 @@ const anthropicDriver: Driver = {
     };
   },
   // input_tokens excludes cache reads, so cached tokens are never counted twice; thinking is inside output_tokens.
-  expectedUsage: (t) => ({ input_tokens: t.prompt - t.cached, output_tokens: t.completion, cache_read_input_tokens: t.cached, cache_creation_input_tokens: 0 }),
+  expectedUsage: (t) => ({
+    input_tokens: t.prompt - t.cached,
+    output_tokens: t.completion,
+    cache_read_input_tokens: t.cached,
+    cache_creation_input_tokens: 0,
+  }),
   isApiError: (err) => err instanceof Anthropic.APIError,
   statusOf: (err) => (err instanceof Anthropic.APIError ? err.status : undefined),
 };
@@ -396,17 +460,42 @@ const geminiDriver: Driver = {
     if (a.followUp) {
       const c = a.followUp;
       contents.push(
-        { role: "model", parts: [{ functionCall: { name: c.name, args: c.args }, ...(c.signature ? { thoughtSignature: c.signature } : {}) }] },
+        {
+          role: "model",
+          parts: [
+            { functionCall: { name: c.name, args: c.args }, ...(c.signature ? { thoughtSignature: c.signature } : {}) },
+          ],
+        },
         { role: "user", parts: [{ functionResponse: { name: c.name, response: WEATHER_RESULT } }] },
       );
     }
     const config: GenerateContentConfig = {
-      ...(a.tools ? { tools: [{ functionDeclarations: [{ name: "get_weather", description: "Current weather in a city", parametersJsonSchema: WEATHER_SCHEMA }] }] } : {}),
+      ...(a.tools
+        ? {
+            tools: [
+              {
+                functionDeclarations: [
+                  {
+                    name: "get_weather",
+                    description: "Current weather in a city",
+                    parametersJsonSchema: WEATHER_SCHEMA,
+                  },
+                ],
+              },
+            ],
+          }
+        : {}),
       ...(a.reasoning ? { thinkingConfig: { includeThoughts: true, thinkingBudget: 1024 } } : {}),
     };
     const take = (parts: Part[] | undefined) => {
       for (const p of parts ?? []) {
-        if (p.functionCall) out.calls.push({ id: p.functionCall.id, name: p.functionCall.name ?? "", args: p.functionCall.args ?? {}, signature: p.thoughtSignature });
+        if (p.functionCall)
+          out.calls.push({
+            id: p.functionCall.id,
+            name: p.functionCall.name ?? "",
+            args: p.functionCall.args ?? {},
+            signature: p.thoughtSignature,
+          });
         else if (typeof p.text === "string") {
           if (p.thought) out.thinking += p.text;
           else out.text += p.text;
@@ -430,7 +519,13 @@ const geminiDriver: Driver = {
     }
   },
   usage(raw) {
-    const u = raw as { promptTokenCount?: number; candidatesTokenCount?: number; totalTokenCount?: number; cachedContentTokenCount?: number; thoughtsTokenCount?: number };
+    const u = raw as {
+      promptTokenCount?: number;
+      candidatesTokenCount?: number;
+      totalTokenCount?: number;
+      cachedContentTokenCount?: number;
+      thoughtsTokenCount?: number;
+    };
     return {
       promptTokenCount: u.promptTokenCount ?? 0,
       candidatesTokenCount: u.candidatesTokenCount ?? 0,
@@ -471,7 +566,10 @@ async function exchange(d: Driver, a: Ask): Promise<Outcome> {
 }
 
 /** Canonical tokens as the upstream reported them (Anthropic has no separate count of thinking tokens). */
-const tokensOf = (upstream: Proto, u: { promptTokens: number; cachedTokens?: number; completionTokens: number; reasoningTokens?: number }): Tokens => ({
+const tokensOf = (
+  upstream: Proto,
+  u: { promptTokens: number; cachedTokens?: number; completionTokens: number; reasoningTokens?: number },
+): Tokens => ({
   prompt: u.promptTokens,
   cached: u.cachedTokens ?? 0,
   completion: u.completionTokens + (u.reasoningTokens ?? 0),
@@ -510,7 +608,12 @@ function expectUpstreamCall(t: Target, stream: boolean): void {
   const r = lastRequest(t.upstream);
   expect(upstreamModelOf(t.upstream)).toBe(t.upstreamModel);
   // The upstream credential, never the client's key.
-  const seenKey = t.upstream === "openai" ? r.headers.authorization : t.upstream === "anthropic" ? (r.headers["x-api-key"] ?? r.headers.authorization) : r.headers["x-goog-api-key"];
+  const seenKey =
+    t.upstream === "openai"
+      ? r.headers.authorization
+      : t.upstream === "anthropic"
+        ? (r.headers["x-api-key"] ?? r.headers.authorization)
+        : r.headers["x-goog-api-key"];
   expect(String(seenKey)).toContain(DEFAULT_MOCK_KEY);
   expect(JSON.stringify(r.headers)).not.toContain(apiKey);
   if (t.upstream === "gemini") expect(r.url.includes(":streamGenerateContent?alt=sse")).toBe(stream);
@@ -532,11 +635,18 @@ function expectLinkedToolResult(p: Proto): void {
     expect((body.tools as Body[])[0]).toMatchObject({ type: "function", function: { name: "get_weather" } });
   } else if (p === "anthropic") {
     const messages = body.messages as { role: string; content: Body[] | string }[];
-    const use = messages.flatMap((m) => (m.role === "assistant" && Array.isArray(m.content) ? m.content : [])).find((b) => b.type === "tool_use")!;
+    const use = messages
+      .flatMap((m) => (m.role === "assistant" && Array.isArray(m.content) ? m.content : []))
+      .find((b) => b.type === "tool_use")!;
     expect(use).toMatchObject({ name: "get_weather", input: { city: "Paris" } });
-    const result = messages.flatMap((m) => (m.role === "user" && Array.isArray(m.content) ? m.content : [])).find((b) => b.type === "tool_result")!;
+    const result = messages
+      .flatMap((m) => (m.role === "user" && Array.isArray(m.content) ? m.content : []))
+      .find((b) => b.type === "tool_result")!;
     expect(result.tool_use_id).toBe(use.id);
-    const content = typeof result.content === "string" ? result.content : (result.content as { text: string }[]).map((c) => c.text).join("");
+    const content =
+      typeof result.content === "string"
+        ? result.content
+        : (result.content as { text: string }[]).map((c) => c.text).join("");
     expect(JSON.parse(content)).toEqual(WEATHER_RESULT);
     expect((body.tools as Body[])[0]).toMatchObject({ name: "get_weather", input_schema: WEATHER_SCHEMA });
   } else {
@@ -546,7 +656,9 @@ function expectLinkedToolResult(p: Proto): void {
     const answer = contents.flatMap((c) => (c.role === "user" ? c.parts : [])).find((x) => x.functionResponse)!;
     expect(answer.functionResponse).toMatchObject({ name: "get_weather", response: WEATHER_RESULT });
     // the result comes after the call
-    expect(contents.findIndex((c) => c.parts.includes(answer))).toBeGreaterThan(contents.findIndex((c) => c.parts.includes(call)));
+    expect(contents.findIndex((c) => c.parts.includes(answer))).toBeGreaterThan(
+      contents.findIndex((c) => c.parts.includes(call)),
+    );
     const decl = ((body.tools as Body[])[0]!.functionDeclarations as Body[])[0]!;
     expect(decl.name).toBe("get_weather");
   }
@@ -557,7 +669,11 @@ function expectReasoningAsked(p: Proto): void {
   const body = lastRequest(p).body as Body;
   if (p === "openai") expect(body.reasoning_effort).toBe("low");
   else if (p === "anthropic") expect(body.thinking).toEqual({ type: "enabled", budget_tokens: 1024 });
-  else expect((body.generationConfig as Body).thinkingConfig).toMatchObject({ thinkingBudget: 1024, includeThoughts: true });
+  else
+    expect((body.generationConfig as Body).thinkingConfig).toMatchObject({
+      thinkingBudget: 1024,
+      includeThoughts: true,
+    });
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -568,7 +684,10 @@ const modeName = (stream: boolean) => (stream ? "streaming" : "non-streaming");
 
 for (const d of drivers) {
   const targets: { label: string; t: Target }[] = [
-    ...PROTOS.map((p) => ({ label: `${p} upstream${p === d.name ? " (model rewritten: translated)" : ""}`, t: conf[p] })),
+    ...PROTOS.map((p) => ({
+      label: `${p} upstream${p === d.name ? " (model rewritten: translated)" : ""}`,
+      t: conf[p],
+    })),
     { label: `${d.name} upstream (same model name: passthrough)`, t: pass[d.name] },
   ];
 
@@ -615,10 +734,18 @@ for (const d of drivers) {
 
       it(`maps the ${label}'s length and content-filter finish reasons, streaming and not`, async () => {
         for (const stream of MODES) {
-          mocks[t.upstream].reply({ text: ["Paris is"], finish: "length", usage: { promptTokens: 9, completionTokens: 2 } });
+          mocks[t.upstream].reply({
+            text: ["Paris is"],
+            finish: "length",
+            usage: { promptTokens: 9, completionTokens: 2 },
+          });
           const cut = await exchange(d, { model: t.model, stream });
           expect([cut.text, cut.finish]).toEqual(["Paris is", d.finishLength]);
-          mocks[t.upstream].reply({ text: [""], finish: "content_filter", usage: { promptTokens: 9, completionTokens: 0 } });
+          mocks[t.upstream].reply({
+            text: [""],
+            finish: "content_filter",
+            usage: { promptTokens: 9, completionTokens: 0 },
+          });
           const filtered = await exchange(d, { model: t.model, stream });
           expect(filtered.finish).toBe(d.finishFilter);
         }
@@ -626,7 +753,11 @@ for (const d of drivers) {
 
       it(`ends the stream with the client protocol's error when the ${label} fails mid-stream`, async () => {
         const before = mocks[t.upstream].requests.length;
-        mocks[t.upstream].reply({ text: ["Partial", " answer", " never finished"], midStreamError: { message: "Upstream overloaded mid-stream", afterChunks: 2 }, usage: BASIC_USAGE });
+        mocks[t.upstream].reply({
+          text: ["Partial", " answer", " never finished"],
+          midStreamError: { message: "Upstream overloaded mid-stream", afterChunks: 2 },
+          usage: BASIC_USAGE,
+        });
         const { out, error } = await attempt(d, { model: t.model, stream: true });
         expect(error).not.toBeNull();
         expect(d.isApiError(error), String(error)).toBe(true);
@@ -648,7 +779,12 @@ for (const d of drivers) {
         it(`keeps the reasoning signature through a tool call round trip to its own vendor, ${modeName(stream)}`, async () => {
           const t = think[d.name];
           const signature = d.name === "anthropic" ? "sig-anthropic-conformance" : "c2lnLWdlbWluaS1jb25mb3JtYW5jZQ==";
-          mocks[t.upstream].reply({ thinking: ["Weather needs a tool."], signature, toolCalls: [{ name: "get_weather", arguments: { city: "Paris" } }], usage: TOOL_USAGE[0] });
+          mocks[t.upstream].reply({
+            thinking: ["Weather needs a tool."],
+            signature,
+            toolCalls: [{ name: "get_weather", arguments: { city: "Paris" } }],
+            usage: TOOL_USAGE[0],
+          });
           const first = await exchange(d, { model: t.model, stream, reasoning: true, tools: true });
           expect(first.thinking).toBe("Weather needs a tool.");
           const call = first.calls[0]!;
@@ -661,13 +797,17 @@ for (const d of drivers) {
             reasoning: true,
             tools: true,
             followUp: call,
-            ...(first.thinkingSignature ? { followUpThinking: { text: first.thinking, signature: first.thinkingSignature } } : {}),
+            ...(first.thinkingSignature
+              ? { followUpThinking: { text: first.thinking, signature: first.thinkingSignature } }
+              : {}),
           });
           expect(second.text).toBe("18 °C.");
           expectLinkedToolResult(t.upstream);
           const body = lastRequest(t.upstream).body as Body;
           if (d.name === "anthropic") {
-            const assistant = (body.messages as { role: string; content: Body[] }[]).find((m) => m.role === "assistant")!;
+            const assistant = (body.messages as { role: string; content: Body[] }[]).find(
+              (m) => m.role === "assistant",
+            )!;
             expect(assistant.content.map((b) => b.type)).toEqual(["thinking", "tool_use"]);
             expect(assistant.content[0]).toMatchObject({ thinking: "Weather needs a tool.", signature });
           } else {
@@ -694,7 +834,11 @@ for (const d of drivers) {
       for (const stream of MODES) {
         it(`surfaces reasoning from the ${p} upstream's reasoning model, ${modeName(stream)}`, async () => {
           const t = think[p];
-          mocks[p].reply({ thinking: ["Let me think.", " France's capital is Paris."], text: ["Paris."], usage: THINK_USAGE });
+          mocks[p].reply({
+            thinking: ["Let me think.", " France's capital is Paris."],
+            text: ["Paris."],
+            usage: THINK_USAGE,
+          });
           const out = await exchange(d, { model: t.model, stream, reasoning: true });
           expect(out.text).toBe("Paris.");
           expect(out.thinking).toBe("Let me think. France's capital is Paris.");
@@ -762,7 +906,11 @@ async function expectErrorShape(p: Proto, res: Response, status: number, kind: s
 
 const ERROR_KIND: Record<Proto, { unauthenticated: string; notFound: string; badRequest: string }> = {
   openai: { unauthenticated: "invalid_api_key", notFound: "model_not_found", badRequest: "unsupported_parameter" },
-  anthropic: { unauthenticated: "authentication_error", notFound: "not_found_error", badRequest: "invalid_request_error" },
+  anthropic: {
+    unauthenticated: "authentication_error",
+    notFound: "not_found_error",
+    badRequest: "invalid_request_error",
+  },
   gemini: { unauthenticated: "UNAUTHENTICATED", notFound: "NOT_FOUND", badRequest: "INVALID_ARGUMENT" },
 };
 
@@ -770,7 +918,11 @@ const ERROR_KIND: Record<Proto, { unauthenticated: string; notFound: string; bad
 const UNSUPPORTED: Record<Proto, { model: string; extra: Body; param: string }> = {
   openai: { model: conf.anthropic.model, extra: { n: 2 }, param: "n" },
   anthropic: { model: conf.openai.model, extra: { top_k: 5 }, param: "top_k" },
-  gemini: { model: conf.anthropic.model, extra: { generationConfig: { candidateCount: 2 } }, param: "generationConfig.candidateCount" },
+  gemini: {
+    model: conf.anthropic.model,
+    extra: { generationConfig: { candidateCount: 2 } },
+    param: "generationConfig.candidateCount",
+  },
 };
 
 describe("errors in each client protocol's shape, with the request id", () => {
@@ -845,10 +997,16 @@ describe("protocol-specific endpoints", () => {
   it("anthropic SDK: messages.countTokens answers input_tokens without calling an upstream", async () => {
     const calls = mocks.anthropic.requests.length;
     const client = new Anthropic({ baseURL: base, apiKey, maxRetries: 0 });
-    const counted = await client.messages.countTokens({ model: conf.anthropic.model, system: "Be brief.", messages: [{ role: "user", content: PROMPT }] });
+    const counted = await client.messages.countTokens({
+      model: conf.anthropic.model,
+      system: "Be brief.",
+      messages: [{ role: "user", content: PROMPT }],
+    });
     expect(counted.input_tokens).toBeGreaterThan(0);
     expect(Number.isInteger(counted.input_tokens)).toBe(true);
-    await expect(client.messages.countTokens({ model: "claude-unknown", messages: [{ role: "user", content: PROMPT }] })).rejects.toBeInstanceOf(Anthropic.NotFoundError);
+    await expect(
+      client.messages.countTokens({ model: "claude-unknown", messages: [{ role: "user", content: PROMPT }] }),
+    ).rejects.toBeInstanceOf(Anthropic.NotFoundError);
     expect(mocks.anthropic.requests.length).toBe(calls);
   });
 
@@ -862,11 +1020,23 @@ describe("protocol-specific endpoints", () => {
       });
       expect(res.status).toBe(200);
       expect(res.headers.get("content-type")).toContain("application/json");
-      const chunks = (await res.json()) as { candidates: { content?: { parts?: { text?: string }[] }; finishReason?: string }[]; usageMetadata?: Body }[];
+      const chunks = (await res.json()) as {
+        candidates: { content?: { parts?: { text?: string }[] }; finishReason?: string }[];
+        usageMetadata?: Body;
+      }[];
       expect(Array.isArray(chunks)).toBe(true);
-      expect(chunks.flatMap((c) => c.candidates[0]?.content?.parts ?? []).map((x) => x.text ?? "").join("")).toBe("Paris.");
+      expect(
+        chunks
+          .flatMap((c) => c.candidates[0]?.content?.parts ?? [])
+          .map((x) => x.text ?? "")
+          .join(""),
+      ).toBe("Paris.");
       expect(chunks.at(-1)!.candidates[0]!.finishReason).toBe("STOP");
-      expect(chunks.at(-1)!.usageMetadata).toMatchObject({ promptTokenCount: 7, candidatesTokenCount: 2, totalTokenCount: 9 });
+      expect(chunks.at(-1)!.usageMetadata).toMatchObject({
+        promptTokenCount: 7,
+        candidatesTokenCount: 2,
+        totalTokenCount: 9,
+      });
       expectUpstreamCall(t, true);
     });
   }
@@ -882,6 +1052,12 @@ describe("protocol-specific endpoints", () => {
     const body = (await res.json()) as { candidates: { content: { parts: { text: string }[] } }[] };
     expect(body.candidates[0]!.content.parts[0]!.text).toBe("Paris.");
     const row = await usageRow(res.headers.get("x-gateway-request-id")!);
-    expect(row).toMatchObject({ protocol: "gemini", status: 200, promptTokens: 5, completionTokens: 1, costMicro: "18" }); // contract: 5 × 2 + 1 × 8
+    expect(row).toMatchObject({
+      protocol: "gemini",
+      status: 200,
+      promptTokens: 5,
+      completionTokens: 1,
+      costMicro: "18",
+    }); // contract: 5 × 2 + 1 × 8
   });
 });

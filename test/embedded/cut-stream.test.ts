@@ -36,7 +36,9 @@ beforeAll(async () => {
     env: { MOCK_UPSTREAM_KEY: DEFAULT_MOCK_KEY },
     config: {
       upstreams: [{ name: "claude", protocol: "anthropic", baseUrl: mock.url, apiKey: "${MOCK_UPSTREAM_KEY}" }],
-      models: [{ id: MODEL, price: { input: 3, output: 15 }, routes: [{ upstream: "claude", model: "claude-upstream" }] }],
+      models: [
+        { id: MODEL, price: { input: 3, output: 15 }, routes: [{ upstream: "claude", model: "claude-upstream" }] },
+      ],
     },
   });
   await gw.admin("account create", { name: "cuts", balance: "10" });
@@ -55,27 +57,60 @@ describe("a stream the client cuts", () => {
   it("is charged by estimate, then by the upstream's exact usage once it finishes", async () => {
     const before = await gw.balance("cuts");
     // Slow enough that the client is gone long before message_delta carries the output count.
-    mock.reply({ text: ["a", "b", "c", "d", "e", "f"], usage: { promptTokens: 1000, cachedTokens: 200, cacheWrite1hTokens: 400, completionTokens: 50 }, delayMs: 100 });
+    mock.reply({
+      text: ["a", "b", "c", "d", "e", "f"],
+      usage: { promptTokens: 1000, cachedTokens: 200, cacheWrite1hTokens: 400, completionTokens: 50 },
+      delayMs: 100,
+    });
     const sdk = new OpenAI({ baseURL: `${gw.bases[0]}/v1`, apiKey, maxRetries: 0 });
-    const stream = await sdk.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "hi" }], stream: true, user: "cutter" });
+    const stream = await sdk.chat.completions.create({
+      model: MODEL,
+      messages: [{ role: "user", content: "hi" }],
+      stream: true,
+      user: "cutter",
+    });
     for await (const chunk of stream) if (chunk.choices[0]?.delta?.content) break;
 
     // The estimate first: the prompt and cache classes message_start reported, the output delivered so far.
     const [estimate] = await eventually(rows, (r) => r.length === 1, 10_000, 20);
-    expect(estimate).toMatchObject({ status: 499, estimated: true, promptTokens: 1000, cacheWrite1hTokens: 400, endUser: "cutter" });
+    expect(estimate).toMatchObject({
+      status: 499,
+      estimated: true,
+      promptTokens: 1000,
+      cacheWrite1hTokens: 400,
+      endUser: "cutter",
+    });
     expect(BigInt(estimate!.costMicro)).toBeLessThan(EXACT);
 
     // Then the exact count, once the upstream finished; the wallet moves by the exact amount in all.
     const [exact] = await eventually(rows, (r) => r[0]?.estimated === false, 10_000, 50);
-    expect(exact).toMatchObject({ requestId: estimate!.requestId, status: 499, costMicro: EXACT.toString(), completionTokens: 50 });
-    await eventually(() => gw.balance("cuts"), (b) => before - b === EXACT, 10_000);
+    expect(exact).toMatchObject({
+      requestId: estimate!.requestId,
+      status: 499,
+      costMicro: EXACT.toString(),
+      completionTokens: 50,
+    });
+    await eventually(
+      () => gw.balance("cuts"),
+      (b) => before - b === EXACT,
+      10_000,
+    );
     expect(await rows()).toHaveLength(1);
   });
 
   it("stays estimated when the upstream breaks off too", async () => {
     const before = (await rows()).length;
-    mock.reply({ text: ["a", "b", "c", "d"], usage: { promptTokens: 300, completionTokens: 90 }, dropAfterChunks: 2, delayMs: 20 });
-    const stream = new Anthropic({ baseURL: gw.bases[0], apiKey, maxRetries: 0 }).messages.stream({ model: MODEL, max_tokens: 100, messages: [{ role: "user", content: "hi" }] });
+    mock.reply({
+      text: ["a", "b", "c", "d"],
+      usage: { promptTokens: 300, completionTokens: 90 },
+      dropAfterChunks: 2,
+      delayMs: 20,
+    });
+    const stream = new Anthropic({ baseURL: gw.bases[0], apiKey, maxRetries: 0 }).messages.stream({
+      model: MODEL,
+      max_tokens: 100,
+      messages: [{ role: "user", content: "hi" }],
+    });
     await expect(stream.finalMessage()).rejects.toThrow();
     const [row] = await eventually(rows, (r) => r.length === before + 1, 10_000);
     expect(row).toMatchObject({ status: 502, estimated: true, promptTokens: 300 });

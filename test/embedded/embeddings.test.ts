@@ -34,10 +34,25 @@ beforeAll(async () => {
   const [o, g] = await Promise.all([startOpenAIUpstream(), startGeminiUpstream()]);
   mocks = { openai: o, gemini: g };
   const config = {
-    upstreams: PROTOS.map((p) => ({ name: `mock-${p}`, protocol: p, baseUrl: mocks[p].url, apiKey: "${MOCK_UPSTREAM_KEY}" })),
+    upstreams: PROTOS.map((p) => ({
+      name: `mock-${p}`,
+      protocol: p,
+      baseUrl: mocks[p].url,
+      apiKey: "${MOCK_UPSTREAM_KEY}",
+    })),
     models: [
-      ...PROTOS.map((p) => ({ id: emb(p), type: "embedding", price: PRICE, routes: [{ upstream: `mock-${p}`, model: UPSTREAM_MODEL[p] }] })),
-      ...PROTOS.map((p) => ({ id: pass(p), type: "embedding", price: PRICE, routes: [{ upstream: `mock-${p}`, model: pass(p) }] })),
+      ...PROTOS.map((p) => ({
+        id: emb(p),
+        type: "embedding",
+        price: PRICE,
+        routes: [{ upstream: `mock-${p}`, model: UPSTREAM_MODEL[p] }],
+      })),
+      ...PROTOS.map((p) => ({
+        id: pass(p),
+        type: "embedding",
+        price: PRICE,
+        routes: [{ upstream: `mock-${p}`, model: pass(p) }],
+      })),
       { id: CHAT, price: { input: 1, output: 1 }, routes: [{ upstream: "mock-openai", model: "gpt-mock" }] },
     ],
   };
@@ -60,7 +75,10 @@ const tokensOf = (texts: string[]) => texts.reduce((n, t) => n + mockTokens(t), 
 const estimated = (texts: string[]) => Math.ceil(texts.reduce((n, t) => n + t.length, 0) / 4);
 
 async function usageRow(requestId: string) {
-  const rows = await eventually(() => gw.usage("emb", 100), (r) => r.some((x) => x.requestId === requestId));
+  const rows = await eventually(
+    () => gw.usage("emb", 100),
+    (r) => r.some((x) => x.requestId === requestId),
+  );
   return rows.find((x) => x.requestId === requestId)!;
 }
 
@@ -81,8 +99,15 @@ describe("OpenAI clients: POST /v1/embeddings", () => {
       }
     }
     // The openai SDK asked for base64 and decoded it; the OpenAI upstream got the client's body as it was.
-    expect(mocks.openai.requests.at(-1)!.body).toMatchObject({ model: pass("openai"), input: texts, encoding_format: "base64" });
-    expect(mocks.openai.requests.at(-2)!.body).toMatchObject({ model: UPSTREAM_MODEL.openai, encoding_format: "base64" });
+    expect(mocks.openai.requests.at(-1)!.body).toMatchObject({
+      model: pass("openai"),
+      input: texts,
+      encoding_format: "base64",
+    });
+    expect(mocks.openai.requests.at(-2)!.body).toMatchObject({
+      model: UPSTREAM_MODEL.openai,
+      encoding_format: "base64",
+    });
     // A Gemini upstream got a batch naming its model in every request.
     expect(mocks.gemini.requests.at(-2)!.url).toBe(`/v1beta/models/${UPSTREAM_MODEL.gemini}:batchEmbedContents`);
     expect(mocks.gemini.requests.at(-2)!.body).toEqual({
@@ -102,8 +127,20 @@ describe("OpenAI clients: POST /v1/embeddings", () => {
       expect(body.object).toBe("list");
       expect(body.data).toEqual([{ object: "embedding", index: 0, embedding: mockEmbedding("hello world", 4) }]);
     }
-    expect(mocks.gemini.requests.at(-1)!.body).toEqual({ requests: [{ model: `models/${UPSTREAM_MODEL.gemini}`, content: { parts: [{ text: "hello world" }] }, outputDimensionality: 4 }] });
-    expect(mocks.openai.requests.at(-1)!.body).toMatchObject({ input: "hello world", dimensions: 4, encoding_format: "float" });
+    expect(mocks.gemini.requests.at(-1)!.body).toEqual({
+      requests: [
+        {
+          model: `models/${UPSTREAM_MODEL.gemini}`,
+          content: { parts: [{ text: "hello world" }] },
+          outputDimensionality: 4,
+        },
+      ],
+    });
+    expect(mocks.openai.requests.at(-1)!.body).toMatchObject({
+      input: "hello world",
+      dimensions: 4,
+      encoding_format: "float",
+    });
   });
 
   it("serves the AI SDK's embed and embedMany", async () => {
@@ -119,9 +156,17 @@ describe("OpenAI clients: POST /v1/embeddings", () => {
 
   it("serves LangChain's OpenAIEmbeddings", async () => {
     for (const p of PROTOS) {
-      const lc = new OpenAIEmbeddings({ model: emb(p), apiKey, configuration: { baseURL: `${base}/v1` }, maxRetries: 0 });
+      const lc = new OpenAIEmbeddings({
+        model: emb(p),
+        apiKey,
+        configuration: { baseURL: `${base}/v1` },
+        maxRetries: 0,
+      });
       expect(await lc.embedQuery("a question")).toEqual(mockEmbedding("a question"));
-      expect(await lc.embedDocuments(["doc one", "doc two"])).toEqual([mockEmbedding("doc one"), mockEmbedding("doc two")]);
+      expect(await lc.embedDocuments(["doc one", "doc two"])).toEqual([
+        mockEmbedding("doc one"),
+        mockEmbedding("doc two"),
+      ]);
     }
   });
 
@@ -132,7 +177,10 @@ describe("OpenAI clients: POST /v1/embeddings", () => {
     const calls = mocks.gemini.requests.length;
     const err = await openai()
       .embeddings.create({ model: emb("gemini"), input: [[1, 2, 3]] })
-      .then(() => null, (e: unknown) => e as InstanceType<typeof OpenAI.APIError>);
+      .then(
+        () => null,
+        (e: unknown) => e as InstanceType<typeof OpenAI.APIError>,
+      );
     expect(err).toBeInstanceOf(OpenAI.BadRequestError);
     expect({ code: err!.code, param: err!.param }).toEqual({ code: "unsupported_parameter", param: "input" });
     expect(mocks.gemini.requests.length).toBe(calls);
@@ -141,19 +189,34 @@ describe("OpenAI clients: POST /v1/embeddings", () => {
   it("refuses a chat model on /v1/embeddings and an embedding model on chat, naming the endpoint, and logs and charges nothing", async () => {
     const onEmbeddings = await openai()
       .embeddings.create({ model: CHAT, input: "x" })
-      .then(() => null, (e: unknown) => e as InstanceType<typeof OpenAI.APIError>);
-    expect({ status: onEmbeddings!.status, code: onEmbeddings!.code, param: onEmbeddings!.param }).toEqual({ status: 400, code: "wrong_model_type", param: "model" });
+      .then(
+        () => null,
+        (e: unknown) => e as InstanceType<typeof OpenAI.APIError>,
+      );
+    expect({ status: onEmbeddings!.status, code: onEmbeddings!.code, param: onEmbeddings!.param }).toEqual({
+      status: 400,
+      code: "wrong_model_type",
+      param: "model",
+    });
     const onChat = await openai()
       .chat.completions.create({ model: emb("openai"), messages: [{ role: "user", content: "x" }] })
-      .then(() => null, (e: unknown) => e as InstanceType<typeof OpenAI.APIError>);
+      .then(
+        () => null,
+        (e: unknown) => e as InstanceType<typeof OpenAI.APIError>,
+      );
     expect({ status: onChat!.status, code: onChat!.code }).toEqual({ status: 400, code: "wrong_model_type" });
     expect(onChat!.message).toContain("POST /v1/embeddings");
     const unknown = await openai()
       .embeddings.create({ model: "no-such-embedder-2000-01-01", input: "x" })
-      .then(() => null, (e: unknown) => e as InstanceType<typeof OpenAI.APIError>);
+      .then(
+        () => null,
+        (e: unknown) => e as InstanceType<typeof OpenAI.APIError>,
+      );
     expect(unknown).toBeInstanceOf(OpenAI.NotFoundError);
     // Usage events arrive in order: once a later call's row is in, a refusal's row would be too.
-    const { response } = await openai().embeddings.create({ model: pass("openai"), input: "after" }).withResponse();
+    const { response } = await openai()
+      .embeddings.create({ model: pass("openai"), input: "after" })
+      .withResponse();
     const rows = (await usageRow(response.headers.get("x-gateway-request-id")!)) && (await gw.usage("emb", 100));
     const refused = [onEmbeddings, onChat, unknown].map((e) => e!.headers!.get("x-gateway-request-id"));
     expect(rows.filter((r) => refused.includes(r.requestId))).toEqual([]);
@@ -166,16 +229,31 @@ describe("Gemini clients: :embedContent and :batchEmbedContents", () => {
       for (const model of [emb(p), pass(p)]) {
         const one = await gemini().models.embedContent({ model, contents: "what is the meaning of life" });
         expect(one.embeddings!.map((e) => e.values)).toEqual([mockEmbedding("what is the meaning of life")]);
-        const many = await gemini().models.embedContent({ model, contents: ["alpha", "beta gamma"], config: { outputDimensionality: 5 } });
-        expect(many.embeddings!.map((e) => e.values)).toEqual([mockEmbedding("alpha", 5), mockEmbedding("beta gamma", 5)]);
+        const many = await gemini().models.embedContent({
+          model,
+          contents: ["alpha", "beta gamma"],
+          config: { outputDimensionality: 5 },
+        });
+        expect(many.embeddings!.map((e) => e.values)).toEqual([
+          mockEmbedding("alpha", 5),
+          mockEmbedding("beta gamma", 5),
+        ]);
       }
     }
     // Toward OpenAI: one request with every text and the dimensions.
-    expect(mocks.openai.requests.at(-1)!.body).toEqual({ model: pass("openai"), input: ["alpha", "beta gamma"], encoding_format: "float", dimensions: 5 });
+    expect(mocks.openai.requests.at(-1)!.body).toEqual({
+      model: pass("openai"),
+      input: ["alpha", "beta gamma"],
+      encoding_format: "float",
+      dimensions: 5,
+    });
     // Toward Gemini under another name: the client's batch, each request's model renamed.
     const renamed = mocks.gemini.requests.at(-3)!;
     expect(renamed.url).toBe(`/v1beta/models/${UPSTREAM_MODEL.gemini}:batchEmbedContents`);
-    expect((renamed.body as { requests: { model: string }[] }).requests.map((r) => r.model)).toEqual([`models/${UPSTREAM_MODEL.gemini}`, `models/${UPSTREAM_MODEL.gemini}`]);
+    expect((renamed.body as { requests: { model: string }[] }).requests.map((r) => r.model)).toEqual([
+      `models/${UPSTREAM_MODEL.gemini}`,
+      `models/${UPSTREAM_MODEL.gemini}`,
+    ]);
   });
 
   it("answers :embedContent in its own shape, with the key in x-goog-api-key or ?key=, billed by input tokens", async () => {
@@ -193,12 +271,20 @@ describe("Gemini clients: :embedContent and :batchEmbedContents", () => {
   });
 
   it("passes taskType to a Gemini upstream and refuses it toward OpenAI, in Gemini's error shape", async () => {
-    const body = JSON.stringify({ content: { parts: [{ text: "doc" }] }, taskType: "RETRIEVAL_DOCUMENT", title: "A title" });
+    const body = JSON.stringify({
+      content: { parts: [{ text: "doc" }] },
+      taskType: "RETRIEVAL_DOCUMENT",
+      title: "A title",
+    });
     const headers = { "x-goog-api-key": apiKey, "content-type": "application/json" };
     const ok = await fetch(`${base}/v1beta/models/${emb("gemini")}:embedContent`, { method: "POST", headers, body });
     expect(ok.status).toBe(200);
     expect(mocks.gemini.requests.at(-1)!.body).toMatchObject({ taskType: "RETRIEVAL_DOCUMENT", title: "A title" });
-    const refused = await fetch(`${base}/v1beta/models/${emb("openai")}:embedContent`, { method: "POST", headers, body });
+    const refused = await fetch(`${base}/v1beta/models/${emb("openai")}:embedContent`, {
+      method: "POST",
+      headers,
+      body,
+    });
     expect(refused.status).toBe(400);
     const err = (await refused.json()) as { error: { code: number; status: string; message: string } };
     expect(err.error).toMatchObject({ code: 400, status: "INVALID_ARGUMENT" });
@@ -214,8 +300,14 @@ describe("model list and limits", () => {
     const g = (await (await fetch(`${base}/v1beta/models`, { headers: { "x-goog-api-key": apiKey } })).json()) as {
       models: { name: string; supportedGenerationMethods: string[] }[];
     };
-    expect(g.models.find((m) => m.name === `models/${emb("gemini")}`)!.supportedGenerationMethods).toEqual(["embedContent", "batchEmbedContents"]);
-    expect(g.models.find((m) => m.name === `models/${CHAT}`)!.supportedGenerationMethods).toEqual(["generateContent", "streamGenerateContent"]);
+    expect(g.models.find((m) => m.name === `models/${emb("gemini")}`)!.supportedGenerationMethods).toEqual([
+      "embedContent",
+      "batchEmbedContents",
+    ]);
+    expect(g.models.find((m) => m.name === `models/${CHAT}`)!.supportedGenerationMethods).toEqual([
+      "generateContent",
+      "streamGenerateContent",
+    ]);
   });
 
   it("counts embedding input against the key's tpm", async () => {
@@ -223,11 +315,18 @@ describe("model list and limits", () => {
     await waitForKey(gw, limited.key);
     // 40 words the mock counts as 40 tokens; the request's body is estimated at about 35 before it is sent.
     const input = Array.from({ length: 40 }, () => "a").join(" ");
-    const first = await openai(limited.key).embeddings.create({ model: pass("openai"), input, encoding_format: "float" });
+    const first = await openai(limited.key).embeddings.create({
+      model: pass("openai"),
+      input,
+      encoding_format: "float",
+    });
     expect(first.usage.prompt_tokens).toBe(40);
     const second = await openai(limited.key)
       .embeddings.create({ model: pass("openai"), input, encoding_format: "float" })
-      .then(() => null, (e: unknown) => e as InstanceType<typeof OpenAI.APIError>);
+      .then(
+        () => null,
+        (e: unknown) => e as InstanceType<typeof OpenAI.APIError>,
+      );
     expect(second).toBeInstanceOf(OpenAI.RateLimitError);
     expect(second!.code).toBe("rate_limit_exceeded");
   });

@@ -23,8 +23,18 @@ import { DEFAULT_MOCK_KEY, type MockUpstream, type RecordedRequest } from "../mo
 
 type Up = "openai" | "anthropic" | "gemini" | "openai-responses";
 const UPS: Up[] = ["openai", "anthropic", "gemini", "openai-responses"];
-const MODEL: Record<Up, string> = { openai: "r-openai", anthropic: "r-anthropic", gemini: "r-gemini", "openai-responses": "r-responses" };
-const UPSTREAM_MODEL: Record<Up, string> = { openai: "gpt-mock", anthropic: "claude-mock", gemini: "gemini-mock", "openai-responses": "gpt-mock-responses" };
+const MODEL: Record<Up, string> = {
+  openai: "r-openai",
+  anthropic: "r-anthropic",
+  gemini: "r-gemini",
+  "openai-responses": "r-responses",
+};
+const UPSTREAM_MODEL: Record<Up, string> = {
+  openai: "gpt-mock",
+  anthropic: "claude-mock",
+  gemini: "gemini-mock",
+  "openai-responses": "gpt-mock-responses",
+};
 const PASS = "pass-responses-2025-01-01";
 const CODEX = join(process.cwd(), "node_modules/.bin/codex");
 
@@ -37,8 +47,15 @@ let otherKey: string;
 const mockOf = (up: Up): MockUpstream => (up === "openai-responses" ? mocks.openai : mocks[up]);
 /** The upstream's last request for a generation (the OpenAI mock also serves /v1/responses). */
 const lastCall = (up: Up): RecordedRequest => {
-  const path = { openai: "/v1/chat/completions", anthropic: "/v1/messages", gemini: ":", "openai-responses": "/v1/responses" }[up];
-  return mockOf(up).requests.filter((r) => r.url.includes(path)).at(-1)!;
+  const path = {
+    openai: "/v1/chat/completions",
+    anthropic: "/v1/messages",
+    gemini: ":",
+    "openai-responses": "/v1/responses",
+  }[up];
+  return mockOf(up)
+    .requests.filter((r) => r.url.includes(path))
+    .at(-1)!;
 };
 
 beforeAll(async () => {
@@ -50,13 +67,21 @@ beforeAll(async () => {
     { name: "m-gemini", protocol: "gemini", baseUrl: g.url },
     { name: "m-responses", protocol: "openai-responses", baseUrl: o.url },
   ].map((u) => ({ ...u, apiKey: "${MOCK_KEY}" }));
-  const upstreamOf: Record<Up, string> = { openai: "m-openai", anthropic: "m-anthropic", gemini: "m-gemini", "openai-responses": "m-responses" };
+  const upstreamOf: Record<Up, string> = {
+    openai: "m-openai",
+    anthropic: "m-anthropic",
+    gemini: "m-gemini",
+    "openai-responses": "m-responses",
+  };
   const price = { input: 1, output: 2, cachedInput: 0.5 };
   const models = [
     ...UPS.map((up) => ({ id: MODEL[up], price, routes: [{ upstream: upstreamOf[up], model: UPSTREAM_MODEL[up] }] })),
     { id: PASS, price, routes: [{ upstream: "m-responses", model: PASS }] },
   ];
-  gw = await startGateway("embedded", { config: { upstreams, models }, env: { MOCK_KEY: DEFAULT_MOCK_KEY, MODELGATE_RESPONSES_STORE: "1" } });
+  gw = await startGateway("embedded", {
+    config: { upstreams, models },
+    env: { MOCK_KEY: DEFAULT_MOCK_KEY, MODELGATE_RESPONSES_STORE: "1" },
+  });
   base = gw.bases[0]!;
   await gw.admin("account create", { name: "resp", balance: "100" });
   await gw.admin("account create", { name: "other", balance: "100" });
@@ -71,7 +96,14 @@ afterAll(async () => {
 
 const sdk = (k = key) => new OpenAI({ baseURL: `${base}/v1`, apiKey: k, maxRetries: 0 });
 const aiSdk = () => createOpenAI({ baseURL: `${base}/v1`, apiKey: key });
-const langchain = (model: string) => new ChatOpenAI({ model, apiKey: key, configuration: { baseURL: `${base}/v1` }, useResponsesApi: true, maxRetries: 0 });
+const langchain = (model: string) =>
+  new ChatOpenAI({
+    model,
+    apiKey: key,
+    configuration: { baseURL: `${base}/v1` },
+    useResponsesApi: true,
+    maxRetries: 0,
+  });
 
 interface LogRow {
   requestId: string;
@@ -91,15 +123,28 @@ async function usageRow(requestId: string): Promise<LogRow> {
   return rows.find((x) => x.requestId === requestId)!;
 }
 
-const WEATHER = { type: "object" as const, properties: { city: { type: "string" as const } }, required: ["city"], additionalProperties: false };
-const weatherTool = { type: "function" as const, name: "get_weather", description: "Weather by city", parameters: WEATHER, strict: false };
+const WEATHER = {
+  type: "object" as const,
+  properties: { city: { type: "string" as const } },
+  required: ["city"],
+  additionalProperties: false,
+};
+const weatherTool = {
+  type: "function" as const,
+  name: "get_weather",
+  description: "Weather by city",
+  parameters: WEATHER,
+  strict: false,
+};
 
 describe.each(UPS)("a Responses client, upstream %s", (up) => {
   const model = MODEL[up];
 
   it("openai SDK responses.create: text, instructions, usage and the usage log", async () => {
     mockOf(up).reply({ text: ["Hello", " there"], usage: { promptTokens: 50, completionTokens: 7, cachedTokens: 10 } });
-    const { data: r, response } = await sdk().responses.create({ model, input: "Say hello", instructions: "Be nice.", max_output_tokens: 300 }).withResponse();
+    const { data: r, response } = await sdk()
+      .responses.create({ model, input: "Say hello", instructions: "Be nice.", max_output_tokens: 300 })
+      .withResponse();
     expect(r.output_text).toBe("Hello there");
     expect(r.status).toBe("completed");
     expect(r.object).toBe("response");
@@ -107,7 +152,13 @@ describe.each(UPS)("a Responses client, upstream %s", (up) => {
     expect(r.usage).toMatchObject({ input_tokens: 50, output_tokens: 7, input_tokens_details: { cached_tokens: 10 } });
     expect(JSON.stringify(lastCall(up).body)).toContain("Be nice.");
     const row = await usageRow(response.headers.get("x-gateway-request-id")!);
-    expect(row).toMatchObject({ protocol: "openai-responses", status: 200, promptTokens: 50, completionTokens: 7, cachedTokens: 10 });
+    expect(row).toMatchObject({
+      protocol: "openai-responses",
+      status: 200,
+      promptTokens: 50,
+      completionTokens: 7,
+      cachedTokens: 10,
+    });
     // 40 × 1 + 10 × 0.5 + 7 × 2
     expect(row.costMicro).toBe("59");
   });
@@ -119,10 +170,18 @@ describe.each(UPS)("a Responses client, upstream %s", (up) => {
     for await (const ev of stream) events.push(ev);
     expect(events[0]!.type).toBe("response.created");
     expect(events.at(-1)!.type).toBe("response.completed");
-    expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => (up === "openai-responses" ? events[0]!.sequence_number + i : i)));
+    expect(events.map((e) => e.sequence_number)).toEqual(
+      events.map((_, i) => (up === "openai-responses" ? events[0]!.sequence_number + i : i)),
+    );
     const deltas = events.flatMap((e) => (e.type === "response.output_text.delta" ? [e.delta] : []));
     expect(deltas.join("")).toBe("One two three");
-    for (const t of ["response.output_item.added", "response.content_part.added", "response.output_text.done", "response.content_part.done", "response.output_item.done"]) {
+    for (const t of [
+      "response.output_item.added",
+      "response.content_part.added",
+      "response.output_text.done",
+      "response.content_part.done",
+      "response.output_item.done",
+    ]) {
       expect(events.map((e) => e.type)).toContain(t);
     }
     const done = events.at(-1) as OpenAI.Responses.ResponseCompletedEvent;
@@ -132,7 +191,10 @@ describe.each(UPS)("a Responses client, upstream %s", (up) => {
 
   it("openai SDK tools: a function call, then its output sent back, then the answer", async () => {
     const m = mockOf(up);
-    m.reply({ toolCalls: [{ name: "get_weather", arguments: { city: "Paris" } }] }, { text: ["18 degrees and clear."] });
+    m.reply(
+      { toolCalls: [{ name: "get_weather", arguments: { city: "Paris" } }] },
+      { text: ["18 degrees and clear."] },
+    );
     const r1 = await sdk().responses.create({ model, input: "Weather in Paris?", tools: [weatherTool], store: false });
     const call = r1.output.find((o) => o.type === "function_call");
     expect(call).toMatchObject({ type: "function_call", name: "get_weather" });
@@ -142,7 +204,11 @@ describe.each(UPS)("a Responses client, upstream %s", (up) => {
       model,
       tools: [weatherTool],
       store: false,
-      input: [{ role: "user", content: "Weather in Paris?" }, c, { type: "function_call_output", call_id: c.call_id, output: '{"temperature_c":18}' }],
+      input: [
+        { role: "user", content: "Weather in Paris?" },
+        c,
+        { type: "function_call_output", call_id: c.call_id, output: '{"temperature_c":18}' },
+      ],
     });
     expect(r2.output_text).toBe("18 degrees and clear.");
     const sent = JSON.stringify(lastCall(up).body);
@@ -151,7 +217,10 @@ describe.each(UPS)("a Responses client, upstream %s", (up) => {
   });
 
   it("the AI SDK's default openai() provider: generateText and streamText", async () => {
-    mockOf(up).reply({ text: ["Hi", " from AI SDK"], usage: { promptTokens: 11, completionTokens: 4 } }, { text: ["Streamed", " words"] });
+    mockOf(up).reply(
+      { text: ["Hi", " from AI SDK"], usage: { promptTokens: 11, completionTokens: 4 } },
+      { text: ["Streamed", " words"] },
+    );
     const g = await generateText({ model: aiSdk()(model), prompt: "Hello?" });
     expect(g.text).toBe("Hi from AI SDK");
     expect(g.usage.inputTokens).toBe(11);
@@ -160,11 +229,14 @@ describe.each(UPS)("a Responses client, upstream %s", (up) => {
     let text = "";
     for await (const t of s.textStream) text += t;
     expect(text).toBe("Streamed words");
-    expect((await s.finishReason)).toBe("stop");
+    expect(await s.finishReason).toBe("stop");
   });
 
   it("LangChain ChatOpenAI with useResponsesApi: invoke and stream", async () => {
-    mockOf(up).reply({ text: ["Lang", "chain"], usage: { promptTokens: 9, completionTokens: 2 } }, { text: ["a", "b", "c"] });
+    mockOf(up).reply(
+      { text: ["Lang", "chain"], usage: { promptTokens: 9, completionTokens: 2 } },
+      { text: ["a", "b", "c"] },
+    );
     const msg = await langchain(model).invoke("Hello");
     expect(msg.text).toBe("Langchain");
     expect(msg.usage_metadata).toMatchObject({ input_tokens: 9, output_tokens: 2 });
@@ -175,63 +247,131 @@ describe.each(UPS)("a Responses client, upstream %s", (up) => {
 });
 
 // (Anthropic structured outputs are section 4 of issue 14, done beside this.)
-it.each(["openai", "gemini", "openai-responses"] as const)("openai SDK text.format json_schema reaches the %s upstream as its structured output", async (up) => {
-  const model = MODEL[up];
-  mockOf(up).reply({ text: ['{"city":"Paris"}'] });
-  const r = await sdk().responses.create({ model, input: "Where?", text: { format: { type: "json_schema", name: "place", schema: WEATHER, strict: true } } });
-  expect(JSON.parse(r.output_text)).toEqual({ city: "Paris" });
-  const body = lastCall(up).body as Record<string, unknown>;
-  const sent = JSON.stringify(body);
-  expect(sent).toContain('"required":["city"]');
-  if (up === "openai") expect(body.response_format).toMatchObject({ type: "json_schema", json_schema: { name: "place", strict: true } });
-  if (up === "openai-responses") expect(body.text).toEqual({ format: { type: "json_schema", name: "place", schema: WEATHER, strict: true } });
-});
+it.each(["openai", "gemini", "openai-responses"] as const)(
+  "openai SDK text.format json_schema reaches the %s upstream as its structured output",
+  async (up) => {
+    const model = MODEL[up];
+    mockOf(up).reply({ text: ['{"city":"Paris"}'] });
+    const r = await sdk().responses.create({
+      model,
+      input: "Where?",
+      text: { format: { type: "json_schema", name: "place", schema: WEATHER, strict: true } },
+    });
+    expect(JSON.parse(r.output_text)).toEqual({ city: "Paris" });
+    const body = lastCall(up).body as Record<string, unknown>;
+    const sent = JSON.stringify(body);
+    expect(sent).toContain('"required":["city"]');
+    if (up === "openai")
+      expect(body.response_format).toMatchObject({ type: "json_schema", json_schema: { name: "place", strict: true } });
+    if (up === "openai-responses")
+      expect(body.text).toEqual({ format: { type: "json_schema", name: "place", schema: WEATHER, strict: true } });
+  },
+);
 
 describe("Responses API details", () => {
   it("reasoning from the upstream is a reasoning item with its summary; the signature is its encrypted_content", async () => {
-    mocks.anthropic.reply({ thinking: ["Let me think."], signature: "sig-abc", text: ["42"], usage: { promptTokens: 5, completionTokens: 9 } });
-    const r = await sdk().responses.create({ model: MODEL.anthropic, input: "Answer?", reasoning: { effort: "low", summary: "auto" } });
-    expect(r.output[0]).toMatchObject({ type: "reasoning", summary: [{ type: "summary_text", text: "Let me think." }], encrypted_content: "sig-abc" });
+    mocks.anthropic.reply({
+      thinking: ["Let me think."],
+      signature: "sig-abc",
+      text: ["42"],
+      usage: { promptTokens: 5, completionTokens: 9 },
+    });
+    const r = await sdk().responses.create({
+      model: MODEL.anthropic,
+      input: "Answer?",
+      reasoning: { effort: "low", summary: "auto" },
+    });
+    expect(r.output[0]).toMatchObject({
+      type: "reasoning",
+      summary: [{ type: "summary_text", text: "Let me think." }],
+      encrypted_content: "sig-abc",
+    });
     expect(r.output_text).toBe("42");
     // Sent back, the reasoning item is Anthropic's signed thinking block again.
     mocks.anthropic.reply({ text: ["ok"] });
-    await sdk().responses.create({ model: MODEL.anthropic, store: false, input: [{ role: "user", content: "Answer?" }, ...(r.output as OpenAI.Responses.ResponseInputItem[]), { role: "user", content: "Sure?" }] });
+    await sdk().responses.create({
+      model: MODEL.anthropic,
+      store: false,
+      input: [
+        { role: "user", content: "Answer?" },
+        ...(r.output as OpenAI.Responses.ResponseInputItem[]),
+        { role: "user", content: "Sure?" },
+      ],
+    });
     expect(JSON.stringify(lastCall("anthropic").body)).toContain('"signature":"sig-abc"');
   });
 
-  it.each([false, true])("Gemini's signature on a function call comes out as a reasoning item right before it and goes back on the call (stream: %s)", async (stream) => {
-    mocks.gemini.reply({ thinking: ["Need the weather."], signature: "gem-sig-1", toolCalls: [{ name: "get_weather", arguments: { city: "Bergen" } }] }, { text: ["Rainy."] });
-    let output: OpenAI.Responses.ResponseOutputItem[];
-    if (stream) {
-      const s = await sdk().responses.create({ model: MODEL.gemini, input: "Weather in Bergen?", tools: [weatherTool], store: false, stream: true });
-      output = [];
-      for await (const ev of s) if (ev.type === "response.completed") output = ev.response.output;
-    } else output = (await sdk().responses.create({ model: MODEL.gemini, input: "Weather in Bergen?", tools: [weatherTool], store: false })).output;
-    const at = output.findIndex((o) => o.type === "function_call");
-    expect(output[at - 1]).toMatchObject({ type: "reasoning", encrypted_content: "gem-sig-1", summary: [] });
-    const call = output[at] as OpenAI.Responses.ResponseFunctionToolCall;
-    await sdk().responses.create({
-      model: MODEL.gemini,
-      tools: [weatherTool],
-      store: false,
-      input: [{ role: "user", content: "Weather in Bergen?" }, ...(output as OpenAI.Responses.ResponseInputItem[]), { type: "function_call_output", call_id: call.call_id, output: "rain" }],
-    });
-    const sent = lastCall("gemini").body as { contents: { role: string; parts: Record<string, unknown>[] }[] };
-    const model = sent.contents.find((c) => c.role === "model")!;
-    expect(model.parts.find((p) => p.functionCall)).toMatchObject({ functionCall: { name: "get_weather" }, thoughtSignature: "gem-sig-1" });
-  });
+  it.each([false, true])(
+    "Gemini's signature on a function call comes out as a reasoning item right before it and goes back on the call (stream: %s)",
+    async (stream) => {
+      mocks.gemini.reply(
+        {
+          thinking: ["Need the weather."],
+          signature: "gem-sig-1",
+          toolCalls: [{ name: "get_weather", arguments: { city: "Bergen" } }],
+        },
+        { text: ["Rainy."] },
+      );
+      let output: OpenAI.Responses.ResponseOutputItem[];
+      if (stream) {
+        const s = await sdk().responses.create({
+          model: MODEL.gemini,
+          input: "Weather in Bergen?",
+          tools: [weatherTool],
+          store: false,
+          stream: true,
+        });
+        output = [];
+        for await (const ev of s) if (ev.type === "response.completed") output = ev.response.output;
+      } else
+        output = (
+          await sdk().responses.create({
+            model: MODEL.gemini,
+            input: "Weather in Bergen?",
+            tools: [weatherTool],
+            store: false,
+          })
+        ).output;
+      const at = output.findIndex((o) => o.type === "function_call");
+      expect(output[at - 1]).toMatchObject({ type: "reasoning", encrypted_content: "gem-sig-1", summary: [] });
+      const call = output[at] as OpenAI.Responses.ResponseFunctionToolCall;
+      await sdk().responses.create({
+        model: MODEL.gemini,
+        tools: [weatherTool],
+        store: false,
+        input: [
+          { role: "user", content: "Weather in Bergen?" },
+          ...(output as OpenAI.Responses.ResponseInputItem[]),
+          { type: "function_call_output", call_id: call.call_id, output: "rain" },
+        ],
+      });
+      const sent = lastCall("gemini").body as { contents: { role: string; parts: Record<string, unknown>[] }[] };
+      const model = sent.contents.find((c) => c.role === "model")!;
+      expect(model.parts.find((p) => p.functionCall)).toMatchObject({
+        functionCall: { name: "get_weather" },
+        thoughtSignature: "gem-sig-1",
+      });
+    },
+  );
 
   it("errors come in the Responses (OpenAI) shape with the request id", async () => {
-    const err = await sdk().responses.create({ model: "no-such-model-2000-01-01", input: "x" }).catch((e: unknown) => e);
+    const err = await sdk()
+      .responses.create({ model: "no-such-model-2000-01-01", input: "x" })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.NotFoundError);
     expect((err as InstanceType<typeof OpenAI.NotFoundError>).message).toMatch(/request id: req_/);
-    const bad = await sdk().responses.create({ model: MODEL.openai, input: "x", tools: [{ type: "web_search" }] }).catch((e: unknown) => e);
+    const bad = await sdk()
+      .responses.create({ model: MODEL.openai, input: "x", tools: [{ type: "web_search" }] })
+      .catch((e: unknown) => e);
     expect(bad).toBeInstanceOf(OpenAI.BadRequestError);
     expect((bad as InstanceType<typeof OpenAI.BadRequestError>).message).toContain("web_search");
   });
 
   it("a mid-stream upstream failure ends the stream with an error event carrying the request id", async () => {
-    mocks.anthropic.reply({ text: ["a", "b", "c"], midStreamError: { message: "overloaded", type: "overloaded_error", afterChunks: 1 } });
+    mocks.anthropic.reply({
+      text: ["a", "b", "c"],
+      midStreamError: { message: "overloaded", type: "overloaded_error", afterChunks: 1 },
+    });
     const stream = await sdk().responses.create({ model: MODEL.anthropic, input: "x", stream: true });
     const types: string[] = [];
     let message = "";
@@ -245,9 +385,21 @@ describe("Responses API details", () => {
   });
 
   it("passes a Responses client through to an openai-responses upstream byte for byte", async () => {
-    const body = { model: PASS, input: [{ type: "reasoning", id: "rs_x", summary: [], encrypted_content: "opaque-blob" }, { role: "user", content: "hi" }], store: true, include: ["reasoning.encrypted_content"] };
+    const body = {
+      model: PASS,
+      input: [
+        { type: "reasoning", id: "rs_x", summary: [], encrypted_content: "opaque-blob" },
+        { role: "user", content: "hi" },
+      ],
+      store: true,
+      include: ["reasoning.encrypted_content"],
+    };
     const text = JSON.stringify(body);
-    const res = await fetch(`${base}/v1/responses`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: text });
+    const res = await fetch(`${base}/v1/responses`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: text,
+    });
     expect(res.status).toBe(200);
     expect(lastCall("openai-responses").body).toEqual(body);
     const r1 = (await res.json()) as { id: string };
@@ -261,8 +413,16 @@ describe("Responses API details", () => {
 describe("stored responses toward upstreams that keep no state", () => {
   it("previous_response_id continues the conversation; GET and DELETE; another account sees nothing", async () => {
     mocks.anthropic.reply({ text: ["Nice to meet you, Ada."] }, { text: ["Your name is Ada."] });
-    const r1 = await sdk().responses.create({ model: MODEL.anthropic, input: "My name is Ada.", instructions: "Be brief." });
-    const r2 = await sdk().responses.create({ model: MODEL.anthropic, input: "What is my name?", previous_response_id: r1.id });
+    const r1 = await sdk().responses.create({
+      model: MODEL.anthropic,
+      input: "My name is Ada.",
+      instructions: "Be brief.",
+    });
+    const r2 = await sdk().responses.create({
+      model: MODEL.anthropic,
+      input: "What is my name?",
+      previous_response_id: r1.id,
+    });
     expect(r2.output_text).toBe("Your name is Ada.");
     expect(r2.previous_response_id).toBe(r1.id);
     const sent = lastCall("anthropic").body as { messages: { role: string; content: unknown }[]; system?: unknown };
@@ -276,18 +436,30 @@ describe("stored responses toward upstreams that keep no state", () => {
     const items = await sdk().responses.inputItems.list(r2.id);
     expect(items.data.map((i) => JSON.stringify(i))).toEqual([expect.stringContaining("What is my name?")]);
     expect(items.data[0]!.id).toMatch(/^msg_/);
-    const foreign = await sdk(otherKey).responses.retrieve(r1.id).catch((e: unknown) => e);
+    const foreign = await sdk(otherKey)
+      .responses.retrieve(r1.id)
+      .catch((e: unknown) => e);
     expect(foreign).toBeInstanceOf(OpenAI.NotFoundError);
-    const foreignContinue = await sdk(otherKey).responses.create({ model: MODEL.anthropic, input: "x", previous_response_id: r1.id }).catch((e: unknown) => e);
+    const foreignContinue = await sdk(otherKey)
+      .responses.create({ model: MODEL.anthropic, input: "x", previous_response_id: r1.id })
+      .catch((e: unknown) => e);
     expect(foreignContinue).toBeInstanceOf(OpenAI.NotFoundError);
     await sdk().responses.delete(r1.id);
-    expect(await sdk().responses.retrieve(r1.id).catch((e: unknown) => e)).toBeInstanceOf(OpenAI.NotFoundError);
+    expect(
+      await sdk()
+        .responses.retrieve(r1.id)
+        .catch((e: unknown) => e),
+    ).toBeInstanceOf(OpenAI.NotFoundError);
   });
 
   it("store: false keeps nothing", async () => {
     const r = await sdk().responses.create({ model: MODEL.gemini, input: "x", store: false });
     expect((r as unknown as { store: boolean }).store).toBe(false);
-    expect(await sdk().responses.retrieve(r.id).catch((e: unknown) => e)).toBeInstanceOf(OpenAI.NotFoundError);
+    expect(
+      await sdk()
+        .responses.retrieve(r.id)
+        .catch((e: unknown) => e),
+    ).toBeInstanceOf(OpenAI.NotFoundError);
   });
 
   it("a streamed response is stored before response.completed is sent", async () => {
@@ -304,11 +476,20 @@ describe("stored responses toward upstreams that keep no state", () => {
   });
 
   it("the AI SDK's tool loop with its default store: item references resolve from the store", async () => {
-    mocks.gemini.reply({ toolCalls: [{ name: "get_weather", arguments: { city: "Oslo" } }] }, { text: ["Cold in Oslo."] });
+    mocks.gemini.reply(
+      { toolCalls: [{ name: "get_weather", arguments: { city: "Oslo" } }] },
+      { text: ["Cold in Oslo."] },
+    );
     const result = await generateText({
       model: aiSdk()(MODEL.gemini),
       prompt: "Weather in Oslo?",
-      tools: { get_weather: tool({ description: "Weather by city", inputSchema: jsonSchema<{ city: string }>(WEATHER), execute: async ({ city }) => ({ city, temperature_c: -3 }) }) },
+      tools: {
+        get_weather: tool({
+          description: "Weather by city",
+          inputSchema: jsonSchema<{ city: string }>(WEATHER),
+          execute: async ({ city }) => ({ city, temperature_c: -3 }),
+        }),
+      },
       stopWhen: stepCountIs(3),
     });
     expect(result.text).toBe("Cold in Oslo.");
@@ -320,13 +501,26 @@ describe("stored responses toward upstreams that keep no state", () => {
 
 describe("other clients reach an openai-responses upstream by translation", () => {
   it("Chat Completions, streamed and not", async () => {
-    mocks.openai.reply({ text: ["Trans", "lated"], usage: { promptTokens: 8, completionTokens: 2 } }, { text: ["s", "t"] });
-    const c = await sdk().chat.completions.create({ model: MODEL["openai-responses"], messages: [{ role: "system", content: "Sys." }, { role: "user", content: "Hi" }] });
+    mocks.openai.reply(
+      { text: ["Trans", "lated"], usage: { promptTokens: 8, completionTokens: 2 } },
+      { text: ["s", "t"] },
+    );
+    const c = await sdk().chat.completions.create({
+      model: MODEL["openai-responses"],
+      messages: [
+        { role: "system", content: "Sys." },
+        { role: "user", content: "Hi" },
+      ],
+    });
     expect(c.choices[0]!.message.content).toBe("Translated");
     expect(c.usage).toMatchObject({ prompt_tokens: 8, completion_tokens: 2 });
     const sent = lastCall("openai-responses").body as Record<string, unknown>;
     expect(sent).toMatchObject({ model: UPSTREAM_MODEL["openai-responses"], instructions: "Sys.", store: false });
-    const stream = await sdk().chat.completions.create({ model: MODEL["openai-responses"], messages: [{ role: "user", content: "Hi" }], stream: true });
+    const stream = await sdk().chat.completions.create({
+      model: MODEL["openai-responses"],
+      messages: [{ role: "user", content: "Hi" }],
+      stream: true,
+    });
     let text = "";
     for await (const ch of stream) text += ch.choices[0]?.delta.content ?? "";
     expect(text).toBe("st");
@@ -342,7 +536,10 @@ describe("other clients reach an openai-responses upstream by translation", () =
       tools: [{ name: "get_weather", input_schema: WEATHER as Anthropic.Tool.InputSchema }],
     });
     expect(m.stop_reason).toBe("tool_use");
-    expect(m.content.find((b) => b.type === "tool_use")).toMatchObject({ name: "get_weather", input: { city: "Rome" } });
+    expect(m.content.find((b) => b.type === "tool_use")).toMatchObject({
+      name: "get_weather",
+      input: { city: "Rome" },
+    });
   });
 });
 
@@ -356,10 +553,29 @@ describe.each(UPS)("the Codex CLI, upstream %s", (up) => {
     try {
       mockOf(up).reply({ text: [`Hello from ${up}`, " via Codex."] });
       const provider = `{name="modelgate",base_url="${base}/v1",env_key="MODELGATE_KEY",wire_api="responses",request_max_retries=0,stream_max_retries=0}`;
-      const args = ["exec", "--skip-git-repo-check", "-c", "model_provider=modelgate", "-c", `model_providers.modelgate=${provider}`, "-c", 'web_search="disabled"', "--disable", "multi_agent", "-m", MODEL[up], "Say hello"];
+      const args = [
+        "exec",
+        "--skip-git-repo-check",
+        "-c",
+        "model_provider=modelgate",
+        "-c",
+        `model_providers.modelgate=${provider}`,
+        "-c",
+        'web_search="disabled"',
+        "--disable",
+        "multi_agent",
+        "-m",
+        MODEL[up],
+        "Say hello",
+      ];
       // stdin closed: with a pipe open, `codex exec` waits to read more of the prompt from it.
       const run = await new Promise<{ code: number | null; out: string }>((resolve) => {
-        const child = spawn(CODEX, args, { cwd: home, env: { PATH: process.env.PATH, HOME: home, CODEX_HOME: home, MODELGATE_KEY: key }, stdio: ["ignore", "pipe", "pipe"], timeout: 60_000 });
+        const child = spawn(CODEX, args, {
+          cwd: home,
+          env: { PATH: process.env.PATH, HOME: home, CODEX_HOME: home, MODELGATE_KEY: key },
+          stdio: ["ignore", "pipe", "pipe"],
+          timeout: 60_000,
+        });
         let out = "";
         child.stdout.on("data", (c: Buffer) => (out += c.toString()));
         child.stderr.on("data", (c: Buffer) => (out += c.toString()));

@@ -17,8 +17,17 @@ let env: NodeJS.ProcessEnv;
 let dataDir: string;
 let apiKey: string;
 
-const usageRows = async () => (await admin(env, "usage", "list", "--account", "acme")).json as { requestId: string; costMicro: string; promptTokens: number; completionTokens: number; status: number; model: string }[];
-const balanceMicro = async () => BigInt(((await admin(env, "account", "show", "--account", "acme")).json as { balanceMicro: string }).balanceMicro);
+const usageRows = async () =>
+  (await admin(env, "usage", "list", "--account", "acme")).json as {
+    requestId: string;
+    costMicro: string;
+    promptTokens: number;
+    completionTokens: number;
+    status: number;
+    model: string;
+  }[];
+const balanceMicro = async () =>
+  BigInt(((await admin(env, "account", "show", "--account", "acme")).json as { balanceMicro: string }).balanceMicro);
 
 beforeAll(async () => {
   mock = await startOpenAIMock("sk-upstream-secret");
@@ -40,14 +49,29 @@ models:
   );
   const port = await freePort();
   base = `http://127.0.0.1:${port}`;
-  env = { PORT: String(port), MODELGATE_DATA_DIR: dataDir, GATEWAY_CONFIG: config, MOCK_OPENAI_KEY: "sk-upstream-secret", DATABASE_URL: "", REDIS_URL: "" };
+  env = {
+    PORT: String(port),
+    MODELGATE_DATA_DIR: dataDir,
+    GATEWAY_CONFIG: config,
+    MOCK_OPENAI_KEY: "sk-upstream-secret",
+    DATABASE_URL: "",
+    REDIS_URL: "",
+  };
   server = startTs("control-plane/src/main/embedded.ts", env);
   await waitForHttp(`${base}/readyz`, server);
 
-  expect((await admin(env, "account", "create", "--name", "acme", "--email", "ops@acme.test", "--balance", "10")).json).toMatchObject({ name: "acme", balance: "10" });
+  expect(
+    (await admin(env, "account", "create", "--name", "acme", "--email", "ops@acme.test", "--balance", "10")).json,
+  ).toMatchObject({ name: "acme", balance: "10" });
   // A contract price different from the list price, so the debit proves which one applied.
-  expect((await admin(env, "contract", "set", "--account", "acme", "--model", MODEL, "--input", "0.2", "--output", "0.8")).code).toBe(0);
-  const created = (await admin(env, "key", "create", "--account", "acme", "--name", "ci")).json as { id: string; key: string };
+  expect(
+    (await admin(env, "contract", "set", "--account", "acme", "--model", MODEL, "--input", "0.2", "--output", "0.8"))
+      .code,
+  ).toBe(0);
+  const created = (await admin(env, "key", "create", "--account", "acme", "--name", "ci")).json as {
+    id: string;
+    key: string;
+  };
   expect(created.key).toMatch(/^sk-/);
   apiKey = created.key;
 }, 180_000);
@@ -64,7 +88,9 @@ describe("embedded mode, OpenAI protocol", () => {
   it("answers a completion with usage, bills it at the contract price and logs it", async () => {
     const before = await balanceMicro();
     mock.queue.push({ content: "Paris is the capital of France.", promptTokens: 1234, completionTokens: 567 });
-    const { data, response } = await client().chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "Capital of France?" }] }).withResponse();
+    const { data, response } = await client()
+      .chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "Capital of France?" }] })
+      .withResponse();
     expect(data.choices[0]!.message.content).toBe("Paris is the capital of France.");
     expect(data.model).toBe(MODEL);
     expect(data.usage).toMatchObject({ prompt_tokens: 1234, completion_tokens: 567, total_tokens: 1801 });
@@ -78,7 +104,13 @@ describe("embedded mode, OpenAI protocol", () => {
     // 1234 × 0.2 + 567 × 0.8 per 1M tokens = (246800 + 453600) / 1e6 units = 0.7004 units → 700 micro (half up)
     const rows = await eventually(usageRows, (r) => r.some((x) => x.requestId === requestId));
     const row = rows.find((x) => x.requestId === requestId)!;
-    expect(row).toMatchObject({ model: MODEL, promptTokens: 1234, completionTokens: 567, status: 200, costMicro: "700" });
+    expect(row).toMatchObject({
+      model: MODEL,
+      promptTokens: 1234,
+      completionTokens: 567,
+      status: 200,
+      costMicro: "700",
+    });
     expect(await eventually(balanceMicro, (b) => b === before - 700n)).toBe(before - 700n);
   });
 
@@ -124,7 +156,12 @@ describe("embedded mode, OpenAI protocol", () => {
     expect(text).toContain(`\n  "model": "${MODEL}",\n`); // the upstream's pretty-printing survived
 
     mock.queue.push({ content: "a b c", answerModel: "gpt-4o-mini-2024-07-18" });
-    const stream = await client().chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "x" }], stream: true, stream_options: { include_usage: true } });
+    const stream = await client().chat.completions.create({
+      model: MODEL,
+      messages: [{ role: "user", content: "x" }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     let streamed = "";
     for await (const chunk of stream) {
       expect(chunk.model).toBe(MODEL);
@@ -168,7 +205,11 @@ describe("embedded mode, OpenAI protocol", () => {
       completion: `modelgate_tokens_total{model="${MODEL}",direction="completion"}`,
     };
     const before = await scrape();
-    const done = await Promise.all([0, 1].map(() => client().chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "Count me." }] })));
+    const done = await Promise.all(
+      [0, 1].map(() =>
+        client().chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "Count me." }] }),
+      ),
+    );
     const after = await scrape();
     const delta = (k: keyof typeof series) => value(after, series[k]) - value(before, series[k]);
     expect(delta("ok")).toBe(2);
@@ -187,7 +228,11 @@ describe("embedded mode, OpenAI protocol", () => {
 
 describe("embedded mode, refusals", () => {
   const post = (path: string, body: string, headers: Record<string, string> = {}) =>
-    fetch(`${base}${path}`, { method: "POST", headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json", ...headers }, body });
+    fetch(`${base}${path}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json", ...headers },
+      body,
+    });
   const expectOpenAIError = async (res: Response, status: number, code: string) => {
     expect(res.status).toBe(status);
     const id = res.headers.get("x-gateway-request-id");
@@ -201,25 +246,68 @@ describe("embedded mode, refusals", () => {
 
   it("refuses a missing, malformed or unknown key with 401, and the SDK sees AuthenticationError", async () => {
     const good = JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "x" }] });
-    await expectOpenAIError(await fetch(`${base}/v1/chat/completions`, { method: "POST", body: good }), 401, "missing_api_key");
-    await expectOpenAIError(await post("/v1/chat/completions", good, { authorization: `Bearer  ${apiKey}` }), 401, "invalid_api_key");
-    await expectOpenAIError(await post("/v1/chat/completions", good, { authorization: `bearer ${apiKey}` }), 401, "invalid_api_key");
-    await expectOpenAIError(await post("/v1/chat/completions", good, { authorization: apiKey }), 401, "invalid_api_key");
-    await expectOpenAIError(await post("/v1/chat/completions", good, { authorization: `Basic ${apiKey}` }), 401, "invalid_api_key");
-    await expectOpenAIError(await post("/v1/chat/completions", good, { authorization: "Bearer sk-mg-notarealkeyatall0000000000000000000000" }), 401, "invalid_api_key");
+    await expectOpenAIError(
+      await fetch(`${base}/v1/chat/completions`, { method: "POST", body: good }),
+      401,
+      "missing_api_key",
+    );
+    await expectOpenAIError(
+      await post("/v1/chat/completions", good, { authorization: `Bearer  ${apiKey}` }),
+      401,
+      "invalid_api_key",
+    );
+    await expectOpenAIError(
+      await post("/v1/chat/completions", good, { authorization: `bearer ${apiKey}` }),
+      401,
+      "invalid_api_key",
+    );
+    await expectOpenAIError(
+      await post("/v1/chat/completions", good, { authorization: apiKey }),
+      401,
+      "invalid_api_key",
+    );
+    await expectOpenAIError(
+      await post("/v1/chat/completions", good, { authorization: `Basic ${apiKey}` }),
+      401,
+      "invalid_api_key",
+    );
+    await expectOpenAIError(
+      await post("/v1/chat/completions", good, {
+        authorization: "Bearer sk-mg-notarealkeyatall0000000000000000000000",
+      }),
+      401,
+      "invalid_api_key",
+    );
     const bad = new OpenAI({ baseURL: `${base}/v1`, apiKey: "sk-wrong-key-value", maxRetries: 0 });
-    await expect(bad.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "x" }] })).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
+    await expect(
+      bad.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "x" }] }),
+    ).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
   });
 
   it("answers 404 for a model that is not a full model ID, naming the model list", async () => {
-    const err = await expectOpenAIError(await post("/v1/chat/completions", JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "x" }] })), 404, "model_not_found");
+    const err = await expectOpenAIError(
+      await post(
+        "/v1/chat/completions",
+        JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "x" }] }),
+      ),
+      404,
+      "model_not_found",
+    );
     expect(err.message).toContain("/v1/models");
     expect(err.param).toBe("model");
-    await expect(client().chat.completions.create({ model: "GPT 4o mini", messages: [{ role: "user", content: "x" }] })).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    await expect(
+      client().chat.completions.create({ model: "GPT 4o mini", messages: [{ role: "user", content: "x" }] }),
+    ).rejects.toBeInstanceOf(OpenAI.NotFoundError);
   });
 
   it("answers 404 for unknown paths, naming the path, the endpoint probably meant and the endpoints that exist", async () => {
-    for (const path of ["/v1//chat/completions", "/chat/completions", "/v1/chat/completions/", "/v2/chat/completions", "/v1/v1/chat/completions"]) {
+    for (const path of [
+      "/v1//chat/completions",
+      "/chat/completions",
+      "/v1/chat/completions/",
+      "/v2/chat/completions",
+      "/v1/v1/chat/completions",
+    ]) {
       const res = await post(path, "{}");
       const err = await expectOpenAIError(res, 404, "unknown_path");
       expect(err.message).toContain(`'${path}'`);
@@ -239,16 +327,71 @@ describe("embedded mode, refusals", () => {
     const calls = mock.requests.length;
     await expectOpenAIError(await post("/v1/chat/completions", "{not json"), 400, "invalid_json");
     await expectOpenAIError(await post("/v1/chat/completions", "[1,2]"), 400, "invalid_json");
-    const noModel = await expectOpenAIError(await post("/v1/chat/completions", JSON.stringify({ messages: [{ role: "user", content: "x" }] })), 400, "missing_required_parameter");
+    const noModel = await expectOpenAIError(
+      await post("/v1/chat/completions", JSON.stringify({ messages: [{ role: "user", content: "x" }] })),
+      400,
+      "missing_required_parameter",
+    );
     expect(noModel.param).toBe("model");
-    const noMessages = await expectOpenAIError(await post("/v1/chat/completions", JSON.stringify({ model: MODEL })), 400, "missing_required_parameter");
+    const noMessages = await expectOpenAIError(
+      await post("/v1/chat/completions", JSON.stringify({ model: MODEL })),
+      400,
+      "missing_required_parameter",
+    );
     expect(noMessages.param).toBe("messages");
-    expect((await expectOpenAIError(await post("/v1/chat/completions", JSON.stringify({ model: 42, messages: [] })), 400, "invalid_type")).param).toBe("model");
-    expect((await expectOpenAIError(await post("/v1/chat/completions", JSON.stringify({ model: MODEL, messages: "hi" })), 400, "invalid_type")).param).toBe("messages");
-    expect((await expectOpenAIError(await post("/v1/chat/completions", JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "x" }], max_tokens: "ten" })), 400, "invalid_type")).param).toBe("max_tokens");
-    expect((await expectOpenAIError(await post("/v1/chat/completions", JSON.stringify({ model: MODEL, messages: [{ role: "robot", content: "x" }] })), 400, "invalid_value")).param).toBe("messages[0].role");
-    await expectOpenAIError(await post("/v1/chat/completions", JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "x".repeat(9 * 1024 * 1024) }] })), 413, "request_too_large");
-    await expect(client().chat.completions.create({ model: MODEL, messages: "nope" as never })).rejects.toBeInstanceOf(OpenAI.BadRequestError);
+    expect(
+      (
+        await expectOpenAIError(
+          await post("/v1/chat/completions", JSON.stringify({ model: 42, messages: [] })),
+          400,
+          "invalid_type",
+        )
+      ).param,
+    ).toBe("model");
+    expect(
+      (
+        await expectOpenAIError(
+          await post("/v1/chat/completions", JSON.stringify({ model: MODEL, messages: "hi" })),
+          400,
+          "invalid_type",
+        )
+      ).param,
+    ).toBe("messages");
+    expect(
+      (
+        await expectOpenAIError(
+          await post(
+            "/v1/chat/completions",
+            JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "x" }], max_tokens: "ten" }),
+          ),
+          400,
+          "invalid_type",
+        )
+      ).param,
+    ).toBe("max_tokens");
+    expect(
+      (
+        await expectOpenAIError(
+          await post(
+            "/v1/chat/completions",
+            JSON.stringify({ model: MODEL, messages: [{ role: "robot", content: "x" }] }),
+          ),
+          400,
+          "invalid_value",
+        )
+      ).param,
+    ).toBe("messages[0].role");
+    await expectOpenAIError(
+      await post(
+        "/v1/chat/completions",
+        JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "x".repeat(9 * 1024 * 1024) }] }),
+      ),
+      413,
+      "request_too_large",
+    );
+    await expect(client().chat.completions.create({ model: MODEL, messages: "nope" as never })).rejects.toBeInstanceOf(
+      OpenAI.BadRequestError,
+    );
     expect(mock.requests.length).toBe(calls); // nothing reached the upstream
     await new Promise((r) => setTimeout(r, 300));
     expect((await usageRows()).length).toBe(logged);
@@ -262,13 +405,20 @@ describe("embedded mode, refusals", () => {
   });
 
   it("refuses a revoked key at once", async () => {
-    const k = (await admin(env, "key", "create", "--account", "acme", "--name", "short-lived")).json as { id: string; key: string };
+    const k = (await admin(env, "key", "create", "--account", "acme", "--name", "short-lived")).json as {
+      id: string;
+      key: string;
+    };
     const c = new OpenAI({ baseURL: `${base}/v1`, apiKey: k.key, maxRetries: 0 });
     await c.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "x" }] });
     expect((await admin(env, "key", "revoke", k.id)).code).toBe(0);
     const started = Date.now();
     await eventually(
-      () => c.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "x" }] }).then(() => "ok", (e: unknown) => (e instanceof OpenAI.AuthenticationError ? "refused" : String(e))),
+      () =>
+        c.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "x" }] }).then(
+          () => "ok",
+          (e: unknown) => (e instanceof OpenAI.AuthenticationError ? "refused" : String(e)),
+        ),
       (r) => r === "refused",
       1_000,
       50,

@@ -67,15 +67,24 @@ describe("OpenTelemetry traces (OTLP/HTTP)", () => {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({
-        query: "mutation SignIn($email: String!, $password: String!) { login(email: $email, password: $password) { secondStepRequired } }",
+        query:
+          "mutation SignIn($email: String!, $password: String!) { login(email: $email, password: $password) { secondStepRequired } }",
         variables: { email: "nobody@acme.test", password: "secret-value-in-a-variable" },
         operationName: "SignIn",
       }),
     });
     expect(res.status).toBe(200);
-    const spans = await eventually(async () => otlp.spans.filter((s) => s.name === "graphql.mutation SignIn"), (s) => s.length === 1, 10_000);
+    const spans = await eventually(
+      async () => otlp.spans.filter((s) => s.name === "graphql.mutation SignIn"),
+      (s) => s.length === 1,
+      10_000,
+    );
     expect(spans[0]!.service).toBe("gateway-under-test");
-    expect(spans[0]!.attributes).toEqual({ "graphql.operation.type": "mutation", "graphql.operation.name": "SignIn", "graphql.error.count": 1 });
+    expect(spans[0]!.attributes).toEqual({
+      "graphql.operation.type": "mutation",
+      "graphql.operation.name": "SignIn",
+      "graphql.error.count": 1,
+    });
     expect(spans[0]!.status.code).toBe(2); // ERROR: the sign-in was refused
     expect(otlp.raw.join("\n")).not.toContain("secret-value");
     expect(otlp.contentTypes.every((t) => t.startsWith("application/json"))).toBe(true);
@@ -84,7 +93,11 @@ describe("OpenTelemetry traces (OTLP/HTTP)", () => {
   it("traces usage settlement batches", async () => {
     const client = new OpenAI({ baseURL: `${gw.bases[0]}/v1`, apiKey, maxRetries: 0 });
     await client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "hi" }] });
-    const settle = await eventually(async () => otlp.spans.filter((s) => s.name === "modelgate.usage.settle"), (s) => s.length >= 1, 10_000);
+    const settle = await eventually(
+      async () => otlp.spans.filter((s) => s.name === "modelgate.usage.settle"),
+      (s) => s.length >= 1,
+      10_000,
+    );
     expect(Number(settle[0]!.attributes["modelgate.usage.events"])).toBeGreaterThanOrEqual(1);
     expect(settle[0]!.endNs).toBeGreaterThan(settle[0]!.startNs);
   });
@@ -93,11 +106,28 @@ describe("OpenTelemetry traces (OTLP/HTTP)", () => {
     flaky.queue.push({ status: 500, errorMessage: "boom" }, { status: 503, errorMessage: "still down" });
     const traceId = "4bf92f3577b34da6a3ce929d0e0e4736";
     const callerSpan = "00f067aa0ba902b7";
-    const client = new OpenAI({ baseURL: `${gw.bases[0]}/v1`, apiKey, maxRetries: 0, defaultHeaders: { traceparent: `00-${traceId}-${callerSpan}-01` } });
-    const res = await client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "a prompt that must not be traced" }] }).withResponse();
+    const client = new OpenAI({
+      baseURL: `${gw.bases[0]}/v1`,
+      apiKey,
+      maxRetries: 0,
+      defaultHeaders: { traceparent: `00-${traceId}-${callerSpan}-01` },
+    });
+    const res = await client.chat.completions
+      .create({ model: MODEL, messages: [{ role: "user", content: "a prompt that must not be traced" }] })
+      .withResponse();
     const requestId = res.response.headers.get("x-gateway-request-id")!;
-    const root = (await eventually(async () => otlp.spans.filter((s) => s.attributes["modelgate.request_id"] === requestId), (s) => s.length === 1, 10_000))[0]!;
-    const children = await eventually(async () => otlp.spans.filter((s) => s.parentSpanId === root.spanId), (s) => s.length === 5, 10_000);
+    const root = (
+      await eventually(
+        async () => otlp.spans.filter((s) => s.attributes["modelgate.request_id"] === requestId),
+        (s) => s.length === 1,
+        10_000,
+      )
+    )[0]!;
+    const children = await eventually(
+      async () => otlp.spans.filter((s) => s.parentSpanId === root.spanId),
+      (s) => s.length === 5,
+      10_000,
+    );
     // the caller's trace continues through the gateway
     expect(root.traceId).toBe(traceId);
     expect(root.parentSpanId).toBe(callerSpan);
@@ -114,22 +144,42 @@ describe("OpenTelemetry traces (OTLP/HTTP)", () => {
       "modelgate.upstream": "openai-main",
     });
     const attempts = children.filter((s) => s.kind === 3).sort((a, b) => Number(a.startNs - b.startNs)); // CLIENT
-    expect(attempts.map((a) => [a.attributes["modelgate.upstream"], a.attributes["modelgate.attempt"], a.attributes["http.response.status_code"]])).toEqual([
+    expect(
+      attempts.map((a) => [
+        a.attributes["modelgate.upstream"],
+        a.attributes["modelgate.attempt"],
+        a.attributes["http.response.status_code"],
+      ]),
+    ).toEqual([
       ["openai-flaky", 1, 500],
       ["openai-flaky", 2, 503],
       ["openai-main", 1, 200],
     ]);
     expect(attempts[0]!.status.code).toBe(2);
-    expect(attempts[2]!.attributes).toMatchObject({ "gen_ai.provider.name": "openai", "server.address": "127.0.0.1", "gen_ai.request.model": MODEL });
-    expect(children.map((c) => c.name).filter((n) => n.startsWith("modelgate.")).sort()).toEqual(["modelgate.ratelimit", "modelgate.relay"]);
+    expect(attempts[2]!.attributes).toMatchObject({
+      "gen_ai.provider.name": "openai",
+      "server.address": "127.0.0.1",
+      "gen_ai.request.model": MODEL,
+    });
+    expect(
+      children
+        .map((c) => c.name)
+        .filter((n) => n.startsWith("modelgate."))
+        .sort(),
+    ).toEqual(["modelgate.ratelimit", "modelgate.relay"]);
     // each attempt sent its own span as the parent of the upstream's work
     const sent = mock.requests.at(-1)!.headers.traceparent as string;
     expect(sent).toBe(`00-${traceId}-${attempts[2]!.spanId}-01`);
     expect(otlp.raw.join("\n")).not.toContain("must not be traced");
     // TRACE_DUMP=<file>: write the decoded trace, as shown in docs/operations.md
     if (process.env.TRACE_DUMP) {
-      const line = (s: typeof root, depth: number) => `${"  ".repeat(depth)}${s.name} [${["", "internal", "server", "client"][s.kind]}] ${((Number(s.endNs - s.startNs)) / 1e6).toFixed(2)} ms ${JSON.stringify(s.attributes)}`;
-      writeFileSync(process.env.TRACE_DUMP, [line(root, 0), ...children.sort((a, b) => Number(a.startNs - b.startNs)).map((c) => line(c, 1))].join("\n") + "\n");
+      const line = (s: typeof root, depth: number) =>
+        `${"  ".repeat(depth)}${s.name} [${["", "internal", "server", "client"][s.kind]}] ${(Number(s.endNs - s.startNs) / 1e6).toFixed(2)} ms ${JSON.stringify(s.attributes)}`;
+      writeFileSync(
+        process.env.TRACE_DUMP,
+        [line(root, 0), ...children.sort((a, b) => Number(a.startNs - b.startNs)).map((c) => line(c, 1))].join("\n") +
+          "\n",
+      );
     }
   });
 });

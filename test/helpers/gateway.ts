@@ -80,7 +80,8 @@ const here: Placement = { prefix: () => [], host: () => "127.0.0.1", url: (_role
 const TRUSTED = "127.0.0.1/32";
 
 /** /readyz needs the bearer token when the gateway runs with MODELGATE_METRICS_TOKEN. */
-const opsAuth = (env?: NodeJS.ProcessEnv): Record<string, string> => (env?.MODELGATE_METRICS_TOKEN ? { authorization: `Bearer ${env.MODELGATE_METRICS_TOKEN}` } : {});
+const opsAuth = (env?: NodeJS.ProcessEnv): Record<string, string> =>
+  env?.MODELGATE_METRICS_TOKEN ? { authorization: `Bearer ${env.MODELGATE_METRICS_TOKEN}` } : {};
 
 export async function startGateway(mode: Mode, o: GatewayOptions): Promise<Gateway> {
   return mode === "embedded" ? startEmbedded(o) : startDistributed(o);
@@ -129,9 +130,15 @@ async function startEmbedded(o: GatewayOptions): Promise<Gateway> {
     controlPlaneBase: base,
     procs: [proc],
     admin,
-    balance: async (account) => BigInt((await admin<{ balanceMicro: string }>("account show", { account })).balanceMicro),
+    balance: async (account) =>
+      BigInt((await admin<{ balanceMicro: string }>("account show", { account })).balanceMicro),
     usage: async (account, limit = 1000) =>
-      (await admin<{ requestId: string; keyId: string | null; status: number; costMicro: string }[]>("usage list", { account, limit: String(limit) })).map((r) => ({
+      (
+        await admin<{ requestId: string; keyId: string | null; status: number; costMicro: string }[]>("usage list", {
+          account,
+          limit: String(limit),
+        })
+      ).map((r) => ({
         requestId: r.requestId,
         keyId: r.keyId,
         status: r.status,
@@ -192,7 +199,12 @@ async function startDistributed(o: GatewayOptions): Promise<Gateway> {
   });
   const cpBase = `http://${place.host("control-plane")}:${cpPort}`;
   try {
-    const cp = startTs("control-plane/src/main/control-plane.ts", located("control-plane", { ...env, PORT: String(cpPort) }), [], place.prefix("control-plane"));
+    const cp = startTs(
+      "control-plane/src/main/control-plane.ts",
+      located("control-plane", { ...env, PORT: String(cpPort) }),
+      [],
+      place.prefix("control-plane"),
+    );
     procs.push(cp);
     await waitForHttp(`${cpBase}/healthz`, cp, 120_000);
     const n = o.replicas ?? 2;
@@ -223,7 +235,11 @@ async function startDistributed(o: GatewayOptions): Promise<Gateway> {
   const masterKey = Buffer.from(masterKeyHex, "hex");
   const admin = async <T>(command: CommandName, args: Record<string, unknown> = {}): Promise<T> => {
     let changed = false;
-    const result = await runAdminCommand({ prisma: db.db.prisma, masterKey, snapshotChanged: () => void (changed = true) }, command, args);
+    const result = await runAdminCommand(
+      { prisma: db.db.prisma, masterKey, snapshotChanged: () => void (changed = true) },
+      command,
+      args,
+    );
     if (changed) await redis.publish(names.changedChannel, command);
     return result as T;
   };
@@ -236,9 +252,16 @@ async function startDistributed(o: GatewayOptions): Promise<Gateway> {
     controlPlaneBase: cpBase,
     procs,
     admin,
-    balance: async (name) => (await db.db.prisma.account.findUniqueOrThrow({ where: { id: await account(name) } })).balanceMicro,
+    balance: async (name) =>
+      (await db.db.prisma.account.findUniqueOrThrow({ where: { id: await account(name) } })).balanceMicro,
     usage: async (name, limit = 1000) =>
-      (await db.db.prisma.usageLog.findMany({ where: { accountId: await account(name) }, orderBy: { startedAt: "desc" }, take: limit })).map((r) => ({
+      (
+        await db.db.prisma.usageLog.findMany({
+          where: { accountId: await account(name) },
+          orderBy: { startedAt: "desc" },
+          take: limit,
+        })
+      ).map((r) => ({
         requestId: r.requestId,
         keyId: r.apiKeyId,
         status: r.status,
@@ -259,7 +282,9 @@ export async function waitForKey(gw: Gateway, key: string, timeoutMs = 5_000): P
   for (const base of gw.bases) {
     await eventually(
       async () => {
-        const res = await fetch(`${base}/v1/models/no-such-model-2000-01-01`, { headers: { authorization: `Bearer ${key}` } });
+        const res = await fetch(`${base}/v1/models/no-such-model-2000-01-01`, {
+          headers: { authorization: `Bearer ${key}` },
+        });
         const body = (await res.json()) as { error?: { code?: string } };
         return body.error?.code ?? "ok";
       },

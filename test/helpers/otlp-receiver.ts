@@ -50,13 +50,20 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
       contentTypes.push(String(req.headers["content-type"]));
-      if (req.method !== "POST" || req.url !== "/v1/traces" || !String(req.headers["content-type"]).startsWith("application/json")) {
+      if (
+        req.method !== "POST" ||
+        req.url !== "/v1/traces" ||
+        !String(req.headers["content-type"]).startsWith("application/json")
+      ) {
         res.writeHead(415).end();
         return;
       }
       raw.push(Buffer.concat(chunks).toString("utf8"));
       const body = JSON.parse(raw[raw.length - 1]!) as {
-        resourceSpans?: { resource?: { attributes?: KeyValue[] }; scopeSpans?: { spans?: Record<string, unknown>[] }[] }[];
+        resourceSpans?: {
+          resource?: { attributes?: KeyValue[] };
+          scopeSpans?: { spans?: Record<string, unknown>[] }[];
+        }[];
       };
       for (const rs of body.resourceSpans ?? []) {
         const service = String(attrs(rs.resource?.attributes)["service.name"] ?? "");
@@ -82,5 +89,11 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   });
   const port = await freePort();
   await new Promise<void>((r) => server.listen(port, "127.0.0.1", r));
-  return { url: `http://127.0.0.1:${port}`, spans, contentTypes, raw, close: () => new Promise((r) => server.close(() => r())) };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    spans,
+    contentTypes,
+    raw,
+    close: () => new Promise((r) => server.close(() => r())),
+  };
 }

@@ -13,7 +13,9 @@ export const urlFor = (name: string) => {
 };
 
 /** A fresh, migrated database per test file, dropped afterwards; tests never share rows. */
-export async function freshDatabase(label = "t"): Promise<{ url: string; name: string; db: Database; drop(): Promise<void> }> {
+export async function freshDatabase(
+  label = "t",
+): Promise<{ url: string; name: string; db: Database; drop(): Promise<void> }> {
   const name = `mg_${label}_${randomBytes(4).toString("hex")}`;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();

@@ -50,7 +50,12 @@ export function startTs(entry: string, env: NodeJS.ProcessEnv, args: string[] = 
 }
 
 /** Polls a URL until it answers 200, or fails with the process output. */
-export async function waitForHttp(url: string, proc: Proc, timeoutMs = 60_000, headers: Record<string, string> = {}): Promise<void> {
+export async function waitForHttp(
+  url: string,
+  proc: Proc,
+  timeoutMs = 60_000,
+  headers: Record<string, string> = {},
+): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
     if (proc.child.exitCode !== null) throw new Error(`process exited (${proc.child.exitCode}):\n${proc.output()}`);
@@ -66,12 +71,19 @@ export async function waitForHttp(url: string, proc: Proc, timeoutMs = 60_000, h
 }
 
 /** Runs the admin CLI as `npm run admin` does and returns its parsed --json output. */
-export async function admin(env: NodeJS.ProcessEnv, ...args: string[]): Promise<{ code: number; json: unknown; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ["--import", "tsx", "--conditions=modelgate-source", "control-plane/src/admin/cli.ts", ...args, "--json"], {
-    cwd: repoRoot,
-    env: { ...process.env, LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "warn", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+export async function admin(
+  env: NodeJS.ProcessEnv,
+  ...args: string[]
+): Promise<{ code: number; json: unknown; stdout: string; stderr: string }> {
+  const child = spawn(
+    process.execPath,
+    ["--import", "tsx", "--conditions=modelgate-source", "control-plane/src/admin/cli.ts", ...args, "--json"],
+    {
+      cwd: repoRoot,
+      env: { ...process.env, LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "warn", ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (d) => (stdout += d));
@@ -86,11 +98,19 @@ export async function admin(env: NodeJS.ProcessEnv, ...args: string[]): Promise<
   return { code, json, stdout, stderr };
 }
 
-export async function eventually<T>(fn: () => Promise<T>, check: (v: T) => boolean, timeoutMs = 10_000, stepMs = 100): Promise<T> {
+export async function eventually<T>(
+  fn: () => Promise<T>,
+  check: (v: T) => boolean,
+  timeoutMs = 10_000,
+  stepMs = 100,
+): Promise<T> {
   const until = Date.now() + timeoutMs;
   let last: T = await fn();
   while (!check(last)) {
-    if (Date.now() > until) throw new Error(`condition not met in ${timeoutMs} ms; last value: ${JSON.stringify(last, (_k, v) => (typeof v === "bigint" ? v.toString() : v))}`);
+    if (Date.now() > until)
+      throw new Error(
+        `condition not met in ${timeoutMs} ms; last value: ${JSON.stringify(last, (_k, v) => (typeof v === "bigint" ? v.toString() : v))}`,
+      );
     await new Promise((r) => setTimeout(r, stepMs));
     last = await fn();
   }

@@ -53,9 +53,22 @@ export async function startRedisCluster(masters = 3): Promise<TestRedisCluster> 
     proc: spawn(
       "redis-server",
       [
-        "--port", String(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
-        "--cluster-config-file", join(dir, `nodes-${port}.conf`), "--cluster-node-timeout", "1000",
-        "--save", "", "--appendonly", "no", "--dir", dir,
+        "--port",
+        String(port),
+        "--bind",
+        "127.0.0.1",
+        "--cluster-enabled",
+        "yes",
+        "--cluster-config-file",
+        join(dir, `nodes-${port}.conf`),
+        "--cluster-node-timeout",
+        "1000",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        dir,
       ],
       { stdio: "ignore" },
     ),
@@ -76,11 +89,32 @@ export async function startRedisCluster(masters = 3): Promise<TestRedisCluster> 
   };
   let client: Cluster | undefined;
   try {
-    for (const n of nodes) await eventually(() => run("redis-cli", ["-p", String(n.port), "ping"]).then((r) => r.stdout.trim(), () => ""), (s) => s === "PONG", 10_000, 50);
-    await run("redis-cli", ["--cluster", "create", ...nodes.map((n) => `127.0.0.1:${n.port}`), "--cluster-replicas", "1", "--cluster-yes"]);
+    for (const n of nodes)
+      await eventually(
+        () =>
+          run("redis-cli", ["-p", String(n.port), "ping"]).then(
+            (r) => r.stdout.trim(),
+            () => "",
+          ),
+        (s) => s === "PONG",
+        10_000,
+        50,
+      );
+    await run("redis-cli", [
+      "--cluster",
+      "create",
+      ...nodes.map((n) => `127.0.0.1:${n.port}`),
+      "--cluster-replicas",
+      "1",
+      "--cluster-yes",
+    ]);
     for (const n of nodes) {
       await eventually(
-        () => run("redis-cli", ["-p", String(n.port), "cluster", "info"]).then((r) => r.stdout, () => ""),
+        () =>
+          run("redis-cli", ["-p", String(n.port), "cluster", "info"]).then(
+            (r) => r.stdout,
+            () => "",
+          ),
         (s) => s.includes("cluster_state:ok"),
         20_000,
         100,
@@ -90,7 +124,12 @@ export async function startRedisCluster(masters = 3): Promise<TestRedisCluster> 
     client.on("error", () => undefined);
     // Replicas attach after the create returns: wait until every master has its replica.
     const c = client;
-    await eventually(() => c.cluster("SLOTS") as Promise<unknown[][]>, (slots) => slots.length === masters && slots.every((s) => s.length >= 4), 20_000, 100);
+    await eventually(
+      () => c.cluster("SLOTS") as Promise<unknown[][]>,
+      (slots) => slots.length === masters && slots.every((s) => s.length >= 4),
+      20_000,
+      100,
+    );
   } catch (err) {
     await close();
     throw err;

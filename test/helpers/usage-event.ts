@@ -20,5 +20,10 @@ export const usageEvent = (n: number): UsageEvent => ({
   ttftMs: null,
   clientIp: "203.0.113.1",
   startedAt: "2025-01-01T00:00:00.000Z",
-  cacheWrite5mTokens: 0, cacheWrite1hTokens: 0, prices: null, estimated: false, endUser: null, tags: [],
+  cacheWrite5mTokens: 0,
+  cacheWrite1hTokens: 0,
+  prices: null,
+  estimated: false,
+  endUser: null,
+  tags: [],
 });

@@ -17,7 +17,12 @@ import {
   startScriptedMock,
 } from "./script.ts";
 
-const STOP_REASON = { stop: "end_turn", length: "max_tokens", tool_calls: "tool_use", content_filter: "refusal" } as const;
+const STOP_REASON = {
+  stop: "end_turn",
+  length: "max_tokens",
+  tool_calls: "tool_use",
+  content_filter: "refusal",
+} as const;
 
 const ERROR_TYPE: Record<number, string> = {
   400: "invalid_request_error",
@@ -38,7 +43,13 @@ const requestId = (): string => `req_mock${(++counter).toString().padStart(6, "0
 function sendError(res: ServerResponse, status: number, message: string, type?: string): void {
   const id = requestId();
   res.writeHead(status, { "content-type": "application/json", "request-id": id });
-  res.end(JSON.stringify({ type: "error", error: { type: type ?? ERROR_TYPE[status] ?? "api_error", message }, request_id: id }));
+  res.end(
+    JSON.stringify({
+      type: "error",
+      error: { type: type ?? ERROR_TYPE[status] ?? "api_error", message },
+      request_id: id,
+    }),
+  );
 }
 
 function usageOf(r: MockReply) {
@@ -61,9 +72,12 @@ const toolId = (i: number, id?: string): string => id ?? `toolu_mock${i.toString
 
 function messageJson(r: MockReply, model: string): Record<string, unknown> {
   const content: Record<string, unknown>[] = [];
-  if (r.thinking) content.push({ type: "thinking", thinking: r.thinking.join(""), signature: r.signature ?? "mock-signature" });
+  if (r.thinking)
+    content.push({ type: "thinking", thinking: r.thinking.join(""), signature: r.signature ?? "mock-signature" });
   if (r.text) content.push({ type: "text", text: r.text.join("") });
-  (r.toolCalls ?? []).forEach((c, i) => content.push({ type: "tool_use", id: toolId(i, c.id), name: c.name, input: c.arguments }));
+  (r.toolCalls ?? []).forEach((c, i) =>
+    content.push({ type: "tool_use", id: toolId(i, c.id), name: c.name, input: c.arguments }),
+  );
   return {
     id: "msg_mock01",
     type: "message",
@@ -76,10 +90,15 @@ function messageJson(r: MockReply, model: string): Record<string, unknown> {
   };
 }
 
-const frame = (data: Record<string, unknown>): string => `event: ${String(data.type)}\ndata: ${JSON.stringify(data)}\n\n`;
+const frame = (data: Record<string, unknown>): string =>
+  `event: ${String(data.type)}\ndata: ${JSON.stringify(data)}\n\n`;
 
 async function stream(res: ServerResponse, r: MockReply, model: string): Promise<void> {
-  res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", "request-id": requestId() });
+  res.writeHead(200, {
+    "content-type": "text/event-stream; charset=utf-8",
+    "cache-control": "no-cache",
+    "request-id": requestId(),
+  });
   const write = async (data: Record<string, unknown>) => {
     res.write(frame(data));
     if (r.delayMs) await sleep(r.delayMs);
@@ -87,14 +106,32 @@ async function stream(res: ServerResponse, r: MockReply, model: string): Promise
   const usage = usageOf(r);
   await write({
     type: "message_start",
-    message: { id: "msg_mock01", type: "message", role: "assistant", model, content: [], stop_reason: null, stop_sequence: null, usage: { ...usage, output_tokens: 1 } },
+    message: {
+      id: "msg_mock01",
+      type: "message",
+      role: "assistant",
+      model,
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: { ...usage, output_tokens: 1 },
+    },
   });
   await write({ type: "ping" });
   let index = 0;
   if (r.thinking) {
-    await write({ type: "content_block_start", index, content_block: { type: "thinking", thinking: "", signature: "" } });
-    for (const t of r.thinking) await write({ type: "content_block_delta", index, delta: { type: "thinking_delta", thinking: t } });
-    await write({ type: "content_block_delta", index, delta: { type: "signature_delta", signature: r.signature ?? "mock-signature" } });
+    await write({
+      type: "content_block_start",
+      index,
+      content_block: { type: "thinking", thinking: "", signature: "" },
+    });
+    for (const t of r.thinking)
+      await write({ type: "content_block_delta", index, delta: { type: "thinking_delta", thinking: t } });
+    await write({
+      type: "content_block_delta",
+      index,
+      delta: { type: "signature_delta", signature: r.signature ?? "mock-signature" },
+    });
     await write({ type: "content_block_stop", index });
     index++;
   }
@@ -102,7 +139,10 @@ async function stream(res: ServerResponse, r: MockReply, model: string): Promise
     await write({ type: "content_block_start", index, content_block: { type: "text", text: "" } });
     for (const [n, t] of r.text.entries()) {
       if (r.midStreamError && n === (r.midStreamError.afterChunks ?? 1)) {
-        await write({ type: "error", error: { type: r.midStreamError.type ?? "overloaded_error", message: r.midStreamError.message } });
+        await write({
+          type: "error",
+          error: { type: r.midStreamError.type ?? "overloaded_error", message: r.midStreamError.message },
+        });
         res.end();
         return;
       }
@@ -116,12 +156,19 @@ async function stream(res: ServerResponse, r: MockReply, model: string): Promise
     index++;
   }
   if (r.midStreamError && (r.text?.length ?? 0) <= (r.midStreamError.afterChunks ?? 1)) {
-    await write({ type: "error", error: { type: r.midStreamError.type ?? "overloaded_error", message: r.midStreamError.message } });
+    await write({
+      type: "error",
+      error: { type: r.midStreamError.type ?? "overloaded_error", message: r.midStreamError.message },
+    });
     res.end();
     return;
   }
   for (const [i, c] of (r.toolCalls ?? []).entries()) {
-    await write({ type: "content_block_start", index, content_block: { type: "tool_use", id: toolId(i, c.id), name: c.name, input: {} } });
+    await write({
+      type: "content_block_start",
+      index,
+      content_block: { type: "tool_use", id: toolId(i, c.id), name: c.name, input: {} },
+    });
     // Anthropic opens every tool input with an empty fragment.
     await write({ type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: "" } });
     for (const f of fragments(JSON.stringify(c.arguments))) {
@@ -130,7 +177,11 @@ async function stream(res: ServerResponse, r: MockReply, model: string): Promise
     await write({ type: "content_block_stop", index });
     index++;
   }
-  await write({ type: "message_delta", delta: { stop_reason: STOP_REASON[finishOf(r)], stop_sequence: null }, usage: { output_tokens: usage.output_tokens } });
+  await write({
+    type: "message_delta",
+    delta: { stop_reason: STOP_REASON[finishOf(r)], stop_sequence: null },
+    usage: { output_tokens: usage.output_tokens },
+  });
   await write({ type: "message_stop" });
   res.end();
 }
@@ -144,7 +195,8 @@ export async function startAnthropicUpstream(opts: MockUpstreamOptions = {}): Pr
     async (mock, recorded, req, res): Promise<void> => {
       const bearer = req.headers.authorization?.startsWith("Bearer ") ? req.headers.authorization.slice(7) : undefined;
       if (req.headers["x-api-key"] !== apiKey && bearer !== apiKey) return sendError(res, 401, "invalid x-api-key");
-      if (req.method !== "POST" || req.url !== "/v1/messages") return sendError(res, 404, `Not found: ${req.url ?? ""}`);
+      if (req.method !== "POST" || req.url !== "/v1/messages")
+        return sendError(res, 404, `Not found: ${req.url ?? ""}`);
       if (typeof req.headers["anthropic-version"] !== "string") {
         return sendError(res, 400, "anthropic-version: header is required");
       }

@@ -54,12 +54,23 @@ function usageMetadata(r: MockReply, visible: number): Record<string, unknown> {
   return out;
 }
 
-function chunk(parts: Part[] | null, r: MockReply, visible: number, model: string, finish?: string): Record<string, unknown> {
+function chunk(
+  parts: Part[] | null,
+  r: MockReply,
+  visible: number,
+  model: string,
+  finish?: string,
+): Record<string, unknown> {
   const cand: Record<string, unknown> = {};
   if (parts) cand.content = { parts, role: "model" };
   if (finish) cand.finishReason = finish;
   cand.index = 0;
-  return { candidates: [cand], usageMetadata: usageMetadata(r, visible), modelVersion: model, responseId: "mockResponseId01" };
+  return {
+    candidates: [cand],
+    usageMetadata: usageMetadata(r, visible),
+    modelVersion: model,
+    responseId: "mockResponseId01",
+  };
 }
 
 const callParts = (r: MockReply): Part[] =>
@@ -89,7 +100,8 @@ function streamChunks(r: MockReply, model: string): (Record<string, unknown> | {
     const visible = Math.max(1, Math.round(((n + 1) / texts.length) * total));
     out.push(chunk([{ text: t }], r, visible, model));
   });
-  if (r.midStreamError && texts.length <= (r.midStreamError.afterChunks ?? 1)) out.push({ error: true, afterText: texts.length });
+  if (r.midStreamError && texts.length <= (r.midStreamError.afterChunks ?? 1))
+    out.push({ error: true, afterText: texts.length });
   const calls = callParts(r);
   // Google sends function calls whole, and often the finish reason in the same chunk.
   out.push(chunk(calls.length > 0 ? calls : [{ text: "" }], r, total, model, FINISH[finishOf(r)]));
@@ -103,7 +115,9 @@ async function stream(res: ServerResponse, r: MockReply, model: string, sse: boo
   for (const [i, c] of chunks.entries()) {
     if ("error" in c) {
       const code = r.midStreamError?.type === "RESOURCE_EXHAUSTED" ? 429 : 503;
-      const body = JSON.stringify(JSON.parse(errorBody(code, r.midStreamError?.message ?? "error", r.midStreamError?.type)));
+      const body = JSON.stringify(
+        JSON.parse(errorBody(code, r.midStreamError?.message ?? "error", r.midStreamError?.type)),
+      );
       res.end(sse ? `data: ${body}\r\n\r\n` : `${i === 0 ? "[" : ",\r\n"}${body}]`);
       return;
     }
@@ -114,7 +128,8 @@ async function stream(res: ServerResponse, r: MockReply, model: string, sse: boo
     if (i > 0 && r.delayMs) await sleep(r.delayMs);
     if (sse) res.write(`data: ${JSON.stringify(c)}\r\n\r\n`);
     else res.write(`${i === 0 ? "[" : "\n,\r\n"}${JSON.stringify(c, null, 2)}`);
-    const parts = ((c.candidates as Record<string, unknown>[])[0]?.content as { parts?: Part[] } | undefined)?.parts ?? [];
+    const parts =
+      ((c.candidates as Record<string, unknown>[])[0]?.content as { parts?: Part[] } | undefined)?.parts ?? [];
     if (parts.some((p) => typeof p.text === "string" && p.text !== "" && p.thought !== true)) textSent++;
   }
   res.end(sse ? "" : "\n]");
@@ -133,21 +148,35 @@ interface EmbedRequest {
  * :embedContent and :batchEmbedContents as Google answers them: `{embedding:{values}}` or
  * `{embeddings:[{values}]}`, no token counts. Like Google, a batch request must name the URL's model.
  */
-function embed(mock: MockUpstream, recorded: RecordedRequest, res: ServerResponse, model: string, isBatch: boolean): void {
+function embed(
+  mock: MockUpstream,
+  recorded: RecordedRequest,
+  res: ServerResponse,
+  model: string,
+  isBatch: boolean,
+): void {
   const body = (recorded.body ?? {}) as { requests?: EmbedRequest[] } & EmbedRequest;
   const requests = isBatch ? (body.requests ?? []) : [body];
-  if (requests.length === 0) return sendError(res, 400, "* BatchEmbedContentsRequest.requests: requests is not specified");
+  if (requests.length === 0)
+    return sendError(res, 400, "* BatchEmbedContentsRequest.requests: requests is not specified");
   for (const [i, r] of requests.entries()) {
     if (isBatch && r.model !== `models/${model}`) {
-      return sendError(res, 400, `* BatchEmbedContentsRequest.requests[${i}].model: model in the request does not match the model in the URL`);
+      return sendError(
+        res,
+        400,
+        `* BatchEmbedContentsRequest.requests[${i}].model: model in the request does not match the model in the URL`,
+      );
     }
-    if (!Array.isArray(r.content?.parts)) return sendError(res, 400, `* EmbedContentRequest.content: content is not specified`);
+    if (!Array.isArray(r.content?.parts))
+      return sendError(res, 400, `* EmbedContentRequest.content: content is not specified`);
   }
   const reply = nextReply(mock, recorded);
   if (reply.error) return sendError(res, reply.error.status, reply.error.message, reply.error.type);
   const vectors = requests.map((r) => {
     const text = (r.content?.parts ?? []).map((p) => String(p.text ?? "")).join("\n");
-    return { values: mockEmbedding(text, typeof r.outputDimensionality === "number" ? r.outputDimensionality : undefined) };
+    return {
+      values: mockEmbedding(text, typeof r.outputDimensionality === "number" ? r.outputDimensionality : undefined),
+    };
   });
   res.writeHead(200, { "content-type": "application/json; charset=UTF-8" });
   res.end(JSON.stringify(isBatch ? { embeddings: vectors } : { embedding: vectors[0] }, null, 2));
@@ -164,10 +193,15 @@ export async function startGeminiUpstream(opts: MockUpstreamOptions = {}): Promi
       const key = req.headers["x-goog-api-key"] ?? url.searchParams.get("key");
       if (key !== apiKey) {
         // The gateway's contract is a 401 for a bad key; Google itself would answer 400 API_KEY_INVALID.
-        return sendError(res, 401, "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.");
+        return sendError(
+          res,
+          401,
+          "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.",
+        );
       }
       const e = EMBED.exec(url.pathname);
-      if (req.method === "POST" && e) return embed(mock, recorded, res, decodeURIComponent(e[1] ?? ""), e[2] === "batchEmbedContents");
+      if (req.method === "POST" && e)
+        return embed(mock, recorded, res, decodeURIComponent(e[1] ?? ""), e[2] === "batchEmbedContents");
       const m = ROUTE.exec(url.pathname);
       if (req.method !== "POST" || !m) return sendError(res, 404, `Method not found: ${url.pathname}`);
       const model = decodeURIComponent(m[1] ?? "");

@@ -89,11 +89,17 @@ export async function startOpenAIMock(apiKey = "sk-upstream-test", port = 0): Pr
       res.writeHead(status, { "content-type": "application/json" });
       res.end(JSON.stringify({ error: { message, type, param: null, code } }));
     };
-    if (req.headers.authorization !== `Bearer ${apiKey}`) return fail(401, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key");
+    if (req.headers.authorization !== `Bearer ${apiKey}`)
+      return fail(401, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key");
     if (req.url !== "/v1/chat/completions" || req.method !== "POST") return fail(404, `Unknown path ${req.url}`);
     const s = { ...mock.fallback, ...(mock.queue.shift() ?? {}) };
     if (s.delayMs) await new Promise((r) => setTimeout(r, s.delayMs));
-    if (s.status && s.status !== 200) return fail(s.status, s.errorMessage ?? "upstream failure", s.status === 429 ? "rate_limit_error" : "server_error");
+    if (s.status && s.status !== 200)
+      return fail(
+        s.status,
+        s.errorMessage ?? "upstream failure",
+        s.status === 429 ? "rate_limit_error" : "server_error",
+      );
     const content = s.content ?? "";
     const model = s.answerModel ?? String(body.model);
     const usage = {
@@ -108,15 +114,26 @@ export async function startOpenAIMock(apiKey = "sk-upstream-test", port = 0): Pr
     if (body.stream !== true) {
       res.writeHead(200, { "content-type": "application/json" });
       res.end(
-        JSON.stringify({
-          id,
-          object: "chat.completion",
-          created,
-          model,
-          choices: [{ index: 0, message: { role: "assistant", content, refusal: null }, logprobs: null, finish_reason: s.finishReason ?? "stop" }],
-          ...(s.omitUsage ? {} : { usage }),
-          system_fingerprint: "fp_mock",
-        }, null, s.pretty ? 2 : undefined),
+        JSON.stringify(
+          {
+            id,
+            object: "chat.completion",
+            created,
+            model,
+            choices: [
+              {
+                index: 0,
+                message: { role: "assistant", content, refusal: null },
+                logprobs: null,
+                finish_reason: s.finishReason ?? "stop",
+              },
+            ],
+            ...(s.omitUsage ? {} : { usage }),
+            system_fingerprint: "fp_mock",
+          },
+          null,
+          s.pretty ? 2 : undefined,
+        ),
       );
       return;
     }
@@ -140,7 +157,9 @@ export async function startOpenAIMock(apiKey = "sk-upstream-test", port = 0): Pr
     }
     res.write(frame({}, s.finishReason ?? "stop"));
     if (includeUsage && !s.omitUsage) {
-      res.write(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model, system_fingerprint: "fp_mock", choices: [], usage })}\n\n`);
+      res.write(
+        `data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model, system_fingerprint: "fp_mock", choices: [], usage })}\n\n`,
+      );
     }
     res.end("data: [DONE]\n\n");
   });
@@ -168,7 +187,14 @@ const OPENAI_ERROR_TYPE: Record<number, string> = {
 };
 
 const openaiError = (status: number, message: string, type?: string): string =>
-  JSON.stringify({ error: { message, type: type ?? OPENAI_ERROR_TYPE[status] ?? "server_error", param: null, code: status === 401 ? "invalid_api_key" : null } });
+  JSON.stringify({
+    error: {
+      message,
+      type: type ?? OPENAI_ERROR_TYPE[status] ?? "server_error",
+      param: null,
+      code: status === 401 ? "invalid_api_key" : null,
+    },
+  });
 
 function openaiUsage(r: MockReply): Record<string, unknown> {
   const u = defaultUsage(r);
@@ -178,7 +204,12 @@ function openaiUsage(r: MockReply): Record<string, unknown> {
     completion_tokens: completion,
     total_tokens: u.promptTokens + completion,
     prompt_tokens_details: { cached_tokens: u.cachedTokens ?? 0, audio_tokens: 0 },
-    completion_tokens_details: { reasoning_tokens: u.reasoningTokens ?? 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
+    completion_tokens_details: {
+      reasoning_tokens: u.reasoningTokens ?? 0,
+      audio_tokens: 0,
+      accepted_prediction_tokens: 0,
+      rejected_prediction_tokens: 0,
+    },
   };
 }
 
@@ -200,8 +231,13 @@ export async function startOpenAIUpstream(opts: MockUpstreamOptions = {}): Promi
       if (req.headers.authorization !== `Bearer ${apiKey}`) return fail(401, "Incorrect API key provided.");
       if (req.method === "POST" && req.url === "/v1/embeddings") return embeddings(mock, recorded, res, fail);
       if (req.method === "POST" && req.url === "/v1/responses") return respond(mock, recorded, res, issued, fail);
-      if (req.method !== "POST" || req.url !== "/v1/chat/completions") return fail(404, `Unknown request URL: ${req.method ?? ""} ${req.url ?? ""}.`);
-      const b = (recorded.body ?? {}) as { model?: unknown; stream?: unknown; stream_options?: { include_usage?: unknown } };
+      if (req.method !== "POST" || req.url !== "/v1/chat/completions")
+        return fail(404, `Unknown request URL: ${req.method ?? ""} ${req.url ?? ""}.`);
+      const b = (recorded.body ?? {}) as {
+        model?: unknown;
+        stream?: unknown;
+        stream_options?: { include_usage?: unknown };
+      };
       if (typeof b.model !== "string") return fail(400, "you must provide a model parameter");
       const r = nextReply(mock, recorded);
       if (r.error) return fail(r.error.status, r.error.message, r.error.type);
@@ -211,10 +247,19 @@ export async function startOpenAIUpstream(opts: MockUpstreamOptions = {}): Promi
       const calls = r.toolCalls ?? [];
       if (b.stream !== true) {
         const text = r.text?.join("");
-        const message: Record<string, unknown> = { role: "assistant", content: text ?? (calls.length > 0 ? null : ""), refusal: null, annotations: [] };
+        const message: Record<string, unknown> = {
+          role: "assistant",
+          content: text ?? (calls.length > 0 ? null : ""),
+          refusal: null,
+          annotations: [],
+        };
         if (r.thinking) message.reasoning_content = r.thinking.join("");
         if (calls.length > 0) {
-          message.tool_calls = calls.map((c, i) => ({ id: callId(i, c.id), type: "function", function: { name: c.name, arguments: JSON.stringify(c.arguments) } }));
+          message.tool_calls = calls.map((c, i) => ({
+            id: callId(i, c.id),
+            type: "function",
+            function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+          }));
         }
         res.writeHead(200, { "content-type": "application/json" });
         res.end(
@@ -234,14 +279,25 @@ export async function startOpenAIUpstream(opts: MockUpstreamOptions = {}): Promi
       const includeUsage = b.stream_options?.include_usage === true;
       res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" });
       const write = async (choices: unknown[], usage?: unknown) => {
-        const chunk: Record<string, unknown> = { id, object: "chat.completion.chunk", created, model, service_tier: "default", system_fingerprint: "fp_mock", choices };
+        const chunk: Record<string, unknown> = {
+          id,
+          object: "chat.completion.chunk",
+          created,
+          model,
+          service_tier: "default",
+          system_fingerprint: "fp_mock",
+          choices,
+        };
         if (includeUsage) chunk.usage = usage ?? null;
         res.write(`data: ${JSON.stringify(chunk)}\n\n`);
         if (r.delayMs) await sleep(r.delayMs);
       };
-      const delta = (d: Record<string, unknown>, finish: string | null = null) => write([{ index: 0, delta: d, logprobs: null, finish_reason: finish }]);
+      const delta = (d: Record<string, unknown>, finish: string | null = null) =>
+        write([{ index: 0, delta: d, logprobs: null, finish_reason: finish }]);
       const midError = () => {
-        res.end(`data: ${openaiError(500, r.midStreamError?.message ?? "error", r.midStreamError?.type ?? "server_error")}\n\n`);
+        res.end(
+          `data: ${openaiError(500, r.midStreamError?.message ?? "error", r.midStreamError?.type ?? "server_error")}\n\n`,
+        );
       };
       await delta({ role: "assistant", content: "", refusal: null });
       for (const t of r.thinking ?? []) await delta({ reasoning_content: t });
@@ -253,8 +309,11 @@ export async function startOpenAIUpstream(opts: MockUpstreamOptions = {}): Promi
       }
       if (r.midStreamError && texts.length <= (r.midStreamError.afterChunks ?? 1)) return midError();
       for (const [i, c] of calls.entries()) {
-        await delta({ tool_calls: [{ index: i, id: callId(i, c.id), type: "function", function: { name: c.name, arguments: "" } }] });
-        for (const f of fragments(JSON.stringify(c.arguments))) await delta({ tool_calls: [{ index: i, function: { arguments: f } }] });
+        await delta({
+          tool_calls: [{ index: i, id: callId(i, c.id), type: "function", function: { name: c.name, arguments: "" } }],
+        });
+        for (const f of fragments(JSON.stringify(c.arguments)))
+          await delta({ tool_calls: [{ index: i, function: { arguments: f } }] });
       }
       await delta({}, finishOf(r));
       if (includeUsage) await write([], openaiUsage(r));
@@ -272,10 +331,27 @@ export async function startOpenAIUpstream(opts: MockUpstreamOptions = {}): Promi
  * `encoding_format: "base64"` as little-endian float32, usage with prompt_tokens only. A scripted error reply
  * answers instead.
  */
-function embeddings(mock: MockUpstream, recorded: ScriptedRequest, res: ServerResponse, fail: (status: number, message: string, type?: string) => void): void {
-  const b = (recorded.body ?? {}) as { model?: unknown; input?: unknown; dimensions?: unknown; encoding_format?: unknown };
+function embeddings(
+  mock: MockUpstream,
+  recorded: ScriptedRequest,
+  res: ServerResponse,
+  fail: (status: number, message: string, type?: string) => void,
+): void {
+  const b = (recorded.body ?? {}) as {
+    model?: unknown;
+    input?: unknown;
+    dimensions?: unknown;
+    encoding_format?: unknown;
+  };
   if (typeof b.model !== "string") return fail(400, "you must provide a model parameter");
-  const raw: unknown[] = typeof b.input === "string" ? [b.input] : Array.isArray(b.input) && b.input.every((x) => typeof x === "number") ? [b.input] : Array.isArray(b.input) ? b.input : [];
+  const raw: unknown[] =
+    typeof b.input === "string"
+      ? [b.input]
+      : Array.isArray(b.input) && b.input.every((x) => typeof x === "number")
+        ? [b.input]
+        : Array.isArray(b.input)
+          ? b.input
+          : [];
   if (raw.length === 0) return fail(400, "'input' is required");
   const r = nextReply(mock, recorded);
   if (r.error) return fail(r.error.status, r.error.message, r.error.type);
@@ -291,7 +367,9 @@ function embeddings(mock: MockUpstream, recorded: ScriptedRequest, res: ServerRe
     return { object: "embedding", index, embedding: buf.toString("base64") };
   });
   res.writeHead(200, { "content-type": "application/json" });
-  res.end(JSON.stringify({ object: "list", data, model: b.model, usage: { prompt_tokens: tokens, total_tokens: tokens } }));
+  res.end(
+    JSON.stringify({ object: "list", data, model: b.model, usage: { prompt_tokens: tokens, total_tokens: tokens } }),
+  );
 }
 
 // ---- The Responses API (POST /v1/responses), as an `openai-responses` upstream speaks it ----
@@ -318,7 +396,13 @@ async function respond(
   issued: Set<string>,
   fail: (status: number, message: string, type?: string) => void,
 ): Promise<void> {
-  const b = (recorded.body ?? {}) as { model?: unknown; stream?: unknown; store?: unknown; previous_response_id?: unknown; input?: unknown };
+  const b = (recorded.body ?? {}) as {
+    model?: unknown;
+    stream?: unknown;
+    store?: unknown;
+    previous_response_id?: unknown;
+    input?: unknown;
+  };
   if (typeof b.model !== "string") return fail(400, "Missing required parameter: 'model'.");
   if (typeof b.previous_response_id === "string" && !issued.has(b.previous_response_id)) {
     return fail(400, `Previous response with id '${b.previous_response_id}' not found.`);
@@ -330,10 +414,30 @@ async function respond(
   if (b.store !== false) issued.add(id);
   const created = Math.floor(Date.now() / 1000);
   const calls = r.toolCalls ?? [];
-  const reasoning = r.thinking ? { type: "reasoning", id: `rs_mock${n}`, summary: [{ type: "summary_text", text: r.thinking.join("") }], encrypted_content: `enc_mock${n}` } : null;
+  const reasoning = r.thinking
+    ? {
+        type: "reasoning",
+        id: `rs_mock${n}`,
+        summary: [{ type: "summary_text", text: r.thinking.join("") }],
+        encrypted_content: `enc_mock${n}`,
+      }
+    : null;
   const text = r.text?.join("") ?? "";
-  const message = { type: "message", id: `msg_mock${n}`, status: "completed", role: "assistant", content: [{ type: "output_text", text, annotations: [], logprobs: [] }] };
-  const fc = calls.map((c, i) => ({ type: "function_call", id: `fc_mock${n}_${i}`, call_id: callId(i, c.id), name: c.name, arguments: JSON.stringify(c.arguments), status: "completed" }));
+  const message = {
+    type: "message",
+    id: `msg_mock${n}`,
+    status: "completed",
+    role: "assistant",
+    content: [{ type: "output_text", text, annotations: [], logprobs: [] }],
+  };
+  const fc = calls.map((c, i) => ({
+    type: "function_call",
+    id: `fc_mock${n}_${i}`,
+    call_id: callId(i, c.id),
+    name: c.name,
+    arguments: JSON.stringify(c.arguments),
+    status: "completed",
+  }));
   const output = [...(reasoning ? [reasoning] : []), ...(text || fc.length === 0 ? [message] : []), ...fc];
   const finish = finishOf(r);
   const response = (status: string, out: unknown[], usage: unknown) => ({
@@ -372,21 +476,32 @@ async function respond(
   let index = 0;
   if (reasoning) {
     const at = { item_id: reasoning.id, output_index: index, summary_index: 0 };
-    await event("response.output_item.added", { output_index: index, item: { type: "reasoning", id: reasoning.id, summary: [] } });
+    await event("response.output_item.added", {
+      output_index: index,
+      item: { type: "reasoning", id: reasoning.id, summary: [] },
+    });
     await event("response.reasoning_summary_part.added", { ...at, part: { type: "summary_text", text: "" } });
     for (const t of r.thinking ?? []) await event("response.reasoning_summary_text.delta", { ...at, delta: t });
     await event("response.reasoning_summary_text.done", { ...at, text: r.thinking!.join("") });
-    await event("response.reasoning_summary_part.done", { ...at, part: { type: "summary_text", text: r.thinking!.join("") } });
+    await event("response.reasoning_summary_part.done", {
+      ...at,
+      part: { type: "summary_text", text: r.thinking!.join("") },
+    });
     await event("response.output_item.done", { output_index: index, item: reasoning });
     index++;
   }
   if (text || fc.length === 0) {
     const at = { item_id: message.id, output_index: index, content_index: 0 };
-    await event("response.output_item.added", { output_index: index, item: { ...message, status: "in_progress", content: [] } });
+    await event("response.output_item.added", {
+      output_index: index,
+      item: { ...message, status: "in_progress", content: [] },
+    });
     await event("response.content_part.added", { ...at, part: { type: "output_text", text: "", annotations: [] } });
     for (const [k, t] of (r.text ?? []).entries()) {
       if (r.midStreamError && k === (r.midStreamError.afterChunks ?? 1)) {
-        res.end(`event: error\ndata: ${JSON.stringify({ type: "error", sequence_number: seq++, code: "server_error", message: r.midStreamError.message, param: null })}\n\n`);
+        res.end(
+          `event: error\ndata: ${JSON.stringify({ type: "error", sequence_number: seq++, code: "server_error", message: r.midStreamError.message, param: null })}\n\n`,
+        );
         return;
       }
       if (r.dropAfterChunks !== undefined && k === r.dropAfterChunks) return void res.destroy();
@@ -398,9 +513,17 @@ async function respond(
     index++;
   }
   for (const item of fc) {
-    await event("response.output_item.added", { output_index: index, item: { ...item, arguments: "", status: "in_progress" } });
-    for (const f of fragments(item.arguments)) await event("response.function_call_arguments.delta", { item_id: item.id, output_index: index, delta: f });
-    await event("response.function_call_arguments.done", { item_id: item.id, output_index: index, arguments: item.arguments });
+    await event("response.output_item.added", {
+      output_index: index,
+      item: { ...item, arguments: "", status: "in_progress" },
+    });
+    for (const f of fragments(item.arguments))
+      await event("response.function_call_arguments.delta", { item_id: item.id, output_index: index, delta: f });
+    await event("response.function_call_arguments.done", {
+      item_id: item.id,
+      output_index: index,
+      arguments: item.arguments,
+    });
     await event("response.output_item.done", { output_index: index, item });
     index++;
   }

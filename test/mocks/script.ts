@@ -1,7 +1,13 @@
 // Scripting shared by the mock upstreams (Anthropic, Gemini, and OpenAI when it adopts it): a test says
 // what the "model" answers, each mock renders it in its vendor's exact wire format.
 
-import { type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse, createServer } from "node:http";
+import {
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+  createServer,
+} from "node:http";
 import type { AddressInfo } from "node:net";
 
 export interface MockToolCall {
@@ -100,10 +106,7 @@ export function nextReply(mock: Pick<MockUpstream, "queue" | "fallback">, req: R
 }
 
 /** Starts a node:http server on 127.0.0.1 and returns its origin and a close function. */
-export async function listen(
-  server: Server,
-  port: number,
-): Promise<{ origin: string; close: () => Promise<void> }> {
+export async function listen(server: Server, port: number): Promise<{ origin: string; close: () => Promise<void> }> {
   await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
   const { port: actual } = server.address() as AddressInfo;
   return {

@@ -35,13 +35,28 @@ beforeAll(async () => {
     decoyHits.push(`${req.method} ${req.url} ${req.headers.authorization ?? ""}`);
     res.writeHead(200, { "content-type": "application/json" }).end('{"result":{"name":"fake"}}');
   });
-  decoyPort = await new Promise<number>((r) => decoy.listen(0, "127.0.0.1", () => r((decoy.address() as { port: number }).port)));
+  decoyPort = await new Promise<number>((r) =>
+    decoy.listen(0, "127.0.0.1", () => r((decoy.address() as { port: number }).port)),
+  );
   const port = await freePort();
   base = `http://127.0.0.1:${port}`;
-  server = startTs("control-plane/src/main/embedded.ts", { PORT: String(port), MODELGATE_DATA_DIR: dataDir, DATABASE_URL: "", REDIS_URL: "", GATEWAY_CONFIG: "" });
+  server = startTs("control-plane/src/main/embedded.ts", {
+    PORT: String(port),
+    MODELGATE_DATA_DIR: dataDir,
+    DATABASE_URL: "",
+    REDIS_URL: "",
+    GATEWAY_CONFIG: "",
+  });
   await waitForHttp(`${base}/healthz`, server, 120_000);
   // The CLI's environment: the same data directory, and PORT pointing at the decoy (as a shell might have it).
-  cliEnv = { MODELGATE_DATA_DIR: dataDir, PORT: String(decoyPort), DATABASE_URL: "", REDIS_URL: "", MODELGATE_URL: "", MODELGATE_ADMIN_TOKEN: "" };
+  cliEnv = {
+    MODELGATE_DATA_DIR: dataDir,
+    PORT: String(decoyPort),
+    DATABASE_URL: "",
+    REDIS_URL: "",
+    MODELGATE_URL: "",
+    MODELGATE_ADMIN_TOKEN: "",
+  };
 }, 180_000);
 
 afterAll(async () => {
@@ -55,7 +70,10 @@ describe("the admin CLI and the data directory's owner", () => {
     const advert = JSON.parse(readFileSync(join(dataDir, "server.json"), "utf8")) as { url: string; pid: number };
     expect(advert).toEqual({ url: base, pid: server.child.pid });
     expect(statSync(join(dataDir, "server.json")).mode & 0o777).toBe(0o600);
-    expect(JSON.parse(readFileSync(join(dataDir, "modelgate.lock"), "utf8"))).toMatchObject({ pid: server.child.pid, holder: "server" });
+    expect(JSON.parse(readFileSync(join(dataDir, "modelgate.lock"), "utf8"))).toMatchObject({
+      pid: server.child.pid,
+      holder: "server",
+    });
   });
 
   it("writes made through the CLI land on the running server (non-default PORT, CLI without it)", async () => {
@@ -75,7 +93,13 @@ describe("the admin CLI and the data directory's owner", () => {
   });
 
   it("a second server on the same directory refuses to start and says why", async () => {
-    const second = startTs("control-plane/src/main/embedded.ts", { PORT: String(await freePort()), MODELGATE_DATA_DIR: dataDir, DATABASE_URL: "", REDIS_URL: "", GATEWAY_CONFIG: "" });
+    const second = startTs("control-plane/src/main/embedded.ts", {
+      PORT: String(await freePort()),
+      MODELGATE_DATA_DIR: dataDir,
+      DATABASE_URL: "",
+      REDIS_URL: "",
+      GATEWAY_CONFIG: "",
+    });
     const code = await new Promise<number | null>((r) => second.child.once("exit", r));
     expect(code).toBe(2);
     expect(second.output()).toContain(`held by a running modelgate server (pid ${server.child.pid})`);
@@ -85,7 +109,10 @@ describe("the admin CLI and the data directory's owner", () => {
     const dir = mkdtempSync(join(tmpdir(), "mg-lock-held-"));
     try {
       // This test process stands in for a server that is still starting.
-      writeFileSync(join(dir, "modelgate.lock"), JSON.stringify({ pid: process.pid, holder: "server", since: new Date().toISOString() }));
+      writeFileSync(
+        join(dir, "modelgate.lock"),
+        JSON.stringify({ pid: process.pid, holder: "server", since: new Date().toISOString() }),
+      );
       const r = await admin({ ...cliEnv, MODELGATE_DATA_DIR: dir }, "account", "create", "--name", "lost");
       expect(r.code).toBe(2);
       expect(r.stderr).toContain(`A modelgate server (pid ${process.pid}) holds ${dir}`);
@@ -111,7 +138,10 @@ describe("the admin CLI and the data directory's owner", () => {
     const dead = startTs("control-plane/src/main/data-dir.ts", {});
     const deadPid = dead.child.pid!;
     await dead.stop("SIGKILL");
-    writeFileSync(join(dataDir, "modelgate.lock"), JSON.stringify({ pid: deadPid, holder: "server", since: new Date().toISOString() }));
+    writeFileSync(
+      join(dataDir, "modelgate.lock"),
+      JSON.stringify({ pid: deadPid, holder: "server", since: new Date().toISOString() }),
+    );
     const shown = await admin(cliEnv, "account", "show", "--account", "acme");
     expect(shown.code, shown.stderr).toBe(0);
     expect(decoyHits).toEqual([]);

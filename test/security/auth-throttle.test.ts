@@ -24,9 +24,21 @@ interface Gql {
   errors?: { message: string; extensions?: { code?: string } }[];
 }
 
-async function gql(query: string, variables: Record<string, unknown> = {}, headers: Record<string, string> = {}): Promise<{ body: Gql; cookie: string | null }> {
-  const res = await fetch(`${base}/graphql`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify({ query, variables }) });
-  const cookie = res.headers.getSetCookie().find((c) => c.startsWith("mg_session="))?.split(";")[0] ?? null;
+async function gql(
+  query: string,
+  variables: Record<string, unknown> = {},
+  headers: Record<string, string> = {},
+): Promise<{ body: Gql; cookie: string | null }> {
+  const res = await fetch(`${base}/graphql`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify({ query, variables }),
+  });
+  const cookie =
+    res.headers
+      .getSetCookie()
+      .find((c) => c.startsWith("mg_session="))
+      ?.split(";")[0] ?? null;
   return { body: (await res.json()) as Gql, cookie };
 }
 const LOGIN = "mutation($e: String!, $p: String!) { login(email: $e, password: $p) { secondStepRequired } }";
@@ -45,7 +57,11 @@ async function signIn(email: string, password = PASSWORD, ip = "198.51.100.1") {
 describe("sign-in throttling by e-mail and client address (item 8)", () => {
   it("60 parallel guesses check at most five passwords", async () => {
     await user("parallel@acme.test");
-    const answers = await Promise.all(Array.from({ length: 60 }, () => gql(LOGIN, { e: "parallel@acme.test", p: "wrong-password" }, from("203.0.113.9"))));
+    const answers = await Promise.all(
+      Array.from({ length: 60 }, () =>
+        gql(LOGIN, { e: "parallel@acme.test", p: "wrong-password" }, from("203.0.113.9")),
+      ),
+    );
     const codes = answers.map(code);
     expect(codes.filter((c) => c === "UNAUTHENTICATED")).toHaveLength(5);
     expect(codes.filter((c) => c === "TOO_MANY_REQUESTS")).toHaveLength(55);
@@ -54,11 +70,16 @@ describe("sign-in throttling by e-mail and client address (item 8)", () => {
   it("nobody can lock a user out from elsewhere, the default operator included", async () => {
     await user("victim@acme.test");
     for (let i = 0; i < 8; i++) await gql(LOGIN, { e: "victim@acme.test", p: "wrong-password" }, from("203.0.113.66"));
-    expect(code(await gql(LOGIN, { e: "victim@acme.test", p: PASSWORD }, from("203.0.113.66")))).toBe("TOO_MANY_REQUESTS");
+    expect(code(await gql(LOGIN, { e: "victim@acme.test", p: PASSWORD }, from("203.0.113.66")))).toBe(
+      "TOO_MANY_REQUESTS",
+    );
     // the victim, from their own address, signs in
     await signIn("victim@acme.test", PASSWORD, "198.51.100.20");
-    for (let i = 0; i < 8; i++) await gql(LOGIN, { e: "operator@modelgate.local", p: "wrong-password" }, from("203.0.113.66"));
-    expect(code(await gql(LOGIN, { e: "operator@modelgate.local", p: "wrong-password" }, from("198.51.100.21")))).toBe("UNAUTHENTICATED");
+    for (let i = 0; i < 8; i++)
+      await gql(LOGIN, { e: "operator@modelgate.local", p: "wrong-password" }, from("203.0.113.66"));
+    expect(code(await gql(LOGIN, { e: "operator@modelgate.local", p: "wrong-password" }, from("198.51.100.21")))).toBe(
+      "UNAUTHENTICATED",
+    );
   });
 
   it("answers an unknown e-mail exactly as a known one", async () => {
@@ -84,7 +105,12 @@ describe("step-up checks (item 7) and TOTP codes (item 10)", () => {
     await user("stepup@acme.test");
     cookie = await signIn("stepup@acme.test");
     const enrol = await gql("mutation { enrollTotp { secret } }", {}, { cookie });
-    totp = new TOTP({ algorithm: "SHA1", digits: 6, period: 30, secret: Secret.fromBase32((enrol.body.data!.enrollTotp as { secret: string }).secret) });
+    totp = new TOTP({
+      algorithm: "SHA1",
+      digits: 6,
+      period: 30,
+      secret: Secret.fromBase32((enrol.body.data!.enrollTotp as { secret: string }).secret),
+    });
     const confirmed = await gql("mutation($c: String!) { confirmTotp(code: $c) }", { c: totp.generate() }, { cookie });
     recovery = confirmed.body.data!.confirmTotp as string[];
     expect(recovery).toHaveLength(10);
@@ -100,7 +126,8 @@ describe("step-up checks (item 7) and TOTP codes (item 10)", () => {
   });
 
   it("changing the password needs the second factor when two-step is on", async () => {
-    const change = "mutation($cur: String!, $new: String!, $c: String) { changePassword(currentPassword: $cur, newPassword: $new, code: $c) }";
+    const change =
+      "mutation($cur: String!, $new: String!, $c: String) { changePassword(currentPassword: $cur, newPassword: $new, code: $c) }";
     const r = await gql(change, { cur: PASSWORD, new: "Another-Password-1" }, { cookie });
     expect(code(r)).toBe("BAD_USER_INPUT");
     expect(r.body.errors?.[0]?.message).toContain("two-step verification is on");
@@ -113,9 +140,14 @@ describe("step-up checks (item 7) and TOTP codes (item 10)", () => {
     expect(codes.slice(0, 5)).toEqual(Array(5).fill("BAD_USER_INPUT"));
     expect(codes.slice(5)).toEqual(["TOO_MANY_REQUESTS", "TOO_MANY_REQUESTS"]);
     // the right code too waits now, and so does the password check of changePassword (same budget)
-    expect(code(await gql("mutation($c: String!) { regenerateRecoveryCodes(code: $c) }", { c: recovery[0] }, { cookie }))).toBe("TOO_MANY_REQUESTS");
-    const change = "mutation($cur: String!, $new: String!, $c: String) { changePassword(currentPassword: $cur, newPassword: $new, code: $c) }";
-    expect(code(await gql(change, { cur: "guess-number-one", new: "Another-Password-1", c: recovery[0] }, { cookie }))).toBe("TOO_MANY_REQUESTS");
+    expect(
+      code(await gql("mutation($c: String!) { regenerateRecoveryCodes(code: $c) }", { c: recovery[0] }, { cookie })),
+    ).toBe("TOO_MANY_REQUESTS");
+    const change =
+      "mutation($cur: String!, $new: String!, $c: String) { changePassword(currentPassword: $cur, newPassword: $new, code: $c) }";
+    expect(
+      code(await gql(change, { cur: "guess-number-one", new: "Another-Password-1", c: recovery[0] }, { cookie })),
+    ).toBe("TOO_MANY_REQUESTS");
   });
 });
 
@@ -123,11 +155,16 @@ describe("a password change ends the access tokens (item 15)", () => {
   it("revokes every personal access token of the user", async () => {
     await user("tokens@acme.test");
     const cookie = await signIn("tokens@acme.test");
-    const made = await gql('mutation { createPersonalAccessToken(name: "ci", scopes: [read]) { token } }', {}, { cookie });
+    const made = await gql(
+      'mutation { createPersonalAccessToken(name: "ci", scopes: [read]) { token } }',
+      {},
+      { cookie },
+    );
     const token = (made.body.data!.createPersonalAccessToken as { token: string }).token;
     const me = "{ me { user { email } } }";
     expect(code(await gql(me, {}, { authorization: `Bearer ${token}` }))).toBe("OK");
-    const change = "mutation($cur: String!, $new: String!) { changePassword(currentPassword: $cur, newPassword: $new) }";
+    const change =
+      "mutation($cur: String!, $new: String!) { changePassword(currentPassword: $cur, newPassword: $new) }";
     expect(code(await gql(change, { cur: PASSWORD, new: "Another-Password-1" }, { cookie }))).toBe("OK");
     expect(code(await gql(me, {}, { authorization: `Bearer ${token}` }))).toBe("UNAUTHENTICATED");
   });

@@ -1,6 +1,5 @@
 import { readFileSync } from "node:fs";
-import type {
-  GraphQLScalarType} from "graphql";
+import type { GraphQLScalarType } from "graphql";
 import {
   buildSchema,
   type GraphQLArgument,
@@ -38,7 +37,8 @@ const schema = buildSchema(readFileSync(`${repoRoot}/control-plane/schema.graphq
 const PUBLIC = new Set(["login", "acceptInvitation", "me", "logout", "verifySecondStep"]);
 /** Operators only (an explicit list: a new operation that belongs here must be added). */
 const OPERATOR_ONLY = new Set([
-  "catalogModels", "accounts",
+  "catalogModels",
+  "accounts",
   "users",
   "upstreams",
   "adjustBalance",

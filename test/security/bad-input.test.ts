@@ -11,7 +11,12 @@ let gw: Gateway;
 let key: string;
 
 beforeAll(async () => {
-  gw = await startGateway("embedded", { config: { upstreams: [{ name: "demo", protocol: "demo", baseUrl: "demo://local" }], models: [{ id: MODEL, price: { input: 1, output: 1 }, routes: [{ upstream: "demo", model: "demo" }] }] } });
+  gw = await startGateway("embedded", {
+    config: {
+      upstreams: [{ name: "demo", protocol: "demo", baseUrl: "demo://local" }],
+      models: [{ id: MODEL, price: { input: 1, output: 1 }, routes: [{ upstream: "demo", model: "demo" }] }],
+    },
+  });
   await gw.admin("account create", { name: "bad", balance: "10" });
   key = (await gw.admin<{ key: string }>("key create", { account: "bad", name: "k" })).key;
   await waitForKey(gw, key);
@@ -37,37 +42,78 @@ async function expectShaped(res: Response, shape: Shape): Promise<void> {
 }
 
 const post = (path: string, body: string, headers: Record<string, string> = {}) =>
-  fetch(`${gw.bases[0]}${path}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...headers }, body });
+  fetch(`${gw.bases[0]}${path}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...headers },
+    body,
+  });
 
 const deepObject = (n: number) => '{"a":'.repeat(n) + "1" + "}".repeat(n);
 const deepArray = (n: number) => "[".repeat(n) + "]".repeat(n);
 
 describe("JSON nested 10,000 deep", () => {
   const endpoints: [string, Shape, (deep: string) => string][] = [
-    ["/v1/chat/completions", "openai", (d) => `{"model":"${MODEL}","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":${d}}}]}`],
+    [
+      "/v1/chat/completions",
+      "openai",
+      (d) =>
+        `{"model":"${MODEL}","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":${d}}}]}`,
+    ],
     ["/v1/chat/completions", "openai", (d) => `{"model":"${MODEL}","messages":[{"role":"user","content":${d}}]}`],
-    ["/v1/messages", "anthropic", (d) => `{"model":"${MODEL}","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"tools":[{"name":"f","input_schema":${d}}]}`],
-    ["/v1/messages/count_tokens", "anthropic", (d) => `{"model":"${MODEL}","messages":[{"role":"user","content":"hi"}],"tools":[{"name":"f","input_schema":${d}}]}`],
-    [`/v1beta/models/${MODEL}:generateContent`, "gemini", (d) => `{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"tools":[{"functionDeclarations":[{"name":"f","parameters":${d}}]}]}`],
-    [`/v1beta/models/${MODEL}:streamGenerateContent?alt=sse`, "gemini", (d) => `{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"generationConfig":{"responseSchema":${d}}}`],
+    [
+      "/v1/messages",
+      "anthropic",
+      (d) =>
+        `{"model":"${MODEL}","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"tools":[{"name":"f","input_schema":${d}}]}`,
+    ],
+    [
+      "/v1/messages/count_tokens",
+      "anthropic",
+      (d) =>
+        `{"model":"${MODEL}","messages":[{"role":"user","content":"hi"}],"tools":[{"name":"f","input_schema":${d}}]}`,
+    ],
+    [
+      `/v1beta/models/${MODEL}:generateContent`,
+      "gemini",
+      (d) =>
+        `{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"tools":[{"functionDeclarations":[{"name":"f","parameters":${d}}]}]}`,
+    ],
+    [
+      `/v1beta/models/${MODEL}:streamGenerateContent?alt=sse`,
+      "gemini",
+      (d) => `{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"generationConfig":{"responseSchema":${d}}}`,
+    ],
   ];
   for (const [path, shape, body] of endpoints) {
     it(`${path} (${shape})`, async () => {
-      for (const deep of [deepObject(10_000), deepArray(10_000), deepObject(100_000)]) await expectShaped(await post(path, body(deep)), shape);
+      for (const deep of [deepObject(10_000), deepArray(10_000), deepObject(100_000)])
+        await expectShaped(await post(path, body(deep)), shape);
     });
   }
   it("the demo upstream keeps answering", async () => {
-    const res = await post("/v1/chat/completions", JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "still there?" }] }));
+    const res = await post(
+      "/v1/chat/completions",
+      JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "still there?" }] }),
+    );
     expect(res.status).toBe(200);
   });
 });
 
 describe("malformed percent-escapes in paths", () => {
   it("are 400s in the path's protocol", async () => {
-    await expectShaped(await post(`/v1beta/models/%E0%A4%A:generateContent`, "{}", { "x-goog-api-key": key }), "gemini");
+    await expectShaped(
+      await post(`/v1beta/models/%E0%A4%A:generateContent`, "{}", { "x-goog-api-key": key }),
+      "gemini",
+    );
     await expectShaped(await post(`/v1beta/models/%:streamGenerateContent`, "{}", { "x-goog-api-key": key }), "gemini");
-    await expectShaped(await fetch(`${gw.bases[0]}/v1/models/%E0%A4%A`, { headers: { authorization: `Bearer ${key}` } }), "openai");
-    await expectShaped(await fetch(`${gw.bases[0]}/v1beta/models/%zz`, { headers: { "x-goog-api-key": key } }), "gemini");
+    await expectShaped(
+      await fetch(`${gw.bases[0]}/v1/models/%E0%A4%A`, { headers: { authorization: `Bearer ${key}` } }),
+      "openai",
+    );
+    await expectShaped(
+      await fetch(`${gw.bases[0]}/v1beta/models/%zz`, { headers: { "x-goog-api-key": key } }),
+      "gemini",
+    );
   });
   it("the console's static handler answers them with a 400 too", async () => {
     const res = await fetch(`${gw.bases[0]}/assets/%E0%A4%A.js`);
@@ -91,7 +137,9 @@ function raw(bytes: string): Promise<string> {
 function parseRaw(answer: string): Response {
   const [head, ...rest] = answer.split("\r\n\r\n");
   const [statusLine, ...lines] = head!.split("\r\n");
-  const headers = new Headers(lines.map((l) => [l.slice(0, l.indexOf(":")), l.slice(l.indexOf(":") + 1).trim()] as [string, string]));
+  const headers = new Headers(
+    lines.map((l) => [l.slice(0, l.indexOf(":")), l.slice(l.indexOf(":") + 1).trim()] as [string, string]),
+  );
   return new Response(rest.join("\r\n\r\n"), { status: Number(statusLine!.split(" ")[1]), headers });
 }
 
@@ -107,7 +155,11 @@ describe("Node's own parse errors", () => {
     await expectShaped(res, "openai");
   });
   it("417 for an Expect Node does not know", async () => {
-    const res = parseRaw(await raw(`POST /v1beta/models/${MODEL}:generateContent HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`));
+    const res = parseRaw(
+      await raw(
+        `POST /v1beta/models/${MODEL}:generateContent HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`,
+      ),
+    );
     expect(res.status).toBe(417);
     await expectShaped(res, "gemini");
   });

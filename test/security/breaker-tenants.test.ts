@@ -15,23 +15,37 @@ const keys: Record<string, string> = {};
 
 const poisoned = (r: RecordedRequest) => JSON.stringify(r.body).includes("poison");
 
-async function call(account: string, content: string): Promise<{ status: number; code?: string; requestId: string | null; message?: string }> {
+async function call(
+  account: string,
+  content: string,
+): Promise<{ status: number; code?: string; requestId: string | null; message?: string }> {
   const res = await fetch(`${gw.bases[0]}/v1/chat/completions`, {
     method: "POST",
     headers: { authorization: `Bearer ${keys[account]}`, "content-type": "application/json" },
     body: JSON.stringify({ model: MODEL, messages: [{ role: "user", content }] }),
   });
   const body = (await res.json()) as { error?: { code: string; message: string } };
-  return { status: res.status, code: body.error?.code, message: body.error?.message, requestId: res.headers.get("x-gateway-request-id") };
+  return {
+    status: res.status,
+    code: body.error?.code,
+    message: body.error?.message,
+    requestId: res.headers.get("x-gateway-request-id"),
+  };
 }
 
 beforeAll(async () => {
   // The upstream fails for one kind of body only: what a hostile tenant can provoke at will.
-  upstream = await startOpenAIUpstream({ fallback: (r) => (poisoned(r) ? { error: { status: 500, message: "crashed on this body" } } : { text: ["fine"] }) });
+  upstream = await startOpenAIUpstream({
+    fallback: (r) => (poisoned(r) ? { error: { status: 500, message: "crashed on this body" } } : { text: ["fine"] }),
+  });
   gw = await startGateway("embedded", {
     config: {
-      upstreams: [{ name: "operator-secret-upstream", protocol: "openai", baseUrl: upstream.url, apiKey: "test-upstream-key" }],
-      models: [{ id: MODEL, price: { input: 1, output: 1 }, routes: [{ upstream: "operator-secret-upstream", model: "m" }] }],
+      upstreams: [
+        { name: "operator-secret-upstream", protocol: "openai", baseUrl: upstream.url, apiKey: "test-upstream-key" },
+      ],
+      models: [
+        { id: MODEL, price: { input: 1, output: 1 }, routes: [{ upstream: "operator-secret-upstream", model: "m" }] },
+      ],
     },
     env: { MODELGATE_BREAKER_FAILURES: "3", MODELGATE_BREAKER_OPEN_MS: "60000", MODELGATE_RETRY_ATTEMPTS: "1" },
   });

@@ -26,7 +26,8 @@ afterAll(async () => {
 describe("keys per account (item 13)", () => {
   it("refuses the key past the cap, also when created in parallel, and counts revoked keys out", async () => {
     const { client } = await customer(h, ops, "Keycap");
-    const create = (name: string) => client.request(`mutation($n: String) { createApiKey(input: { name: $n }) { apiKey { id } } }`, { n: name });
+    const create = (name: string) =>
+      client.request(`mutation($n: String) { createApiKey(input: { name: $n }) { apiKey { id } } }`, { n: name });
     const results = await Promise.all(["a", "b", "c", "d", "e"].map(create));
     const codes = results.map((r) => r.errors?.[0]?.extensions?.code ?? "OK");
     expect(codes.filter((c) => c === "OK")).toHaveLength(3);
@@ -63,15 +64,28 @@ describe("invitations (item 15)", () => {
   it("can be revoked by an owner; the token stops working; another account's owner cannot touch it", async () => {
     const acme = await customer(h, ops, "Inviter");
     const other = await customer(h, ops, "Stranger");
-    const made = await acme.client.gql(`mutation { createInvitation(email: "new.person@inviter.test") { token invitation { id } } }`);
+    const made = await acme.client.gql(
+      `mutation { createInvitation(email: "new.person@inviter.test") { token invitation { id } } }`,
+    );
     const { token, invitation } = made.createInvitation as { token: string; invitation: { id: string } };
-    expect(await other.client.code(`mutation($id: ID!) { revokeInvitation(id: $id) { id } }`, { id: invitation.id })).toBe("NOT_FOUND");
-    expect(await new Client(h.url).code(`mutation($id: ID!) { revokeInvitation(id: $id) { id } }`, { id: invitation.id })).toBe("UNAUTHENTICATED");
-    const revoked = await acme.client.gql(`mutation($id: ID!) { revokeInvitation(id: $id) { revokedAt } }`, { id: invitation.id });
+    expect(
+      await other.client.code(`mutation($id: ID!) { revokeInvitation(id: $id) { id } }`, { id: invitation.id }),
+    ).toBe("NOT_FOUND");
+    expect(
+      await new Client(h.url).code(`mutation($id: ID!) { revokeInvitation(id: $id) { id } }`, { id: invitation.id }),
+    ).toBe("UNAUTHENTICATED");
+    const revoked = await acme.client.gql(`mutation($id: ID!) { revokeInvitation(id: $id) { revokedAt } }`, {
+      id: invitation.id,
+    });
     expect((revoked.revokeInvitation as { revokedAt: string }).revokedAt).toBeTruthy();
-    const accept = await new Client(h.url).request(`mutation($t: String!) { acceptInvitation(token: $t, password: "Some-Password-12") { id } }`, { t: token });
+    const accept = await new Client(h.url).request(
+      `mutation($t: String!) { acceptInvitation(token: $t, password: "Some-Password-12") { id } }`,
+      { t: token },
+    );
     expect(accept.errors?.[0]?.extensions?.code).toBe("BAD_USER_INPUT");
-    expect(await acme.client.code(`mutation($id: ID!) { revokeInvitation(id: $id) { id } }`, { id: invitation.id })).toBe("BAD_USER_INPUT");
+    expect(
+      await acme.client.code(`mutation($id: ID!) { revokeInvitation(id: $id) { id } }`, { id: invitation.id }),
+    ).toBe("BAD_USER_INPUT");
   });
 });
 
@@ -80,9 +94,20 @@ describe("one IP allowlist rule for the API and the admin CLI (item 15)", () => 
     const { parseCommandArgs } = await import("../../control-plane/src/admin/commands.ts");
     const { client } = await customer(h, ops, "Allowlist");
     for (const bad of ["300.1.1.1/8", "10.0.0.0/33", "::/129", "1.2.3.4/-1", "fe80::1::2"]) {
-      expect(() => parseCommandArgs("key create", { account: "x", "ip-allowlist": bad }), bad).toThrow(/not an IP address or CIDR|bad prefix/);
-      expect(await client.code(`mutation($ip: [String!]) { createApiKey(input: { ipAllowlist: $ip }) { key } }`, { ip: [bad] }), bad).toBe("BAD_USER_INPUT");
+      expect(() => parseCommandArgs("key create", { account: "x", "ip-allowlist": bad }), bad).toThrow(
+        /not an IP address or CIDR|bad prefix/,
+      );
+      expect(
+        await client.code(`mutation($ip: [String!]) { createApiKey(input: { ipAllowlist: $ip }) { key } }`, {
+          ip: [bad],
+        }),
+        bad,
+      ).toBe("BAD_USER_INPUT");
     }
-    expect(parseCommandArgs("key create", { account: "x", "ip-allowlist": "10.0.0.0/8,2001:db8::/32,192.168.1.7" })["ip-allowlist"]).toHaveLength(3);
+    expect(
+      parseCommandArgs("key create", { account: "x", "ip-allowlist": "10.0.0.0/8,2001:db8::/32,192.168.1.7" })[
+        "ip-allowlist"
+      ],
+    ).toHaveLength(3);
   });
 });

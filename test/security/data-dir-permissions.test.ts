@@ -1,4 +1,13 @@
-import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -40,7 +49,14 @@ beforeAll(async () => {
   chmodSync(dataDir, 0o755);
   const port = await freePort();
   base = `http://127.0.0.1:${port}`;
-  server = startTs("control-plane/src/main/embedded.ts", { PORT: String(port), MODELGATE_DATA_DIR: dataDir, DATABASE_URL: "", REDIS_URL: "", GATEWAY_CONFIG: "", LOG_LEVEL: "info" });
+  server = startTs("control-plane/src/main/embedded.ts", {
+    PORT: String(port),
+    MODELGATE_DATA_DIR: dataDir,
+    DATABASE_URL: "",
+    REDIS_URL: "",
+    GATEWAY_CONFIG: "",
+    LOG_LEVEL: "info",
+  });
   await waitForHttp(`${base}/healthz`, server, 120_000);
 }, 180_000);
 

@@ -14,7 +14,12 @@ let gw: Gateway;
 let key: string;
 
 beforeAll(async () => {
-  gw = await startGateway("embedded", { config: { upstreams: [{ name: "demo", protocol: "demo", baseUrl: "demo://local" }], models: [{ id: MODEL, price: { input: 1, output: 1 }, routes: [{ upstream: "demo", model: "demo" }] }] } });
+  gw = await startGateway("embedded", {
+    config: {
+      upstreams: [{ name: "demo", protocol: "demo", baseUrl: "demo://local" }],
+      models: [{ id: MODEL, price: { input: 1, output: 1 }, routes: [{ upstream: "demo", model: "demo" }] }],
+    },
+  });
   await gw.admin("account create", { name: "stall", balance: "1000000" });
   key = (await gw.admin<{ key: string }>("key create", { account: "stall", name: "k" })).key;
   await waitForKey(gw, key);
@@ -56,7 +61,11 @@ async function worstDuring(work: () => Promise<unknown>): Promise<number> {
 // Bodies are encoded once, up front (postOnce): encoding 4 MB in this process would stall the poller here,
 // not the server.
 const send = (path: string, body: Uint8Array<ArrayBuffer>, headers: Record<string, string>) =>
-  fetch(`${gw.bases[0]}${path}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...headers }, body }).then(async (r) => {
+  fetch(`${gw.bases[0]}${path}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...headers },
+    body,
+  }).then(async (r) => {
     await r.arrayBuffer();
     return r.status;
   });
@@ -64,9 +73,16 @@ const send = (path: string, body: Uint8Array<ArrayBuffer>, headers: Record<strin
 /** the largest body the gateway accepts by default (MODELGATE_MAX_BODY_BYTES, 4 MiB), less a margin */
 const MAX_BODY = 4 * 1024 * 1024 - 4096;
 const bigString = JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "x".repeat(MAX_BODY - 200) }] });
-const manyMessages = JSON.stringify({ model: MODEL, messages: Array.from({ length: 100_000 }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: "hello there" })) });
-const someMessages = JSON.stringify({ model: MODEL, messages: Array.from({ length: 12_000 }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: "hello there" })) });
-const deep = '{"model":"' + MODEL + '","messages":' + "[".repeat(MAX_BODY / 2 - 100) + "]".repeat(MAX_BODY / 2 - 100) + "}";
+const manyMessages = JSON.stringify({
+  model: MODEL,
+  messages: Array.from({ length: 100_000 }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: "hello there" })),
+});
+const someMessages = JSON.stringify({
+  model: MODEL,
+  messages: Array.from({ length: 12_000 }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: "hello there" })),
+});
+const deep =
+  '{"model":"' + MODEL + '","messages":' + "[".repeat(MAX_BODY / 2 - 100) + "]".repeat(MAX_BODY / 2 - 100) + "}";
 const fanOut = (n: number) => {
   let doc = "query{...F0}";
   for (let i = 0; i < n; i++) doc += ` fragment F${i} on Query{...F${i + 1} ...F${i + 1}}`;
@@ -86,15 +102,34 @@ it("no single request stalls /healthz for long", async () => {
     ["OpenAI, 4 MB string", postOnce("/v1/chat/completions", bigString)],
     ["OpenAI, 100,000 messages", postOnce("/v1/chat/completions", manyMessages)],
     ["OpenAI, 4 MB nested too deep", postOnce("/v1/chat/completions", deep)],
-    ["Anthropic, 4 MB string", postOnce("/v1/messages", bigString.replace('"messages"', '"max_tokens":5,"messages"'), { "anthropic-version": "2023-06-01" })],
-    ["Anthropic count_tokens, 100,000 messages", postOnce("/v1/messages/count_tokens", manyMessages, { "anthropic-version": "2023-06-01" })],
+    [
+      "Anthropic, 4 MB string",
+      postOnce("/v1/messages", bigString.replace('"messages"', '"max_tokens":5,"messages"'), {
+        "anthropic-version": "2023-06-01",
+      }),
+    ],
+    [
+      "Anthropic count_tokens, 100,000 messages",
+      postOnce("/v1/messages/count_tokens", manyMessages, { "anthropic-version": "2023-06-01" }),
+    ],
     ["OpenAI, 12,000 messages (under the container limit)", postOnce("/v1/chat/completions", someMessages)],
-    ["Gemini, 4 MB string", postOnce(`/v1beta/models/${MODEL}:generateContent`, JSON.stringify({ contents: [{ role: "user", parts: [{ text: "x".repeat(MAX_BODY - 200) }] }] }), { "x-goog-api-key": key })],
+    [
+      "Gemini, 4 MB string",
+      postOnce(
+        `/v1beta/models/${MODEL}:generateContent`,
+        JSON.stringify({ contents: [{ role: "user", parts: [{ text: "x".repeat(MAX_BODY - 200) }] }] }),
+        { "x-goog-api-key": key },
+      ),
+    ],
     ["GraphQL fragment fan-out (n=22), no credentials", postOnce("/graphql", fanOut(22))],
   ];
   const results: Record<string, number> = {};
   for (const [name, work] of cases) results[name] = Math.round(await worstDuring(work));
-  console.log(`/healthz worst answer (ms) while each request ran:\n${Object.entries(results).map(([k, v]) => `  ${String(v).padStart(5)}  ${k}`).join("\n")}`);
+  console.log(
+    `/healthz worst answer (ms) while each request ran:\n${Object.entries(results)
+      .map(([k, v]) => `  ${String(v).padStart(5)}  ${k}`)
+      .join("\n")}`,
+  );
   // The goal is 50 ms, and the figures above are what the closing note reports. A wall-clock bound in a test
   // can only catch the pathological: a loaded 2-core CI machine has shown 330 ms for a 50 ms case, so the
   // bound is a second, which still fails on the multi-second stalls this test was written against.

@@ -26,7 +26,9 @@ async function startReplica(): Promise<void> {
 }
 
 beforeAll(async () => {
-  upstream = await startOpenAIUpstream({ fallback: { text: ["charged"], usage: { promptTokens: 10, completionTokens: 5 } } });
+  upstream = await startOpenAIUpstream({
+    fallback: { text: ["charged"], usage: { promptTokens: 10, completionTokens: 5 } },
+  });
   gw = await startGateway("distributed", {
     replicas: 0,
     config: {
@@ -36,11 +38,21 @@ beforeAll(async () => {
   });
   const port = await freePort();
   base = `http://127.0.0.1:${port}`;
-  env = { ...gw.cliEnv, DATABASE_URL: "", PORT: String(port), MODELGATE_SPOOL_DIR: join(gw.cliEnv.MODELGATE_DATA_DIR!, `spool-kill-${randomBytes(3).toString("hex")}`) };
+  env = {
+    ...gw.cliEnv,
+    DATABASE_URL: "",
+    PORT: String(port),
+    MODELGATE_SPOOL_DIR: join(gw.cliEnv.MODELGATE_DATA_DIR!, `spool-kill-${randomBytes(3).toString("hex")}`),
+  };
   await startReplica();
   await gw.admin("account create", { name: "kill", balance: "1000" });
   key = (await gw.admin<{ key: string }>("key create", { account: "kill", name: "k" })).key;
-  await eventually(async () => (await fetch(`${base}/v1/models`, { headers: { authorization: `Bearer ${key}` } })).status, (s) => s === 200, 10_000, 50);
+  await eventually(
+    async () => (await fetch(`${base}/v1/models`, { headers: { authorization: `Bearer ${key}` } })).status,
+    (s) => s === 200,
+    10_000,
+    50,
+  );
 }, 180_000);
 
 afterAll(async () => {
@@ -73,22 +85,44 @@ it(`no answered call goes uncharged across ${KILLS} SIGKILLs under load`, async 
   const clients = Array.from({ length: 16 }, client);
   for (let i = 0; i < KILLS; i++) {
     const before = answered.length;
-    await eventually(async () => answered.length, (n) => n >= before + 150, 20_000, 10);
+    await eventually(
+      async () => answered.length,
+      (n) => n >= before + 150,
+      20_000,
+      10,
+    );
     await replica!.stop("SIGKILL");
     await startReplica();
   }
-  await eventually(async () => answered.length, (n) => n >= 150 * (KILLS + 1), 20_000, 10);
+  await eventually(
+    async () => answered.length,
+    (n) => n >= 150 * (KILLS + 1),
+    20_000,
+    10,
+  );
   stopped = true;
   await Promise.all(clients);
   // Everything answered is settled, spooled events included (the last replica replays what its
   // predecessors spooled, and Redis kept what they wrote).
   const ids = new Set(answered);
   const settled = await eventually(
-    async () => new Set((await gw.prisma!.usageLog.findMany({ where: { requestId: { in: [...ids] } }, select: { requestId: true } })).map((r) => r.requestId)),
+    async () =>
+      new Set(
+        (
+          await gw.prisma!.usageLog.findMany({ where: { requestId: { in: [...ids] } }, select: { requestId: true } })
+        ).map((r) => r.requestId),
+      ),
     (s) => s.size === ids.size,
     30_000,
     250,
-  ).catch(async () => new Set((await gw.prisma!.usageLog.findMany({ where: { requestId: { in: [...ids] } }, select: { requestId: true } })).map((r) => r.requestId)));
+  ).catch(
+    async () =>
+      new Set(
+        (
+          await gw.prisma!.usageLog.findMany({ where: { requestId: { in: [...ids] } }, select: { requestId: true } })
+        ).map((r) => r.requestId),
+      ),
+  );
   const missing = [...ids].filter((id) => !settled.has(id));
   console.log(`kill loop: ${KILLS} SIGKILLs, ${ids.size} answered calls, ${missing.length} uncharged`);
   expect(missing).toEqual([]);

@@ -9,7 +9,12 @@ const MODEL = "demo-chat-2025-01-01";
 let gw: Gateway;
 
 beforeAll(async () => {
-  gw = await startGateway("embedded", { config: { upstreams: [{ name: "demo", protocol: "demo", baseUrl: "demo://local" }], models: [{ id: MODEL, price: { input: 1, output: 1 }, routes: [{ upstream: "demo", model: "demo" }] }] } });
+  gw = await startGateway("embedded", {
+    config: {
+      upstreams: [{ name: "demo", protocol: "demo", baseUrl: "demo://local" }],
+      models: [{ id: MODEL, price: { input: 1, output: 1 }, routes: [{ upstream: "demo", model: "demo" }] }],
+    },
+  });
   await gw.admin("account create", { name: "lim", balance: "10" });
 }, 180_000);
 

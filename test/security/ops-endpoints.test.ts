@@ -53,7 +53,9 @@ describe("/metrics and /readyz with MODELGATE_METRICS_TOKEN", () => {
       body: JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "hi" }] }),
     });
     const auth = { authorization: `Bearer ${TOKEN}` };
-    const ready = (await (await fetch(`${gw.bases[0]}/readyz`, { headers: auth })).json()) as { upstreams: Record<string, string> };
+    const ready = (await (await fetch(`${gw.bases[0]}/readyz`, { headers: auth })).json()) as {
+      upstreams: Record<string, string>;
+    };
     expect(ready.upstreams).toEqual({ [SECRET]: "closed" });
     const metrics = await fetch(`${gw.bases[0]}/metrics`, { headers: auth });
     expect(metrics.status).toBe(200);
@@ -80,7 +82,9 @@ describe("customers' errors never name the operator's upstream", () => {
     });
   }
   it("the log keeps the upstream's name and what it said", () => {
-    const line = gw.procs[0]!.output().split("\n").find((l) => l.includes("upstream refused the call"));
+    const line = gw.procs[0]!.output()
+      .split("\n")
+      .find((l) => l.includes("upstream refused the call"));
     expect(line).toBeDefined();
     expect(JSON.parse(line!)).toMatchObject({ upstream: SECRET, upstreamMessage: expect.stringContaining("org-123") });
   });

@@ -20,9 +20,28 @@ let upstream: MockUpstream;
 let gw: Gateway;
 let key: string;
 
-const redisCli = (...args: string[]) => execFileSync("redis-cli", ["-p", String(redisPort), ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
+const redisCli = (...args: string[]) =>
+  execFileSync("redis-cli", ["-p", String(redisPort), ...args], {
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "ignore"],
+  }).trim();
 const startRedis = () =>
-  execFileSync("redis-server", ["--port", String(redisPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "yes", "--dir", redisDir, "--pidfile", join(redisDir, "redis.pid")]);
+  execFileSync("redis-server", [
+    "--port",
+    String(redisPort),
+    "--bind",
+    "127.0.0.1",
+    "--save",
+    "",
+    "--appendonly",
+    "no",
+    "--daemonize",
+    "yes",
+    "--dir",
+    redisDir,
+    "--pidfile",
+    join(redisDir, "redis.pid"),
+  ]);
 const redisUp = () => {
   try {
     return redisCli("ping") === "PONG";
@@ -35,7 +54,11 @@ beforeAll(async () => {
   redisPort = await freePort();
   redisDir = mkdtempSync(join(tmpdir(), "mg-storm-"));
   startRedis();
-  await eventually(async () => redisUp(), (up) => up, 10_000);
+  await eventually(
+    async () => redisUp(),
+    (up) => up,
+    10_000,
+  );
   upstream = await startOpenAIUpstream({ fallback: { text: ["ok"] } });
   gw = await startGateway("distributed", {
     redisUrl: `redis://127.0.0.1:${redisPort}`,
@@ -64,8 +87,7 @@ afterAll(async () => {
 });
 
 const replicaLines = () =>
-  gw.procs[1]!
-    .output()
+  gw.procs[1]!.output()
     .split("\n")
     .filter((l) => l.startsWith("{"))
     .map((l) => JSON.parse(l) as { level: number; msg: string });
@@ -90,7 +112,11 @@ it("a Redis outage under traffic is a handful of log lines, not several per requ
   }
   const seconds = (Date.now() - started) / 1000;
   startRedis();
-  await eventually(async () => replicaLines().some((l) => l.msg === "redis available again"), (ok) => ok, 15_000);
+  await eventually(
+    async () => replicaLines().some((l) => l.msg === "redis available again"),
+    (ok) => ok,
+    15_000,
+  );
   const lines = replicaLines().slice(before);
   expect(answered).toBeGreaterThan(50); // served from the last snapshot all along
   const warnings = lines.filter((l) => l.level >= 40);
@@ -98,5 +124,7 @@ it("a Redis outage under traffic is a handful of log lines, not several per requ
   expect(warnings.length, JSON.stringify(warnings.map((l) => l.msg))).toBeLessThanOrEqual(Math.ceil(seconds) + 6);
   expect(warnings.filter((l) => l.msg.startsWith("redis unavailable"))).toHaveLength(1);
   expect(lines.filter((l) => l.msg === "redis available again")).toHaveLength(1);
-  console.log(`redis outage: ${answered} calls in ${seconds.toFixed(1)} s, ${warnings.length} warning lines (${lines.length} lines in all)`);
+  console.log(
+    `redis outage: ${answered} calls in ${seconds.toFixed(1)} s, ${warnings.length} warning lines (${lines.length} lines in all)`,
+  );
 });

@@ -64,8 +64,17 @@ const seen = { total: 0, refused: 0, ok: 0, server: 0 };
 
 /** Sends one generated request and checks the property; returns a description of a violation, or null. */
 async function check(shape: Shape, sent: Sent): Promise<void> {
-  const auth: Record<string, string> = shape === "anthropic" ? { "x-api-key": key, "anthropic-version": "2023-06-01" } : shape === "gemini" ? { "x-goog-api-key": key } : { authorization: `Bearer ${key}` };
-  const res = await fetch(`${gw.bases[0]}${sent.path}`, { method: "POST", headers: { "content-type": "application/json", ...auth, ...sent.headers }, body: sent.body });
+  const auth: Record<string, string> =
+    shape === "anthropic"
+      ? { "x-api-key": key, "anthropic-version": "2023-06-01" }
+      : shape === "gemini"
+        ? { "x-goog-api-key": key }
+        : { authorization: `Bearer ${key}` };
+  const res = await fetch(`${gw.bases[0]}${sent.path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...auth, ...sent.headers },
+    body: sent.body,
+  });
   const text = await res.text();
   seen.total++;
   if (res.status >= 500) seen.server++;
@@ -77,7 +86,10 @@ async function check(shape: Shape, sent: Sent): Promise<void> {
   seen.refused++;
   const id = res.headers.get("x-gateway-request-id");
   expect(id).toMatch(/^req_/);
-  const body = JSON.parse(text) as { type?: string; error?: { message?: string; type?: string; code?: unknown; status?: string } };
+  const body = JSON.parse(text) as {
+    type?: string;
+    error?: { message?: string; type?: string; code?: unknown; status?: string };
+  };
   if (shape === "openai") expect(typeof body.error?.type, text).toBe("string");
   if (shape === "anthropic") expect(body.type, text).toBe("error");
   if (shape === "gemini") expect(body.error?.code, text).toBe(res.status);
@@ -88,24 +100,76 @@ async function check(shape: Shape, sent: Sent): Promise<void> {
 const anyJson = fc.oneof(
   { weight: 6, arbitrary: fc.jsonValue({ maxDepth: 4 }) },
   { weight: 1, arbitrary: fc.constantFrom(1e308, -1, 0, 2 ** 53 + 1, "", "\u0000", "x".repeat(5000), null, true) },
-  { weight: 1, arbitrary: fc.integer({ min: 60, max: 300 }).map((n) => JSON.parse("[".repeat(n) + "]".repeat(n)) as unknown) },
+  {
+    weight: 1,
+    arbitrary: fc.integer({ min: 60, max: 300 }).map((n) => JSON.parse("[".repeat(n) + "]".repeat(n)) as unknown),
+  },
 );
 // Most fields absent and most present ones plausible, so that many requests get past the first check and
 // reach the translators, the demo upstream and the relays; every field is sometimes garbage.
-const maybe = <T>(a: fc.Arbitrary<T>) => fc.oneof({ weight: 4, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: a });
-const model = fc.oneof({ weight: 8, arbitrary: fc.constantFrom(...MODELS) }, fc.constant("gpt-4o"), fc.string({ maxLength: 20 }), anyJson);
-const role = fc.oneof({ weight: 8, arbitrary: fc.constantFrom("user", "assistant", "system", "developer", "tool", "model", "function") }, fc.string({ maxLength: 8 }), anyJson);
-const part = fc.oneof(
-  fc.record({ type: fc.constantFrom("text", "image_url", "image", "tool_use", "tool_result", "thinking", "input_audio", "document"), text: maybe(anyJson), image_url: maybe(anyJson), source: maybe(anyJson), id: maybe(anyJson), input: maybe(anyJson), content: maybe(anyJson) }, { requiredKeys: ["type"] }),
+const maybe = <T>(a: fc.Arbitrary<T>) =>
+  fc.oneof({ weight: 4, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: a });
+const model = fc.oneof(
+  { weight: 8, arbitrary: fc.constantFrom(...MODELS) },
+  fc.constant("gpt-4o"),
+  fc.string({ maxLength: 20 }),
   anyJson,
 );
-const content = fc.oneof({ weight: 6, arbitrary: fc.string({ maxLength: 50 }) }, { weight: 2, arbitrary: fc.array(part, { maxLength: 3 }) }, anyJson);
+const role = fc.oneof(
+  { weight: 8, arbitrary: fc.constantFrom("user", "assistant", "system", "developer", "tool", "model", "function") },
+  fc.string({ maxLength: 8 }),
+  anyJson,
+);
+const part = fc.oneof(
+  fc.record(
+    {
+      type: fc.constantFrom(
+        "text",
+        "image_url",
+        "image",
+        "tool_use",
+        "tool_result",
+        "thinking",
+        "input_audio",
+        "document",
+      ),
+      text: maybe(anyJson),
+      image_url: maybe(anyJson),
+      source: maybe(anyJson),
+      id: maybe(anyJson),
+      input: maybe(anyJson),
+      content: maybe(anyJson),
+    },
+    { requiredKeys: ["type"] },
+  ),
+  anyJson,
+);
+const content = fc.oneof(
+  { weight: 6, arbitrary: fc.string({ maxLength: 50 }) },
+  { weight: 2, arbitrary: fc.array(part, { maxLength: 3 }) },
+  anyJson,
+);
 const message = fc.oneof(
-  { weight: 8, arbitrary: fc.record({ role, content, tool_calls: maybe(anyJson), tool_call_id: maybe(anyJson), name: maybe(anyJson) }, { requiredKeys: ["role", "content"] }) },
+  {
+    weight: 8,
+    arbitrary: fc.record(
+      { role, content, tool_calls: maybe(anyJson), tool_call_id: maybe(anyJson), name: maybe(anyJson) },
+      { requiredKeys: ["role", "content"] },
+    ),
+  },
   anyJson,
 );
 const tools = fc.oneof(
-  fc.array(fc.record({ type: maybe(fc.constantFrom("function", "custom", "web_search")), function: maybe(fc.record({ name: anyJson, parameters: maybe(anyJson) })), name: maybe(anyJson), input_schema: maybe(anyJson), functionDeclarations: maybe(anyJson) }), { maxLength: 2 }),
+  fc.array(
+    fc.record({
+      type: maybe(fc.constantFrom("function", "custom", "web_search")),
+      function: maybe(fc.record({ name: anyJson, parameters: maybe(anyJson) })),
+      name: maybe(anyJson),
+      input_schema: maybe(anyJson),
+      functionDeclarations: maybe(anyJson),
+    }),
+    { maxLength: 2 },
+  ),
   anyJson,
 );
 const num = fc.oneof({ weight: 4, arbitrary: fc.integer({ min: -10, max: 200_000 }) }, fc.double(), anyJson);
@@ -120,47 +184,149 @@ const asBody = (obj: fc.Arbitrary<unknown>) =>
 
 const openaiBody = asBody(
   fc.record(
-    { model, messages: fc.oneof({ weight: 8, arbitrary: fc.array(message, { minLength: 1, maxLength: 4 }) }, anyJson), stream: maybe(fc.oneof(fc.boolean(), anyJson)), stream_options: maybe(anyJson), max_tokens: maybe(num), max_completion_tokens: maybe(num), temperature: maybe(num), top_p: maybe(num), n: maybe(num), stop: maybe(anyJson), tools: maybe(tools), tool_choice: maybe(anyJson), response_format: maybe(anyJson), reasoning_effort: maybe(anyJson), logprobs: maybe(anyJson), seed: maybe(num), user: maybe(anyJson) },
+    {
+      model,
+      messages: fc.oneof({ weight: 8, arbitrary: fc.array(message, { minLength: 1, maxLength: 4 }) }, anyJson),
+      stream: maybe(fc.oneof(fc.boolean(), anyJson)),
+      stream_options: maybe(anyJson),
+      max_tokens: maybe(num),
+      max_completion_tokens: maybe(num),
+      temperature: maybe(num),
+      top_p: maybe(num),
+      n: maybe(num),
+      stop: maybe(anyJson),
+      tools: maybe(tools),
+      tool_choice: maybe(anyJson),
+      response_format: maybe(anyJson),
+      reasoning_effort: maybe(anyJson),
+      logprobs: maybe(anyJson),
+      seed: maybe(num),
+      user: maybe(anyJson),
+    },
     { requiredKeys: [] },
   ),
 );
 const anthropicBody = asBody(
   fc.record(
-    { model, max_tokens: fc.oneof({ weight: 6, arbitrary: fc.integer({ min: 1, max: 50 }) }, num), messages: fc.oneof({ weight: 8, arbitrary: fc.array(message, { minLength: 1, maxLength: 4 }) }, anyJson), system: maybe(fc.oneof(fc.string(), fc.array(part, { maxLength: 2 }), anyJson)), stream: maybe(fc.oneof(fc.boolean(), anyJson)), temperature: maybe(num), top_k: maybe(num), stop_sequences: maybe(anyJson), tools: maybe(tools), tool_choice: maybe(anyJson), thinking: maybe(anyJson), metadata: maybe(anyJson) },
+    {
+      model,
+      max_tokens: fc.oneof({ weight: 6, arbitrary: fc.integer({ min: 1, max: 50 }) }, num),
+      messages: fc.oneof({ weight: 8, arbitrary: fc.array(message, { minLength: 1, maxLength: 4 }) }, anyJson),
+      system: maybe(fc.oneof(fc.string(), fc.array(part, { maxLength: 2 }), anyJson)),
+      stream: maybe(fc.oneof(fc.boolean(), anyJson)),
+      temperature: maybe(num),
+      top_k: maybe(num),
+      stop_sequences: maybe(anyJson),
+      tools: maybe(tools),
+      tool_choice: maybe(anyJson),
+      thinking: maybe(anyJson),
+      metadata: maybe(anyJson),
+    },
     { requiredKeys: [] },
   ),
 );
-const geminiPart = fc.oneof(fc.record({ text: maybe(anyJson), inlineData: maybe(anyJson), functionCall: maybe(anyJson), functionResponse: maybe(anyJson), thought: maybe(anyJson) }), anyJson);
+const geminiPart = fc.oneof(
+  fc.record({
+    text: maybe(anyJson),
+    inlineData: maybe(anyJson),
+    functionCall: maybe(anyJson),
+    functionResponse: maybe(anyJson),
+    thought: maybe(anyJson),
+  }),
+  anyJson,
+);
 const geminiBody = asBody(
   fc.record(
-    { contents: fc.oneof({ weight: 8, arbitrary: fc.array(fc.oneof({ weight: 8, arbitrary: fc.record({ role: maybe(fc.constantFrom("user", "model")), parts: fc.oneof({ weight: 8, arbitrary: fc.array(fc.oneof({ weight: 6, arbitrary: fc.record({ text: fc.string({ maxLength: 30 }) }) }, geminiPart), { minLength: 1, maxLength: 3 }) }, anyJson) }) }, anyJson), { minLength: 1, maxLength: 3 }) }, anyJson), systemInstruction: maybe(anyJson), generationConfig: maybe(fc.oneof(fc.record({ maxOutputTokens: maybe(num), temperature: maybe(num), thinkingConfig: maybe(anyJson), responseSchema: maybe(anyJson), stopSequences: maybe(anyJson) }), anyJson)), tools: maybe(tools), toolConfig: maybe(anyJson), safetySettings: maybe(anyJson) },
+    {
+      contents: fc.oneof(
+        {
+          weight: 8,
+          arbitrary: fc.array(
+            fc.oneof(
+              {
+                weight: 8,
+                arbitrary: fc.record({
+                  role: maybe(fc.constantFrom("user", "model")),
+                  parts: fc.oneof(
+                    {
+                      weight: 8,
+                      arbitrary: fc.array(
+                        fc.oneof(
+                          { weight: 6, arbitrary: fc.record({ text: fc.string({ maxLength: 30 }) }) },
+                          geminiPart,
+                        ),
+                        { minLength: 1, maxLength: 3 },
+                      ),
+                    },
+                    anyJson,
+                  ),
+                }),
+              },
+              anyJson,
+            ),
+            { minLength: 1, maxLength: 3 },
+          ),
+        },
+        anyJson,
+      ),
+      systemInstruction: maybe(anyJson),
+      generationConfig: maybe(
+        fc.oneof(
+          fc.record({
+            maxOutputTokens: maybe(num),
+            temperature: maybe(num),
+            thinkingConfig: maybe(anyJson),
+            responseSchema: maybe(anyJson),
+            stopSequences: maybe(anyJson),
+          }),
+          anyJson,
+        ),
+      ),
+      tools: maybe(tools),
+      toolConfig: maybe(anyJson),
+      safetySettings: maybe(anyJson),
+    },
     { requiredKeys: [] },
   ),
 );
 // A model segment in the URL: the real one, another, or raw bytes percent-encoded (malformed escapes too).
-const geminiModel = fc.oneof({ weight: 8, arbitrary: fc.constantFrom(...MODELS) }, fc.string({ maxLength: 12 }).map(encodeURIComponent), fc.constantFrom("%", "%E0%A4%A", "%zz", "..", "models%2F" + MODEL));
+const geminiModel = fc.oneof(
+  { weight: 8, arbitrary: fc.constantFrom(...MODELS) },
+  fc.string({ maxLength: 12 }).map(encodeURIComponent),
+  fc.constantFrom("%", "%E0%A4%A", "%zz", "..", "models%2F" + MODEL),
+);
 
 const params = { numRuns: RUNS, endOnFailure: true } as const;
 
 describe("protocol fuzzing: never a 5xx, always the caller's error shape with the request id", () => {
   it("OpenAI chat completions", async () => {
-    await fc.assert(fc.asyncProperty(openaiBody, (body) => check("openai", { path: "/v1/chat/completions", body })), params);
+    await fc.assert(
+      fc.asyncProperty(openaiBody, (body) => check("openai", { path: "/v1/chat/completions", body })),
+      params,
+    );
   });
   it("Anthropic messages and count_tokens", async () => {
     await fc.assert(
-      fc.asyncProperty(anthropicBody, fc.boolean(), (body, count) => check("anthropic", { path: count ? "/v1/messages/count_tokens" : "/v1/messages", body })),
+      fc.asyncProperty(anthropicBody, fc.boolean(), (body, count) =>
+        check("anthropic", { path: count ? "/v1/messages/count_tokens" : "/v1/messages", body }),
+      ),
       params,
     );
   });
   it("Gemini generateContent and streamGenerateContent", async () => {
     await fc.assert(
-      fc.asyncProperty(geminiBody, geminiModel, fc.constantFrom(":generateContent", ":streamGenerateContent", ":streamGenerateContent?alt=sse"), (body, m, verb) =>
-        check("gemini", { path: `/v1beta/models/${m}${verb}`, body }),
+      fc.asyncProperty(
+        geminiBody,
+        geminiModel,
+        fc.constantFrom(":generateContent", ":streamGenerateContent", ":streamGenerateContent?alt=sse"),
+        (body, m, verb) => check("gemini", { path: `/v1beta/models/${m}${verb}`, body }),
       ),
       params,
     );
   });
   afterAll(() => {
-    console.log(`protocol fuzzing: ${seen.total} requests, ${seen.refused} refused (4xx), ${seen.ok} answered, ${seen.server} server errors`);
+    console.log(
+      `protocol fuzzing: ${seen.total} requests, ${seen.refused} refused (4xx), ${seen.ok} answered, ${seen.server} server errors`,
+    );
   });
 });

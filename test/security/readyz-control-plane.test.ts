@@ -42,7 +42,12 @@ describe("/readyz and a frozen control plane", () => {
     } finally {
       controlPlane.kill("SIGCONT");
     }
-    const back = await eventually(readyz, (r) => r.controlPlane.state === "up" && (r.publishedSnapshotAgeMs ?? Infinity) < 5_000, 15_000, 250);
+    const back = await eventually(
+      readyz,
+      (r) => r.controlPlane.state === "up" && (r.publishedSnapshotAgeMs ?? Infinity) < 5_000,
+      15_000,
+      250,
+    );
     expect(back.status).toBe("ready");
   });
 });

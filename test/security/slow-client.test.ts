@@ -75,7 +75,9 @@ describe.each<Mode>(["embedded", "distributed"])("slow clients, %s mode", (mode)
 
   beforeAll(async () => {
     // 16 chunks 200 ms apart: a stream of more than 3 s, longer than the request and idle limits above.
-    upstream = await startOpenAIUpstream({ fallback: { text: Array.from({ length: 16 }, (_, i) => `c${i} `), delayMs: 200 } });
+    upstream = await startOpenAIUpstream({
+      fallback: { text: Array.from({ length: 16 }, (_, i) => `c${i} `), delayMs: 200 },
+    });
     gw = await startGateway(mode, {
       config: {
         upstreams: [{ name: "mock", protocol: "openai", baseUrl: upstream.url, apiKey: "test-upstream-key" }],
@@ -94,7 +96,13 @@ describe.each<Mode>(["embedded", "distributed"])("slow clients, %s mode", (mode)
     await upstream?.close();
   });
 
-  const servers = () => (mode === "embedded" ? [["embedded", gw.bases[0]!]] : [["data plane", gw.bases[0]!], ["control plane", gw.controlPlaneBase]]);
+  const servers = () =>
+    mode === "embedded"
+      ? [["embedded", gw.bases[0]!]]
+      : [
+          ["data plane", gw.bases[0]!],
+          ["control plane", gw.controlPlaneBase],
+        ];
 
   it("idle sockets that never send a byte are closed after the headers timeout", async () => {
     for (const [, base] of servers()) {
@@ -114,13 +122,21 @@ describe.each<Mode>(["embedded", "distributed"])("slow clients, %s mode", (mode)
     for (const [name, base] of servers()) {
       const path = name === "control plane" ? "/graphql" : "/v1/messages";
       const p = await probe(base!, (w) =>
-        drip(w, `POST ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{`),
+        drip(
+          w,
+          `POST ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{`,
+        ),
       );
       expectTimedOut(p, 2_000, path === "/v1/messages" ? "anthropic" : "json");
     }
     if (mode === "embedded") {
       // Unauthenticated /graphql on the embedded server too.
-      const p = await probe(gw.bases[0]!, (w) => drip(w, "POST /graphql HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"));
+      const p = await probe(gw.bases[0]!, (w) =>
+        drip(
+          w,
+          "POST /graphql HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{",
+        ),
+      );
       expectTimedOut(p, 2_000, "json");
     }
   });

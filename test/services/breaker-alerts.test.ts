@@ -20,7 +20,11 @@ const received: { headers: IncomingHttpHeaders; body: string }[] = [];
 let cookie = "";
 
 async function gql(query: string, variables: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
-  const res = await fetch(`${gw.controlPlaneBase}/graphql`, { method: "POST", headers: { "content-type": "application/json", ...(cookie ? { cookie } : {}) }, body: JSON.stringify({ query, variables }) });
+  const res = await fetch(`${gw.controlPlaneBase}/graphql`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...(cookie ? { cookie } : {}) },
+    body: JSON.stringify({ query, variables }),
+  });
   const set = res.headers.getSetCookie().find((c) => c.startsWith("mg_session="));
   if (set) cookie = set.split(";")[0]!;
   const body = (await res.json()) as { data?: Record<string, unknown>; errors?: unknown[] };
@@ -44,7 +48,14 @@ beforeAll(async () => {
     replicas: 2,
     config: {
       upstreams: [{ name: "flaky", protocol: "openai", baseUrl: mock.url, apiKey: "${BREAKER_UPSTREAM_KEY}" }],
-      models: [{ id: MODEL, reasoning: false, price: { input: 1, output: 2 }, routes: [{ upstream: "flaky", model: "gpt-4o-mini", weight: 1 }] }],
+      models: [
+        {
+          id: MODEL,
+          reasoning: false,
+          price: { input: 1, output: 2 },
+          routes: [{ upstream: "flaky", model: "gpt-4o-mini", weight: 1 }],
+        },
+      ],
     },
     env: {
       BREAKER_UPSTREAM_KEY: "sk-upstream-breaker",
@@ -67,10 +78,18 @@ afterAll(async () => {
 });
 
 it("alerts the operators once, by signed webhook, when an upstream's breaker opens on a replica", async () => {
-  await gql(`mutation($e: String!, $p: String!) { login(email: $e, password: $p) { secondStepRequired } }`, { e: OPERATOR.email, p: OPERATOR.password });
-  await gql(`mutation { setAlertSettings(operators: true, input: { breakerOpen: true, emails: ["oncall@breaker.test"] }) { breakerOpen } }`);
+  await gql(`mutation($e: String!, $p: String!) { login(email: $e, password: $p) { secondStepRequired } }`, {
+    e: OPERATOR.email,
+    p: OPERATOR.password,
+  });
+  await gql(
+    `mutation { setAlertSettings(operators: true, input: { breakerOpen: true, emails: ["oncall@breaker.test"] }) { breakerOpen } }`,
+  );
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/ops`;
-  const secret = ((await gql(`mutation($u: String!) { addAlertWebhook(operators: true, url: $u) { secret } }`, { u: url })).addAlertWebhook as { secret: string }).secret;
+  const secret = (
+    (await gql(`mutation($u: String!) { addAlertWebhook(operators: true, url: $u) { secret } }`, { u: url }))
+      .addAlertWebhook as { secret: string }
+  ).secret;
 
   const account = await gw.admin<{ id: string }>("account create", { name: "caller", balance: "10" });
   const key = await gw.admin<{ id: string; key: string }>("key create", { account: "caller" });
@@ -81,7 +100,12 @@ it("alerts the operators once, by signed webhook, when an upstream's breaker ope
   await eventually(
     async () => {
       const before = mock.requests.length;
-      const status = await client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "hi" }] }).then(() => 200, (e: { status?: number }) => e.status ?? 0);
+      const status = await client.chat.completions
+        .create({ model: MODEL, messages: [{ role: "user", content: "hi" }] })
+        .then(
+          () => 200,
+          (e: { status?: number }) => e.status ?? 0,
+        );
       return { status, upstreamCalled: mock.requests.length > before };
     },
     (r) => !r.upstreamCalled,
@@ -89,9 +113,20 @@ it("alerts the operators once, by signed webhook, when an upstream's breaker ope
     0,
   );
 
-  await eventually(async () => received.length, (n) => n >= 1, 15_000);
+  await eventually(
+    async () => received.length,
+    (n) => n >= 1,
+    15_000,
+  );
   const alert = received[0]!;
-  expect(verify(secret, String(alert.headers["x-modelgate-timestamp"]), alert.body, String(alert.headers["x-modelgate-signature"]))).toBe(true);
+  expect(
+    verify(
+      secret,
+      String(alert.headers["x-modelgate-timestamp"]),
+      alert.body,
+      String(alert.headers["x-modelgate-signature"]),
+    ),
+  ).toBe(true);
   const body = JSON.parse(alert.body) as { type: string; account: unknown; data: { upstream: string } };
   expect(body).toMatchObject({ type: "breaker_open", account: null, data: { upstream: "flaky" } });
 

@@ -24,7 +24,8 @@ let apiKey: string;
 let keyId: string;
 let prefix: string;
 
-const balanceMicro = async () => BigInt(((await admin(env, "account", "show", "--account", "globex")).json as { balanceMicro: string }).balanceMicro);
+const balanceMicro = async () =>
+  BigInt(((await admin(env, "account", "show", "--account", "globex")).json as { balanceMicro: string }).balanceMicro);
 
 beforeAll(async () => {
   mock = await startOpenAIMock("sk-upstream-dist");
@@ -35,7 +36,14 @@ beforeAll(async () => {
     config,
     JSON.stringify({
       upstreams: [{ name: "openai-main", protocol: "openai", baseUrl: mock.url, apiKey: "${UPSTREAM_KEY}" }],
-      models: [{ id: MODEL, reasoning: false, price: { input: 0.15, output: 0.6 }, routes: [{ upstream: "openai-main", model: MODEL, weight: 1 }] }],
+      models: [
+        {
+          id: MODEL,
+          reasoning: false,
+          price: { input: 0.15, output: 0.6 },
+          routes: [{ upstream: "openai-main", model: MODEL, weight: 1 }],
+        },
+      ],
     }),
   );
   prefix = `mgtest:${randomBytes(4).toString("hex")}:`;
@@ -60,8 +68,14 @@ beforeAll(async () => {
   for (const r of replicas) await waitForHttp(`${r.base}/readyz`, r.proc);
 
   expect((await admin(env, "account", "create", "--name", "globex", "--balance", "25")).code).toBe(0);
-  expect((await admin(env, "contract", "set", "--account", "globex", "--model", MODEL, "--input", "0.1", "--output", "0.3")).code).toBe(0);
-  const created = (await admin(env, "key", "create", "--account", "globex", "--name", "dist")).json as { id: string; key: string };
+  expect(
+    (await admin(env, "contract", "set", "--account", "globex", "--model", MODEL, "--input", "0.1", "--output", "0.3"))
+      .code,
+  ).toBe(0);
+  const created = (await admin(env, "key", "create", "--account", "globex", "--name", "dist")).json as {
+    id: string;
+    key: string;
+  };
   apiKey = created.key;
   keyId = created.id;
 }, 180_000);
@@ -88,15 +102,24 @@ describe("distributed mode", () => {
       // The new key reaches every replica through the Redis snapshot within a second.
       const c = sdk(r.base);
       mock.queue.push({ content: "hi", promptTokens: 1000, completionTokens: 2000 });
-      const res = await eventually(
-        () => c.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "hi" }] }).withResponse().catch((e: unknown) => e),
+      const res = (await eventually(
+        () =>
+          c.chat.completions
+            .create({ model: MODEL, messages: [{ role: "user", content: "hi" }] })
+            .withResponse()
+            .catch((e: unknown) => e),
         (v) => !(v instanceof Error),
         3_000,
         50,
-      ) as { data: OpenAI.ChatCompletion; response: Response };
+      )) as { data: OpenAI.ChatCompletion; response: Response };
       expect(res.data.usage).toMatchObject({ prompt_tokens: 1000, completion_tokens: 2000 });
       ids.push(res.response.headers.get("x-gateway-request-id")!);
-      const stream = await c.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "go" }], stream: true, stream_options: { include_usage: true } });
+      const stream = await c.chat.completions.create({
+        model: MODEL,
+        messages: [{ role: "user", content: "go" }],
+        stream: true,
+        stream_options: { include_usage: true },
+      });
       let usage: OpenAI.CompletionUsage | undefined;
       let text = "";
       for await (const chunk of stream) {
@@ -116,13 +139,20 @@ describe("distributed mode", () => {
   });
 
   it("a key revoked through the CLI is refused by both replicas within a second", async () => {
-    for (const r of replicas) await sdk(r.base).chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "x" }] });
+    for (const r of replicas)
+      await sdk(r.base).chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "x" }] });
     expect((await admin(env, "key", "revoke", keyId)).code).toBe(0);
     const revokedAt = Date.now();
     await Promise.all(
       replicas.map((r) =>
         eventually(
-          () => sdk(r.base).chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "x" }] }).then(() => "served", (e: unknown) => (e instanceof OpenAI.AuthenticationError ? "refused" : String(e))),
+          () =>
+            sdk(r.base)
+              .chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "x" }] })
+              .then(
+                () => "served",
+                (e: unknown) => (e instanceof OpenAI.AuthenticationError ? "refused" : String(e)),
+              ),
           (v) => v === "refused",
           1_000,
           25,
@@ -133,23 +163,30 @@ describe("distributed mode", () => {
   });
 
   it("admits calls far from their limits without waiting for Redis, while Redis counts every one for all replicas", async () => {
-    const created = (await admin(env, "key", "create", "--account", "globex", "--name", "local", "--rpm", "100", "--concurrency", "50")).json as { key: string };
+    const created = (
+      await admin(env, "key", "create", "--account", "globex", "--name", "local", "--rpm", "100", "--concurrency", "50")
+    ).json as { key: string };
     const [a, b] = replicas;
     const remaining = async (base: string) => {
       const c = sdk(base, created.key);
-      const res = await eventually(
-        () => c.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "hi" }] }).withResponse().catch((e: unknown) => e),
+      const res = (await eventually(
+        () =>
+          c.chat.completions
+            .create({ model: MODEL, messages: [{ role: "user", content: "hi" }] })
+            .withResponse()
+            .catch((e: unknown) => e),
         (v) => !(v instanceof Error),
         3_000,
         50,
-      ) as { response: Response };
+      )) as { response: Response };
       return Number(res.response.headers.get("x-ratelimit-remaining-requests"));
     };
     const start = Date.now();
     const seen: number[] = [];
     for (let i = 0; i < 10; i++) seen.push(await remaining(a!.base));
     // The replica counts its own calls: the remaining requests go down one by one (100 rpm refills one per 600 ms).
-    for (let i = 1; i < seen.length; i++) expect(seen[i]! - seen[i - 1]!).toBeLessThanOrEqual(-1 + Math.ceil((Date.now() - start) / 600));
+    for (let i = 1; i < seen.length; i++)
+      expect(seen[i]! - seen[i - 1]!).toBeLessThanOrEqual(-1 + Math.ceil((Date.now() - start) / 600));
     const metrics = await (await fetch(`${a!.base}/metrics`)).text();
     const granted = Number(/modelgate_ratelimit_local_admissions_total\{kind="granted"\} (\d+)/.exec(metrics)?.[1]);
     expect(granted).toBeGreaterThanOrEqual(5); // the first waits for Redis, then locally while more than 50 are left
@@ -171,5 +208,6 @@ describe("distributed mode", () => {
   });
 });
 afterAll(() => {
-  if (process.env.TEST_LOG_LEVEL) console.log(controlPlane.output().slice(-4000), replicas.map((r) => r.proc.output().slice(-2000)).join("\n---\n"));
+  if (process.env.TEST_LOG_LEVEL)
+    console.log(controlPlane.output().slice(-4000), replicas.map((r) => r.proc.output().slice(-2000)).join("\n---\n"));
 });

@@ -47,8 +47,22 @@ let B: string;
 
 const startRedis = () =>
   execFileSync("redis-server", [
-    "--port", String(redisPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "yes",
-    "--dir", redisDir, "--pidfile", join(redisDir, "redis.pid"), "--logfile", join(redisDir, "redis.log"),
+    "--port",
+    String(redisPort),
+    "--bind",
+    "127.0.0.1",
+    "--save",
+    "",
+    "--appendonly",
+    "no",
+    "--daemonize",
+    "yes",
+    "--dir",
+    redisDir,
+    "--pidfile",
+    join(redisDir, "redis.pid"),
+    "--logfile",
+    join(redisDir, "redis.log"),
   ]);
 const stopRedis = () => {
   try {
@@ -59,22 +73,42 @@ const stopRedis = () => {
 };
 const redisUp = () => {
   try {
-    return execFileSync("redis-cli", ["-p", String(redisPort), "ping"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim() === "PONG";
+    return (
+      execFileSync("redis-cli", ["-p", String(redisPort), "ping"], {
+        encoding: "utf8",
+        stdio: ["ignore", "pipe", "ignore"],
+      }).trim() === "PONG"
+    );
   } catch {
     return false;
   }
 };
 
 beforeAll(async () => {
-  [good, flaky, slow, brk] = await Promise.all([startOpenAIMock(UPSTREAM_KEY), startOpenAIMock(UPSTREAM_KEY), startOpenAIMock(UPSTREAM_KEY), startOpenAIMock(UPSTREAM_KEY)]);
+  [good, flaky, slow, brk] = await Promise.all([
+    startOpenAIMock(UPSTREAM_KEY),
+    startOpenAIMock(UPSTREAM_KEY),
+    startOpenAIMock(UPSTREAM_KEY),
+    startOpenAIMock(UPSTREAM_KEY),
+  ]);
   for (const m of [good, flaky, brk]) m.fallback = { content: "fine", promptTokens: 1000, completionTokens: 1000 };
   slow.fallback = { content: "late", delayMs: 5_000 };
   const deadPort = await freePort(); // nothing listens there: connections are refused
   redisPort = await freePort();
   redisDir = mkdtempSync(join(tmpdir(), "mg-redis-"));
   startRedis();
-  await eventually(async () => redisUp(), (up) => up, 10_000);
-  const up = (name: string, baseUrl: string, timeouts?: object) => ({ name, protocol: "openai", baseUrl, apiKey: "${FAULT_UPSTREAM_KEY}", ...(timeouts ? { timeouts } : {}) });
+  await eventually(
+    async () => redisUp(),
+    (up) => up,
+    10_000,
+  );
+  const up = (name: string, baseUrl: string, timeouts?: object) => ({
+    name,
+    protocol: "openai",
+    baseUrl,
+    apiKey: "${FAULT_UPSTREAM_KEY}",
+    ...(timeouts ? { timeouts } : {}),
+  });
   const model = (id: string, routes: [string, string][]) => ({
     id,
     reasoning: false,
@@ -89,7 +123,11 @@ beforeAll(async () => {
         ? { MODELGATE_BREAKER_FAILURES: "1000000" }
         : // One account's evidence is enough here (this file has one account); test/security/breaker-tenants.test.ts
           // holds the default, where it never is.
-          { MODELGATE_BREAKER_FAILURES: String(BREAKER_FAILURES), MODELGATE_BREAKER_OPEN_MS: String(BREAKER_OPEN_MS), MODELGATE_BREAKER_MIN_ACCOUNTS: "1" },
+          {
+            MODELGATE_BREAKER_FAILURES: String(BREAKER_FAILURES),
+            MODELGATE_BREAKER_OPEN_MS: String(BREAKER_OPEN_MS),
+            MODELGATE_BREAKER_MIN_ACCOUNTS: "1",
+          },
     config: {
       upstreams: [
         up("good", good.url),
@@ -100,9 +138,15 @@ beforeAll(async () => {
       ],
       models: [
         model(MAIN, [["good", "main"]]),
-        model(FAILOVER, [["dead", "fo-dead"], ["good", "fo-good"]]),
+        model(FAILOVER, [
+          ["dead", "fo-dead"],
+          ["good", "fo-good"],
+        ]),
         model(DEAD, [["dead", "dead"]]),
-        model(FLAKY_FO, [["flaky", "ffo-flaky"], ["good", "ffo-good"]]),
+        model(FLAKY_FO, [
+          ["flaky", "ffo-flaky"],
+          ["good", "ffo-good"],
+        ]),
         model(FLAKY, [["flaky", "flaky"]]),
         model(SLOW, [["slow", "slow"]]),
         model(BREAKER, [["brk", "brk"]]),
@@ -131,14 +175,20 @@ afterAll(async () => {
 });
 
 const sdk = (base: string) => new OpenAI({ baseURL: `${base}/v1`, apiKey, maxRetries: 0 });
-const ask = (base: string, model: string) => sdk(base).chat.completions.create({ model, messages: [{ role: "user", content: "hi" }] }).withResponse();
+const ask = (base: string, model: string) =>
+  sdk(base)
+    .chat.completions.create({ model, messages: [{ role: "user", content: "hi" }] })
+    .withResponse();
 const seenModels = (m: OpenAIMock, since: number) => m.requests.slice(since).map((r) => r.body.model);
 const prisma = () => gw.prisma!;
 const balance = () => gw.balance("ops");
 
 /** The gateway's refusal: status, code, request id in header and message. */
 async function failure(p: Promise<unknown>, status: number, code: string): Promise<string> {
-  const e = (await p.then(() => null, (err: unknown) => err)) as InstanceType<typeof OpenAI.APIError> | null;
+  const e = (await p.then(
+    () => null,
+    (err: unknown) => err,
+  )) as InstanceType<typeof OpenAI.APIError> | null;
   expect(e, `expected ${status} ${code}`).toBeInstanceOf(OpenAI.APIError);
   expect({ status: e!.status, code: e!.code }).toEqual({ status, code });
   const id = e!.headers!.get("x-gateway-request-id")!;
@@ -149,7 +199,11 @@ async function failure(p: Promise<unknown>, status: number, code: string): Promi
 
 /** A failed call leaves at most a zero-cost usage row (metadata) and no ledger entry. */
 async function notCharged(id: string): Promise<void> {
-  const row = await eventually(() => prisma().usageLog.findUnique({ where: { requestId: id } }), (r) => r !== null, 10_000);
+  const row = await eventually(
+    () => prisma().usageLog.findUnique({ where: { requestId: id } }),
+    (r) => r !== null,
+    10_000,
+  );
   expect(row!.costMicro).toBe(0n);
   expect(await prisma().ledgerEntry.count({ where: { requestId: id } })).toBe(0);
 }
@@ -161,7 +215,11 @@ describe("upstream faults", () => {
     expect(data.choices[0]!.message.content).toBe("fine");
     expect(seenModels(good, since)).toEqual(["fo-good"]);
     const id = response.headers.get("x-gateway-request-id")!;
-    const row = await eventually(() => prisma().usageLog.findUnique({ where: { requestId: id } }), (r) => r !== null, 10_000);
+    const row = await eventually(
+      () => prisma().usageLog.findUnique({ where: { requestId: id } }),
+      (r) => r !== null,
+      10_000,
+    );
     expect(row).toMatchObject({ upstream: "good", status: 200, costMicro: COST });
 
     const started = Date.now();
@@ -171,7 +229,10 @@ describe("upstream faults", () => {
   });
 
   it("429 and 500 from an upstream are retried (the mock sees every attempt), then failed over, or surfaced as 429/502", async () => {
-    for (const [status, code, gatewayStatus] of [[429, "upstream_rate_limited", 429], [500, "upstream_error", 502]] as const) {
+    for (const [status, code, gatewayStatus] of [
+      [429, "upstream_rate_limited", 429],
+      [500, "upstream_error", 502],
+    ] as const) {
       flaky.fallback = { status, errorMessage: `scripted ${status}` };
       let sinceFlaky = flaky.requests.length;
       const sinceGood = good.requests.length;
@@ -203,20 +264,37 @@ describe("upstream faults", () => {
 
   it("a stream reset midway: the SDK throws, and the call is charged once, for what was delivered only", async () => {
     const before = await balance();
-    good.queue.push({ content: "one two three four five six seven eight nine ten", breakAfterChunks: 3, promptTokens: 1000, completionTokens: 1000 });
+    good.queue.push({
+      content: "one two three four five six seven eight nine ten",
+      breakAfterChunks: 3,
+      promptTokens: 1000,
+      completionTokens: 1000,
+    });
     const { data: stream, response } = await sdk(A)
-      .chat.completions.create({ model: MAIN, messages: [{ role: "user", content: "count" }], stream: true, stream_options: { include_usage: true } })
+      .chat.completions.create({
+        model: MAIN,
+        messages: [{ role: "user", content: "count" }],
+        stream: true,
+        stream_options: { include_usage: true },
+      })
       .withResponse();
     const id = response.headers.get("x-gateway-request-id")!;
     let text = "";
     const err = await (async () => {
       for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? "";
-    })().then(() => null, (e: unknown) => e);
+    })().then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(OpenAI.APIError);
     expect((err as Error).message).toContain("The upstream stream failed before it finished");
     expect((err as Error).message).toContain(`(request id: ${id})`);
     expect(text).toBe("one two three ");
-    const row = await eventually(() => prisma().usageLog.findUnique({ where: { requestId: id } }), (r) => r !== null, 10_000);
+    const row = await eventually(
+      () => prisma().usageLog.findUnique({ where: { requestId: id } }),
+      (r) => r !== null,
+      10_000,
+    );
     expect(row).toMatchObject({ status: 502, errorCode: "upstream_stream_error" });
     // The upstream's usage never came, so the gateway counts: "one two three " is 14 characters = 4 completion
     // tokens × 2 micro = 8 micro, plus the prompt as estimated at admission (its request body, 4 characters a
@@ -233,7 +311,8 @@ describe("upstream faults", () => {
   });
 
   it("the circuit breaker opens after repeated failures, shows in /readyz, skips the upstream, and closes after a good probe", async () => {
-    const readyz = async () => ((await (await fetch(`${B}/readyz`, OPS)).json()) as { upstreams: Record<string, string> }).upstreams;
+    const readyz = async () =>
+      ((await (await fetch(`${B}/readyz`, OPS)).json()) as { upstreams: Record<string, string> }).upstreams;
     brk.fallback = { status: 500, errorMessage: "down" };
     const since = brk.requests.length;
     await failure(ask(B, BREAKER), 502, "upstream_error");
@@ -254,7 +333,9 @@ describe("upstream faults", () => {
     expect(body.error.code).toBe("upstream_unavailable");
     expect(brk.requests.length).toBe(before);
     // Replica A has its own breaker, still closed.
-    expect(((await (await fetch(`${A}/readyz`, OPS)).json()) as { upstreams: Record<string, string> }).upstreams.brk).toBeUndefined();
+    expect(
+      ((await (await fetch(`${A}/readyz`, OPS)).json()) as { upstreams: Record<string, string> }).upstreams.brk,
+    ).toBeUndefined();
     // The upstream recovers; after the open period one probe goes through and closes the breaker.
     brk.fallback = { content: "fine", promptTokens: 1000, completionTokens: 1000 };
     await sleep(BREAKER_OPEN_MS + 100);
@@ -267,23 +348,45 @@ describe("upstream faults", () => {
 describe("Redis restarted empty (no persistence)", () => {
   it("with no traffic: policy changes still reach every replica afterwards", async () => {
     const prefix = gw.cliEnv.MODELGATE_REDIS_PREFIX!;
-    const cli = (...args: string[]) => execFileSync("redis-cli", ["-p", String(redisPort), ...args], { encoding: "utf8" }).trim();
-    const versionBefore = ((await (await fetch(`${A}/readyz`, OPS)).json()) as { snapshotVersion: number }).snapshotVersion;
+    const cli = (...args: string[]) =>
+      execFileSync("redis-cli", ["-p", String(redisPort), ...args], { encoding: "utf8" }).trim();
+    const versionBefore = ((await (await fetch(`${A}/readyz`, OPS)).json()) as { snapshotVersion: number })
+      .snapshotVersion;
     expect(versionBefore).toBeGreaterThan(1);
     stopRedis();
-    await eventually(async () => redisUp(), (up) => !up, 5_000);
+    await eventually(
+      async () => redisUp(),
+      (up) => !up,
+      5_000,
+    );
     startRedis();
-    await eventually(async () => redisUp(), (up) => up, 10_000);
+    await eventually(
+      async () => redisUp(),
+      (up) => up,
+      10_000,
+    );
     // The control plane listens for change requests again (its subscriber reconnected)…
-    await eventually(async () => cli("pubsub", "numsub", `${prefix}{ctl}:control:changed`).split("\n")[1], (n) => n === "1", 15_000, 200);
+    await eventually(
+      async () => cli("pubsub", "numsub", `${prefix}{ctl}:control:changed`).split("\n")[1],
+      (n) => n === "1",
+      15_000,
+      200,
+    );
     // …so a key created now must reach both replicas, although Redis forgot the snapshot and its version counter.
     const k = await gw.admin<{ key: string }>("key create", { account: "ops", name: "after-quiet-restart" });
     await waitForKey(gw, k.key, 10_000);
-    const { data, response } = await sdk(A).chat.completions.create({ model: MAIN, messages: [{ role: "user", content: "x" }] }).withResponse();
+    const { data, response } = await sdk(A)
+      .chat.completions.create({ model: MAIN, messages: [{ role: "user", content: "x" }] })
+      .withResponse();
     expect(data.usage?.total_tokens).toBe(2000);
     // …and its usage settles through the new stream and consumer group.
     const id = response.headers.get("x-gateway-request-id")!;
-    await eventually(() => prisma().ledgerEntry.count({ where: { requestId: id } }), (n) => n === 1, 15_000, 200);
+    await eventually(
+      () => prisma().ledgerEntry.count({ where: { requestId: id } }),
+      (n) => n === 1,
+      15_000,
+      200,
+    );
   });
 });
 
@@ -297,7 +400,9 @@ describe("Redis stopped and restarted under load", () => {
       const c = sdk(base);
       while (!stop) {
         try {
-          const { response } = await c.chat.completions.create({ model: MAIN, messages: [{ role: "user", content: "load" }] }).withResponse();
+          const { response } = await c.chat.completions
+            .create({ model: MAIN, messages: [{ role: "user", content: "load" }] })
+            .withResponse();
           ids.push(response.headers.get("x-gateway-request-id")!);
         } catch (e) {
           failures.push(String((e as Error).message));
@@ -308,16 +413,26 @@ describe("Redis stopped and restarted under load", () => {
     await sleep(1_500);
     const beforeOutage = ids.length;
     stopRedis();
-    await eventually(async () => redisUp(), (up) => !up, 5_000);
+    await eventually(
+      async () => redisUp(),
+      (up) => !up,
+      5_000,
+    );
     await sleep(3_500);
     const readyDuring = (await (await fetch(`${A}/readyz`, OPS)).json()) as { status: string; snapshotAgeMs: number };
     const servedDuring = ids.length - beforeOutage;
     startRedis();
-    await eventually(async () => redisUp(), (up) => up, 10_000);
+    await eventually(
+      async () => redisUp(),
+      (up) => up,
+      10_000,
+    );
     await sleep(2_500);
     stop = true;
     await load;
-    console.log(`redis outage: ${ids.length} calls served (${servedDuring} while Redis was down), ${failures.length} failed; /readyz during: ${JSON.stringify(readyDuring)}`);
+    console.log(
+      `redis outage: ${ids.length} calls served (${servedDuring} while Redis was down), ${failures.length} failed; /readyz during: ${JSON.stringify(readyDuring)}`,
+    );
     expect(failures).toEqual([]);
     expect(servedDuring).toBeGreaterThan(0);
     expect(readyDuring.status).toBe("ready");
@@ -325,7 +440,12 @@ describe("Redis stopped and restarted under load", () => {
 
     // Every successful call the clients saw is in the usage log exactly once (request ids are unique there),
     // the ledger holds exactly one charge per call, and the wallet moved by exactly the sum.
-    const settled = await eventually(() => prisma().usageLog.count({ where: { requestId: { in: ids } } }), (n) => n === ids.length, 60_000, 500);
+    const settled = await eventually(
+      () => prisma().usageLog.count({ where: { requestId: { in: ids } } }),
+      (n) => n === ids.length,
+      60_000,
+      500,
+    );
     expect(settled).toBe(ids.length);
     const rows = await prisma().usageLog.findMany({ where: { requestId: { in: ids } } });
     expect(rows.every((r) => r.status === 200 && r.costMicro === COST)).toBe(true);
@@ -340,7 +460,11 @@ describe("Redis stopped and restarted under load", () => {
     const fresh = await gw.admin<{ key: string }>("key create", { account: "ops", name: "after-restart" });
     await waitForKey(gw, fresh.key, 10_000);
     for (const base of gw.bases) {
-      await eventually(async () => ((await (await fetch(`${base}/readyz`, OPS)).json()) as { snapshotAgeMs: number }).snapshotAgeMs, (age) => age < 2_500, 10_000);
+      await eventually(
+        async () => ((await (await fetch(`${base}/readyz`, OPS)).json()) as { snapshotAgeMs: number }).snapshotAgeMs,
+        (age) => age < 2_500,
+        10_000,
+      );
     }
   });
 });

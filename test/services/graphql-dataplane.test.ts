@@ -49,7 +49,11 @@ beforeAll(async () => {
     config,
     JSON.stringify({
       upstreams: [{ name: "main", protocol: "openai", baseUrl: mock.url, apiKey: "sk-up" }],
-      models: [MODEL_A, MODEL_B].map((id) => ({ id, price: { input: 1, output: 2 }, routes: [{ upstream: "main", model: id }] })),
+      models: [MODEL_A, MODEL_B].map((id) => ({
+        id,
+        price: { input: 1, output: 2 },
+        routes: [{ upstream: "main", model: id }],
+      })),
     }),
   );
   prefix = `mgtest:${randomBytes(4).toString("hex")}:`;
@@ -72,7 +76,10 @@ beforeAll(async () => {
   dpBase = `http://127.0.0.1:${dpPort}`;
   dp = startTs("data-plane/src/main.ts", { ...env, PORT: String(dpPort), DATABASE_URL: "" });
   await waitForHttp(`${dpBase}/readyz`, dp);
-  const login = await gql<{ login: { secondStepRequired: boolean } }>(`mutation($e: String!, $p: String!) { login(email: $e, password: $p) { secondStepRequired } }`, { e: OPERATOR.email, p: OPERATOR.password });
+  const login = await gql<{ login: { secondStepRequired: boolean } }>(
+    `mutation($e: String!, $p: String!) { login(email: $e, password: $p) { secondStepRequired } }`,
+    { e: OPERATOR.email, p: OPERATOR.password },
+  );
   expect(login.login.secondStepRequired).toBe(false);
   expect(cookie).toMatch(/^mg_session=/);
 }, 180_000);
@@ -93,7 +100,11 @@ afterAll(async () => {
 async function within(key: string, model: string, expected: "ok" | "401" | "403", since: number): Promise<number> {
   const client = new OpenAI({ baseURL: `${dpBase}/v1`, apiKey: key, maxRetries: 0 });
   await eventually(
-    () => client.chat.completions.create({ model, messages: [{ role: "user", content: "hi" }] }).then(() => "ok", (e: unknown) => String((e as { status?: number }).status)),
+    () =>
+      client.chat.completions.create({ model, messages: [{ role: "user", content: "hi" }] }).then(
+        () => "ok",
+        (e: unknown) => String((e as { status?: number }).status),
+      ),
     (v) => v === expected,
     1_000,
     20,
@@ -117,7 +128,10 @@ describe("GraphQL changes reach the data plane", () => {
     expect(await within(createApiKey.key, MODEL_A, "ok", t)).toBeLessThan(1_000);
 
     t = Date.now();
-    await gql(`mutation($id: ID!, $i: ApiKeyRestrictionsInput!) { updateApiKey(id: $id, input: $i) { id } }`, { id: createApiKey.apiKey.id, i: { allowedModels: [MODEL_B] } });
+    await gql(`mutation($id: ID!, $i: ApiKeyRestrictionsInput!) { updateApiKey(id: $id, input: $i) { id } }`, {
+      id: createApiKey.apiKey.id,
+      i: { allowedModels: [MODEL_B] },
+    });
     expect(await within(createApiKey.key, MODEL_A, "403", t)).toBeLessThan(1_000);
     await within(createApiKey.key, MODEL_B, "ok", Date.now());
 

@@ -8,11 +8,35 @@ import { freshDatabase } from "../helpers/postgres.ts";
 // The SQL migrations are written by hand (Prisma's schema engine cannot be downloaded here), so this test is
 // what keeps them honest: migrate an empty database, introspect it, and compare with schema.prisma's DMMF.
 
-interface Field { name: string; dbName?: string; kind: string; type: string; isList: boolean; isRequired: boolean; nativeType: [string, string[]] | null; default?: unknown; relationFromFields?: string[]; relationToFields?: string[]; relationOnDelete?: string }
-interface Model { name: string; dbName: string | null; fields: Field[] }
-interface Dmmf { datamodel: { models: Model[]; enums: { name: string; values: { name: string; dbName?: string | null }[] }[]; indexes: { model: string; type: "id" | "unique" | "normal"; fields: { name: string }[] }[] } }
+interface Field {
+  name: string;
+  dbName?: string;
+  kind: string;
+  type: string;
+  isList: boolean;
+  isRequired: boolean;
+  nativeType: [string, string[]] | null;
+  default?: unknown;
+  relationFromFields?: string[];
+  relationToFields?: string[];
+  relationOnDelete?: string;
+}
+interface Model {
+  name: string;
+  dbName: string | null;
+  fields: Field[];
+}
+interface Dmmf {
+  datamodel: {
+    models: Model[];
+    enums: { name: string; values: { name: string; dbName?: string | null }[] }[];
+    indexes: { model: string; type: "id" | "unique" | "normal"; fields: { name: string }[] }[];
+  };
+}
 
-const dmmf = JSON.parse(wasm.get_dmmf(JSON.stringify({ prismaSchema: readFileSync("prisma/schema.prisma", "utf8") }))) as Dmmf;
+const dmmf = JSON.parse(
+  wasm.get_dmmf(JSON.stringify({ prismaSchema: readFileSync("prisma/schema.prisma", "utf8") })),
+) as Dmmf;
 const models = dmmf.datamodel.models;
 const tableOf = (m: Model) => m.dbName ?? m.name;
 const columnOf = (f: Field) => f.dbName ?? f.name;
@@ -20,11 +44,28 @@ const modelByName = new Map(models.map((m) => [m.name, m]));
 
 function expectedType(f: Field): string {
   if (f.kind === "enum") return f.isList ? `_${f.type}` : f.type;
-  const base = f.nativeType?.[0] === "Uuid" ? "uuid" : ({ String: "text", Int: "int4", BigInt: "int8", Boolean: "bool", DateTime: "timestamptz", Json: "jsonb", Float: "float8", Decimal: "numeric" } as Record<string, string>)[f.type];
+  const base =
+    f.nativeType?.[0] === "Uuid"
+      ? "uuid"
+      : (
+          {
+            String: "text",
+            Int: "int4",
+            BigInt: "int8",
+            Boolean: "bool",
+            DateTime: "timestamptz",
+            Json: "jsonb",
+            Float: "float8",
+            Decimal: "numeric",
+          } as Record<string, string>
+        )[f.type];
   if (!base) throw new Error(`no mapping for ${f.type}`);
   return f.isList ? `_${base}` : base;
 }
-const clientSideDefault = (f: Field) => typeof f.default === "object" && f.default !== null && ["uuid", "cuid", "nanoid"].includes((f.default as { name: string }).name);
+const clientSideDefault = (f: Field) =>
+  typeof f.default === "object" &&
+  f.default !== null &&
+  ["uuid", "cuid", "nanoid"].includes((f.default as { name: string }).name);
 
 let db: Awaited<ReturnType<typeof freshDatabase>>;
 const q = <T>(sql: string, params: unknown[] = []) => db.db.sql.transaction((tx) => tx.query<T>(sql, params));
@@ -36,15 +77,32 @@ afterAll(async () => db?.drop());
 
 describe("migrations agree with schema.prisma", () => {
   it("has exactly the tables of the models (and the runner's own)", async () => {
-    const rows = await q<{ table_name: string }>(`SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'`);
+    const rows = await q<{ table_name: string }>(
+      `SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'`,
+    );
     expect(rows.map((r) => r.table_name).sort()).toEqual([...models.map(tableOf), "_modelgate_migrations"].sort());
   });
 
   it("has every column with its type, nullability and default, and no other", async () => {
-    const cols = await q<{ table_name: string; column_name: string; udt_name: string; is_nullable: string; column_default: string | null; datetime_precision: number | null }>(
+    const cols = await q<{
+      table_name: string;
+      column_name: string;
+      udt_name: string;
+      is_nullable: string;
+      column_default: string | null;
+      datetime_precision: number | null;
+    }>(
       `SELECT table_name, column_name, udt_name, is_nullable, column_default, datetime_precision FROM information_schema.columns WHERE table_schema = 'public' AND table_name <> '_modelgate_migrations'`,
     );
-    const actual = cols.map((c) => ({ column: `${c.table_name}.${c.column_name}`, type: c.udt_name, nullable: c.is_nullable === "YES", hasDefault: c.column_default !== null, precision: c.udt_name === "timestamptz" ? c.datetime_precision : null })).sort((a, b) => a.column.localeCompare(b.column));
+    const actual = cols
+      .map((c) => ({
+        column: `${c.table_name}.${c.column_name}`,
+        type: c.udt_name,
+        nullable: c.is_nullable === "YES",
+        hasDefault: c.column_default !== null,
+        precision: c.udt_name === "timestamptz" ? c.datetime_precision : null,
+      }))
+      .sort((a, b) => a.column.localeCompare(b.column));
     const expected = models
       .flatMap((m) =>
         m.fields
@@ -65,14 +123,21 @@ describe("migrations agree with schema.prisma", () => {
     const rows = await q<{ typname: string; labels: string[] }>(
       `SELECT t.typname, array_agg(e.enumlabel::text ORDER BY e.enumsortorder) AS labels FROM pg_type t JOIN pg_enum e ON e.enumtypid = t.oid GROUP BY t.typname`,
     );
-    expect(Object.fromEntries(rows.map((r) => [r.typname, r.labels]))).toEqual(Object.fromEntries(dmmf.datamodel.enums.map((e) => [e.name, e.values.map((v) => v.dbName ?? v.name)])));
+    expect(Object.fromEntries(rows.map((r) => [r.typname, r.labels]))).toEqual(
+      Object.fromEntries(dmmf.datamodel.enums.map((e) => [e.name, e.values.map((v) => v.dbName ?? v.name)])),
+    );
   });
 
   it("has the primary keys, unique constraints and indexes", async () => {
-    const rows = await q<{ tablename: string; indexdef: string }>(`SELECT tablename, indexdef FROM pg_indexes WHERE schemaname = 'public' AND tablename <> '_modelgate_migrations'`);
+    const rows = await q<{ tablename: string; indexdef: string }>(
+      `SELECT tablename, indexdef FROM pg_indexes WHERE schemaname = 'public' AND tablename <> '_modelgate_migrations'`,
+    );
     const actual = rows
       .map((r) => {
-        const cols = /\((.*)\)$/.exec(r.indexdef)![1]!.split(", ").map((c) => c.replace(/"/g, ""));
+        const cols = /\((.*)\)$/
+          .exec(r.indexdef)![1]!
+          .split(", ")
+          .map((c) => c.replace(/"/g, ""));
         return `${r.tablename}(${cols.join(",")})${/UNIQUE/.test(r.indexdef) ? " unique" : ""}`;
       })
       .sort();
@@ -93,7 +158,9 @@ describe("migrations agree with schema.prisma", () => {
        WHERE c.contype = 'f' GROUP BY c.oid, c.conrelid, c.confrelid, c.confdeltype`,
     );
     const rule: Record<string, string> = { c: "Cascade", n: "SetNull", r: "Restrict", a: "NoAction" };
-    const actual = rows.map((r) => `${r.tbl.replace(/"/g, "")}(${r.cols.join(",")}) -> ${r.ref.replace(/"/g, "")} ${rule[r.del]}`).sort();
+    const actual = rows
+      .map((r) => `${r.tbl.replace(/"/g, "")}(${r.cols.join(",")}) -> ${r.ref.replace(/"/g, "")} ${rule[r.del]}`)
+      .sort();
     const expected = models
       .flatMap((m) =>
         m.fields
@@ -123,9 +190,22 @@ describe("migration runner", () => {
 
   it("refuses a migration whose file changed after it was applied, and rolls back a failing one", async () => {
     const [first] = loadMigrations();
-    await expect(migrate(db.db.sql, [{ ...first!, checksum: "different" }])).rejects.toThrow(/changed after it was applied/);
-    await expect(migrate(db.db.sql, [first!, { name: "29990101000000_broken", sql: `CREATE TABLE "half" (id int); SELECT no_such_function();`, checksum: "x" }])).rejects.toThrow();
-    const tables = await q<{ n: number }>(`SELECT count(*)::int AS n FROM information_schema.tables WHERE table_name = 'half'`);
+    await expect(migrate(db.db.sql, [{ ...first!, checksum: "different" }])).rejects.toThrow(
+      /changed after it was applied/,
+    );
+    await expect(
+      migrate(db.db.sql, [
+        first!,
+        {
+          name: "29990101000000_broken",
+          sql: `CREATE TABLE "half" (id int); SELECT no_such_function();`,
+          checksum: "x",
+        },
+      ]),
+    ).rejects.toThrow();
+    const tables = await q<{ n: number }>(
+      `SELECT count(*)::int AS n FROM information_schema.tables WHERE table_name = 'half'`,
+    );
     expect(tables[0]!.n).toBe(0);
   });
 });

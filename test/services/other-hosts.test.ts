@@ -42,7 +42,11 @@ beforeAll(async () => {
       models: [{ id: MODEL, price: { input: 1, output: 2 }, routes: [{ upstream: "mock", model: "gpt-4o-mini" }] }],
     },
     env: { HOSTS_UPSTREAM_KEY: UPSTREAM_KEY },
-    placement: { prefix: (role) => hostOf(role).prefix, host: (role) => hostOf(role).address, url: (_role, url) => across(url) },
+    placement: {
+      prefix: (role) => hostOf(role).prefix,
+      host: (role) => hostOf(role).address,
+      url: (_role, url) => across(url),
+    },
   });
 }, 180_000);
 
@@ -63,7 +67,11 @@ it("two replicas on two hosts hold one rpm limit, and settle every answered call
   const LIMIT = 60;
   await gw.admin("account create", { name: "hosts", balance: "100" });
   const start = await gw.balance("hosts");
-  const k = await gw.admin<{ id: string; key: string }>("key create", { account: "hosts", name: "shared", rpm: String(LIMIT) });
+  const k = await gw.admin<{ id: string; key: string }>("key create", {
+    account: "hosts",
+    name: "shared",
+    rpm: String(LIMIT),
+  });
   await waitForKey(gw, k.key);
   const clients = gw.bases.map((b) => new OpenAI({ baseURL: `${b}/v1`, apiKey: k.key, maxRetries: 0 }));
   const answered: string[] = [];
@@ -75,7 +83,10 @@ it("two replicas on two hosts hold one rpm limit, and settle every answered call
       while (next < 2 * LIMIT) {
         const i = next++;
         try {
-          const { data, response } = await clients[i % 2]!.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "hi" }] }).withResponse();
+          const { data, response } = await clients[i % 2]!.chat.completions.create({
+            model: MODEL,
+            messages: [{ role: "user", content: "hi" }],
+          }).withResponse();
           expect(data.usage?.completion_tokens).toBe(1000);
           answered.push(response.headers.get("x-gateway-request-id")!);
         } catch (e) {
@@ -87,14 +98,20 @@ it("two replicas on two hosts hold one rpm limit, and settle every answered call
   );
   const elapsed = Date.now() - started;
   const ideal = LIMIT + Math.floor((elapsed * LIMIT) / 60_000); // GCRA: the burst, then one per second
-  console.log(`other hosts: rpm ${LIMIT} over 2 replicas in 2 namespaces: ${answered.length} served, ${limited} refused in ${elapsed} ms (ideal ≤ ${ideal})`);
+  console.log(
+    `other hosts: rpm ${LIMIT} over 2 replicas in 2 namespaces: ${answered.length} served, ${limited} refused in ${elapsed} ms (ideal ≤ ${ideal})`,
+  );
   expect(answered.length + limited).toBe(2 * LIMIT);
   expect(answered.length).toBeGreaterThanOrEqual(Math.floor(LIMIT * 0.95));
   expect(answered.length).toBeLessThanOrEqual(Math.ceil(ideal + LIMIT * 0.05));
 
   // Settled exactly once: one usage row per answered call, none twice, and the wallet moved by their sum.
   const expected = start - BigInt(answered.length) * COST;
-  await eventually(() => gw.balance("hosts"), (b) => b <= expected, 20_000);
+  await eventually(
+    () => gw.balance("hosts"),
+    (b) => b <= expected,
+    20_000,
+  );
   const rows = await gw.usage("hosts");
   const ok = rows.filter((r) => r.status === 200);
   expect(ok.map((r) => r.requestId).sort()).toEqual([...answered].sort());
@@ -114,7 +131,12 @@ it("both replicas refuse a revoked key within a second", async () => {
     const refusedAfter = await Promise.all(
       gw.bases.map(async (base) => {
         await eventually(
-          async () => (await fetch(`${base}/v1/models/no-such-model-2000-01-01`, { headers: { authorization: `Bearer ${k.key}` } })).status,
+          async () =>
+            (
+              await fetch(`${base}/v1/models/no-such-model-2000-01-01`, {
+                headers: { authorization: `Bearer ${k.key}` },
+              })
+            ).status,
           (status) => status === 401,
           5_000,
           10,

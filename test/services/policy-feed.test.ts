@@ -37,7 +37,14 @@ beforeAll(async () => {
   gw = await startGateway("distributed", {
     config: {
       upstreams: [{ name: "mock", protocol: "openai", baseUrl: mock.url, apiKey: "${FEED_UPSTREAM_KEY}" }],
-      models: [{ id: MODEL, reasoning: false, price: { input: 1, output: 2 }, routes: [{ upstream: "mock", model: "gpt-4o-mini", weight: 1 }] }],
+      models: [
+        {
+          id: MODEL,
+          reasoning: false,
+          price: { input: 1, output: 2 },
+          routes: [{ upstream: "mock", model: "gpt-4o-mini", weight: 1 }],
+        },
+      ],
     },
     env: { FEED_UPSTREAM_KEY: UPSTREAM_KEY },
   });
@@ -56,7 +63,9 @@ afterAll(async () => {
  * model that does not exist is refused 401 for an unknown or revoked key, and 404 for a key it accepts.
  */
 const policyOf = async (key: string, base: string) => {
-  const res = await fetch(`${base}/v1/models/no-such-model-2000-01-01`, { headers: { authorization: `Bearer ${key}` } });
+  const res = await fetch(`${base}/v1/models/no-such-model-2000-01-01`, {
+    headers: { authorization: `Bearer ${key}` },
+  });
   const code = ((await res.json()) as { error?: { code?: string } }).error?.code;
   return code === "invalid_api_key" ? "unknown" : code === "key_revoked" ? "refused" : "accepted";
 };
@@ -64,7 +73,16 @@ const policyOf = async (key: string, base: string) => {
 /** Milliseconds until every replica's policy says `want` of the key (polled every 10 ms, at most `limit`). */
 async function untilEvery(key: string, want: string, limit = 3_000): Promise<number> {
   const t0 = Date.now();
-  await Promise.all(gw.bases.map((base) => eventually(() => policyOf(key, base), (v) => v === want, limit, 10)));
+  await Promise.all(
+    gw.bases.map((base) =>
+      eventually(
+        () => policyOf(key, base),
+        (v) => v === want,
+        limit,
+        10,
+      ),
+    ),
+  );
   return Date.now() - t0;
 }
 
@@ -86,7 +104,9 @@ describe("policy changes reach every replica", () => {
     const before = await Promise.all(gw.bases.map(readyz));
     // More keys at once than the control plane appends as changes: it publishes a new epoch in full, and each
     // replica loads it while serving from what it holds.
-    const [account] = await gw.prisma!.$queryRawUnsafe<{ id: string }[]>(`SELECT id::text FROM accounts WHERE name = 'feed'`);
+    const [account] = await gw.prisma!.$queryRawUnsafe<{ id: string }[]>(
+      `SELECT id::text FROM accounts WHERE name = 'feed'`,
+    );
     await gw.prisma!.$executeRawUnsafe(
       `INSERT INTO api_keys (id, account_id, name, key_hash, prefix, allowed_models, ip_allowlist, updated_at)
        SELECT gen_random_uuid(), $1::uuid, 'bulk-' || i, md5(i::text) || md5((i + 1)::text), 'sk-mg-bulk', '{}', '{}', now()
@@ -117,7 +137,9 @@ describe("policy changes reach every replica", () => {
       expect(s.policy.keys).toBeGreaterThanOrEqual(BULK + 1);
       expect(s.status).toBe("ready");
     }
-    console.log(`full reload of ${after[0]!.policy.keys} keys: ${after.map((s) => s.policy.lastFullLoadMs).join(" / ")} ms per replica; ${outcomes.length} calls meanwhile; loading seen: ${sawLoading}`);
+    console.log(
+      `full reload of ${after[0]!.policy.keys} keys: ${after.map((s) => s.policy.lastFullLoadMs).join(" / ")} ms per replica; ${outcomes.length} calls meanwhile; loading seen: ${sawLoading}`,
+    );
     expect(after.every((s, i) => s.policy.fullLoads > before[i]!.policy.fullLoads)).toBe(true);
     expect(outcomes.length).toBeGreaterThan(0);
     expect(outcomes.filter((o) => o !== "served")).toEqual([]);

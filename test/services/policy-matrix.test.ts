@@ -21,8 +21,18 @@ const TOKENS = 2000;
 const config = {
   upstreams: [{ name: "mock", protocol: "openai", baseUrl: "", apiKey: "${MATRIX_UPSTREAM_KEY}" }],
   models: [
-    { id: MODEL, reasoning: false, price: { input: 1, output: 2 }, routes: [{ upstream: "mock", model: "gpt-4o-mini", weight: 1 }] },
-    { id: OTHER, reasoning: false, price: { input: 1, output: 2 }, routes: [{ upstream: "mock", model: "acme-chat", weight: 1 }] },
+    {
+      id: MODEL,
+      reasoning: false,
+      price: { input: 1, output: 2 },
+      routes: [{ upstream: "mock", model: "gpt-4o-mini", weight: 1 }],
+    },
+    {
+      id: OTHER,
+      reasoning: false,
+      price: { input: 1, output: 2 },
+      routes: [{ upstream: "mock", model: "acme-chat", weight: 1 }],
+    },
   ],
 };
 
@@ -63,7 +73,10 @@ describe.each(["embedded", "distributed"] as Mode[])("%s mode", (mode) => {
     expected.set(name, BigInt(Math.round(Number(balance) * 1e6)));
   }
 
-  async function newKey(account: string, restrictions: Record<string, string> = {}): Promise<{ id: string; key: string }> {
+  async function newKey(
+    account: string,
+    restrictions: Record<string, string> = {},
+  ): Promise<{ id: string; key: string }> {
     const k = await gw.admin<{ id: string; key: string }>("key create", { account, ...restrictions });
     await waitForKey(gw, k.key);
     return k;
@@ -71,7 +84,8 @@ describe.each(["embedded", "distributed"] as Mode[])("%s mode", (mode) => {
 
   const sdk = (key: string, base = gw.trustedBase, extra: Partial<ConstructorParameters<typeof OpenAI>[0]> = {}) =>
     new OpenAI({ baseURL: `${base}/v1`, apiKey: key, maxRetries: 0, ...extra });
-  const ask = (c: OpenAI, model = MODEL) => c.chat.completions.create({ model, messages: [{ role: "user", content: "hi" }] }).withResponse();
+  const ask = (c: OpenAI, model = MODEL) =>
+    c.chat.completions.create({ model, messages: [{ role: "user", content: "hi" }] }).withResponse();
 
   /** A call that must go through: answered with usage, and charged COST to the account. */
   async function served(account: string, c: OpenAI, model = MODEL): Promise<Headers> {
@@ -82,7 +96,12 @@ describe.each(["embedded", "distributed"] as Mode[])("%s mode", (mode) => {
   }
 
   /** A call that must be refused before any upstream work: status, shape, code, request id; no upstream call. */
-  async function refused(c: OpenAI, status: number, code: string, model = MODEL): Promise<{ body: OpenAIErrorBody; headers: Headers }> {
+  async function refused(
+    c: OpenAI,
+    status: number,
+    code: string,
+    model = MODEL,
+  ): Promise<{ body: OpenAIErrorBody; headers: Headers }> {
     const calls = mock.requests.length;
     const err = await ask(c, model).then(
       () => null,
@@ -104,7 +123,12 @@ describe.each(["embedded", "distributed"] as Mode[])("%s mode", (mode) => {
 
   /** Successful calls settled to the micro-unit; refusals moved nothing and left no usage row. */
   async function nothingChargedFor(...accounts: string[]): Promise<void> {
-    for (const a of accounts) await eventually(() => gw.balance(a), (b) => b === expected.get(a), 15_000);
+    for (const a of accounts)
+      await eventually(
+        () => gw.balance(a),
+        (b) => b === expected.get(a),
+        15_000,
+      );
     await sleep(300);
     for (const a of accounts) {
       expect(await gw.balance(a)).toBe(expected.get(a));
@@ -117,7 +141,12 @@ describe.each(["embedded", "distributed"] as Mode[])("%s mode", (mode) => {
     Promise.all(
       gw.bases.map((base) =>
         eventually(
-          async () => ((await (await fetch(`${base}/v1/models`, { headers: { authorization: `Bearer ${key}` } })).json()) as { error?: { code: string } }).error?.code ?? "ok",
+          async () =>
+            (
+              (await (await fetch(`${base}/v1/models`, { headers: { authorization: `Bearer ${key}` } })).json()) as {
+                error?: { code: string };
+              }
+            ).error?.code ?? "ok",
           (c) => c === code,
           5_000,
           50,
@@ -166,8 +195,20 @@ describe.each(["embedded", "distributed"] as Mode[])("%s mode", (mode) => {
       expect(body.message).toContain("quota");
       await nothingChargedFor("acme");
       // Settled: every data plane refuses it from the snapshot alone.
-      for (const base of gw.bases) await eventually(() => ask(sdk(k.key, base)).then(() => "served", (e: { code?: string }) => e.code), (c) => c === "insufficient_quota", 5_000, 100);
-      const listed = (await gw.admin<{ id: string; spent: string; quota: string }[]>("key list", { account: "acme" })).find((x) => x.id === k.id)!;
+      for (const base of gw.bases)
+        await eventually(
+          () =>
+            ask(sdk(k.key, base)).then(
+              () => "served",
+              (e: { code?: string }) => e.code,
+            ),
+          (c) => c === "insufficient_quota",
+          5_000,
+          100,
+        );
+      const listed = (
+        await gw.admin<{ id: string; spent: string; quota: string }[]>("key list", { account: "acme" })
+      ).find((x) => x.id === k.id)!;
       expect(listed).toMatchObject({ spent: "0.003", quota: "0.003" });
     });
 
@@ -205,7 +246,11 @@ describe.each(["embedded", "distributed"] as Mode[])("%s mode", (mode) => {
       await refused(sdk(v6.key), 403, "ip_not_allowed");
       await refused(sdk(loop6.key), 403, "ip_not_allowed");
       await served("acme", sdk(v6.key, gw.trustedBase, { defaultHeaders: { "x-forwarded-for": "2001:db8::5" } }));
-      await refused(sdk(v6.key, gw.trustedBase, { defaultHeaders: { "x-forwarded-for": "2001:db9::5" } }), 403, "ip_not_allowed");
+      await refused(
+        sdk(v6.key, gw.trustedBase, { defaultHeaders: { "x-forwarded-for": "2001:db9::5" } }),
+        403,
+        "ip_not_allowed",
+      );
       await nothingChargedFor("acme");
     });
 
@@ -263,7 +308,17 @@ describe.each(["embedded", "distributed"] as Mode[])("%s mode", (mode) => {
       await nothingChargedFor("poor");
       expect(expected.get("poor")).toBe(0n);
       // Once settled, every data plane refuses it from the snapshot's balance.
-      for (const base of gw.bases) await eventually(() => ask(sdk(k.key, base)).then(() => "served", (e: { code?: string }) => e.code), (c) => c === "insufficient_balance", 5_000, 100);
+      for (const base of gw.bases)
+        await eventually(
+          () =>
+            ask(sdk(k.key, base)).then(
+              () => "served",
+              (e: { code?: string }) => e.code,
+            ),
+          (c) => c === "insufficient_balance",
+          5_000,
+          100,
+        );
       await nothingChargedFor("poor");
     });
   });
@@ -309,7 +364,12 @@ describe.each(["embedded", "distributed"] as Mode[])("%s mode", (mode) => {
       const before = mock.requests.length;
       mock.queue.push({ delayMs: 1_500 });
       const first = served(account, keys[0]!);
-      await eventually(async () => mock.requests.length, (n) => n > before, 5_000, 10);
+      await eventually(
+        async () => mock.requests.length,
+        (n) => n > before,
+        5_000,
+        10,
+      );
       const { headers, body } = await refused(keys[1 % keys.length]!, 429, "rate_limit_exceeded");
       expect(body.message).toContain(`Rate limit reached for ${scope}: 1 concurrent requests`);
       retryAfter(headers);
@@ -403,7 +463,9 @@ describe.each(["embedded", "distributed"] as Mode[])("%s mode", (mode) => {
       }
       const spent = BigInt(ok) * COST;
       const overrun = spent - QUOTA;
-      console.log(`[${mode}] quota burst: ${ok} served, ${quotaRefusals} insufficient_quota, ${concurrencyRefusals} concurrency 429s; overrun ${overrun} micro = ${Number(overrun) / Number(COST)} calls (bound ${CONCURRENCY} calls = ${BigInt(CONCURRENCY) * COST} micro)`);
+      console.log(
+        `[${mode}] quota burst: ${ok} served, ${quotaRefusals} insufficient_quota, ${concurrencyRefusals} concurrency 429s; overrun ${overrun} micro = ${Number(overrun) / Number(COST)} calls (bound ${CONCURRENCY} calls = ${BigInt(CONCURRENCY) * COST} micro)`,
+      );
       expect(ok + quotaRefusals).toBe(200);
       expect(spent).toBeGreaterThanOrEqual(QUOTA); // the quota was usable to the end
       expect(overrun).toBeLessThanOrEqual(BigInt(CONCURRENCY) * COST);
@@ -413,45 +475,50 @@ describe.each(["embedded", "distributed"] as Mode[])("%s mode", (mode) => {
       const rows = (await gw.usage("burst")).filter((r) => r.keyId === k.id);
       expect(rows.map((r) => r.requestId).sort()).toEqual([...ids].sort());
       expect(rows.reduce((s, r) => s + r.costMicro, 0n)).toBe(spent);
-      const listed = (await gw.admin<{ id: string; spent: string }[]>("key list", { account: "burst" })).find((x) => x.id === k.id)!;
+      const listed = (await gw.admin<{ id: string; spent: string }[]>("key list", { account: "burst" })).find(
+        (x) => x.id === k.id,
+      )!;
       expect(BigInt(Math.round(Number(listed.spent) * 1e6))).toBe(spent);
     });
 
     // Distributed mode only: embedded mode has one process, whose in-process limiter the tests above cover.
-    if (mode === "distributed") it("two replicas together hold an rpm limit within 5%", async () => {
-      const LIMIT = 120;
-      await openAccount("rpm-shared", "100");
-      const k = await newKey("rpm-shared", { rpm: String(LIMIT) });
-      const clients = gw.bases.map((b) => sdk(k.key, b));
-      expect(clients.length).toBe(2);
-      let ok = 0;
-      let limited = 0;
-      const started = Date.now();
-      // 240 calls, alternating replicas, 40 at a time.
-      let next = 0;
-      await Promise.all(
-        Array.from({ length: 40 }, async () => {
-          while (next < 240) {
-            const i = next++;
-            try {
-              await ask(clients[i % 2]!);
-              ok++;
-            } catch (e) {
-              if ((e as { code?: string }).code !== "rate_limit_exceeded") throw e;
-              limited++;
+    if (mode === "distributed")
+      it("two replicas together hold an rpm limit within 5%", async () => {
+        const LIMIT = 120;
+        await openAccount("rpm-shared", "100");
+        const k = await newKey("rpm-shared", { rpm: String(LIMIT) });
+        const clients = gw.bases.map((b) => sdk(k.key, b));
+        expect(clients.length).toBe(2);
+        let ok = 0;
+        let limited = 0;
+        const started = Date.now();
+        // 240 calls, alternating replicas, 40 at a time.
+        let next = 0;
+        await Promise.all(
+          Array.from({ length: 40 }, async () => {
+            while (next < 240) {
+              const i = next++;
+              try {
+                await ask(clients[i % 2]!);
+                ok++;
+              } catch (e) {
+                if ((e as { code?: string }).code !== "rate_limit_exceeded") throw e;
+                limited++;
+              }
             }
-          }
-        }),
-      );
-      const elapsed = Date.now() - started;
-      // GCRA: a burst of LIMIT, then one more every 60 s / LIMIT while the burst lasts.
-      const ideal = LIMIT + Math.floor((elapsed * LIMIT) / 60_000);
-      console.log(`[${mode}] rpm ${LIMIT} over 2 replicas: ${ok} served, ${limited} refused in ${elapsed} ms (ideal ≤ ${ideal}); deviation ${(((ok - ideal) / LIMIT) * 100).toFixed(1)}%`);
-      expect(ok + limited).toBe(240);
-      expect(ok).toBeGreaterThanOrEqual(Math.floor(LIMIT * 0.95));
-      expect(ok).toBeLessThanOrEqual(Math.ceil(ideal + LIMIT * 0.05));
-      expected.set("rpm-shared", expected.get("rpm-shared")! - BigInt(ok) * COST);
-      await nothingChargedFor("rpm-shared");
-    });
+          }),
+        );
+        const elapsed = Date.now() - started;
+        // GCRA: a burst of LIMIT, then one more every 60 s / LIMIT while the burst lasts.
+        const ideal = LIMIT + Math.floor((elapsed * LIMIT) / 60_000);
+        console.log(
+          `[${mode}] rpm ${LIMIT} over 2 replicas: ${ok} served, ${limited} refused in ${elapsed} ms (ideal ≤ ${ideal}); deviation ${(((ok - ideal) / LIMIT) * 100).toFixed(1)}%`,
+        );
+        expect(ok + limited).toBe(240);
+        expect(ok).toBeGreaterThanOrEqual(Math.floor(LIMIT * 0.95));
+        expect(ok).toBeLessThanOrEqual(Math.ceil(ideal + LIMIT * 0.05));
+        expected.set("rpm-shared", expected.get("rpm-shared")! - BigInt(ok) * COST);
+        await nothingChargedFor("rpm-shared");
+      });
   });
 });

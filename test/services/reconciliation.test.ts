@@ -7,7 +7,13 @@ import { eventually } from "../helpers/processes.ts";
 import { startAnthropicUpstream } from "../mocks/anthropic-upstream.ts";
 import { startGeminiUpstream } from "../mocks/gemini-upstream.ts";
 import { startOpenAIUpstream } from "../mocks/openai-upstream.ts";
-import { DEFAULT_MOCK_KEY, type MockReply, type MockUpstream, type MockUsage, type RecordedRequest } from "../mocks/script.ts";
+import {
+  DEFAULT_MOCK_KEY,
+  type MockReply,
+  type MockUpstream,
+  type MockUsage,
+  type RecordedRequest,
+} from "../mocks/script.ts";
 
 // Money that reconciles (issue 16): a few hundred calls through two replicas, to the three upstream protocols
 // from the three client protocols, streamed and not, with every prompt-cache class (reads, 5-minute and 1-hour
@@ -18,7 +24,11 @@ import { DEFAULT_MOCK_KEY, type MockReply, type MockUpstream, type MockUsage, ty
 
 type Proto = "openai" | "anthropic" | "gemini";
 const PROTOS: Proto[] = ["openai", "anthropic", "gemini"];
-const MODEL: Record<Proto, string> = { openai: "rc-openai-2025-01-01", anthropic: "rc-anthropic-2025-01-01", gemini: "rc-gemini-2025-01-01" };
+const MODEL: Record<Proto, string> = {
+  openai: "rc-openai-2025-01-01",
+  anthropic: "rc-anthropic-2025-01-01",
+  gemini: "rc-gemini-2025-01-01",
+};
 const CALLS = 270;
 
 /** Prices per 1M tokens as the config and the contract state them (decimal text, units). */
@@ -43,7 +53,12 @@ function usageOf(up: Proto, i: number): MockUsage {
   const reasoning = i % 3 === 0 ? 17 + (i % 7) : 0;
   const base = { promptTokens: 900 + i * 7, completionTokens: 40 + (i % 13), reasoningTokens: reasoning };
   if (up === "anthropic") {
-    return { ...base, cachedTokens: i % 2 === 0 ? 256 + i : 0, cacheWrite5mTokens: i % 4 === 1 ? 128 + i : 0, cacheWrite1hTokens: i % 5 === 2 ? 64 + 3 * i : 0 };
+    return {
+      ...base,
+      cachedTokens: i % 2 === 0 ? 256 + i : 0,
+      cacheWrite5mTokens: i % 4 === 1 ? 128 + i : 0,
+      cacheWrite1hTokens: i % 5 === 2 ? 64 + 3 * i : 0,
+    };
   }
   return { ...base, cachedTokens: i % 2 === 0 ? 128 + i : 0 };
 }
@@ -85,11 +100,13 @@ let apiKey: string;
 let keyId: string;
 
 beforeAll(async () => {
-  const reply = (up: Proto) => (req: RecordedRequest): MockReply => {
-    const i = callIndex(req);
-    // Streams pause between events, so a client can leave before the usage comes, and the upstream finishes after.
-    return { text: ["Rec", "on", "ciled", " to the", " micro-unit."], usage: usageOf(up, i), delayMs: 15 };
-  };
+  const reply =
+    (up: Proto) =>
+    (req: RecordedRequest): MockReply => {
+      const i = callIndex(req);
+      // Streams pause between events, so a client can leave before the usage comes, and the upstream finishes after.
+      return { text: ["Rec", "on", "ciled", " to the", " micro-unit."], usage: usageOf(up, i), delayMs: 15 };
+    };
   const [o, a, g] = await Promise.all([
     startOpenAIUpstream({ fallback: reply("openai") }),
     startAnthropicUpstream({ fallback: reply("anthropic") }),
@@ -99,7 +116,12 @@ beforeAll(async () => {
   gw = await startGateway("distributed", {
     env: { MOCK_UPSTREAM_KEY: DEFAULT_MOCK_KEY },
     config: {
-      upstreams: PROTOS.map((p) => ({ name: `up-${p}`, protocol: p, baseUrl: mocks[p].url, apiKey: "${MOCK_UPSTREAM_KEY}" })),
+      upstreams: PROTOS.map((p) => ({
+        name: `up-${p}`,
+        protocol: p,
+        baseUrl: mocks[p].url,
+        apiKey: "${MOCK_UPSTREAM_KEY}",
+      })),
       models: PROTOS.map((p) => ({
         id: MODEL[p],
         price: LIST[p],
@@ -108,7 +130,14 @@ beforeAll(async () => {
     },
   });
   await gw.admin("account create", { name: "recon", balance: "1000" });
-  await gw.admin("contract set", { account: "recon", model: MODEL.anthropic, input: CONTRACT.input, output: CONTRACT.output, "cached-input": CONTRACT.cachedInput, "cache-write-5m": CONTRACT.cacheWrite5m });
+  await gw.admin("contract set", {
+    account: "recon",
+    model: MODEL.anthropic,
+    input: CONTRACT.input,
+    output: CONTRACT.output,
+    "cached-input": CONTRACT.cachedInput,
+    "cache-write-5m": CONTRACT.cacheWrite5m,
+  });
   const k = await gw.admin<{ id: string; key: string }>("key create", { account: "recon", name: "recon" });
   apiKey = k.key;
   keyId = k.id;
@@ -131,7 +160,12 @@ async function call(client: Proto, model: string, i: number, mode: Mode, base: s
       await sdk.chat.completions.create({ model, messages: [{ role: "user", content: text }] });
       return;
     }
-    const stream = await sdk.chat.completions.create({ model, messages: [{ role: "user", content: text }], stream: true, stream_options: { include_usage: true } });
+    const stream = await sdk.chat.completions.create({
+      model,
+      messages: [{ role: "user", content: text }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     for await (const chunk of stream) {
       if (mode === "cut" && chunk.choices[0]?.delta?.content) break; // the SDK aborts the request
     }
@@ -157,7 +191,11 @@ async function call(client: Proto, model: string, i: number, mode: Mode, base: s
   }
   const abort = new AbortController();
   try {
-    for await (const chunk of await ai.models.generateContentStream({ model, contents: text, config: { abortSignal: abort.signal } })) {
+    for await (const chunk of await ai.models.generateContentStream({
+      model,
+      contents: text,
+      config: { abortSignal: abort.signal },
+    })) {
       if (mode === "cut" && chunk.text) {
         abort.abort();
         break;
@@ -186,7 +224,10 @@ describe("reconciliation", () => {
     const p = gw.prisma!;
     // Every call settled, and every cut stream's estimate replaced by the upstream's exact count.
     await eventually(
-      async () => ({ rows: await p.usageLog.count({ where: { apiKeyId: keyId } }), estimated: await p.usageLog.count({ where: { apiKeyId: keyId, estimated: true } }) }),
+      async () => ({
+        rows: await p.usageLog.count({ where: { apiKeyId: keyId } }),
+        estimated: await p.usageLog.count({ where: { apiKeyId: keyId, estimated: true } }),
+      }),
       (s) => s.rows === CALLS && s.estimated === 0,
       60_000,
       200,
@@ -197,14 +238,21 @@ describe("reconciliation", () => {
     expect(cut).toBeGreaterThan(cuts / 2);
     expect(cut).toBeLessThanOrEqual(cuts);
     expect(rows.every((r) => r.status === 200 || (r.status === 499 && r.errorCode === "client_closed"))).toBe(true);
-    expect(rows.every((r) => r.inputTokens + r.cachedTokens + r.cacheWrite5mTokens + r.cacheWrite1hTokens === r.promptTokens)).toBe(true);
+    expect(
+      rows.every(
+        (r) => r.inputTokens + r.cachedTokens + r.cacheWrite5mTokens + r.cacheWrite1hTokens === r.promptTokens,
+      ),
+    ).toBe(true);
 
     // The amount computed here, from what each mock reported and the configured prices.
     let expected = 0n;
-    for (const c of plan) expected += expectedCost(usageOf(c.upstream, c.i), c.upstream === "anthropic" ? CONTRACT : LIST[c.upstream]);
+    for (const c of plan)
+      expected += expectedCost(usageOf(c.upstream, c.i), c.upstream === "anthropic" ? CONTRACT : LIST[c.upstream]);
     const usageSum = rows.reduce((s, r) => s + r.costMicro, 0n);
     const ledger = await p.ledgerEntry.findMany({ where: { accountId: rows[0]!.accountId } });
-    const ledgerSum = ledger.filter((l) => l.kind === "charge" || l.kind === "refund").reduce((s, l) => s + l.amountMicro, 0n);
+    const ledgerSum = ledger
+      .filter((l) => l.kind === "charge" || l.kind === "refund")
+      .reduce((s, l) => s + l.amountMicro, 0n);
     const after = await gw.balance("recon");
     const key = await p.apiKey.findUniqueOrThrow({ where: { id: keyId } });
     const account = await p.account.findUniqueOrThrow({ where: { id: rows[0]!.accountId } });
@@ -215,11 +263,18 @@ describe("reconciliation", () => {
     expect(key.spentMicro).toBe(expected);
     expect(account.spentMicro).toBe(expected);
     // Every class was exercised, and the cut streams were corrected after the fact (ledger ":exact" entries).
-    expect(rows.some((r) => r.cacheWrite5mTokens > 0) && rows.some((r) => r.cacheWrite1hTokens > 0) && rows.some((r) => r.cachedTokens > 0) && rows.some((r) => r.reasoningTokens > 0)).toBe(true);
+    expect(
+      rows.some((r) => r.cacheWrite5mTokens > 0) &&
+        rows.some((r) => r.cacheWrite1hTokens > 0) &&
+        rows.some((r) => r.cachedTokens > 0) &&
+        rows.some((r) => r.reasoningTokens > 0),
+    ).toBe(true);
     expect(ledger.some((l) => l.requestId?.endsWith(":exact"))).toBe(true);
     expect(rows.find((r) => r.model === MODEL.anthropic)?.cacheWrite1hPrice?.toString()).toBe("5999998"); // 2 × 2.999999 per 1M
 
-    console.log(`reconciliation: ${CALLS} calls (${cuts} cut by the client, ${cut} before the stream's end), ${expected} micro-units; usage log, wallet, ledger, key spend and the independent sum agree`);
+    console.log(
+      `reconciliation: ${CALLS} calls (${cuts} cut by the client, ${cut} before the stream's end), ${expected} micro-units; usage log, wallet, ledger, key spend and the independent sum agree`,
+    );
   }, 240_000);
 
   it("flags a stream the upstream cut before its final usage as estimated, billed for the prompt it reported and the output delivered", async () => {
@@ -227,8 +282,18 @@ describe("reconciliation", () => {
     await waitForKey(gw, k.key);
     const sdk = new OpenAI({ baseURL: `${gw.bases[0]}/v1`, apiKey: k.key, maxRetries: 0 });
     // The Anthropic upstream drops the connection after two text chunks: no final usage ever comes.
-    mocks.anthropic.reply({ text: ["one ", "two ", "three ", "four"], usage: { promptTokens: 500, completionTokens: 90, cacheWrite1hTokens: 300 }, dropAfterChunks: 2, delayMs: 15 });
-    const stream = await sdk.chat.completions.create({ model: MODEL.anthropic, messages: [{ role: "user", content: "call #0: cut me" }], stream: true, stream_options: { include_usage: true } });
+    mocks.anthropic.reply({
+      text: ["one ", "two ", "three ", "four"],
+      usage: { promptTokens: 500, completionTokens: 90, cacheWrite1hTokens: 300 },
+      dropAfterChunks: 2,
+      delayMs: 15,
+    });
+    const stream = await sdk.chat.completions.create({
+      model: MODEL.anthropic,
+      messages: [{ role: "user", content: "call #0: cut me" }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     const text: string[] = [];
     try {
       for await (const chunk of stream) text.push(chunk.choices[0]?.delta?.content ?? "");
@@ -237,9 +302,19 @@ describe("reconciliation", () => {
     }
     expect(text.join("")).toBe("one two ");
     const p = gw.prisma!;
-    const [row] = await eventually(() => p.usageLog.findMany({ where: { apiKeyId: k.id } }), (r) => r.length === 1, 20_000);
+    const [row] = await eventually(
+      () => p.usageLog.findMany({ where: { apiKeyId: k.id } }),
+      (r) => r.length === 1,
+      20_000,
+    );
     // The prompt and its cache classes came with message_start and are kept; the output is the delivered text's count.
-    expect(row).toMatchObject({ estimated: true, status: 502, promptTokens: 500, cacheWrite1hTokens: 300, completionTokens: 2 });
+    expect(row).toMatchObject({
+      estimated: true,
+      status: 502,
+      promptTokens: 500,
+      cacheWrite1hTokens: 300,
+      completionTokens: 2,
+    });
     expect(row!.costMicro).toBeGreaterThan(0n);
   });
 
@@ -248,7 +323,12 @@ describe("reconciliation", () => {
     await waitForKey(gw, k.key);
     const base = gw.bases[1]!;
     const headers = { "x-modelgate-tags": "team=search, canary" };
-    await new OpenAI({ baseURL: `${base}/v1`, apiKey: k.key, maxRetries: 0, defaultHeaders: headers }).chat.completions.create({
+    await new OpenAI({
+      baseURL: `${base}/v1`,
+      apiKey: k.key,
+      maxRetries: 0,
+      defaultHeaders: headers,
+    }).chat.completions.create({
       model: MODEL.openai,
       messages: [{ role: "user", content: "call #1: openai" }],
       user: "end-user-o",
@@ -261,7 +341,10 @@ describe("reconciliation", () => {
       messages: [{ role: "user", content: "call #2: anthropic" }],
       metadata: { user_id: "end-user-a" },
     });
-    await new GoogleGenAI({ apiKey: k.key, httpOptions: { baseUrl: base, apiVersion: "v1beta", headers: { "x-modelgate-tags": "team=ml" } } }).models.generateContent({
+    await new GoogleGenAI({
+      apiKey: k.key,
+      httpOptions: { baseUrl: base, apiVersion: "v1beta", headers: { "x-modelgate-tags": "team=ml" } },
+    }).models.generateContent({
       model: MODEL.gemini,
       contents: "call #3: gemini",
       config: { labels: { env: "prod" } },
@@ -269,7 +352,11 @@ describe("reconciliation", () => {
     // A header past its bound is refused, in the client protocol's shape, with the request id.
     const res = await fetch(`${base}/v1/chat/completions`, {
       method: "POST",
-      headers: { authorization: `Bearer ${k.key}`, "content-type": "application/json", "x-modelgate-tags": Array.from({ length: 17 }, (_, i) => `t${i}`).join(",") },
+      headers: {
+        authorization: `Bearer ${k.key}`,
+        "content-type": "application/json",
+        "x-modelgate-tags": Array.from({ length: 17 }, (_, i) => `t${i}`).join(","),
+      },
       body: JSON.stringify({ model: MODEL.openai, messages: [{ role: "user", content: "call #4" }] }),
     });
     expect(res.status).toBe(400);
@@ -278,7 +365,11 @@ describe("reconciliation", () => {
     expect(err.error.message).toMatch(/request id: /);
 
     const p = gw.prisma!;
-    const rows = await eventually(() => p.usageLog.findMany({ where: { apiKeyId: k.id }, orderBy: { model: "asc" } }), (r) => r.length === 3, 20_000);
+    const rows = await eventually(
+      () => p.usageLog.findMany({ where: { apiKeyId: k.id }, orderBy: { model: "asc" } }),
+      (r) => r.length === 3,
+      20_000,
+    );
     expect(rows.map((r) => [r.model, r.endUser, r.tags])).toEqual([
       [MODEL.anthropic, "end-user-a", []],
       [MODEL.gemini, null, ["team=ml", "env=prod"]],
@@ -286,4 +377,3 @@ describe("reconciliation", () => {
     ]);
   });
 });
-

@@ -44,13 +44,18 @@ afterAll(async () => {
 });
 
 const sdk = (key: string, base: string) => new OpenAI({ baseURL: `${base}/v1`, apiKey: key, maxRetries: 0 });
-const ask = (c: OpenAI) => c.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "hi" }] }).withResponse();
+const ask = (c: OpenAI) =>
+  c.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "hi" }] }).withResponse();
 
 it("serves, limits and settles on a cluster: one rpm limit over two replicas, a revocation seen by both", async () => {
   const LIMIT = 40;
   await gw.admin("account create", { name: "cl", balance: "100" });
   const start = await gw.balance("cl");
-  const k = await gw.admin<{ id: string; key: string }>("key create", { account: "cl", name: "shared", rpm: String(LIMIT) });
+  const k = await gw.admin<{ id: string; key: string }>("key create", {
+    account: "cl",
+    name: "shared",
+    rpm: String(LIMIT),
+  });
   await waitForKey(gw, k.key);
   const clients = gw.bases.map((b) => sdk(k.key, b));
   const answered: string[] = [];
@@ -69,14 +74,25 @@ it("serves, limits and settles on a cluster: one rpm limit over two replicas, a 
   expect(limited).toBe(2 * LIMIT - answered.length);
 
   const expected = start - BigInt(answered.length) * COST;
-  await eventually(() => gw.balance("cl"), (b) => b <= expected, 20_000);
+  await eventually(
+    () => gw.balance("cl"),
+    (b) => b <= expected,
+    20_000,
+  );
   const rows = (await gw.usage("cl")).filter((r) => r.status === 200);
   expect(rows.map((r) => r.requestId).sort()).toEqual([...answered].sort());
   expect(await gw.balance("cl")).toBe(expected);
 
   await gw.admin("key revoke", { id: k.id });
   for (const base of gw.bases) {
-    await eventually(async () => (await fetch(`${base}/v1/models/no-such-model-2000-01-01`, { headers: { authorization: `Bearer ${k.key}` } })).status, (s) => s === 401, 5_000, 20);
+    await eventually(
+      async () =>
+        (await fetch(`${base}/v1/models/no-such-model-2000-01-01`, { headers: { authorization: `Bearer ${k.key}` } }))
+          .status,
+      (s) => s === 401,
+      5_000,
+      20,
+    );
   }
 });
 
@@ -107,19 +123,41 @@ it("a master killed under load: its replica takes over, and every answered call 
       }
     }),
   );
-  await eventually(async () => answered.length, (n) => n >= 100, 20_000, 20);
+  await eventually(
+    async () => answered.length,
+    (n) => n >= 100,
+    20_000,
+    20,
+  );
   master.proc.kill("SIGKILL");
   // The replica is promoted once the others see the master fail (cluster-node-timeout 1 s).
-  await eventually(() => roleOf(replica.port), (role) => role === "master", 20_000, 100);
+  await eventually(
+    () => roleOf(replica.port),
+    (role) => role === "master",
+    20_000,
+    100,
+  );
   const atPromotion = answered.length;
-  await eventually(async () => answered.length, (n) => n >= atPromotion + 100, 30_000, 20);
+  await eventually(
+    async () => answered.length,
+    (n) => n >= atPromotion + 100,
+    30_000,
+    20,
+  );
   stop = true;
   await load;
-  console.log(`cluster failover: ${answered.length} answered, ${failed.length} failed (${[...new Set(failed)].join(", ")}), ${atPromotion} before the promotion`);
+  console.log(
+    `cluster failover: ${answered.length} answered, ${failed.length} failed (${[...new Set(failed)].join(", ")}), ${atPromotion} before the promotion`,
+  );
 
   // Every answered call charged once: one usage row per request id, the wallet moved by exactly their sum.
   const expected = start - BigInt(answered.length) * COST;
-  await eventually(() => gw.balance("failover"), (b) => b <= expected, 60_000, 200);
+  await eventually(
+    () => gw.balance("failover"),
+    (b) => b <= expected,
+    60_000,
+    200,
+  );
   const rows = (await gw.usage("failover", 100_000)).filter((r) => r.status === 200);
   const ids = rows.map((r) => r.requestId);
   expect(new Set(ids).size).toBe(ids.length);

@@ -45,7 +45,12 @@ it("previous_response_id works across replicas, streamed and not, and the stored
   expect(JSON.stringify(sent.messages)).toContain("Hello Ada.");
 
   // A stream on replica 1, continued on replica 0 right after its response.completed.
-  const stream = await client(1).responses.create({ model: MODEL, input: "And now?", previous_response_id: second.id, stream: true });
+  const stream = await client(1).responses.create({
+    model: MODEL,
+    input: "And now?",
+    previous_response_id: second.id,
+    stream: true,
+  });
   let completedId = "";
   for await (const ev of stream) if (ev.type === "response.completed") completedId = ev.response.id;
   const again = await client(0).responses.retrieve(completedId);

@@ -19,12 +19,24 @@ async function accountWithKeys(balance: bigint, keys: number) {
   const account = await p.account.create({ data: { name: `a-${randomUUID()}`, balanceMicro: balance } as never });
   const ids: string[] = [];
   for (let i = 0; i < keys; i++) {
-    ids.push((await p.apiKey.create({ data: { accountId: account.id, name: `k${i}`, keyHash: randomUUID(), prefix: "sk-test" } as never })).id);
+    ids.push(
+      (
+        await p.apiKey.create({
+          data: { accountId: account.id, name: `k${i}`, keyHash: randomUUID(), prefix: "sk-test" } as never,
+        })
+      ).id,
+    );
   }
   return { accountId: account.id, keyIds: ids };
 }
 
-const event = (accountId: string, keyId: string, cost: string, startedAt: string, extra: Partial<UsageEvent> = {}): UsageEvent => ({
+const event = (
+  accountId: string,
+  keyId: string,
+  cost: string,
+  startedAt: string,
+  extra: Partial<UsageEvent> = {},
+): UsageEvent => ({
   requestId: `req_${randomUUID()}`,
   keyId,
   accountId,
@@ -43,7 +55,12 @@ const event = (accountId: string, keyId: string, cost: string, startedAt: string
   ttftMs: 5,
   clientIp: "10.0.0.1",
   startedAt,
-  cacheWrite5mTokens: 0, cacheWrite1hTokens: 0, prices: null, estimated: false, endUser: null, tags: [],
+  cacheWrite5mTokens: 0,
+  cacheWrite1hTokens: 0,
+  prices: null,
+  estimated: false,
+  endUser: null,
+  tags: [],
   ...extra,
 });
 
@@ -56,7 +73,12 @@ describe("settleUsageBatch", () => {
       event(a.accountId, a.keyIds[1]!, "250", "2026-11-23T01:00:02.000Z"),
       event(b.accountId, b.keyIds[0]!, "700", "2026-11-23T01:00:01.000Z"), // overdraws: settlement records what was served
       event(a.accountId, a.keyIds[0]!, "9007199254740993", "2026-11-23T01:00:03.000Z"), // beyond 2^53, exact
-      event(a.accountId, a.keyIds[0]!, "0", "2026-11-23T01:00:04.000Z", { status: 502, errorCode: "upstream_error", ttftMs: null, upstream: null }),
+      event(a.accountId, a.keyIds[0]!, "0", "2026-11-23T01:00:04.000Z", {
+        status: 502,
+        errorCode: "upstream_error",
+        ttftMs: null,
+        upstream: null,
+      }),
     ];
     expect(await settleUsageBatch(fx.db, [...events, events[0]!])).toBe(5);
     const p = fx.db.prisma;
@@ -64,7 +86,13 @@ describe("settleUsageBatch", () => {
     const rows = await p.usageLog.findMany({ where: { requestId: { in: events.map((e) => e.requestId) } } });
     expect(rows).toHaveLength(5);
     const failed = rows.find((r) => r.requestId === events[4]!.requestId)!;
-    expect(failed).toMatchObject({ status: 502, errorCode: "upstream_error", costMicro: 0n, ttftMs: null, upstream: null });
+    expect(failed).toMatchObject({
+      status: 502,
+      errorCode: "upstream_error",
+      costMicro: 0n,
+      ttftMs: null,
+      upstream: null,
+    });
     expect(rows.find((r) => r.requestId === events[0]!.requestId)).toMatchObject({
       accountId: a.accountId,
       apiKeyId: a.keyIds[0],
@@ -80,11 +108,21 @@ describe("settleUsageBatch", () => {
     });
 
     const spentA = 100n + 250n + 9_007_199_254_740_993n;
-    expect(await p.account.findUniqueOrThrow({ where: { id: a.accountId }, select: { balanceMicro: true, spentMicro: true } })).toEqual({ balanceMicro: 1_000_000n - spentA, spentMicro: spentA });
-    expect(await p.account.findUniqueOrThrow({ where: { id: b.accountId }, select: { balanceMicro: true } })).toEqual({ balanceMicro: -200n });
+    expect(
+      await p.account.findUniqueOrThrow({
+        where: { id: a.accountId },
+        select: { balanceMicro: true, spentMicro: true },
+      }),
+    ).toEqual({ balanceMicro: 1_000_000n - spentA, spentMicro: spentA });
+    expect(await p.account.findUniqueOrThrow({ where: { id: b.accountId }, select: { balanceMicro: true } })).toEqual({
+      balanceMicro: -200n,
+    });
 
     // One charge per charged call, in batch order, each with the balance right after it; none for the free call.
-    const ledger = await p.ledgerEntry.findMany({ where: { accountId: a.accountId }, orderBy: { balanceAfterMicro: "desc" } });
+    const ledger = await p.ledgerEntry.findMany({
+      where: { accountId: a.accountId },
+      orderBy: { balanceAfterMicro: "desc" },
+    });
     expect(ledger.map((l) => [l.kind, l.amountMicro, l.balanceAfterMicro, l.requestId, l.apiKeyId])).toEqual([
       ["charge", -100n, 999_900n, events[0]!.requestId, a.keyIds[0]],
       ["charge", -250n, 999_650n, events[1]!.requestId, a.keyIds[1]],
@@ -97,16 +135,22 @@ describe("settleUsageBatch", () => {
 
     // Redelivered (a replay from a spool, a claimed entry): nothing new, nothing moves.
     expect(await settleUsageBatch(fx.db, events)).toBe(0);
-    expect(await p.account.findUniqueOrThrow({ where: { id: a.accountId }, select: { balanceMicro: true } })).toEqual({ balanceMicro: 1_000_000n - spentA });
+    expect(await p.account.findUniqueOrThrow({ where: { id: a.accountId }, select: { balanceMicro: true } })).toEqual({
+      balanceMicro: 1_000_000n - spentA,
+    });
     expect(await p.ledgerEntry.count({ where: { accountId: a.accountId } })).toBe(3);
-    expect((await p.apiKey.findUniqueOrThrow({ where: { id: a.keyIds[0]! } })).spentMicro).toBe(100n + 9_007_199_254_740_993n);
+    expect((await p.apiKey.findUniqueOrThrow({ where: { id: a.keyIds[0]! } })).spentMicro).toBe(
+      100n + 9_007_199_254_740_993n,
+    );
   });
 
   it("keeps a key's last use at the latest call, whatever order batches arrive in", async () => {
     const a = await accountWithKeys(1000n, 1);
     await settleUsageBatch(fx.db, [event(a.accountId, a.keyIds[0]!, "1", "2026-11-23T02:00:00.000Z")]);
     await settleUsageBatch(fx.db, [event(a.accountId, a.keyIds[0]!, "1", "2026-11-23T01:00:00.000Z")]);
-    expect((await fx.db.prisma.apiKey.findUniqueOrThrow({ where: { id: a.keyIds[0]! } })).lastUsedAt).toEqual(new Date("2026-11-23T02:00:00.000Z"));
+    expect((await fx.db.prisma.apiKey.findUniqueOrThrow({ where: { id: a.keyIds[0]! } })).lastUsedAt).toEqual(
+      new Date("2026-11-23T02:00:00.000Z"),
+    );
   });
 
   it("settles nothing of a batch that fails (the consumer retries it whole)", async () => {
@@ -121,19 +165,51 @@ describe("settleUsageBatch", () => {
   it("stores the breakdown, the unit prices, the estimate flag and the attribution", async () => {
     const a = await accountWithKeys(1000n, 1);
     const e = event(a.accountId, a.keyIds[0]!, "42", "2026-11-23T03:00:00.000Z", {
-      promptTokens: 100, cachedTokens: 10, cacheWrite5mTokens: 20, cacheWrite1hTokens: 30, completionTokens: 7, reasoningTokens: 2,
-      prices: { input: "1000001", cachedInput: "100000", cacheWrite5m: "1250001.25", cacheWrite1h: "2000002", output: "3000000" },
-      endUser: "user-7", tags: ["team=search", "canary"],
+      promptTokens: 100,
+      cachedTokens: 10,
+      cacheWrite5mTokens: 20,
+      cacheWrite1hTokens: 30,
+      completionTokens: 7,
+      reasoningTokens: 2,
+      prices: {
+        input: "1000001",
+        cachedInput: "100000",
+        cacheWrite5m: "1250001.25",
+        cacheWrite1h: "2000002",
+        output: "3000000",
+      },
+      endUser: "user-7",
+      tags: ["team=search", "canary"],
     });
     await settleUsageBatch(fx.db, [e]);
     const row = await fx.db.prisma.usageLog.findUniqueOrThrow({ where: { requestId: e.requestId } });
-    expect(row).toMatchObject({ inputTokens: 40, cachedTokens: 10, cacheWrite5mTokens: 20, cacheWrite1hTokens: 30, completionTokens: 7, reasoningTokens: 2, estimated: false, endUser: "user-7", tags: ["team=search", "canary"] });
-    expect([row.inputPrice, row.cachedInputPrice, row.cacheWrite5mPrice, row.cacheWrite1hPrice, row.outputPrice].map((d) => d?.toString())).toEqual(["1000001", "100000", "1250001.25", "2000002", "3000000"]);
+    expect(row).toMatchObject({
+      inputTokens: 40,
+      cachedTokens: 10,
+      cacheWrite5mTokens: 20,
+      cacheWrite1hTokens: 30,
+      completionTokens: 7,
+      reasoningTokens: 2,
+      estimated: false,
+      endUser: "user-7",
+      tags: ["team=search", "canary"],
+    });
+    expect(
+      [row.inputPrice, row.cachedInputPrice, row.cacheWrite5mPrice, row.cacheWrite1hPrice, row.outputPrice].map((d) =>
+        d?.toString(),
+      ),
+    ).toEqual(["1000001", "100000", "1250001.25", "2000002", "3000000"]);
   });
 
   it("replaces an estimate with the exact count once, settling the difference in wallet, ledger, key and rollup", async () => {
     const a = await accountWithKeys(10_000n, 1);
-    const estimate = event(a.accountId, a.keyIds[0]!, "300", "2026-11-23T04:10:00.000Z", { status: 499, errorCode: "client_closed", estimated: true, promptTokens: 50, completionTokens: 5 });
+    const estimate = event(a.accountId, a.keyIds[0]!, "300", "2026-11-23T04:10:00.000Z", {
+      status: 499,
+      errorCode: "client_closed",
+      estimated: true,
+      promptTokens: 50,
+      completionTokens: 5,
+    });
     const exact = { ...estimate, cost: "420", estimated: false, promptTokens: 60, completionTokens: 40 };
     const cheaper = { ...estimate, requestId: `req_${randomUUID()}` };
     const cheaperExact = { ...cheaper, cost: "100", estimated: false };
@@ -144,10 +220,15 @@ describe("settleUsageBatch", () => {
     expect(await settleUsageBatch(fx.db, [exact, estimate, cheaperExact])).toBe(0);
     const row = await p.usageLog.findUniqueOrThrow({ where: { requestId: estimate.requestId } });
     expect(row).toMatchObject({ costMicro: 420n, promptTokens: 60, completionTokens: 40, estimated: false });
-    expect((await p.account.findUniqueOrThrow({ where: { id: a.accountId } })).balanceMicro).toBe(10_000n - 420n - 100n);
+    expect((await p.account.findUniqueOrThrow({ where: { id: a.accountId } })).balanceMicro).toBe(
+      10_000n - 420n - 100n,
+    );
     const ledger = await p.ledgerEntry.findMany({ where: { accountId: a.accountId } });
     expect(ledger.reduce((s, l) => s + l.amountMicro, 0n)).toBe(-520n);
-    expect(ledger.find((l) => l.requestId === `${cheaper.requestId}:exact`)).toMatchObject({ kind: "refund", amountMicro: 200n });
+    expect(ledger.find((l) => l.requestId === `${cheaper.requestId}:exact`)).toMatchObject({
+      kind: "refund",
+      amountMicro: 200n,
+    });
     expect((await p.apiKey.findUniqueOrThrow({ where: { id: a.keyIds[0]! } })).spentMicro).toBe(520n);
     const hourly = await p.usageHourly.findMany({ where: { accountId: a.accountId } });
     expect(hourly.reduce((s, h) => s + h.costMicro, 0n)).toBe(520n);
@@ -158,7 +239,10 @@ describe("settleUsageBatch", () => {
     const a = await accountWithKeys(1000n, 1);
     const estimate = event(a.accountId, a.keyIds[0]!, "30", "2026-11-23T05:00:00.000Z", { estimated: true });
     expect(await settleUsageBatch(fx.db, [estimate, { ...estimate, estimated: false, cost: "35" }, estimate])).toBe(1);
-    expect(await fx.db.prisma.usageLog.findUniqueOrThrow({ where: { requestId: estimate.requestId } })).toMatchObject({ costMicro: 35n, estimated: false });
+    expect(await fx.db.prisma.usageLog.findUniqueOrThrow({ where: { requestId: estimate.requestId } })).toMatchObject({
+      costMicro: 35n,
+      estimated: false,
+    });
     expect((await fx.db.prisma.account.findUniqueOrThrow({ where: { id: a.accountId } })).balanceMicro).toBe(965n);
   });
 });

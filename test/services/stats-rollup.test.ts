@@ -20,7 +20,14 @@ beforeAll(async () => {
   const account = await db.db.prisma.account.create({ data: { name: "acme", balanceMicro: 10_000_000_000n } });
   accountId = account.id;
   keys = [];
-  for (const name of ["a", "b"]) keys.push((await db.db.prisma.apiKey.create({ data: { accountId, name, keyHash: name, prefix: name, allowedModels: [], ipAllowlist: [] } })).id);
+  for (const name of ["a", "b"])
+    keys.push(
+      (
+        await db.db.prisma.apiKey.create({
+          data: { accountId, name, keyHash: name, prefix: name, allowedModels: [], ipAllowlist: [] },
+        })
+      ).id,
+    );
   // 3,000 rows over ~16 hours at irregular seconds, in three statements (the trigger aggregates per statement).
   for (let part = 0; part < 3; part++) {
     await q(
@@ -59,7 +66,13 @@ describe("statistics over the hourly rollup", () => {
       for (const model of [undefined, "m-1"]) {
         const raw = await rawTotals(from, to, model);
         const s = await usageStats(ctx, accountId, { from, to, granularity: "hour", timeZone: "UTC", model });
-        expect({ requests: s.total.requests.toString(), errors: s.total.errors.toString(), prompt: s.total.promptTokens.toString(), completion: s.total.completionTokens.toString(), cost: s.total.costMicro.toString() }).toEqual(raw);
+        expect({
+          requests: s.total.requests.toString(),
+          errors: s.total.errors.toString(),
+          prompt: s.total.promptTokens.toString(),
+          completion: s.total.completionTokens.toString(),
+          cost: s.total.costMicro.toString(),
+        }).toEqual(raw);
         expect(s.series.reduce((n, x) => n + x.requests, 0n).toString()).toBe(raw.requests);
         expect(s.byModel.reduce((n, x) => n + x.costMicro, 0n).toString()).toBe(raw.cost);
         expect(s.byKey.reduce((n, x) => n + x.requests, 0n).toString()).toBe(raw.requests);
@@ -74,23 +87,55 @@ describe("statistics over the hourly rollup", () => {
     const to = new Date(T0 + 72 * 3600_000);
     const s = await usageStats(ctx, accountId, { from, to, granularity: "day", timeZone: "America/New_York" });
     expect(s.byKey.map((k) => k.apiKeyId).sort()).toEqual([...keys, null].sort());
-    const [nullRows] = await q<{ n: string }>(`SELECT count(*)::text AS n FROM usage_logs WHERE account_id = $1 AND api_key_id IS NULL`, [accountId]);
+    const [nullRows] = await q<{ n: string }>(
+      `SELECT count(*)::text AS n FROM usage_logs WHERE account_id = $1 AND api_key_id IS NULL`,
+      [accountId],
+    );
     expect(s.byKey.find((k) => k.apiKeyId === null)!.requests.toString()).toBe(nullRows!.n);
     // The rows span 00:00–16:25 UTC on 1 March: New York days starting 28 Feb 05:00 and 1 Mar 05:00 UTC.
-    expect(s.series.map((x) => x.bucket.toISOString())).toEqual(["2026-02-28T05:00:00.000Z", "2026-03-01T05:00:00.000Z"]);
+    expect(s.series.map((x) => x.bucket.toISOString())).toEqual([
+      "2026-02-28T05:00:00.000Z",
+      "2026-03-01T05:00:00.000Z",
+    ]);
   });
 
   it("follows settlement, duplicates included, exactly", async () => {
     const started = new Date(T0 + 10 * 3600_000 + 30 * 60_000).toISOString();
     const event = (i: number) => ({
-      requestId: `settled_${i}`, keyId: keys[0]!, accountId, model: "m-9", protocol: "openai" as const, upstream: "u", stream: false,
-      promptTokens: 10, completionTokens: 20, reasoningTokens: 0, cachedTokens: 0, cost: "7", status: 200, errorCode: null,
-      latencyMs: 5, ttftMs: 1, clientIp: null, startedAt: started,
-  cacheWrite5mTokens: 0, cacheWrite1hTokens: 0, prices: null, estimated: false, endUser: null, tags: [],
+      requestId: `settled_${i}`,
+      keyId: keys[0]!,
+      accountId,
+      model: "m-9",
+      protocol: "openai" as const,
+      upstream: "u",
+      stream: false,
+      promptTokens: 10,
+      completionTokens: 20,
+      reasoningTokens: 0,
+      cachedTokens: 0,
+      cost: "7",
+      status: 200,
+      errorCode: null,
+      latencyMs: 5,
+      ttftMs: 1,
+      clientIp: null,
+      startedAt: started,
+      cacheWrite5mTokens: 0,
+      cacheWrite1hTokens: 0,
+      prices: null,
+      estimated: false,
+      endUser: null,
+      tags: [],
     });
     expect(await settleUsageBatch(db.db, [event(1), event(2), event(3)])).toBe(3);
     expect(await settleUsageBatch(db.db, [event(2), event(3), event(4)])).toBe(1);
-    const s = await usageStats(ctx, accountId, { from: new Date(T0), to: new Date(T0 + 48 * 3600_000), granularity: "hour", timeZone: "UTC", model: "m-9" });
+    const s = await usageStats(ctx, accountId, {
+      from: new Date(T0),
+      to: new Date(T0 + 48 * 3600_000),
+      granularity: "hour",
+      timeZone: "UTC",
+      model: "m-9",
+    });
     expect(s.total).toMatchObject({ requests: 4n, promptTokens: 40n, completionTokens: 80n, costMicro: 28n });
   });
 });

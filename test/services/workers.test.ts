@@ -37,14 +37,26 @@ beforeAll(async () => {
   gw = await startGateway("distributed", {
     config: {
       upstreams: [{ name: "openai-main", protocol: "openai", baseUrl: mock.url, apiKey: "${UPSTREAM_KEY}" }],
-      models: [{ id: MODEL, reasoning: false, price: { input: 0.15, output: 0.6 }, routes: [{ upstream: "openai-main", model: MODEL, weight: 1 }] }],
+      models: [
+        {
+          id: MODEL,
+          reasoning: false,
+          price: { input: 0.15, output: 0.6 },
+          routes: [{ upstream: "openai-main", model: MODEL, weight: 1 }],
+        },
+      ],
     },
     env: { UPSTREAM_KEY: "sk-upstream-workers" },
     replicas: 0,
   });
   const port = await freePort();
   base = `http://127.0.0.1:${port}`;
-  primary = startTs("data-plane/src/workers.ts", { ...gw.cliEnv, DATABASE_URL: "", PORT: String(port), MODELGATE_WORKERS: "2" });
+  primary = startTs("data-plane/src/workers.ts", {
+    ...gw.cliEnv,
+    DATABASE_URL: "",
+    PORT: String(port),
+    MODELGATE_WORKERS: "2",
+  });
   await waitForHttp(`${base}/readyz`, primary, 120_000);
   await gw.admin("account create", { name: "initech", balance: "50" });
   apiKey = (await gw.admin<{ key: string }>("key create", { account: "initech", name: "workers" })).key;
@@ -63,10 +75,16 @@ describe("data plane workers (MODELGATE_WORKERS)", () => {
     const client = new OpenAI({ baseURL: `${base}/v1`, apiKey, maxRetries: 0 });
     // Separate connections, so the primary's round robin reaches both workers.
     const answers = await Promise.all(
-      Array.from({ length: 24 }, () => client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "hi" }] })),
+      Array.from({ length: 24 }, () =>
+        client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "hi" }] }),
+      ),
     );
     expect(answers.every((a) => a.usage && a.usage.total_tokens > 0)).toBe(true);
-    const rows = await eventually(() => gw.usage("initech"), (r) => r.length >= 24, 15_000);
+    const rows = await eventually(
+      () => gw.usage("initech"),
+      (r) => r.length >= 24,
+      15_000,
+    );
     expect(rows).toHaveLength(24);
     expect(new Set(rows.map((r) => r.requestId)).size).toBe(24);
   });
@@ -82,7 +100,11 @@ describe("data plane workers (MODELGATE_WORKERS)", () => {
     expect(after).toContain(before[1]!);
     await waitForHttp(`${base}/readyz`, primary, 30_000);
     const client = new OpenAI({ baseURL: `${base}/v1`, apiKey, maxRetries: 0 });
-    const answers = await Promise.all(Array.from({ length: 8 }, () => client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "again" }] })));
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "again" }] }),
+      ),
+    );
     expect(answers).toHaveLength(8);
   });
 

@@ -12,7 +12,8 @@ const schema = buildSchema(readFileSync(join(repoRoot, "control-plane/schema.gra
 const dir = join(repoRoot, "console/src/graphql");
 const files = readdirSync(dir).filter((f) => f.endsWith(".ts") && f !== "types.ts");
 
-const isDocument = (v: unknown): v is DocumentNode => typeof v === "object" && v !== null && (v as DocumentNode).kind === Kind.DOCUMENT;
+const isDocument = (v: unknown): v is DocumentNode =>
+  typeof v === "object" && v !== null && (v as DocumentNode).kind === Kind.DOCUMENT;
 
 describe("the console's GraphQL documents", () => {
   it("are found", () => {

@@ -12,7 +12,8 @@ export function formatAmount(value: string | null | undefined, currency?: string
 }
 
 const numberFormat = new Intl.NumberFormat();
-export const formatNumber = (n: number | null | undefined): string => (n === null || n === undefined ? "—" : numberFormat.format(n));
+export const formatNumber = (n: number | null | undefined): string =>
+  n === null || n === undefined ? "—" : numberFormat.format(n);
 
 export function formatCompact(n: number): string {
   return new Intl.NumberFormat(undefined, { notation: "compact", maximumFractionDigits: 1 }).format(n);

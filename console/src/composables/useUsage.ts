@@ -1,6 +1,13 @@
 import { useClientHandle, useMutation, useQuery } from "@urql/vue";
 import { computed, onBeforeUnmount, ref, type Ref } from "vue";
-import { ExportQuery, ExportsQuery, StartExportMutation, UsageAttributionQuery, UsageLogQuery, UsageStatsQuery } from "../graphql/usage";
+import {
+  ExportQuery,
+  ExportsQuery,
+  StartExportMutation,
+  UsageAttributionQuery,
+  UsageLogQuery,
+  UsageStatsQuery,
+} from "../graphql/usage";
 import type { AttributionGroup, ExportJob, UsageFilter } from "../graphql/types";
 import { browserTimeZone } from "./format";
 import { useCursorPages } from "./useCursorPages";
@@ -50,7 +57,9 @@ export function useUsageAttribution(filter: Ref<UsageFilter>) {
   });
   const stats = computed(() => query.data.value?.usageStats);
   return {
-    byEndUser: computed<AttributionGroup[]>(() => (stats.value?.byEndUser ?? []).map((g) => ({ ...g, key: g.endUser }))),
+    byEndUser: computed<AttributionGroup[]>(() =>
+      (stats.value?.byEndUser ?? []).map((g) => ({ ...g, key: g.endUser })),
+    ),
     byTag: computed<AttributionGroup[]>(() => (stats.value?.byTag ?? []).map((g) => ({ ...g, key: g.tag }))),
     error: query.error,
     refresh: () => query.executeQuery({ requestPolicy: "network-only" }),

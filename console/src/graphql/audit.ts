@@ -24,11 +24,28 @@ export interface AuditFilterInput {
   to?: string | null;
 }
 
-export const AuditLogQuery = gql<{ auditLog: Page<AuditEntry> }, { first: number; after: string | null; filter: AuditFilterInput }>`
+export const AuditLogQuery = gql<
+  { auditLog: Page<AuditEntry> },
+  { first: number; after: string | null; filter: AuditFilterInput }
+>`
   query AuditLog($first: Int, $after: String, $filter: AuditFilter) {
     auditLog(first: $first, after: $after, filter: $filter) {
-      endCursor hasNextPage
-      nodes { id createdAt actorType actorEmail actorVia actorAddress action accountId subjectType subjectId before after }
+      endCursor
+      hasNextPage
+      nodes {
+        id
+        createdAt
+        actorType
+        actorEmail
+        actorVia
+        actorAddress
+        action
+        accountId
+        subjectType
+        subjectId
+        before
+        after
+      }
     }
   }
 `;
@@ -38,10 +55,24 @@ export const StartAuditExportMutation = gql<
   { format: "CSV" | "JSONL"; filter: AuditFilterInput }
 >`
   mutation StartAuditExport($format: ExportFormat!, $filter: AuditFilter) {
-    startAuditExport(format: $format, filter: $filter) { id status }
+    startAuditExport(format: $format, filter: $filter) {
+      id
+      status
+    }
   }
 `;
 
-export const AuditExportQuery = gql<{ export: { id: string; status: string; rowCount: number; downloadUrl: string | null; error: string | null } }, { id: string }>`
-  query AuditExport($id: ID!) { export(id: $id) { id status rowCount downloadUrl error } }
+export const AuditExportQuery = gql<
+  { export: { id: string; status: string; rowCount: number; downloadUrl: string | null; error: string | null } },
+  { id: string }
+>`
+  query AuditExport($id: ID!) {
+    export(id: $id) {
+      id
+      status
+      rowCount
+      downloadUrl
+      error
+    }
+  }
 `;

@@ -13,8 +13,16 @@ export const SetAccountBudgetsMutation = gql<{ setAccountBudgets: AccountBudgets
   }
 `;
 
-export const SetAccountTimeZoneMutation = gql<{ setAccountTimeZone: { id: string; timeZone: string } }, { timeZone: string }>`
-  mutation SetAccountTimeZone($timeZone: String!) { setAccountTimeZone(timeZone: $timeZone) { id timeZone } }
+export const SetAccountTimeZoneMutation = gql<
+  { setAccountTimeZone: { id: string; timeZone: string } },
+  { timeZone: string }
+>`
+  mutation SetAccountTimeZone($timeZone: String!) {
+    setAccountTimeZone(timeZone: $timeZone) {
+      id
+      timeZone
+    }
+  }
 `;
 
 export const SetApiKeyBudgetsMutation = gql<{ setApiKeyBudgets: { id: string } }, { id: string; input: BudgetsInput }>`
@@ -31,16 +39,39 @@ export const AlertOverviewQuery = gql<AlertOverview, Record<string, never>>`
   }
 `;
 
-export const SetAlertSettingsMutation = gql<{ setAlertSettings: { percents: number[] } }, { input: AlertSettingsInput }>`
-  mutation SetAlertSettings($input: AlertSettingsInput!) { setAlertSettings(input: $input) { percents balanceBelow keyExpiryDays emails } }
+export const SetAlertSettingsMutation = gql<
+  { setAlertSettings: { percents: number[] } },
+  { input: AlertSettingsInput }
+>`
+  mutation SetAlertSettings($input: AlertSettingsInput!) {
+    setAlertSettings(input: $input) {
+      percents
+      balanceBelow
+      keyExpiryDays
+      emails
+    }
+  }
 `;
 
-export const AddAlertWebhookMutation = gql<{ addAlertWebhook: { secret: string; webhook: { id: string; url: string } } }, { url: string }>`
-  mutation AddAlertWebhook($url: String!) { addAlertWebhook(url: $url) { secret webhook { id url } } }
+export const AddAlertWebhookMutation = gql<
+  { addAlertWebhook: { secret: string; webhook: { id: string; url: string } } },
+  { url: string }
+>`
+  mutation AddAlertWebhook($url: String!) {
+    addAlertWebhook(url: $url) {
+      secret
+      webhook {
+        id
+        url
+      }
+    }
+  }
 `;
 
 export const RemoveAlertWebhookMutation = gql<{ removeAlertWebhook: boolean }, { id: string }>`
-  mutation RemoveAlertWebhook($id: ID!) { removeAlertWebhook(id: $id) }
+  mutation RemoveAlertWebhook($id: ID!) {
+    removeAlertWebhook(id: $id)
+  }
 `;
 
 export const TestAlertWebhookMutation = gql<{ testAlertWebhook: WebhookDelivery }, { id: string }>`

@@ -95,9 +95,13 @@ export interface UpstreamHealthRow {
   lastCallAt: string | null;
 }
 
-const ACCOUNT_FIELDS = "id name email kind status balance currency rpm tpm concurrency createdAt trialPolicy { quota expiresAt }";
+const ACCOUNT_FIELDS =
+  "id name email kind status balance currency rpm tpm concurrency createdAt trialPolicy { quota expiresAt }";
 
-export const AccountsQuery = gql<{ accounts: { total: number; nodes: OpsAccount[] } }, { search: string | null; first: number; offset: number }>`
+export const AccountsQuery = gql<
+  { accounts: { total: number; nodes: OpsAccount[] } },
+  { search: string | null; first: number; offset: number }
+>`
   query OpsAccounts($search: String, $first: Int, $offset: Int) {
     accounts(search: $search, first: $first, offset: $offset) { total nodes { ${ACCOUNT_FIELDS} } }
   }
@@ -122,26 +126,62 @@ export const CustomerQuery = gql<
   }
 `;
 
-export const CustomerLedgerQuery = gql<{ ledger: Page<LedgerEntry> }, { id: string; first: number; after: string | null }>`
+export const CustomerLedgerQuery = gql<
+  { ledger: Page<LedgerEntry> },
+  { id: string; first: number; after: string | null }
+>`
   query OpsLedger($id: ID!, $first: Int, $after: String) {
     ledger(accountId: $id, first: $first, after: $after) {
-      endCursor hasNextPage
-      nodes { id createdAt kind amount balanceAfter note requestId apiKeyId }
+      endCursor
+      hasNextPage
+      nodes {
+        id
+        createdAt
+        kind
+        amount
+        balanceAfter
+        note
+        requestId
+        apiKeyId
+      }
     }
   }
 `;
 
 export const CreateCustomerMutation = gql<
-  { createCustomer: { account: { id: string; name: string }; owner: { id: string } | null; invitationToken: string | null } },
+  {
+    createCustomer: {
+      account: { id: string; name: string };
+      owner: { id: string } | null;
+      invitationToken: string | null;
+    };
+  },
   { input: Record<string, unknown> }
 >`
   mutation OpsCreateCustomer($input: CreateCustomerInput!) {
-    createCustomer(input: $input) { account { id name } owner { id } invitationToken }
+    createCustomer(input: $input) {
+      account {
+        id
+        name
+      }
+      owner {
+        id
+      }
+      invitationToken
+    }
   }
 `;
 
-export const SetStatusMutation = gql<{ setAccountStatus: { id: string; status: string } }, { id: string; status: string }>`
-  mutation OpsSetStatus($id: ID!, $status: AccountStatus!) { setAccountStatus(accountId: $id, status: $status) { id status } }
+export const SetStatusMutation = gql<
+  { setAccountStatus: { id: string; status: string } },
+  { id: string; status: string }
+>`
+  mutation OpsSetStatus($id: ID!, $status: AccountStatus!) {
+    setAccountStatus(accountId: $id, status: $status) {
+      id
+      status
+    }
+  }
 `;
 
 export const SetLimitsMutation = gql<
@@ -149,95 +189,255 @@ export const SetLimitsMutation = gql<
   { id: string; rpm: number | null; tpm: number | null; concurrency: number | null }
 >`
   mutation OpsSetLimits($id: ID!, $rpm: Int, $tpm: Int, $concurrency: Int) {
-    setAccountLimits(accountId: $id, rpm: $rpm, tpm: $tpm, concurrency: $concurrency) { id rpm tpm concurrency }
+    setAccountLimits(accountId: $id, rpm: $rpm, tpm: $tpm, concurrency: $concurrency) {
+      id
+      rpm
+      tpm
+      concurrency
+    }
   }
 `;
 
-export const SetTrialPolicyMutation = gql<{ setTrialPolicy: { id: string } }, { id: string; quota: string; expiresAt: string }>`
+export const SetTrialPolicyMutation = gql<
+  { setTrialPolicy: { id: string } },
+  { id: string; quota: string; expiresAt: string }
+>`
   mutation OpsSetTrial($id: ID!, $quota: String!, $expiresAt: DateTime!) {
-    setTrialPolicy(accountId: $id, quota: $quota, expiresAt: $expiresAt) { id trialPolicy { quota expiresAt } }
+    setTrialPolicy(accountId: $id, quota: $quota, expiresAt: $expiresAt) {
+      id
+      trialPolicy {
+        quota
+        expiresAt
+      }
+    }
   }
 `;
 
-export const TopUpMutation = gql<{ topUp: { id: string; balance: string } }, { id: string; amount: string; note: string | null }>`
-  mutation OpsTopUp($id: ID!, $amount: String!, $note: String) { topUp(accountId: $id, amount: $amount, note: $note) { id balance } }
+export const TopUpMutation = gql<
+  { topUp: { id: string; balance: string } },
+  { id: string; amount: string; note: string | null }
+>`
+  mutation OpsTopUp($id: ID!, $amount: String!, $note: String) {
+    topUp(accountId: $id, amount: $amount, note: $note) {
+      id
+      balance
+    }
+  }
 `;
 
-export const AdjustMutation = gql<{ adjustBalance: { id: string; balance: string } }, { id: string; amount: string; note: string }>`
-  mutation OpsAdjust($id: ID!, $amount: String!, $note: String!) { adjustBalance(accountId: $id, amount: $amount, note: $note) { id balance } }
+export const AdjustMutation = gql<
+  { adjustBalance: { id: string; balance: string } },
+  { id: string; amount: string; note: string }
+>`
+  mutation OpsAdjust($id: ID!, $amount: String!, $note: String!) {
+    adjustBalance(accountId: $id, amount: $amount, note: $note) {
+      id
+      balance
+    }
+  }
 `;
 
 export const SetContractMutation = gql<{ setPriceContract: OpsContract }, { input: Record<string, unknown> }>`
   mutation OpsSetContract($input: PriceContractInput!) {
-    setPriceContract(input: $input) { id modelId inputPrice outputPrice cachedInputPrice updatedAt }
+    setPriceContract(input: $input) {
+      id
+      modelId
+      inputPrice
+      outputPrice
+      cachedInputPrice
+      updatedAt
+    }
   }
 `;
 
 export const DeleteContractMutation = gql<{ deletePriceContract: boolean }, { id: string; modelId: string }>`
-  mutation OpsDeleteContract($id: ID!, $modelId: String!) { deletePriceContract(accountId: $id, modelId: $modelId) }
+  mutation OpsDeleteContract($id: ID!, $modelId: String!) {
+    deletePriceContract(accountId: $id, modelId: $modelId)
+  }
 `;
 
-export const InviteMutation = gql<{ createInvitation: { token: string; invitation: OpsInvitation } }, { id: string; email: string; role: string }>`
+export const InviteMutation = gql<
+  { createInvitation: { token: string; invitation: OpsInvitation } },
+  { id: string; email: string; role: string }
+>`
   mutation OpsInvite($id: ID, $email: String!, $role: InviteRole) {
-    createInvitation(accountId: $id, email: $email, role: $role) { token invitation { id email role expiresAt acceptedAt revokedAt } }
+    createInvitation(accountId: $id, email: $email, role: $role) {
+      token
+      invitation {
+        id
+        email
+        role
+        expiresAt
+        acceptedAt
+        revokedAt
+      }
+    }
   }
 `;
 
 export const RevokeInvitationMutation = gql<{ revokeInvitation: { id: string } }, { id: string }>`
-  mutation OpsRevokeInvitation($id: ID!) { revokeInvitation(id: $id) { id revokedAt } }
+  mutation OpsRevokeInvitation($id: ID!) {
+    revokeInvitation(id: $id) {
+      id
+      revokedAt
+    }
+  }
 `;
 
 export const RemoveMemberMutation = gql<{ removeMember: boolean }, { id: string }>`
-  mutation OpsRemoveMember($id: ID!) { removeMember(userId: $id) }
+  mutation OpsRemoveMember($id: ID!) {
+    removeMember(userId: $id)
+  }
 `;
 
 export const CatalogQuery = gql<{ catalogModels: OpsModel[]; upstreams: OpsUpstream[] }, Record<string, never>>`
   query OpsCatalog {
     catalogModels {
-      id displayName enabled reasoning source inputPrice outputPrice cachedInputPrice
-      routes { id modelId upstreamModel weight priority upstream { id name } }
+      id
+      displayName
+      enabled
+      reasoning
+      source
+      inputPrice
+      outputPrice
+      cachedInputPrice
+      routes {
+        id
+        modelId
+        upstreamModel
+        weight
+        priority
+        upstream {
+          id
+          name
+        }
+      }
     }
-    upstreams { id name protocol baseUrl hasApiKey enabled source }
+    upstreams {
+      id
+      name
+      protocol
+      baseUrl
+      hasApiKey
+      enabled
+      source
+    }
   }
 `;
 
 export const UpsertModelMutation = gql<{ upsertModel: { id: string } }, { input: Record<string, unknown> }>`
-  mutation OpsUpsertModel($input: ModelInput!) { upsertModel(input: $input) { id } }
+  mutation OpsUpsertModel($input: ModelInput!) {
+    upsertModel(input: $input) {
+      id
+    }
+  }
 `;
 export const DeleteModelMutation = gql<{ deleteModel: boolean }, { id: string }>`
-  mutation OpsDeleteModel($id: String!) { deleteModel(id: $id) }
+  mutation OpsDeleteModel($id: String!) {
+    deleteModel(id: $id)
+  }
 `;
-export const UpsertUpstreamMutation = gql<{ upsertUpstream: { id: string; hasApiKey: boolean } }, { input: Record<string, unknown> }>`
-  mutation OpsUpsertUpstream($input: UpstreamInput!) { upsertUpstream(input: $input) { id hasApiKey } }
+export const UpsertUpstreamMutation = gql<
+  { upsertUpstream: { id: string; hasApiKey: boolean } },
+  { input: Record<string, unknown> }
+>`
+  mutation OpsUpsertUpstream($input: UpstreamInput!) {
+    upsertUpstream(input: $input) {
+      id
+      hasApiKey
+    }
+  }
 `;
 export const DeleteUpstreamMutation = gql<{ deleteUpstream: boolean }, { id: string }>`
-  mutation OpsDeleteUpstream($id: ID!) { deleteUpstream(id: $id) }
+  mutation OpsDeleteUpstream($id: ID!) {
+    deleteUpstream(id: $id)
+  }
 `;
 export const UpsertRouteMutation = gql<{ upsertRoute: { id: string } }, { input: Record<string, unknown> }>`
-  mutation OpsUpsertRoute($input: RouteInput!) { upsertRoute(input: $input) { id } }
+  mutation OpsUpsertRoute($input: RouteInput!) {
+    upsertRoute(input: $input) {
+      id
+    }
+  }
 `;
 export const DeleteRouteMutation = gql<{ deleteRoute: boolean }, { id: string }>`
-  mutation OpsDeleteRoute($id: ID!) { deleteRoute(id: $id) }
+  mutation OpsDeleteRoute($id: ID!) {
+    deleteRoute(id: $id)
+  }
 `;
 
 export const HealthQuery = gql<
-  { upstreamHealth: UpstreamHealthRow[]; operatorUsage: { byAccount: UsageGroup[]; byModel: UsageGroup[]; byUpstream: UsageGroup[] } },
+  {
+    upstreamHealth: UpstreamHealthRow[];
+    operatorUsage: { byAccount: UsageGroup[]; byModel: UsageGroup[]; byUpstream: UsageGroup[] };
+  },
   { minutes: number; from: string; to: string }
 >`
   query OpsHealth($minutes: Int, $from: DateTime, $to: DateTime) {
     upstreamHealth(minutes: $minutes) {
-      id name enabled breaker requests errors errorRate latencyAvgMs latencyP95Ms ttftAvgMs ttftP95Ms lastCallAt
+      id
+      name
+      enabled
+      breaker
+      requests
+      errors
+      errorRate
+      latencyAvgMs
+      latencyP95Ms
+      ttftAvgMs
+      ttftP95Ms
+      lastCallAt
     }
     operatorUsage(from: $from, to: $to) {
-      byAccount { key label requests errors promptTokens completionTokens amount }
-      byModel { key label requests errors promptTokens completionTokens amount }
-      byUpstream { key label requests errors promptTokens completionTokens amount }
+      byAccount {
+        key
+        label
+        requests
+        errors
+        promptTokens
+        completionTokens
+        amount
+      }
+      byModel {
+        key
+        label
+        requests
+        errors
+        promptTokens
+        completionTokens
+        amount
+      }
+      byUpstream {
+        key
+        label
+        requests
+        errors
+        promptTokens
+        completionTokens
+        amount
+      }
     }
   }
 `;
 
-export const UsersQuery = gql<{ users: (OpsUser & { account: { id: string; name: string } | null })[] }, Record<string, never>>`
-  query OpsUsers { users { id email name role twoStepEnabled createdAt account { id name } } }
+export const UsersQuery = gql<
+  { users: (OpsUser & { account: { id: string; name: string } | null })[] },
+  Record<string, never>
+>`
+  query OpsUsers {
+    users {
+      id
+      email
+      name
+      role
+      twoStepEnabled
+      createdAt
+      account {
+        id
+        name
+      }
+    }
+  }
 `;
 
 export const CreateUserMutation = gql<
@@ -245,6 +445,8 @@ export const CreateUserMutation = gql<
   { email: string; password: string; role: string; accountId: string | null; name: string | null }
 >`
   mutation OpsCreateUser($email: String!, $password: String!, $role: UserRole!, $accountId: ID, $name: String) {
-    createUser(email: $email, password: $password, role: $role, accountId: $accountId, name: $name) { id }
+    createUser(email: $email, password: $password, role: $role, accountId: $accountId, name: $name) {
+      id
+    }
   }
 `;

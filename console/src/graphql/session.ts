@@ -24,7 +24,9 @@ export const VerifySecondStepMutation = gql<{ verifySecondStep: User }, { code: 
 `;
 
 export const LogoutMutation = gql<{ logout: boolean }, Record<string, never>>`
-  mutation Logout { logout }
+  mutation Logout {
+    logout
+  }
 `;
 
 /** Operations that answer UNAUTHENTICATED as part of signing in (a wrong password), not because a session expired. */

@@ -9,12 +9,39 @@ export const UsageLogQuery = gql<
 >`
   query UsageLog($filter: UsageFilter, $first: Int, $after: String) {
     usage(filter: $filter, first: $first, after: $after) {
-      endCursor hasNextPage
+      endCursor
+      hasNextPage
       nodes {
-        id requestId startedAt apiKeyId model protocol status errorCode stream
-        promptTokens completionTokens reasoningTokens cachedTokens totalTokens amount latencyMs ttftMs
-        inputTokens cacheWrite5mTokens cacheWrite1hTokens estimated endUser tags
-        prices { input cachedInput cacheWrite5m cacheWrite1h output }
+        id
+        requestId
+        startedAt
+        apiKeyId
+        model
+        protocol
+        status
+        errorCode
+        stream
+        promptTokens
+        completionTokens
+        reasoningTokens
+        cachedTokens
+        totalTokens
+        amount
+        latencyMs
+        ttftMs
+        inputTokens
+        cacheWrite5mTokens
+        cacheWrite1hTokens
+        estimated
+        endUser
+        tags
+        prices {
+          input
+          cachedInput
+          cacheWrite5m
+          cacheWrite1h
+          output
+        }
       }
     }
   }
@@ -39,22 +66,43 @@ export const UsageStatsQuery = gql<
 /** Cost attribution for the usage page: spend by end user and by tag over the filter's range. */
 export const UsageAttributionQuery = gql<
   { usageStats: { byEndUser: (Group & { endUser: string | null })[]; byTag: (Group & { tag: string })[] } },
-  { from: string | null; to: string | null; apiKeyId: string | null; model: string | null; endUser: string | null; tag: string | null }
+  {
+    from: string | null;
+    to: string | null;
+    apiKeyId: string | null;
+    model: string | null;
+    endUser: string | null;
+    tag: string | null;
+  }
 >`
-  query UsageAttribution($from: DateTime, $to: DateTime, $apiKeyId: ID, $model: String, $endUser: String, $tag: String) {
+  query UsageAttribution(
+    $from: DateTime
+    $to: DateTime
+    $apiKeyId: ID
+    $model: String
+    $endUser: String
+    $tag: String
+  ) {
     usageStats(from: $from, to: $to, apiKeyId: $apiKeyId, model: $model, endUser: $endUser, tag: $tag) {
-      byEndUser { endUser requests totalTokens amount }
-      byTag { tag requests totalTokens amount }
+      byEndUser {
+        endUser
+        requests
+        totalTokens
+        amount
+      }
+      byTag {
+        tag
+        requests
+        totalTokens
+        amount
+      }
     }
   }
 `;
 
 const EXPORT_FIELDS = "id status format rowCount error downloadUrl createdAt finishedAt";
 
-export const StartExportMutation = gql<
-  { startExport: ExportJob },
-  { format: "CSV" | "JSONL"; filter: UsageFilter }
->`
+export const StartExportMutation = gql<{ startExport: ExportJob }, { format: "CSV" | "JSONL"; filter: UsageFilter }>`
   mutation StartExport($format: ExportFormat!, $filter: UsageFilter) {
     startExport(format: $format, filter: $filter) { ${EXPORT_FIELDS} }
   }

@@ -39,7 +39,12 @@ opens the directory itself. It never opens a directory a live process holds.`;
 type Positional = "id";
 const positional: Partial<Record<CommandName, Positional>> = { "key revoke": "id" };
 
-export function parseCli(argv: string[]): { command: CommandName; args: Record<string, unknown>; json: boolean; dataDir?: string } {
+export function parseCli(argv: string[]): {
+  command: CommandName;
+  args: Record<string, unknown>;
+  json: boolean;
+  dataDir?: string;
+} {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -108,9 +113,15 @@ function serverFor(dataDir: string): { url: string; pid: number | null } | null 
   return { url: advert.url, pid: advert.pid };
 }
 
-async function viaServer(dataDir: string, server: { url: string; pid: number | null }, command: CommandName, args: Record<string, unknown>): Promise<unknown> {
+async function viaServer(
+  dataDir: string,
+  server: { url: string; pid: number | null },
+  command: CommandName,
+  args: Record<string, unknown>,
+): Promise<unknown> {
   const token = process.env.MODELGATE_ADMIN_TOKEN || readAdminToken(dataDir);
-  if (!token) throw new UsageError(`No admin token: ${adminTokenPath(dataDir)} is missing and MODELGATE_ADMIN_TOKEN is not set.`);
+  if (!token)
+    throw new UsageError(`No admin token: ${adminTokenPath(dataDir)} is missing and MODELGATE_ADMIN_TOKEN is not set.`);
   let res: Response;
   try {
     res = await fetch(`${server.url}/api/admin`, {
@@ -148,7 +159,16 @@ async function direct(command: CommandName, args: Record<string, unknown>, dataD
   let changed = false;
   try {
     await migrate(db.sql);
-    const result = await runAdminCommand({ prisma: db.prisma, masterKey: settings.masterKey, snapshotChanged: () => void (changed = true), actor: { type: "cli" } }, command, args);
+    const result = await runAdminCommand(
+      {
+        prisma: db.prisma,
+        masterKey: settings.masterKey,
+        snapshotChanged: () => void (changed = true),
+        actor: { type: "cli" },
+      },
+      command,
+      args,
+    );
     if (changed && settings.redisUrl) {
       const { connectRedis, redisNames } = await import("@modelgate/data-plane");
       const redis = connectRedis(settings.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 2 });
@@ -174,7 +194,8 @@ function print(result: unknown, json: boolean): void {
     console.table(result);
     return;
   }
-  for (const [k, v] of Object.entries(result as object)) console.log(`${k.padEnd(10)} ${Array.isArray(v) ? v.join(",") : String(v)}`);
+  for (const [k, v] of Object.entries(result as object))
+    console.log(`${k.padEnd(10)} ${Array.isArray(v) ? v.join(",") : String(v)}`);
   if ((result as { key?: string }).key) console.log("\nKeep this key safe: it is shown only once.");
 }
 

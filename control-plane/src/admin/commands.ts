@@ -1,5 +1,13 @@
 import { z } from "zod";
-import { budgetsOf, budgetView, setAccountBudgets, setBudgetCaps, setKeyBudgets, setTimeZone, type BudgetChange } from "../budgets/service.ts";
+import {
+  budgetsOf,
+  budgetView,
+  setAccountBudgets,
+  setBudgetCaps,
+  setKeyBudgets,
+  setTimeZone,
+  type BudgetChange,
+} from "../budgets/service.ts";
 import { createAccount, resolveAccount, topUp } from "../services/accounts.ts";
 import { listApiKeys, revokeApiKey } from "../services/api-keys.ts";
 import { setAccountLimits, setAccountStatus, setPriceContract } from "../services/catalog.ts";
@@ -22,11 +30,31 @@ const amount = z.string().transform((s, ctx) => {
 });
 /** A budget: an amount, or "none" to remove it. */
 const budgetAmount = z.union([z.literal("none").transform(() => null), amount]);
-const budgetArgs = { daily: budgetAmount.optional(), weekly: budgetAmount.optional(), monthly: budgetAmount.optional() };
-const budgetChange = (a: { daily?: bigint | null; weekly?: bigint | null; monthly?: bigint | null }): BudgetChange => ({ day: a.daily, week: a.weekly, month: a.monthly });
-const list = z.string().transform((s) => s.split(",").map((x) => x.trim()).filter(Boolean));
-const positiveInt = z.string().regex(/^\d+$/, "must be a positive integer").transform(Number).refine((n) => n > 0, "must be a positive integer");
-const iso = z.string().refine((s) => !Number.isNaN(Date.parse(s)), "must be an ISO 8601 date-time").transform((s) => new Date(s));
+const budgetArgs = {
+  daily: budgetAmount.optional(),
+  weekly: budgetAmount.optional(),
+  monthly: budgetAmount.optional(),
+};
+const budgetChange = (a: { daily?: bigint | null; weekly?: bigint | null; monthly?: bigint | null }): BudgetChange => ({
+  day: a.daily,
+  week: a.weekly,
+  month: a.monthly,
+});
+const list = z.string().transform((s) =>
+  s
+    .split(",")
+    .map((x) => x.trim())
+    .filter(Boolean),
+);
+const positiveInt = z
+  .string()
+  .regex(/^\d+$/, "must be a positive integer")
+  .transform(Number)
+  .refine((n) => n > 0, "must be a positive integer");
+const iso = z
+  .string()
+  .refine((s) => !Number.isNaN(Date.parse(s)), "must be an ISO 8601 date-time")
+  .transform((s) => new Date(s));
 
 export const commandSchemas = {
   "account create": z.object({ name: nameSchema, email: z.string().email().optional(), balance: amount.optional() }),
@@ -53,10 +81,22 @@ export const commandSchemas = {
     concurrency: positiveInt.optional(),
     "time-zone": z.string().min(1).optional(),
   }),
-  "budget set": z.object({ account: z.string().min(1), key: z.string().uuid("must be a key id (UUID)").optional(), ...budgetArgs }),
+  "budget set": z.object({
+    account: z.string().min(1),
+    key: z.string().uuid("must be a key id (UUID)").optional(),
+    ...budgetArgs,
+  }),
   "budget caps": z.object({ account: z.string().min(1), ...budgetArgs }),
   "budget show": z.object({ account: z.string().min(1), key: z.string().uuid("must be a key id (UUID)").optional() }),
-  "contract set": z.object({ account: z.string().min(1), model: z.string().min(1), input: amount, output: amount, "cached-input": amount.optional(), "cache-write-5m": amount.optional(), "cache-write-1h": amount.optional() }),
+  "contract set": z.object({
+    account: z.string().min(1),
+    model: z.string().min(1),
+    input: amount,
+    output: amount,
+    "cached-input": amount.optional(),
+    "cache-write-5m": amount.optional(),
+    "cache-write-1h": amount.optional(),
+  }),
   "user create": z.object({
     email: z.string().email(),
     password: z.string().min(1),
@@ -72,7 +112,10 @@ export const commandNames = Object.keys(commandSchemas) as CommandName[];
 
 export class UsageError extends Error {}
 
-export function parseCommandArgs<N extends CommandName>(name: N, args: Record<string, unknown>): z.output<(typeof commandSchemas)[N]> {
+export function parseCommandArgs<N extends CommandName>(
+  name: N,
+  args: Record<string, unknown>,
+): z.output<(typeof commandSchemas)[N]> {
   const r = (commandSchemas[name] as z.ZodType).safeParse(args);
   if (!r.success) {
     throw new UsageError(r.error.issues.map((i) => `--${i.path.join(".") || "?"}: ${i.message}`).join("; "));
@@ -96,7 +139,11 @@ const keyView = (k: Awaited<ReturnType<typeof listApiKeys>>[number]) => ({
   createdAt: k.createdAt.toISOString(),
 });
 
-export async function runAdminCommand(ctx: ServiceContext, name: CommandName, rawArgs: Record<string, unknown>): Promise<unknown> {
+export async function runAdminCommand(
+  ctx: ServiceContext,
+  name: CommandName,
+  rawArgs: Record<string, unknown>,
+): Promise<unknown> {
   switch (name) {
     case "account create": {
       const a = parseCommandArgs("account create", rawArgs);
@@ -112,16 +159,21 @@ export async function runAdminCommand(ctx: ServiceContext, name: CommandName, ra
       const a = parseCommandArgs("key create", rawArgs);
       const account = await resolveAccount(ctx, a.account);
       // The same rules as the API's (account active, expiry ahead, trial quota and expiry), as an operator.
-      const { row, key } = await issueApiKey(ctx, account.id, {
-        name: a.name,
-        allowedModels: a.models,
-        ipAllowlist: a["ip-allowlist"],
-        quotaMicro: a.quota,
-        expiresAt: a.expires,
-        rpm: a.rpm,
-        tpm: a.tpm,
-        concurrency: a.concurrency,
-      }, { operator: true });
+      const { row, key } = await issueApiKey(
+        ctx,
+        account.id,
+        {
+          name: a.name,
+          allowedModels: a.models,
+          ipAllowlist: a["ip-allowlist"],
+          quotaMicro: a.quota,
+          expiresAt: a.expires,
+          rpm: a.rpm,
+          tpm: a.tpm,
+          concurrency: a.concurrency,
+        },
+        { operator: true },
+      );
       return { id: row.id, key, name: row.name, accountId: account.id };
     }
     case "key revoke": {
@@ -132,7 +184,14 @@ export async function runAdminCommand(ctx: ServiceContext, name: CommandName, ra
     case "account show": {
       const a = parseCommandArgs("account show", rawArgs);
       const account = await resolveAccount(ctx, a.account);
-      return { id: account.id, name: account.name, status: account.status, kind: account.kind, balance: formatAmount(account.balanceMicro), balanceMicro: account.balanceMicro.toString() };
+      return {
+        id: account.id,
+        name: account.name,
+        status: account.status,
+        kind: account.kind,
+        balance: formatAmount(account.balanceMicro),
+        balanceMicro: account.balanceMicro.toString(),
+      };
     }
     case "account update": {
       const a = parseCommandArgs("account update", rawArgs);
@@ -141,10 +200,23 @@ export async function runAdminCommand(ctx: ServiceContext, name: CommandName, ra
       let account = found;
       if (a.status) account = await setAccountStatus(ctx, found.id, a.status);
       if (a.rpm !== undefined || a.tpm !== undefined || a.concurrency !== undefined) {
-        account = await setAccountLimits(ctx, found.id, { rpm: a.rpm ?? found.rpm, tpm: a.tpm ?? found.tpm, concurrency: a.concurrency ?? found.concurrency });
+        account = await setAccountLimits(ctx, found.id, {
+          rpm: a.rpm ?? found.rpm,
+          tpm: a.tpm ?? found.tpm,
+          concurrency: a.concurrency ?? found.concurrency,
+        });
       }
-      const tz = a["time-zone"] === undefined ? account.timeZone : (await setTimeZone(ctx, account.id, a["time-zone"])).timeZone;
-      return { id: account.id, name: account.name, status: account.status, rpm: account.rpm, tpm: account.tpm, concurrency: account.concurrency, timeZone: tz };
+      const tz =
+        a["time-zone"] === undefined ? account.timeZone : (await setTimeZone(ctx, account.id, a["time-zone"])).timeZone;
+      return {
+        id: account.id,
+        name: account.name,
+        status: account.status,
+        rpm: account.rpm,
+        tpm: account.tpm,
+        concurrency: account.concurrency,
+        timeZone: tz,
+      };
     }
     case "budget set": {
       const a = parseCommandArgs("budget set", rawArgs);
@@ -157,7 +229,14 @@ export async function runAdminCommand(ctx: ServiceContext, name: CommandName, ra
       const a = parseCommandArgs("budget caps", rawArgs);
       const account = await setBudgetCaps(ctx, (await resolveAccount(ctx, a.account)).id, budgetChange(a));
       const cap = (m: bigint | null) => (m === null ? null : formatAmount(m));
-      return { ...(await showBudgets(ctx, account.id)), caps: { daily: cap(account.budgetDayCapMicro), weekly: cap(account.budgetWeekCapMicro), monthly: cap(account.budgetMonthCapMicro) } };
+      return {
+        ...(await showBudgets(ctx, account.id)),
+        caps: {
+          daily: cap(account.budgetDayCapMicro),
+          weekly: cap(account.budgetWeekCapMicro),
+          monthly: cap(account.budgetMonthCapMicro),
+        },
+      };
     }
     case "budget show": {
       const a = parseCommandArgs("budget show", rawArgs);
@@ -183,13 +262,23 @@ export async function runAdminCommand(ctx: ServiceContext, name: CommandName, ra
     case "user create": {
       const a = parseCommandArgs("user create", rawArgs);
       const accountId = a.account ? (await resolveAccount(ctx, a.account)).id : null;
-      const user = await createUser(ctx, { email: a.email, password: a.password, role: a.role, accountId, name: a.name ?? null });
+      const user = await createUser(ctx, {
+        email: a.email,
+        password: a.password,
+        role: a.role,
+        accountId,
+        name: a.name ?? null,
+      });
       return { id: user.id, email: user.email, role: user.role, accountId: user.accountId };
     }
     case "usage list": {
       const a = parseCommandArgs("usage list", rawArgs);
       const account = await resolveAccount(ctx, a.account);
-      const rows = await ctx.prisma.usageLog.findMany({ where: { accountId: account.id }, orderBy: { startedAt: "desc" }, take: a.limit ?? 20 });
+      const rows = await ctx.prisma.usageLog.findMany({
+        where: { accountId: account.id },
+        orderBy: { startedAt: "desc" },
+        take: a.limit ?? 20,
+      });
       return rows.map((r) => ({
         requestId: r.requestId,
         startedAt: r.startedAt.toISOString(),
@@ -231,5 +320,10 @@ async function keyOf(ctx: ServiceContext, accountId: string, keyId: string): Pro
 async function showBudgets(ctx: ServiceContext, accountId: string, keyId?: string) {
   const account = await ctx.prisma.account.findUniqueOrThrow({ where: { id: accountId } });
   const subject = keyId === undefined ? account : await ctx.prisma.apiKey.findUniqueOrThrow({ where: { id: keyId } });
-  return { account: account.name, key: keyId ?? null, timeZone: account.timeZone, budgets: (await budgetsOf(ctx, account, subject, keyId ?? "")).map(budgetView) };
+  return {
+    account: account.name,
+    key: keyId ?? null,
+    timeZone: account.timeZone,
+    budgets: (await budgetsOf(ctx, account, subject, keyId ?? "")).map(budgetView),
+  };
 }

@@ -66,7 +66,10 @@ export async function attemptDelivery(prisma: Db, id: string, o: DeliveryOptions
   }
   const attempts = d.attempts + 1;
   if (error === null) {
-    return prisma.webhookDelivery.update({ where: { id }, data: { status: "delivered", attempts, lastStatus: status, lastError: null, deliveredAt: new Date() } });
+    return prisma.webhookDelivery.update({
+      where: { id },
+      data: { status: "delivered", attempts, lastStatus: status, lastError: null, deliveredAt: new Date() },
+    });
   }
   const failed = final || attempts >= o.maxAttempts;
   return prisma.webhookDelivery.update({
@@ -83,8 +86,17 @@ export async function attemptDelivery(prisma: Db, id: string, o: DeliveryOptions
 
 /** Attempts every delivery that is due; returns when the next pending one is due (null: none pending). */
 export async function deliverDue(prisma: Db, o: DeliveryOptions): Promise<Date | null> {
-  const due = await prisma.webhookDelivery.findMany({ where: { status: "pending", nextAttemptAt: { lte: new Date() } }, select: { id: true }, orderBy: { nextAttemptAt: "asc" }, take: 100 });
+  const due = await prisma.webhookDelivery.findMany({
+    where: { status: "pending", nextAttemptAt: { lte: new Date() } },
+    select: { id: true },
+    orderBy: { nextAttemptAt: "asc" },
+    take: 100,
+  });
   await Promise.all(due.map((d) => attemptDelivery(prisma, d.id, o)));
-  const next = await prisma.webhookDelivery.findFirst({ where: { status: "pending" }, orderBy: { nextAttemptAt: "asc" }, select: { nextAttemptAt: true } });
+  const next = await prisma.webhookDelivery.findFirst({
+    where: { status: "pending" },
+    orderBy: { nextAttemptAt: "asc" },
+    select: { nextAttemptAt: true },
+  });
   return next?.nextAttemptAt ?? null;
 }

@@ -9,10 +9,28 @@ import { BlockList, isIP } from "node:net";
 // changes its DNS between the two (rebinding) is a remaining window, narrowed but not closed.
 
 const blocked = new BlockList();
-for (const [net, prefix] of [["0.0.0.0", 8], ["10.0.0.0", 8], ["100.64.0.0", 10], ["127.0.0.0", 8], ["169.254.0.0", 16], ["172.16.0.0", 12], ["192.168.0.0", 16], ["198.18.0.0", 15], ["224.0.0.0", 4], ["240.0.0.0", 4]] as const) {
+for (const [net, prefix] of [
+  ["0.0.0.0", 8],
+  ["10.0.0.0", 8],
+  ["100.64.0.0", 10],
+  ["127.0.0.0", 8],
+  ["169.254.0.0", 16],
+  ["172.16.0.0", 12],
+  ["192.168.0.0", 16],
+  ["198.18.0.0", 15],
+  ["224.0.0.0", 4],
+  ["240.0.0.0", 4],
+] as const) {
   blocked.addSubnet(net, prefix, "ipv4");
 }
-for (const [net, prefix] of [["::", 128], ["::1", 128], ["fc00::", 7], ["fe80::", 10], ["ff00::", 8]] as const) blocked.addSubnet(net, prefix, "ipv6");
+for (const [net, prefix] of [
+  ["::", 128],
+  ["::1", 128],
+  ["fc00::", 7],
+  ["fe80::", 10],
+  ["ff00::", 8],
+] as const)
+  blocked.addSubnet(net, prefix, "ipv6");
 
 export class DestinationRefused extends Error {}
 
@@ -34,5 +52,6 @@ export async function checkDestination(url: string): Promise<void> {
   const host = new URL(url).hostname.replace(/^\[|\]$/g, "");
   const addresses = isIP(host) ? [host] : (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
   const bad = addresses.find(isBlocked);
-  if (bad !== undefined) throw new DestinationRefused(`${host} is a private or local address (${bad}); webhooks go to public addresses`);
+  if (bad !== undefined)
+    throw new DestinationRefused(`${host} is a private or local address (${bad}); webhooks go to public addresses`);
 }

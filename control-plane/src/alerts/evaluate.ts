@@ -23,7 +23,12 @@ export interface Alert {
 const pct = (spent: bigint, limit: bigint) => (limit <= 0n ? 100 : Number((spent * 100n) / limit));
 
 /** The alerts whose conditions hold for the account now (fired or not). */
-export async function accountAlerts(prisma: Db, config: AlertConfig, accountId: string, calendar: BudgetCalendar): Promise<Alert[]> {
+export async function accountAlerts(
+  prisma: Db,
+  config: AlertConfig,
+  accountId: string,
+  calendar: BudgetCalendar,
+): Promise<Alert[]> {
   const account = await prisma.account.findUnique({ where: { id: accountId } });
   if (!account) return [];
   const keys = await prisma.apiKey.findMany({ where: { accountId, status: "active" } });
@@ -49,7 +54,14 @@ export async function accountAlerts(prisma: Db, config: AlertConfig, accountId: 
           group,
           rank: p,
           message: `${who} has used ${used}% of its ${b.period === "day" ? "daily" : b.period === "week" ? "weekly" : "monthly"} budget (${formatAmount(b.spent)} of ${formatAmount(b.limit)}); it resets at ${b.end.toISOString()}.`,
-          data: { subject: s.keyId === "" ? { account: accountId } : { key: s.keyId }, period: b.period, threshold: p, limit: formatAmount(b.limit), spent: formatAmount(b.spent), resetsAt: b.end.toISOString() },
+          data: {
+            subject: s.keyId === "" ? { account: accountId } : { key: s.keyId },
+            period: b.period,
+            threshold: p,
+            limit: formatAmount(b.limit),
+            spent: formatAmount(b.spent),
+            resetsAt: b.end.toISOString(),
+          },
         });
       }
     }
@@ -61,21 +73,55 @@ export async function accountAlerts(prisma: Db, config: AlertConfig, accountId: 
       if (used < p) continue;
       // A new quota (raised or reset) is a new period.
       const group = `quota:${k.id}:${k.quotaMicro}`;
-      out.push({ kind: "quota", dedupeKey: `${group}:${p}`, group, rank: p, message: `key ${k.name} has used ${used}% of its quota (${formatAmount(k.spentMicro)} of ${formatAmount(k.quotaMicro)}).`, data: { subject: { key: k.id }, threshold: p, quota: formatAmount(k.quotaMicro), spent: formatAmount(k.spentMicro) } });
+      out.push({
+        kind: "quota",
+        dedupeKey: `${group}:${p}`,
+        group,
+        rank: p,
+        message: `key ${k.name} has used ${used}% of its quota (${formatAmount(k.spentMicro)} of ${formatAmount(k.quotaMicro)}).`,
+        data: {
+          subject: { key: k.id },
+          threshold: p,
+          quota: formatAmount(k.quotaMicro),
+          spent: formatAmount(k.spentMicro),
+        },
+      });
     }
   }
   if (config.balanceBelowMicro !== null && account.balanceMicro < config.balanceBelowMicro) {
     // Re-armed by the next top-up: the period is "since the last credit".
-    const credit = await prisma.ledgerEntry.findFirst({ where: { accountId, kind: { in: ["topup", "refund", "adjustment"] } }, orderBy: { createdAt: "desc" }, select: { id: true } });
+    const credit = await prisma.ledgerEntry.findFirst({
+      where: { accountId, kind: { in: ["topup", "refund", "adjustment"] } },
+      orderBy: { createdAt: "desc" },
+      select: { id: true },
+    });
     const group = `balance:${credit?.id ?? "none"}:${config.balanceBelowMicro}`;
-    out.push({ kind: "balance", dedupeKey: group, group, rank: 0, message: `the account's balance is ${formatAmount(account.balanceMicro)}, below ${formatAmount(config.balanceBelowMicro)}.`, data: { subject: { account: accountId }, balance: formatAmount(account.balanceMicro), threshold: formatAmount(config.balanceBelowMicro) } });
+    out.push({
+      kind: "balance",
+      dedupeKey: group,
+      group,
+      rank: 0,
+      message: `the account's balance is ${formatAmount(account.balanceMicro)}, below ${formatAmount(config.balanceBelowMicro)}.`,
+      data: {
+        subject: { account: accountId },
+        balance: formatAmount(account.balanceMicro),
+        threshold: formatAmount(config.balanceBelowMicro),
+      },
+    });
   }
   if (config.keyExpiryDays !== null) {
     const horizon = now + config.keyExpiryDays * 86_400_000;
     for (const k of keys) {
       if (k.expiresAt === null || k.expiresAt.getTime() <= now || k.expiresAt.getTime() > horizon) continue;
       const group = `expiry:${k.id}:${k.expiresAt.toISOString()}`;
-      out.push({ kind: "key_expiring", dedupeKey: group, group, rank: 0, message: `key ${k.name} expires at ${k.expiresAt.toISOString()}.`, data: { subject: { key: k.id }, expiresAt: k.expiresAt.toISOString(), withinDays: config.keyExpiryDays } });
+      out.push({
+        kind: "key_expiring",
+        dedupeKey: group,
+        group,
+        rank: 0,
+        message: `key ${k.name} expires at ${k.expiresAt.toISOString()}.`,
+        data: { subject: { key: k.id }, expiresAt: k.expiresAt.toISOString(), withinDays: config.keyExpiryDays },
+      });
     }
   }
   return out;
@@ -85,7 +131,14 @@ export async function accountAlerts(prisma: Db, config: AlertConfig, accountId: 
  * Records the alerts that have not fired in their period yet and sends each group's highest one: a delivery
  * per webhook (sent by the delivery loop) and a mail to the configured addresses. Returns the events fired.
  */
-export async function fire(prisma: Db, mail: Mailer, config: AlertConfig & { webhooks: { id: string }[] }, accountName: string | null, alerts: Alert[], onError: (err: unknown) => void): Promise<string[]> {
+export async function fire(
+  prisma: Db,
+  mail: Mailer,
+  config: AlertConfig & { webhooks: { id: string }[] },
+  accountName: string | null,
+  alerts: Alert[],
+  onError: (err: unknown) => void,
+): Promise<string[]> {
   const fresh: (Alert & { id: string; firedAt: Date })[] = [];
   for (const a of alerts) {
     const rows = await prisma.$queryRaw<{ id: string; fired_at: Date }[]>`
@@ -97,12 +150,27 @@ export async function fire(prisma: Db, mail: Mailer, config: AlertConfig & { web
   const top = new Map<string, (typeof fresh)[number]>();
   for (const a of fresh) if ((top.get(a.group)?.rank ?? -1) < a.rank) top.set(a.group, a);
   for (const a of top.values()) {
-    const body = JSON.stringify({ id: a.id, type: a.kind, account: config.accountId === null ? null : { id: config.accountId, name: accountName }, message: a.message, data: a.data, firedAt: a.firedAt.toISOString() });
+    const body = JSON.stringify({
+      id: a.id,
+      type: a.kind,
+      account: config.accountId === null ? null : { id: config.accountId, name: accountName },
+      message: a.message,
+      data: a.data,
+      firedAt: a.firedAt.toISOString(),
+    });
     if (config.webhooks.length) {
-      await prisma.webhookDelivery.createMany({ data: config.webhooks.map((w) => ({ webhookId: w.id, eventId: a.id, kind: a.kind, body })) });
+      await prisma.webhookDelivery.createMany({
+        data: config.webhooks.map((w) => ({ webhookId: w.id, eventId: a.id, kind: a.kind, body })),
+      });
     }
     for (const to of config.emails) {
-      await mail.send({ to, subject: `modelgate alert${accountName ? ` for ${accountName}` : ""}: ${a.kind.replace("_", " ")}`, text: `${a.message[0]!.toUpperCase()}${a.message.slice(1)}\n\nAlert ${a.id}, ${a.firedAt.toISOString()}.` }).catch(onError);
+      await mail
+        .send({
+          to,
+          subject: `modelgate alert${accountName ? ` for ${accountName}` : ""}: ${a.kind.replace("_", " ")}`,
+          text: `${a.message[0]!.toUpperCase()}${a.message.slice(1)}\n\nAlert ${a.id}, ${a.firedAt.toISOString()}.`,
+        })
+        .catch(onError);
     }
   }
   return [...top.values()].map((a) => a.id);

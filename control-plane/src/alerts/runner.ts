@@ -119,14 +119,20 @@ export class AlertRunner {
         if (c.accountId !== null) alerts = await accountAlerts(prisma, c, c.accountId, this.o.calendar);
         else if (c.id === OPERATORS_CONFIG && breakers) alerts = await this.breakerAlerts(c.breakerOpen);
         else continue;
-        if (alerts.length) await fire(prisma, this.o.mail, c, c.account?.name ?? null, alerts, (err) => this.o.logger.warn({ err }, "alert mail failed"));
+        if (alerts.length)
+          await fire(prisma, this.o.mail, c, c.account?.name ?? null, alerts, (err) =>
+            this.o.logger.warn({ err }, "alert mail failed"),
+          );
       }
     }
     const next = await deliverDue(prisma, this.o.delivery);
     if (this.deliveryTimer) clearTimeout(this.deliveryTimer);
     this.deliveryTimer = null;
     if (next !== null && !this.stopped) {
-      this.deliveryTimer = setTimeout(() => this.schedule(0), Math.max(0, Math.min(next.getTime() - Date.now(), 60_000)));
+      this.deliveryTimer = setTimeout(
+        () => this.schedule(0),
+        Math.max(0, Math.min(next.getTime() - Date.now(), 60_000)),
+      );
       this.deliveryTimer.unref();
     }
   }
@@ -146,7 +152,14 @@ export class AlertRunner {
       if (since === undefined) this.openSince.set(upstream, (since = new Date().toISOString()));
       if (!enabled) continue;
       const group = `breaker:${upstream}:${since}`;
-      out.push({ kind: "breaker_open", dedupeKey: group, group, rank: 0, message: `the circuit breaker of upstream ${upstream} is open (since ${since}).`, data: { upstream, since } });
+      out.push({
+        kind: "breaker_open",
+        dedupeKey: group,
+        group,
+        rank: 0,
+        message: `the circuit breaker of upstream ${upstream} is open (since ${since}).`,
+        data: { upstream, since },
+      });
     }
     return out;
   }
@@ -162,7 +175,11 @@ export class AlertRunner {
  * Distributed mode: the replicas' breaker reports merged (an upstream is open when any live replica's shared
  * breaker is); reports older than maxAgeMs (a replica gone) are ignored.
  */
-export async function readBreakerReports(redis: { hgetall(key: string): Promise<Record<string, string>> }, key: string, maxAgeMs = 15_000): Promise<Record<string, string>> {
+export async function readBreakerReports(
+  redis: { hgetall(key: string): Promise<Record<string, string>> },
+  key: string,
+  maxAgeMs = 15_000,
+): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
   const now = Date.now();
   for (const raw of Object.values(await redis.hgetall(key))) {
@@ -175,7 +192,8 @@ export async function readBreakerReports(redis: { hgetall(key: string): Promise<
     if (typeof report.at !== "number" || now - report.at > maxAgeMs) continue;
     // the worst state any replica reports: open, then half_open, then closed
     const rank = (s: string | undefined) => (s === "open" ? 2 : s === "half_open" ? 1 : 0);
-    for (const [upstream, state] of Object.entries(report.states ?? {})) if (rank(state) >= rank(out[upstream])) out[upstream] = state;
+    for (const [upstream, state] of Object.entries(report.states ?? {}))
+      if (rank(state) >= rank(out[upstream])) out[upstream] = state;
   }
   return out;
 }

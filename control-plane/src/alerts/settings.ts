@@ -14,15 +14,24 @@ import { OPERATORS_CONFIG } from "./runner.ts";
 
 export const MAX_WEBHOOKS = 10;
 
-const percentsSchema = z.array(z.number().int().min(1).max(1000)).max(10).transform((l) => [...new Set(l)].sort((a, b) => a - b));
-const emailsSchema = z.array(z.string().trim().email().max(254)).max(20).transform((l) => [...new Set(l)]);
+const percentsSchema = z
+  .array(z.number().int().min(1).max(1000))
+  .max(10)
+  .transform((l) => [...new Set(l)].sort((a, b) => a - b));
+const emailsSchema = z
+  .array(z.string().trim().email().max(254))
+  .max(20)
+  .transform((l) => [...new Set(l)]);
 const urlSchema = z
   .string()
   .trim()
   .max(2000)
   .url()
   .refine((u) => /^https?:$/.test(new URL(u).protocol), "a webhook URL is http:// or https://")
-  .refine((u) => new URL(u).username === "" && new URL(u).password === "", "put credentials in the signature, not the URL");
+  .refine(
+    (u) => new URL(u).username === "" && new URL(u).password === "",
+    "put credentials in the signature, not the URL",
+  );
 
 export const configIdOf = (accountId: string | null) => accountId ?? OPERATORS_CONFIG;
 
@@ -51,27 +60,44 @@ export interface AlertSettingsChange {
   emails?: string[];
 }
 
-export async function setAlertSettings(ctx: ServiceContext, accountId: string | null, change: AlertSettingsChange): Promise<AlertConfig> {
+export async function setAlertSettings(
+  ctx: ServiceContext,
+  accountId: string | null,
+  change: AlertSettingsChange,
+): Promise<AlertConfig> {
   const data: Partial<AlertConfig> = {};
   if (change.percents !== undefined) data.percents = parseField(percentsSchema, change.percents, "percents");
   if (change.emails !== undefined) data.emails = parseField(emailsSchema, change.emails, "emails");
   if (change.balanceBelowMicro !== undefined) {
-    if (change.balanceBelowMicro !== null && change.balanceBelowMicro <= 0n) throw badInput("the balance threshold must be positive", "balanceBelow");
+    if (change.balanceBelowMicro !== null && change.balanceBelowMicro <= 0n)
+      throw badInput("the balance threshold must be positive", "balanceBelow");
     data.balanceBelowMicro = change.balanceBelowMicro;
   }
   if (change.keyExpiryDays !== undefined) {
-    if (change.keyExpiryDays !== null && (!Number.isInteger(change.keyExpiryDays) || change.keyExpiryDays < 1 || change.keyExpiryDays > 365)) throw badInput("keyExpiryDays is 1..365", "keyExpiryDays");
+    if (
+      change.keyExpiryDays !== null &&
+      (!Number.isInteger(change.keyExpiryDays) || change.keyExpiryDays < 1 || change.keyExpiryDays > 365)
+    )
+      throw badInput("keyExpiryDays is 1..365", "keyExpiryDays");
     data.keyExpiryDays = change.keyExpiryDays;
   }
   if (change.breakerOpen !== undefined) {
-    if (accountId !== null && change.breakerOpen) throw badInput("circuit-breaker alerts are the operators'", "breakerOpen");
+    if (accountId !== null && change.breakerOpen)
+      throw badInput("circuit-breaker alerts are the operators'", "breakerOpen");
     data.breakerOpen = change.breakerOpen;
   }
   const id = configIdOf(accountId);
   return ctx.prisma.$transaction(async (tx) => {
     const before = await tx.alertConfig.findUnique({ where: { id } });
     const after = await tx.alertConfig.upsert({ where: { id }, create: { id, accountId, ...data }, update: data });
-    await audit(tx, ctx.actor, { action: "alerts.settings", subjectType: "alert_config", subjectId: id, accountId, before, after });
+    await audit(tx, ctx.actor, {
+      action: "alerts.settings",
+      subjectType: "alert_config",
+      subjectId: id,
+      accountId,
+      before,
+      after,
+    });
     return after;
   });
 }
@@ -88,21 +114,40 @@ export async function addWebhook(ctx: ServiceContext, accountId: string | null, 
   }
   const id = configIdOf(accountId);
   await ctx.prisma.alertConfig.upsert({ where: { id }, create: { id, accountId }, update: {} });
-  if ((await ctx.prisma.alertWebhook.count({ where: { configId: id } })) >= MAX_WEBHOOKS) throw badInput(`at most ${MAX_WEBHOOKS} webhooks`, "url");
+  if ((await ctx.prisma.alertWebhook.count({ where: { configId: id } })) >= MAX_WEBHOOKS)
+    throw badInput(`at most ${MAX_WEBHOOKS} webhooks`, "url");
   const secret = `whsec_${randomBytes(32).toString("base64url")}`;
   const webhook = await ctx.prisma.$transaction(async (tx) => {
-    const created = await tx.alertWebhook.create({ data: { configId: id, url: checked, secretEnc: seal(ctx.masterKey, secret) } });
-    await audit(tx, ctx.actor, { action: "alerts.webhook_add", subjectType: "alert_webhook", subjectId: created.id, accountId, after: created });
+    const created = await tx.alertWebhook.create({
+      data: { configId: id, url: checked, secretEnc: seal(ctx.masterKey, secret) },
+    });
+    await audit(tx, ctx.actor, {
+      action: "alerts.webhook_add",
+      subjectType: "alert_webhook",
+      subjectId: created.id,
+      accountId,
+      after: created,
+    });
     return created;
   });
   return { webhook, secret };
 }
 
 /** Removes a webhook (the caller found it with webhookOf, so it is the caller's). */
-export async function removeWebhook(ctx: ServiceContext, webhook: { id: string; url: string }, accountId: string | null) {
+export async function removeWebhook(
+  ctx: ServiceContext,
+  webhook: { id: string; url: string },
+  accountId: string | null,
+) {
   await ctx.prisma.$transaction(async (tx) => {
     await tx.alertWebhook.delete({ where: { id: webhook.id } });
-    await audit(tx, ctx.actor, { action: "alerts.webhook_remove", subjectType: "alert_webhook", subjectId: webhook.id, accountId, before: { url: webhook.url } });
+    await audit(tx, ctx.actor, {
+      action: "alerts.webhook_remove",
+      subjectType: "alert_webhook",
+      subjectId: webhook.id,
+      accountId,
+      before: { url: webhook.url },
+    });
   });
 }
 
@@ -114,7 +159,13 @@ export async function webhookOf(ctx: ServiceContext, id: string, accountId: stri
 
 /** Sends a test alert now (one attempt, awaited); a failure is retried like any delivery. */
 export async function testWebhook(ctx: ServiceContext, webhookId: string, o: DeliveryOptions) {
-  const body = JSON.stringify({ id: null, type: "test", message: "a test alert from modelgate", data: {}, firedAt: new Date().toISOString() });
+  const body = JSON.stringify({
+    id: null,
+    type: "test",
+    message: "a test alert from modelgate",
+    data: {},
+    firedAt: new Date().toISOString(),
+  });
   const d = await ctx.prisma.webhookDelivery.create({ data: { webhookId, kind: "test", body } });
   return (await attemptDelivery(ctx.prisma, d.id, o))!;
 }

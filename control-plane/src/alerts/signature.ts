@@ -14,7 +14,14 @@ export function sign(secret: string, timestamp: number, body: string): string {
 }
 
 /** For receivers (and tests): whether the signature matches and the timestamp is within toleranceS of now. */
-export function verify(secret: string, timestamp: string, body: string, signature: string, nowS = Math.floor(Date.now() / 1000), toleranceS = 300): boolean {
+export function verify(
+  secret: string,
+  timestamp: string,
+  body: string,
+  signature: string,
+  nowS = Math.floor(Date.now() / 1000),
+  toleranceS = 300,
+): boolean {
   const t = Number(timestamp);
   if (!Number.isInteger(t) || Math.abs(nowS - t) > toleranceS) return false;
   const expected = Buffer.from(sign(secret, t, body));

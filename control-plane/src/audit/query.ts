@@ -41,14 +41,19 @@ export function auditWhere(f: AuditFilter): Prisma.AuditLogWhereInput {
 export const MAX_AUDIT_PAGE = 200;
 
 export async function auditPage(ctx: ServiceContext, filter: AuditFilter, first: number, after?: string | null) {
-  if (!Number.isInteger(first) || first < 1 || first > MAX_AUDIT_PAGE) throw badInput(`first must be 1..${MAX_AUDIT_PAGE}`, "first");
+  if (!Number.isInteger(first) || first < 1 || first > MAX_AUDIT_PAGE)
+    throw badInput(`first must be 1..${MAX_AUDIT_PAGE}`, "first");
   const base = auditWhere(filter);
   let where = base;
   if (after) {
     const c = decodeCursor(after);
     where = { AND: [base, { OR: [{ createdAt: { lt: c.startedAt } }, { createdAt: c.startedAt, id: { lt: c.id } }] }] };
   }
-  const rows: AuditLog[] = await ctx.prisma.auditLog.findMany({ where, orderBy: [{ createdAt: "desc" }, { id: "desc" }], take: first + 1 });
+  const rows: AuditLog[] = await ctx.prisma.auditLog.findMany({
+    where,
+    orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+    take: first + 1,
+  });
   const hasNextPage = rows.length > first;
   const nodes = hasNextPage ? rows.slice(0, first) : rows;
   const last = nodes[nodes.length - 1];

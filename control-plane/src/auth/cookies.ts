@@ -28,10 +28,17 @@ export interface CookieOptions {
 
 /** An HttpOnly, SameSite=Lax cookie (Lax: it still comes back on the top-level redirect from an identity provider). */
 export function serializeCookie(name: string, value: string, opts: CookieOptions & { path?: string }): string {
-  const parts = [`${name}=${encodeURIComponent(value)}`, `Path=${opts.path ?? "/"}`, "HttpOnly", "SameSite=Lax", `Max-Age=${opts.maxAge}`];
+  const parts = [
+    `${name}=${encodeURIComponent(value)}`,
+    `Path=${opts.path ?? "/"}`,
+    "HttpOnly",
+    "SameSite=Lax",
+    `Max-Age=${opts.maxAge}`,
+  ];
   if (opts.maxAge === 0) parts.push("Expires=Thu, 01 Jan 1970 00:00:00 GMT");
   if (opts.secure) parts.push("Secure");
   return parts.join("; ");
 }
 
-export const serializeSessionCookie = (value: string, opts: CookieOptions): string => serializeCookie(SESSION_COOKIE, value, opts);
+export const serializeSessionCookie = (value: string, opts: CookieOptions): string =>
+  serializeCookie(SESSION_COOKIE, value, opts);

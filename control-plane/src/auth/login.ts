@@ -18,18 +18,27 @@ export type LoginResult =
  * Password sign-in, throttled by (e-mail, client address) before the password is checked. An unknown e-mail
  * costs and answers exactly what a known one does: the same hash work, the same throttle, the same message.
  */
-export async function login(prisma: Db, email: string, password: string, clientIp: string | null = null): Promise<LoginResult> {
+export async function login(
+  prisma: Db,
+  email: string,
+  password: string,
+  clientIp: string | null = null,
+): Promise<LoginResult> {
   const address = normaliseEmail(email);
   const key = loginKey(address, clientIp);
   // Every failure is audited with the address tried (never the password); the known user's account sees it too.
   const failed = async (reason: string, user: { id: string; accountId: string | null } | null, err: AppError) => {
-    await audit(prisma, { type: "anonymous", address: clientIp }, {
-      action: "auth.login_failed",
-      subjectType: "user",
-      subjectId: user?.id ?? null,
-      accountId: user?.accountId ?? null,
-      after: { email: address, reason },
-    });
+    await audit(
+      prisma,
+      { type: "anonymous", address: clientIp },
+      {
+        action: "auth.login_failed",
+        subjectType: "user",
+        subjectId: user?.id ?? null,
+        accountId: user?.accountId ?? null,
+        after: { email: address, reason },
+      },
+    );
     return err;
   };
   try {
@@ -40,23 +49,36 @@ export async function login(prisma: Db, email: string, password: string, clientI
   const user = await prisma.user.findUnique({ where: { email: address }, include: { account: true } });
   const ok = await verifyPassword(password, user?.passwordHash ?? (await dummyHash())); // same cost either way
   if (!user || !user.passwordHash || !ok) {
-    throw await failed(user ? "wrong_password" : "unknown_email", user, new AppError("UNAUTHENTICATED", "wrong e-mail or password"));
+    throw await failed(
+      user ? "wrong_password" : "unknown_email",
+      user,
+      new AppError("UNAUTHENTICATED", "wrong e-mail or password"),
+    );
   }
   await succeeded(prisma, key);
   if (user.role !== "operator" && user.account?.status === "disabled") {
-    throw await failed("account_disabled", user, new AppError("FORBIDDEN", "this account is disabled; contact your business contact"));
+    throw await failed(
+      "account_disabled",
+      user,
+      new AppError("FORBIDDEN", "this account is disabled; contact your business contact"),
+    );
   }
   // a hash made at an older cost is made again now that the password is at hand
-  if (needsRehash(user.passwordHash)) await prisma.user.update({ where: { id: user.id }, data: { passwordHash: await hashPassword(password) } });
+  if (needsRehash(user.passwordHash))
+    await prisma.user.update({ where: { id: user.id }, data: { passwordHash: await hashPassword(password) } });
   const pending = user.totpEnabledAt !== null;
   const { token } = await createSession(prisma, user.id, pending);
-  await audit(prisma, { type: "user", userId: user.id, email: user.email, address: clientIp }, {
-    action: pending ? "auth.login_password" : "auth.login",
-    subjectType: "user",
-    subjectId: user.id,
-    accountId: user.accountId,
-    after: { method: "password", secondStepRequired: pending },
-  });
+  await audit(
+    prisma,
+    { type: "user", userId: user.id, email: user.email, address: clientIp },
+    {
+      action: pending ? "auth.login_password" : "auth.login",
+      subjectType: "user",
+      subjectId: user.id,
+      accountId: user.accountId,
+      after: { method: "password", secondStepRequired: pending },
+    },
+  );
   return { secondStepRequired: pending, token, userId: user.id };
 }
 
@@ -68,14 +90,20 @@ export async function checkSecondFactor(prisma: Db, masterKey: Buffer, userId: s
     const step = totpStep(open(masterKey, user.totpSecretEnc), code);
     if (step === null) return false;
     // A code is good once: the step is recorded only if it is later than the last one used, atomically.
-    const used = await prisma.user.updateMany({ where: { id: userId, OR: [{ totpLastStep: null }, { totpLastStep: { lt: BigInt(step) } }] }, data: { totpLastStep: BigInt(step) } });
+    const used = await prisma.user.updateMany({
+      where: { id: userId, OR: [{ totpLastStep: null }, { totpLastStep: { lt: BigInt(step) } }] },
+      data: { totpLastStep: BigInt(step) },
+    });
     return used.count === 1;
   }
   const hash = hmacCode(masterKey, "recovery", normaliseRecoveryCode(code));
   const candidates = await prisma.recoveryCode.findMany({ where: { userId, usedAt: null } });
   const hit = candidates.find((c) => safeEqualHex(c.codeHash, hash));
   if (!hit) return false;
-  const used = await prisma.recoveryCode.updateMany({ where: { id: hit.id, usedAt: null }, data: { usedAt: new Date() } });
+  const used = await prisma.recoveryCode.updateMany({
+    where: { id: hit.id, usedAt: null },
+    data: { usedAt: new Date() },
+  });
   return used.count === 1;
 }
 
@@ -91,7 +119,13 @@ export async function verifySecondStep(
   const user = await prisma.user.findUniqueOrThrow({ where: { id: pending.userId } });
   const actor = { type: "user" as const, userId: user.id, email: user.email, address: clientIp };
   const failed = (reason: string) =>
-    audit(prisma, actor, { action: "auth.login_failed", subjectType: "user", subjectId: user.id, accountId: user.accountId, after: { email: user.email, reason } });
+    audit(prisma, actor, {
+      action: "auth.login_failed",
+      subjectType: "user",
+      subjectId: user.id,
+      accountId: user.accountId,
+      after: { email: user.email, reason },
+    });
   try {
     await takeAttempt(prisma, key, LOGIN_POLICY);
   } catch (err) {
@@ -106,6 +140,12 @@ export async function verifySecondStep(
   await succeeded(prisma, key);
   await revokeSession(prisma, pending.sessionId);
   const { token } = await createSession(prisma, user.id, false);
-  await audit(prisma, actor, { action: "auth.login", subjectType: "user", subjectId: user.id, accountId: user.accountId, after: { method: "password+totp" } });
+  await audit(prisma, actor, {
+    action: "auth.login",
+    subjectType: "user",
+    subjectId: user.id,
+    accountId: user.accountId,
+    after: { method: "password+totp" },
+  });
   return { token };
 }

@@ -22,7 +22,9 @@ describe("single sign-on settings", () => {
     expect(() => readOidcSettings(env({ MODELGATE_OIDC_CLIENT_SECRET: "" }))).toThrow(/MODELGATE_OIDC_CLIENT_SECRET/);
     expect(() => readOidcSettings(env({ MODELGATE_PUBLIC_URL: "" }))).toThrow(/MODELGATE_OIDC_REDIRECT_URL/);
     expect(() => readOidcSettings(env({ MODELGATE_OIDC_ROLES: "[{" }))).toThrow(/not JSON/);
-    expect(() => readOidcSettings(env({ MODELGATE_OIDC_ROLES: JSON.stringify([{ claim: "groups", value: "x", role: "owner" }]) }))).toThrow(/names its account/);
+    expect(() =>
+      readOidcSettings(env({ MODELGATE_OIDC_ROLES: JSON.stringify([{ claim: "groups", value: "x", role: "owner" }]) })),
+    ).toThrow(/names its account/);
   });
 });
 
@@ -49,6 +51,7 @@ describe("claim mapping", () => {
 describe("return path after sign-in", () => {
   it("is a path of this origin, never another site", () => {
     expect(safeReturnTo("/keys?x=1")).toBe("/keys?x=1");
-    for (const bad of ["//evil.test/", "/\\evil.test", "https://evil.test", "javascript:alert(1)", "", null]) expect(safeReturnTo(bad)).toBe("/");
+    for (const bad of ["//evil.test/", "/\\evil.test", "https://evil.test", "javascript:alert(1)", "", null])
+      expect(safeReturnTo(bad)).toBe("/");
   });
 });

@@ -20,7 +20,9 @@ const ruleSchema = z
     account: z.string().min(1).optional(),
   })
   .strict()
-  .refine((r) => r.role === "operator" || r.account !== undefined, { message: "an owner or member rule names its account" });
+  .refine((r) => r.role === "operator" || r.account !== undefined, {
+    message: "an owner or member rule names its account",
+  });
 export type OidcRule = z.infer<typeof ruleSchema>;
 
 export interface OidcSettings {
@@ -46,8 +48,13 @@ export function readOidcSettings(env: NodeJS.ProcessEnv): OidcSettings | null {
     if (!v) throw new Error(`${name} is required when MODELGATE_OIDC_ISSUER is set`);
     return v;
   };
-  const redirect = env.MODELGATE_OIDC_REDIRECT_URL ?? (env.MODELGATE_PUBLIC_URL ? `${env.MODELGATE_PUBLIC_URL.replace(/\/+$/, "")}/auth/oidc/callback` : undefined);
-  if (!redirect) throw new Error("MODELGATE_OIDC_REDIRECT_URL (or MODELGATE_PUBLIC_URL) is required when MODELGATE_OIDC_ISSUER is set");
+  const redirect =
+    env.MODELGATE_OIDC_REDIRECT_URL ??
+    (env.MODELGATE_PUBLIC_URL ? `${env.MODELGATE_PUBLIC_URL.replace(/\/+$/, "")}/auth/oidc/callback` : undefined);
+  if (!redirect)
+    throw new Error(
+      "MODELGATE_OIDC_REDIRECT_URL (or MODELGATE_PUBLIC_URL) is required when MODELGATE_OIDC_ISSUER is set",
+    );
   let rules: unknown;
   try {
     rules = JSON.parse(need("MODELGATE_OIDC_ROLES"));
@@ -55,7 +62,10 @@ export function readOidcSettings(env: NodeJS.ProcessEnv): OidcSettings | null {
     throw new Error(`MODELGATE_OIDC_ROLES is not JSON: ${(err as Error).message}`);
   }
   const parsed = z.array(ruleSchema).min(1).safeParse(rules);
-  if (!parsed.success) throw new Error(`MODELGATE_OIDC_ROLES: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+  if (!parsed.success)
+    throw new Error(
+      `MODELGATE_OIDC_ROLES: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
+    );
   return {
     issuer: new URL(env.MODELGATE_OIDC_ISSUER),
     clientId: need("MODELGATE_OIDC_CLIENT_ID"),
@@ -78,7 +88,13 @@ export function matchRule(rules: OidcRule[], claims: Record<string, unknown>): O
 }
 
 /** The sign-in flow's state, sealed into a cookie between the redirect out and the callback. */
-const flowSchema = z.object({ state: z.string(), nonce: z.string(), verifier: z.string(), returnTo: z.string(), exp: z.number() });
+const flowSchema = z.object({
+  state: z.string(),
+  nonce: z.string(),
+  verifier: z.string(),
+  returnTo: z.string(),
+  exp: z.number(),
+});
 type Flow = z.infer<typeof flowSchema>;
 export const FLOW_COOKIE = "mg_oidc";
 export const FLOW_TTL_MS = 10 * 60_000;
@@ -121,7 +137,13 @@ export class OidcSignIn {
   async start(returnTo: string | null): Promise<{ location: string; cookie: string }> {
     const config = await this.discover();
     const verifier = oidc.randomPKCECodeVerifier();
-    const flow: Flow = { state: oidc.randomState(), nonce: oidc.randomNonce(), verifier, returnTo: safeReturnTo(returnTo), exp: Date.now() + FLOW_TTL_MS };
+    const flow: Flow = {
+      state: oidc.randomState(),
+      nonce: oidc.randomNonce(),
+      verifier,
+      returnTo: safeReturnTo(returnTo),
+      exp: Date.now() + FLOW_TTL_MS,
+    };
     const url = oidc.buildAuthorizationUrl(config, {
       redirect_uri: this.settings.redirectUrl.href,
       scope: this.settings.scope,
@@ -137,7 +159,11 @@ export class OidcSignIn {
    * The callback: checks state, exchanges the code with the verifier, verifies the ID token (issuer, audience,
    * signature, nonce), maps its claims and signs the user in. Returns a session token and where to go.
    */
-  async finish(callbackUrl: URL, sealedFlow: string | undefined, clientIp: string | null = null): Promise<{ token: string; returnTo: string; userId: string }> {
+  async finish(
+    callbackUrl: URL,
+    sealedFlow: string | undefined,
+    clientIp: string | null = null,
+  ): Promise<{ token: string; returnTo: string; userId: string }> {
     let flow: Flow;
     try {
       flow = flowSchema.parse(JSON.parse(open(this.masterKey, sealedFlow ?? "")));
@@ -151,7 +177,12 @@ export class OidcSignIn {
     current.search = callbackUrl.search;
     let tokens;
     try {
-      tokens = await oidc.authorizationCodeGrant(config, current, { pkceCodeVerifier: flow.verifier, expectedState: flow.state, expectedNonce: flow.nonce, idTokenExpected: true });
+      tokens = await oidc.authorizationCodeGrant(config, current, {
+        pkceCodeVerifier: flow.verifier,
+        expectedState: flow.state,
+        expectedNonce: flow.nonce,
+        idTokenExpected: true,
+      });
     } catch (err) {
       throw new OidcError(401, `The identity provider's answer was refused: ${(err as Error).message}`);
     }
@@ -162,21 +193,29 @@ export class OidcSignIn {
       user = await this.signIn(claims);
     } catch (err) {
       const email = typeof claims.email === "string" ? claims.email.trim().toLowerCase() : null;
-      await audit(this.prisma, { type: "anonymous", address: clientIp }, {
-        action: "auth.login_failed",
-        subjectType: "user",
-        after: { method: "oidc", email, reason: err instanceof OidcError ? err.message : "error" },
-      });
+      await audit(
+        this.prisma,
+        { type: "anonymous", address: clientIp },
+        {
+          action: "auth.login_failed",
+          subjectType: "user",
+          after: { method: "oidc", email, reason: err instanceof OidcError ? err.message : "error" },
+        },
+      );
       throw err;
     }
     const { token } = await createSession(this.prisma, user.id, false);
-    await audit(this.prisma, { type: "user", userId: user.id, email: user.email, address: clientIp }, {
-      action: "auth.login",
-      subjectType: "user",
-      subjectId: user.id,
-      accountId: user.accountId,
-      after: { method: "oidc", role: user.role },
-    });
+    await audit(
+      this.prisma,
+      { type: "user", userId: user.id, email: user.email, address: clientIp },
+      {
+        action: "auth.login",
+        subjectType: "user",
+        subjectId: user.id,
+        accountId: user.accountId,
+        after: { method: "oidc", role: user.role },
+      },
+    );
     return { token, returnTo: flow.returnTo, userId: user.id };
   }
 
@@ -185,12 +224,19 @@ export class OidcSignIn {
     const subject = `${String(claims.iss)}#${String(claims.sub)}`;
     const email = typeof claims.email === "string" ? claims.email.trim().toLowerCase() : "";
     if (!email) throw new OidcError(403, "The identity provider did not share an e-mail address (scope email).");
-    if (claims.email_verified === false) throw new OidcError(403, "The identity provider says this e-mail address is not verified.");
+    if (claims.email_verified === false)
+      throw new OidcError(403, "The identity provider says this e-mail address is not verified.");
     const rule = matchRule(this.settings.rules, claims);
-    if (!rule) throw new OidcError(403, "This identity has no role in modelgate: ask the operator to map it (MODELGATE_OIDC_ROLES).");
+    if (!rule)
+      throw new OidcError(
+        403,
+        "This identity has no role in modelgate: ask the operator to map it (MODELGATE_OIDC_ROLES).",
+      );
     let accountId: string | null = null;
     if (rule.role !== "operator") {
-      const account = await this.prisma.account.findFirst({ where: /^[0-9a-f-]{36}$/i.test(rule.account!) ? { id: rule.account! } : { name: rule.account! } });
+      const account = await this.prisma.account.findFirst({
+        where: /^[0-9a-f-]{36}$/i.test(rule.account!) ? { id: rule.account! } : { name: rule.account! },
+      });
       if (!account) throw new OidcError(403, `The account ${rule.account} that this identity maps to does not exist.`);
       if (account.status !== "active") throw new OidcError(403, "The account this identity maps to is disabled.");
       accountId = account.id;
@@ -200,9 +246,14 @@ export class OidcSignIn {
       const bySubject = await tx.user.findUnique({ where: { oidcSubject: subject } });
       const byEmail = bySubject ?? (await tx.user.findUnique({ where: { email } }));
       // A local user with this e-mail is linked on the first sign-in; once linked, only that subject signs in as it.
-      if (byEmail?.oidcSubject && byEmail.oidcSubject !== subject) throw new OidcError(403, "This e-mail address is linked to another identity.");
+      if (byEmail?.oidcSubject && byEmail.oidcSubject !== subject)
+        throw new OidcError(403, "This e-mail address is linked to another identity.");
       const data = { role: rule.role, accountId, oidcSubject: subject, ...(name ? { name } : {}) } as const;
-      if (byEmail) return tx.user.update({ where: { id: byEmail.id }, data: { ...data, emailVerifiedAt: byEmail.emailVerifiedAt ?? new Date() } });
+      if (byEmail)
+        return tx.user.update({
+          where: { id: byEmail.id },
+          data: { ...data, emailVerifiedAt: byEmail.emailVerifiedAt ?? new Date() },
+        });
       return tx.user.create({ data: { ...data, email, emailVerifiedAt: new Date() } });
     });
   }

@@ -6,7 +6,8 @@ describe("password hashing cost", () => {
   it("is OWASP's minimum for scrypt by default, and only a power of two from 2^14 otherwise", () => {
     expect(scryptN(undefined)).toBe(2 ** 17);
     expect(scryptN("16384")).toBe(16384);
-    for (const bad of ["1000", "8192", "131073", "abc", String(2 ** 21)]) expect(() => scryptN(bad)).toThrow(/MODELGATE_SCRYPT_N/);
+    for (const bad of ["1000", "8192", "131073", "abc", String(2 ** 21)])
+      expect(() => scryptN(bad)).toThrow(/MODELGATE_SCRYPT_N/);
   });
 
   it("asks for a new hash when the stored one was made at a lower cost", async () => {

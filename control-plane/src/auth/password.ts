@@ -15,7 +15,8 @@ const KEYLEN = 32;
 export function scryptN(v: string | undefined): number {
   if (v === undefined || v === "") return 2 ** 17;
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 2 ** 14 || n > 2 ** 20 || (n & (n - 1)) !== 0) throw new Error(`MODELGATE_SCRYPT_N must be a power of two from 16384 to 1048576, not ${v}`);
+  if (!Number.isInteger(n) || n < 2 ** 14 || n > 2 ** 20 || (n & (n - 1)) !== 0)
+    throw new Error(`MODELGATE_SCRYPT_N must be a power of two from 16384 to 1048576, not ${v}`);
   return n;
 }
 
@@ -41,7 +42,9 @@ const scrypt = (password: string, salt: Buffer, keylen: number, opts: ScryptOpti
   limited(
     () =>
       new Promise<Buffer>((resolve, reject) =>
-        scryptCb(password, salt, keylen, { ...opts, maxmem: 256 * 1024 * 1024 }, (err, key) => (err ? reject(err) : resolve(key))),
+        scryptCb(password, salt, keylen, { ...opts, maxmem: 256 * 1024 * 1024 }, (err, key) =>
+          err ? reject(err) : resolve(key),
+        ),
       ),
   );
 

@@ -51,7 +51,10 @@ export async function authenticate(
     const token = m[1]!;
     if (!token.startsWith(PAT_PREFIX)) {
       return anonymous(
-        new AppError("UNAUTHENTICATED", "use a personal access token (mgp_…); API keys (sk-…) are for the model API only"),
+        new AppError(
+          "UNAUTHENTICATED",
+          "use a personal access token (mgp_…); API keys (sk-…) are for the model API only",
+        ),
       );
     }
     const pat = await prisma.personalAccessToken.findUnique({

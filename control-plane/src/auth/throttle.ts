@@ -26,7 +26,9 @@ export function waitAfter(failures: number, policy: ThrottlePolicy): number {
 }
 
 export const tooMany = (until: Date) =>
-  new AppError("TOO_MANY_REQUESTS", `too many failed attempts; try again after ${until.toISOString()}`, { retryAt: until.toISOString() });
+  new AppError("TOO_MANY_REQUESTS", `too many failed attempts; try again after ${until.toISOString()}`, {
+    retryAt: until.toISOString(),
+  });
 
 /**
  * Takes one attempt for `key`, or throws TOO_MANY_REQUESTS while the key must wait. The attempt counts as a
@@ -54,7 +56,12 @@ export async function succeeded(prisma: Db, key: string): Promise<void> {
 }
 
 /** Runs `check` as one throttled attempt: cleared when it returns true, counted when it returns false. */
-export async function throttled(prisma: Db, key: string, policy: ThrottlePolicy, check: () => Promise<boolean>): Promise<boolean> {
+export async function throttled(
+  prisma: Db,
+  key: string,
+  policy: ThrottlePolicy,
+  check: () => Promise<boolean>,
+): Promise<boolean> {
   await takeAttempt(prisma, key, policy);
   const ok = await check();
   if (ok) await succeeded(prisma, key);

@@ -5,7 +5,14 @@ import { Secret, TOTP } from "otpauth";
 export const ISSUER = "modelgate";
 
 const totpFor = (secretBase32: string, label = "user") =>
-  new TOTP({ issuer: ISSUER, label, algorithm: "SHA1", digits: 6, period: 30, secret: Secret.fromBase32(secretBase32) });
+  new TOTP({
+    issuer: ISSUER,
+    label,
+    algorithm: "SHA1",
+    digits: 6,
+    period: 30,
+    secret: Secret.fromBase32(secretBase32),
+  });
 
 export const newTotpSecret = (): string => new Secret({ size: 20 }).base32;
 
@@ -21,4 +28,3 @@ export function totpStep(secretBase32: string, code: string, timestamp = Date.no
 
 /** Accepts the current code and one step either side (clock drift); says nothing about reuse (see checkSecondFactor). */
 export const verifyTotp = (secretBase32: string, code: string): boolean => totpStep(secretBase32, code) !== null;
-

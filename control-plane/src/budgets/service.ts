@@ -37,37 +37,65 @@ function checkWithinCaps(account: Account, change: BudgetChange): void {
   }
 }
 
-const data = (change: BudgetChange) => Object.fromEntries(budgetPeriods.filter((p) => change[p] !== undefined).map((p) => [column[p], change[p]]));
+const data = (change: BudgetChange) =>
+  Object.fromEntries(budgetPeriods.filter((p) => change[p] !== undefined).map((p) => [column[p], change[p]]));
 /** The budget columns of a row, for the audit log's before and after. */
-const pick = (row: Record<string, unknown>, cols: Record<string, string>) => Object.fromEntries(Object.values(cols).map((c) => [c, row[c]]));
+const pick = (row: Record<string, unknown>, cols: Record<string, string>) =>
+  Object.fromEntries(Object.values(cols).map((c) => [c, row[c]]));
 
-export async function setAccountBudgets(ctx: ServiceContext, accountId: string, change: BudgetChange, actor: { operator: boolean }): Promise<Account> {
+export async function setAccountBudgets(
+  ctx: ServiceContext,
+  accountId: string,
+  change: BudgetChange,
+  actor: { operator: boolean },
+): Promise<Account> {
   checkPositive(change);
   const account = await ctx.prisma.account.findUnique({ where: { id: accountId } });
   if (!account) throw notFound("account");
   if (!actor.operator) checkWithinCaps(account, change);
   const row = await ctx.prisma.$transaction(async (tx) => {
     const after = await tx.account.update({ where: { id: accountId }, data: data(change) });
-    await audit(tx, ctx.actor, { action: "account.budgets", subjectType: "account", subjectId: accountId, accountId, before: pick(account, column), after: pick(after, column) });
+    await audit(tx, ctx.actor, {
+      action: "account.budgets",
+      subjectType: "account",
+      subjectId: accountId,
+      accountId,
+      before: pick(account, column),
+      after: pick(after, column),
+    });
     return after;
   });
   ctx.snapshotChanged();
   return row;
 }
 
-export async function setKeyBudgets(ctx: ServiceContext, keyId: string, change: BudgetChange, actor: { operator: boolean }): Promise<ApiKey> {
+export async function setKeyBudgets(
+  ctx: ServiceContext,
+  keyId: string,
+  change: BudgetChange,
+  actor: { operator: boolean },
+): Promise<ApiKey> {
   checkPositive(change);
   const key = await ctx.prisma.apiKey.findUnique({ where: { id: keyId }, include: { account: true } });
   if (!key) throw notFound("API key");
   if (key.status === "revoked") throw badInput("a revoked key cannot be changed");
   if (!actor.operator) {
     // A key's budget may be left unset under a cap: the account's budget (never above the cap) still holds.
-    const bounded = Object.fromEntries(budgetPeriods.filter((p) => change[p] !== null).map((p) => [p, change[p]])) as BudgetChange;
+    const bounded = Object.fromEntries(
+      budgetPeriods.filter((p) => change[p] !== null).map((p) => [p, change[p]]),
+    ) as BudgetChange;
     checkWithinCaps(key.account, bounded);
   }
   const row = await ctx.prisma.$transaction(async (tx) => {
     const after = await tx.apiKey.update({ where: { id: keyId }, data: data(change) });
-    await audit(tx, ctx.actor, { action: "api_key.budgets", subjectType: "api_key", subjectId: keyId, accountId: key.accountId, before: pick(key, column), after: pick(after, column) });
+    await audit(tx, ctx.actor, {
+      action: "api_key.budgets",
+      subjectType: "api_key",
+      subjectId: keyId,
+      accountId: key.accountId,
+      before: pick(key, column),
+      after: pick(after, column),
+    });
     return after;
   });
   ctx.snapshotChanged();
@@ -95,7 +123,14 @@ export async function setBudgetCaps(ctx: ServiceContext, accountId: string, chan
     }
     const after = await tx.account.update({ where: { id: accountId }, data: update });
     const cols = { ...column, ...capColumn };
-    await audit(tx, ctx.actor, { action: "account.budget_caps", subjectType: "account", subjectId: accountId, accountId, before: pick(a, cols), after: pick(after, cols) });
+    await audit(tx, ctx.actor, {
+      action: "account.budget_caps",
+      subjectType: "account",
+      subjectId: accountId,
+      accountId,
+      before: pick(a, cols),
+      after: pick(after, cols),
+    });
     return after;
   });
   ctx.snapshotChanged();
@@ -104,12 +139,23 @@ export async function setBudgetCaps(ctx: ServiceContext, accountId: string, chan
 
 export async function setTimeZone(ctx: ServiceContext, accountId: string, timeZone: string): Promise<Account> {
   const tz = timeZone.trim();
-  if (!isTimeZone(tz)) throw badInput(`unknown time zone ${JSON.stringify(tz.slice(0, 64))}; use an IANA name such as Europe/Berlin or UTC`, "timeZone");
+  if (!isTimeZone(tz))
+    throw badInput(
+      `unknown time zone ${JSON.stringify(tz.slice(0, 64))}; use an IANA name such as Europe/Berlin or UTC`,
+      "timeZone",
+    );
   const row = await ctx.prisma.$transaction(async (tx) => {
     const before = await tx.account.findUnique({ where: { id: accountId }, select: { timeZone: true } });
     if (!before) throw notFound("account");
     const after = await tx.account.update({ where: { id: accountId }, data: { timeZone: tz } });
-    await audit(tx, ctx.actor, { action: "account.time_zone", subjectType: "account", subjectId: accountId, accountId, before, after: { timeZone: after.timeZone } });
+    await audit(tx, ctx.actor, {
+      action: "account.time_zone",
+      subjectType: "account",
+      subjectId: accountId,
+      accountId,
+      before,
+      after: { timeZone: after.timeZone },
+    });
     return after;
   });
   ctx.snapshotChanged();
@@ -117,8 +163,18 @@ export async function setTimeZone(ctx: ServiceContext, accountId: string, timeZo
 }
 
 /** The budgets of an account (keyId omitted) or a key in their current periods, with settled spend. */
-export async function budgetsOf(ctx: ServiceContext, account: Pick<Account, "id" | "timeZone">, subject: BudgetColumns & { id: string }, keyId = ""): Promise<BudgetState[]> {
-  const states = await currentBudgets(ctx.prisma, [{ id: subject.id, accountId: account.id, keyId, row: subject }], new Map([[account.id, account.timeZone]]), controlCalendar);
+export async function budgetsOf(
+  ctx: ServiceContext,
+  account: Pick<Account, "id" | "timeZone">,
+  subject: BudgetColumns & { id: string },
+  keyId = "",
+): Promise<BudgetState[]> {
+  const states = await currentBudgets(
+    ctx.prisma,
+    [{ id: subject.id, accountId: account.id, keyId, row: subject }],
+    new Map([[account.id, account.timeZone]]),
+    controlCalendar,
+  );
   return states.get(subject.id) ?? [];
 }
 

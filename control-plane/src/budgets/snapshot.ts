@@ -11,7 +11,8 @@ export interface BudgetColumns {
 export const limitOf = (row: BudgetColumns, period: BudgetPeriod): bigint | null =>
   period === "day" ? row.budgetDayMicro : period === "week" ? row.budgetWeekMicro : row.budgetMonthMicro;
 
-const hasBudget = (row: BudgetColumns) => row.budgetDayMicro !== null || row.budgetWeekMicro !== null || row.budgetMonthMicro !== null;
+const hasBudget = (row: BudgetColumns) =>
+  row.budgetDayMicro !== null || row.budgetWeekMicro !== null || row.budgetMonthMicro !== null;
 
 export interface BudgetState {
   period: BudgetPeriod;
@@ -39,13 +40,19 @@ export async function budgetSnapshots(
   const zone = new Map(accounts.map((a) => [a.id, a.timeZone]));
   const subjects: { id: string; accountId: string; keyId: string; row: BudgetColumns }[] = [];
   for (const a of accounts) if (hasBudget(a)) subjects.push({ id: a.id, accountId: a.id, keyId: "", row: a });
-  for (const k of keys) if (k.status === "active" && hasBudget(k)) subjects.push({ id: k.id, accountId: k.accountId, keyId: k.id, row: k });
+  for (const k of keys)
+    if (k.status === "active" && hasBudget(k)) subjects.push({ id: k.id, accountId: k.accountId, keyId: k.id, row: k });
   if (subjects.length === 0) return out;
   const states = await currentBudgets(prisma, subjects, zone, calendar);
   for (const s of subjects) {
     const b: Budgets = {};
     for (const st of states.get(s.id) ?? []) {
-      b[st.period] = { limit: st.limit.toString(), start: st.start.toISOString(), end: st.end.toISOString(), spent: st.spent.toString() };
+      b[st.period] = {
+        limit: st.limit.toString(),
+        start: st.start.toISOString(),
+        end: st.end.toISOString(),
+        spent: st.spent.toString(),
+      };
     }
     out.set(s.id, b);
   }
@@ -82,9 +89,15 @@ export async function currentBudgets(
   }
   if (wanted.length === 0) return out;
   const rows = await prisma.spendPeriod.findMany({
-    where: { accountId: { in: [...new Set(subjects.map((s) => s.accountId))] }, periodStart: { gte: new Date(earliest) } },
+    where: {
+      accountId: { in: [...new Set(subjects.map((s) => s.accountId))] },
+      periodStart: { gte: new Date(earliest) },
+    },
   });
-  const spent = new Map(rows.map((r) => [`${r.accountId} ${r.keyId} ${r.period} ${r.periodStart.getTime()}`, r.spentMicro]));
-  for (const w of wanted) w.state.spent = spent.get(`${w.accountId} ${w.keyId} ${w.state.period} ${w.state.start.getTime()}`) ?? 0n;
+  const spent = new Map(
+    rows.map((r) => [`${r.accountId} ${r.keyId} ${r.period} ${r.periodStart.getTime()}`, r.spentMicro]),
+  );
+  for (const w of wanted)
+    w.state.spent = spent.get(`${w.accountId} ${w.keyId} ${w.state.period} ${w.state.start.getTime()}`) ?? 0n;
   return out;
 }

@@ -17,33 +17,64 @@ models:
 describe("config file", () => {
   it("parses the documented YAML shape and reads ${VAR} from the environment", () => {
     const c = parseConfig(yaml, { OPENAI_API_KEY: "sk-up" });
-    expect(c.upstreams[0]).toEqual({ name: "openai-main", protocol: "openai", baseUrl: "http://127.0.0.1:9000/v1", apiKey: "sk-up" });
+    expect(c.upstreams[0]).toEqual({
+      name: "openai-main",
+      protocol: "openai",
+      baseUrl: "http://127.0.0.1:9000/v1",
+      apiKey: "sk-up",
+    });
     expect(c.models[0]!.price).toEqual({ input: 0.15, output: 0.6 });
-    expect(c.models[0]!.routes[0]).toEqual({ upstream: "openai-main", model: "gpt-4o-mini-2024-07-18", weight: 1, priority: 0 });
+    expect(c.models[0]!.routes[0]).toEqual({
+      upstream: "openai-main",
+      model: "gpt-4o-mini-2024-07-18",
+      weight: 1,
+      priority: 0,
+    });
   });
   it("accepts JSON too", () => {
-    const c = parseConfig(JSON.stringify({ upstreams: [{ name: "u", protocol: "anthropic", baseUrl: "http://h/v1" }], models: [] }));
+    const c = parseConfig(
+      JSON.stringify({ upstreams: [{ name: "u", protocol: "anthropic", baseUrl: "http://h/v1" }], models: [] }),
+    );
     expect(c.upstreams[0]!.protocol).toBe("anthropic");
   });
   it("refuses a missing variable, an unknown upstream and unknown fields, naming them", () => {
     expect(() => parseConfig(yaml, {})).toThrow(/OPENAI_API_KEY/);
-    expect(() => parseConfig(yaml.replace("upstream: openai-main", "upstream: nope"), { OPENAI_API_KEY: "x" })).toThrow(/unknown upstream nope/);
-    expect(() => parseConfig("upstreams:\n  - name: a\n    protocol: openai\n    baseUrl: http://h/v1\n    colour: red\n")).toThrow(/upstreams.0/);
-    expect(() => parseConfig("upstreams:\n  - name: a\n    protocol: grpc\n    baseUrl: http://h/v1\n")).toThrow(/protocol/);
+    expect(() => parseConfig(yaml.replace("upstream: openai-main", "upstream: nope"), { OPENAI_API_KEY: "x" })).toThrow(
+      /unknown upstream nope/,
+    );
+    expect(() =>
+      parseConfig("upstreams:\n  - name: a\n    protocol: openai\n    baseUrl: http://h/v1\n    colour: red\n"),
+    ).toThrow(/upstreams.0/);
+    expect(() => parseConfig("upstreams:\n  - name: a\n    protocol: grpc\n    baseUrl: http://h/v1\n")).toThrow(
+      /protocol/,
+    );
   });
   it("reads a model's type (chat by default) and refuses an embedding model routed to an upstream that makes none", () => {
     expect(parseConfig(yaml, { OPENAI_API_KEY: "x" }).models[0]!.type).toBe("chat");
     const embedding = yaml.replace("reasoning: false", "type: embedding");
     expect(parseConfig(embedding, { OPENAI_API_KEY: "x" }).models[0]!.type).toBe("embedding");
-    expect(() => parseConfig(embedding.replace("protocol: openai", "protocol: anthropic"), { OPENAI_API_KEY: "x" })).toThrow(/embedding model gpt-4o-mini-2024-07-18 routes to upstream openai-main, whose protocol anthropic/);
-    expect(() => parseConfig(yaml.replace("reasoning: false", "type: vision"), { OPENAI_API_KEY: "x" })).toThrow(/type/);
+    expect(() =>
+      parseConfig(embedding.replace("protocol: openai", "protocol: anthropic"), { OPENAI_API_KEY: "x" }),
+    ).toThrow(/embedding model gpt-4o-mini-2024-07-18 routes to upstream openai-main, whose protocol anthropic/);
+    expect(() => parseConfig(yaml.replace("reasoning: false", "type: vision"), { OPENAI_API_KEY: "x" })).toThrow(
+      /type/,
+    );
   });
   it("refuses a model without a price, or with input or output left out; an explicit 0 is accepted", () => {
     const env = { OPENAI_API_KEY: "x" };
-    expect(() => parseConfig(yaml.replace("    price: { input: 0.15, output: 0.60 }\n", ""), env)).toThrow(/models.0.price/);
-    expect(() => parseConfig(yaml.replace("{ input: 0.15, output: 0.60 }", "{ input: 0.15 }"), env)).toThrow(/models.0.price.output/);
-    expect(() => parseConfig(yaml.replace("{ input: 0.15, output: 0.60 }", "{ input: '', output: 1 }"), env)).toThrow(/models.0.price.input/);
-    const free = parseConfig(yaml.replace("{ input: 0.15, output: 0.60 }", "{ input: 0, output: 0, cacheWrite5m: 0.2, cacheWrite1h: '0.3' }"), env);
+    expect(() => parseConfig(yaml.replace("    price: { input: 0.15, output: 0.60 }\n", ""), env)).toThrow(
+      /models.0.price/,
+    );
+    expect(() => parseConfig(yaml.replace("{ input: 0.15, output: 0.60 }", "{ input: 0.15 }"), env)).toThrow(
+      /models.0.price.output/,
+    );
+    expect(() => parseConfig(yaml.replace("{ input: 0.15, output: 0.60 }", "{ input: '', output: 1 }"), env)).toThrow(
+      /models.0.price.input/,
+    );
+    const free = parseConfig(
+      yaml.replace("{ input: 0.15, output: 0.60 }", "{ input: 0, output: 0, cacheWrite5m: 0.2, cacheWrite1h: '0.3' }"),
+      env,
+    );
     expect(free.models[0]!.price).toEqual({ input: 0, output: 0, cacheWrite5m: 0.2, cacheWrite1h: "0.3" });
   });
 });

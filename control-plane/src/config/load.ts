@@ -22,10 +22,13 @@ export function parseConfig(text: string, env: NodeJS.ProcessEnv = process.env):
   for (const m of result.data.models) {
     for (const r of m.routes) {
       const protocol = protocolOf.get(r.upstream);
-      if (protocol === undefined) throw new Error(`invalid gateway config: model ${m.id} routes to unknown upstream ${r.upstream}`);
+      if (protocol === undefined)
+        throw new Error(`invalid gateway config: model ${m.id} routes to unknown upstream ${r.upstream}`);
       // Only OpenAI and Gemini upstreams make embeddings.
       if (m.type === "embedding" && protocol !== "openai" && protocol !== "gemini") {
-        throw new Error(`invalid gateway config: embedding model ${m.id} routes to upstream ${r.upstream}, whose protocol ${protocol} makes no embeddings (use openai or gemini)`);
+        throw new Error(
+          `invalid gateway config: embedding model ${m.id} routes to upstream ${r.upstream}, whose protocol ${protocol} makes no embeddings (use openai or gemini)`,
+        );
       }
     }
   }

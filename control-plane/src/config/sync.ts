@@ -26,7 +26,11 @@ export const demoConfig = (): GatewayConfig => ({
  * their routes replaced; records the file once declared but no longer does are removed. Records created
  * through the API (source "api") are left alone, so the file and the API can edit side by side.
  */
-export async function syncConfig(ctx: ServiceContext, config: GatewayConfig, source: "config" | "builtin" = "config"): Promise<void> {
+export async function syncConfig(
+  ctx: ServiceContext,
+  config: GatewayConfig,
+  source: "config" | "builtin" = "config",
+): Promise<void> {
   await ctx.prisma.$transaction(async (tx) => {
     const upstreamIds = new Map<string, string>();
     for (const u of config.upstreams) {
@@ -41,7 +45,11 @@ export async function syncConfig(ctx: ServiceContext, config: GatewayConfig, sou
         enabled: true,
         source,
       };
-      const row = await tx.upstream.upsert({ where: { name: u.name }, create: { name: u.name, ...data }, update: data });
+      const row = await tx.upstream.upsert({
+        where: { name: u.name },
+        create: { name: u.name, ...data },
+        update: data,
+      });
       upstreamIds.set(u.name, row.id);
     }
     for (const m of config.models) {
@@ -60,11 +68,19 @@ export async function syncConfig(ctx: ServiceContext, config: GatewayConfig, sou
       await tx.model.upsert({ where: { id: m.id }, create: { id: m.id, ...data }, update: data });
       await tx.route.deleteMany({ where: { modelId: m.id } });
       await tx.route.createMany({
-        data: m.routes.map((r) => ({ modelId: m.id, upstreamId: upstreamIds.get(r.upstream)!, upstreamModel: r.model, weight: r.weight, priority: r.priority })),
+        data: m.routes.map((r) => ({
+          modelId: m.id,
+          upstreamId: upstreamIds.get(r.upstream)!,
+          upstreamModel: r.model,
+          weight: r.weight,
+          priority: r.priority,
+        })),
       });
     }
     const models = await tx.model.deleteMany({ where: { source, id: { notIn: config.models.map((m) => m.id) } } });
-    const upstreams = await tx.upstream.deleteMany({ where: { source, name: { notIn: config.upstreams.map((u) => u.name) } } });
+    const upstreams = await tx.upstream.deleteMany({
+      where: { source, name: { notIn: config.upstreams.map((u) => u.name) } },
+    });
     // The file's catalogue as applied (start-up, hot reload, SIGHUP): names and IDs only, never a credential.
     if (source === "config") {
       await audit(tx, ctx.actor, {

@@ -19,7 +19,12 @@ export interface ConfigWatcher {
 /** Editors save by writing a new file and renaming it over the old one: a burst of events, one reload. */
 const DEBOUNCE_MS = 100;
 
-export function watchConfig(ctx: ServiceContext, path: string, logger: Logger, env: NodeJS.ProcessEnv = process.env): ConfigWatcher {
+export function watchConfig(
+  ctx: ServiceContext,
+  path: string,
+  logger: Logger,
+  env: NodeJS.ProcessEnv = process.env,
+): ConfigWatcher {
   const digest = (text: string) => createHash("sha256").update(text).digest("hex");
   let applied = (() => {
     try {
@@ -36,7 +41,10 @@ export function watchConfig(ctx: ServiceContext, path: string, logger: Logger, e
       try {
         text = readFileSync(path, "utf8");
       } catch (err) {
-        logger.error({ config: path, reason, err: (err as Error).message }, "config reload refused: the file cannot be read; the running config stays");
+        logger.error(
+          { config: path, reason, err: (err as Error).message },
+          "config reload refused: the file cannot be read; the running config stays",
+        );
         return "invalid";
       }
       const hash = digest(text);
@@ -45,17 +53,26 @@ export function watchConfig(ctx: ServiceContext, path: string, logger: Logger, e
       try {
         config = parseConfig(text, env);
       } catch (err) {
-        logger.error({ config: path, reason, err: (err as Error).message }, "config reload refused; the running config stays");
+        logger.error(
+          { config: path, reason, err: (err as Error).message },
+          "config reload refused; the running config stays",
+        );
         return "invalid";
       }
       try {
         await syncConfig(ctx, config);
       } catch (err) {
-        logger.error({ config: path, reason, err: (err as Error).message }, "config reload failed to apply (rolled back); the running config stays");
+        logger.error(
+          { config: path, reason, err: (err as Error).message },
+          "config reload failed to apply (rolled back); the running config stays",
+        );
         return "invalid";
       }
       applied = hash;
-      logger.info({ config: path, reason, upstreams: config.upstreams.length, models: config.models.length }, "config reloaded");
+      logger.info(
+        { config: path, reason, upstreams: config.upstreams.length, models: config.models.length },
+        "config reloaded",
+      );
       return "applied";
     });
     queue = run.catch(() => undefined);
@@ -77,7 +94,9 @@ export function watchConfig(ctx: ServiceContext, path: string, logger: Logger, e
     watcher = watch(dirname(path), (_event, file) => {
       if (file === null || file === name) schedule("file changed");
     });
-    watcher.on("error", (err) => logger.warn({ config: path, err: err.message }, "config file watch failed; SIGHUP still reloads"));
+    watcher.on("error", (err) =>
+      logger.warn({ config: path, err: err.message }, "config file watch failed; SIGHUP still reloads"),
+    );
   } catch (err) {
     logger.warn({ config: path, err: (err as Error).message }, "cannot watch the config file; SIGHUP reloads it");
   }

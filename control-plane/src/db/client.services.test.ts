@@ -17,10 +17,15 @@ it("survives Postgres terminating its idle connections and queries again", async
   try {
     const admin = new pg.Client({ connectionString: adminUrl });
     await admin.connect();
-    const { rows } = await admin.query("SELECT pg_terminate_backend(pid) AS t FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", [db.name]);
+    const { rows } = await admin.query(
+      "SELECT pg_terminate_backend(pid) AS t FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
+      [db.name],
+    );
     await admin.end();
     expect(rows.length).toBeGreaterThan(0);
-    const noWarning = new Promise<string>((resolve) => setTimeout(() => resolve("no warning within 5 s"), 5_000).unref());
+    const noWarning = new Promise<string>((resolve) =>
+      setTimeout(() => resolve("no warning within 5 s"), 5_000).unref(),
+    );
     expect(await Promise.race([warned, noWarning])).toMatch(/idle connection ended/);
     expect(await db.db.prisma.$queryRawUnsafe<{ one: number }[]>("SELECT 1 AS one")).toEqual([{ one: 1 }]);
   } finally {

@@ -33,7 +33,9 @@ async function openPostgres(url: string): Promise<Database> {
   // An idle connection that Postgres ends (a restart, a failover, an administrator's terminate) is reported
   // on the pool; with no listener that would be an uncaught exception and take the process down. The pool
   // opens a new connection on the next query, so a warning is all it needs.
-  pool.on("error", (err) => process.emitWarning(`postgres: an idle connection ended (${err.message}); the next query opens a new one`));
+  pool.on("error", (err) =>
+    process.emitWarning(`postgres: an idle connection ended (${err.message}); the next query opens a new one`),
+  );
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
   const sql: SqlRunner = {
     async transaction(fn) {

@@ -5,7 +5,15 @@ import type { ExportFormat, Prisma } from "../generated/prisma/client.ts";
 import type { ServiceContext } from "../services/context.ts";
 import { AppError } from "../services/errors.ts";
 import { usageWhere, type UsageFilter } from "../stats/usage-log.ts";
-import { AUDIT_COLUMNS, auditRecord, auditWhere, loadAuditFilter, storeAuditFilter, type AuditFilter, type StoredAuditFilter } from "../audit/query.ts";
+import {
+  AUDIT_COLUMNS,
+  auditRecord,
+  auditWhere,
+  loadAuditFilter,
+  storeAuditFilter,
+  type AuditFilter,
+  type StoredAuditFilter,
+} from "../audit/query.ts";
 import { csvCell, csvHeader, csvLine, jsonLine } from "./format.ts";
 
 // Exports run in the background: the usage log is read in keyset-paginated batches ordered by (started_at, id)
@@ -14,7 +22,8 @@ import { csvCell, csvHeader, csvLine, jsonLine } from "./format.ts";
 export const BATCH = 2_000;
 export const MAX_ACTIVE_PER_ACCOUNT = 2;
 
-const positive = (v: string | undefined, d: number) => (v && Number.isFinite(Number(v)) && Number(v) > 0 ? Number(v) : d);
+const positive = (v: string | undefined, d: number) =>
+  v && Number.isFinite(Number(v)) && Number(v) > 0 ? Number(v) : d;
 /** Exports an account may keep at once (MODELGATE_EXPORTS_PER_ACCOUNT, default 20); older ones expire first. */
 export const maxKeptPerAccount = () => positive(process.env.MODELGATE_EXPORTS_PER_ACCOUNT, 20);
 /** How long an export (its row and its file) is kept after it finished (MODELGATE_EXPORT_RETENTION_HOURS, default 24). */
@@ -79,7 +88,10 @@ export async function startExport(
   await pruneExports(ctx);
   const kept = await ctx.prisma.export.count({ where: { accountId: input.accountId } });
   if (kept >= maxKeptPerAccount()) {
-    throw new AppError("LIMIT_EXCEEDED", `this account keeps ${kept} exports, the most it may (${maxKeptPerAccount()}); each is deleted ${Math.round(retentionMs() / 3600_000)} h after it finished`);
+    throw new AppError(
+      "LIMIT_EXCEEDED",
+      `this account keeps ${kept} exports, the most it may (${maxKeptPerAccount()}); each is deleted ${Math.round(retentionMs() / 3600_000)} h after it finished`,
+    );
   }
   const row = await ctx.prisma.export.create({
     data: {
@@ -103,14 +115,19 @@ export async function startAuditExport(
 ) {
   const filter = { ...input.filter, accountId: input.accountId ?? input.filter.accountId ?? null };
   auditWhere(filter); // validates the filter before anything is stored
-  const active = await ctx.prisma.export.count({ where: { accountId: input.accountId, status: { in: ["pending", "running"] } } });
+  const active = await ctx.prisma.export.count({
+    where: { accountId: input.accountId, status: { in: ["pending", "running"] } },
+  });
   if (active >= MAX_ACTIVE_PER_ACCOUNT) {
     throw new AppError("TOO_MANY_REQUESTS", "wait for the running exports to finish before starting another");
   }
   await pruneExports(ctx);
   const kept = await ctx.prisma.export.count({ where: { accountId: input.accountId } });
   if (kept >= maxKeptPerAccount()) {
-    throw new AppError("LIMIT_EXCEEDED", `${kept} exports are kept, the most allowed (${maxKeptPerAccount()}); each is deleted ${Math.round(retentionMs() / 3600_000)} h after it finished`);
+    throw new AppError(
+      "LIMIT_EXCEEDED",
+      `${kept} exports are kept, the most allowed (${maxKeptPerAccount()}); each is deleted ${Math.round(retentionMs() / 3600_000)} h after it finished`,
+    );
   }
   const row = await ctx.prisma.export.create({
     data: {
@@ -131,7 +148,11 @@ function schedule(ctx: Ctx, id: string) {
       await ctx.prisma.export
         .update({
           where: { id },
-          data: { status: "failed", error: err instanceof Error ? err.message.slice(0, 500) : "export failed", finishedAt: new Date() },
+          data: {
+            status: "failed",
+            error: err instanceof Error ? err.message.slice(0, 500) : "export failed",
+            finishedAt: new Date(),
+          },
         })
         .catch(() => undefined);
     })
@@ -145,7 +166,13 @@ function schedule(ctx: Ctx, id: string) {
  */
 export async function pruneExports(ctx: Ctx, now = Date.now()): Promise<number> {
   const old = await ctx.prisma.export.findMany({
-    where: { status: { in: ["ready", "failed"] }, OR: [{ finishedAt: { lt: new Date(now - retentionMs()) } }, { finishedAt: null, createdAt: { lt: new Date(now - retentionMs()) } }] },
+    where: {
+      status: { in: ["ready", "failed"] },
+      OR: [
+        { finishedAt: { lt: new Date(now - retentionMs()) } },
+        { finishedAt: null, createdAt: { lt: new Date(now - retentionMs()) } },
+      ],
+    },
     select: { id: true, format: true },
     take: 1_000,
   });
@@ -167,7 +194,10 @@ export function startExportRetention(ctx: Ctx, onError: (err: unknown) => void):
 
 /** Picks up exports left pending or running by a previous process (call once at start-up). */
 export async function resumeExports(ctx: Ctx) {
-  const stale = await ctx.prisma.export.findMany({ where: { status: { in: ["pending", "running"] } }, select: { id: true } });
+  const stale = await ctx.prisma.export.findMany({
+    where: { status: { in: ["pending", "running"] } },
+    select: { id: true },
+  });
   for (const e of stale) schedule(ctx, e.id);
   return stale.length;
 }
@@ -221,7 +251,9 @@ export async function runExport(ctx: Ctx, id: string) {
           ? {
               AND: [
                 base,
-                { OR: [{ startedAt: { gt: cursor.startedAt } }, { startedAt: cursor.startedAt, id: { gt: cursor.id } }] },
+                {
+                  OR: [{ startedAt: { gt: cursor.startedAt } }, { startedAt: cursor.startedAt, id: { gt: cursor.id } }],
+                },
               ],
             }
           : base,
@@ -272,7 +304,14 @@ async function runAuditExport(ctx: Ctx, job: Awaited<ReturnType<Ctx["prisma"]["e
     for (;;) {
       const rows: Awaited<ReturnType<typeof ctx.prisma.auditLog.findMany>> = await ctx.prisma.auditLog.findMany({
         where: cursor
-          ? { AND: [base, { OR: [{ createdAt: { gt: cursor.createdAt } }, { createdAt: cursor.createdAt, id: { gt: cursor.id } }] }] }
+          ? {
+              AND: [
+                base,
+                {
+                  OR: [{ createdAt: { gt: cursor.createdAt } }, { createdAt: cursor.createdAt, id: { gt: cursor.id } }],
+                },
+              ],
+            }
           : base,
         orderBy: [{ createdAt: "asc" }, { id: "asc" }],
         take: BATCH,

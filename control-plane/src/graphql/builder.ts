@@ -38,7 +38,9 @@ export const builder = new SchemaBuilder<{
     validationError: (error) => {
       const issue = error.issues[0];
       const field = [...(issue?.path ?? [])].reverse().find((p) => typeof p === "string");
-      return new GraphQLError(issue?.message ?? "invalid input", { extensions: { code: "BAD_USER_INPUT", ...(field ? { field } : {}) } });
+      return new GraphQLError(issue?.message ?? "invalid input", {
+        extensions: { code: "BAD_USER_INPUT", ...(field ? { field } : {}) },
+      });
     },
   },
   defaultFieldNullability: false,
@@ -66,14 +68,18 @@ builder.scalarType("DateTime", {
   serialize: (d) => d.toISOString(),
   parseValue: (v) => {
     if (typeof v !== "string" || !/^\d{4}-\d{2}-\d{2}T/.test(v) || !/(Z|[+-]\d{2}:?\d{2})$/.test(v)) {
-      throw new GraphQLError("a DateTime is ISO 8601 text with a time zone", { extensions: { code: "BAD_USER_INPUT" } });
+      throw new GraphQLError("a DateTime is ISO 8601 text with a time zone", {
+        extensions: { code: "BAD_USER_INPUT" },
+      });
     }
     const d = new Date(v);
-    if (Number.isNaN(d.getTime())) throw new GraphQLError("not a valid DateTime", { extensions: { code: "BAD_USER_INPUT" } });
+    if (Number.isNaN(d.getTime()))
+      throw new GraphQLError("not a valid DateTime", { extensions: { code: "BAD_USER_INPUT" } });
     return d;
   },
   parseLiteral: (ast) => {
-    if (ast.kind !== Kind.STRING) throw new GraphQLError("a DateTime is a string", { extensions: { code: "BAD_USER_INPUT" } });
+    if (ast.kind !== Kind.STRING)
+      throw new GraphQLError("a DateTime is a string", { extensions: { code: "BAD_USER_INPUT" } });
     const d = new Date(ast.value);
     if (Number.isNaN(d.getTime()) || !/(Z|[+-]\d{2}:?\d{2})$/.test(ast.value)) {
       throw new GraphQLError("not a valid DateTime", { extensions: { code: "BAD_USER_INPUT" } });

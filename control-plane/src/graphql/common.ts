@@ -26,7 +26,8 @@ export function accountIdFor(ctx: GqlContext, requested: string | null | undefin
   const p = principalOf(ctx);
   if (isOperator(ctx)) {
     const id = requested ?? p.user.accountId;
-    if (!id) throw new GraphQLError("operators must name the account (accountId)", { extensions: { code: "BAD_USER_INPUT" } });
+    if (!id)
+      throw new GraphQLError("operators must name the account (accountId)", { extensions: { code: "BAD_USER_INPUT" } });
     return checkId(id, "account");
   }
   const own = p.user.accountId;

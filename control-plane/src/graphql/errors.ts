@@ -12,18 +12,22 @@ function classify(err: unknown): { code: string; message: string; extra?: Record
   if (err instanceof NotFoundError) return { code: "NOT_FOUND", message: err.message };
   if (err instanceof AmountError) return { code: "BAD_USER_INPUT", message: err.message };
   // a sum the database cannot hold (a balance pushed past BIGINT): the request's fault, and nothing was written
-  if (err instanceof Error && /out of range|22003/.test(`${err.message} ${(err as { cause?: unknown }).cause ?? ""}`)) return { code: "BAD_USER_INPUT", message: "the amount is out of range" };
+  if (err instanceof Error && /out of range|22003/.test(`${err.message} ${(err as { cause?: unknown }).cause ?? ""}`))
+    return { code: "BAD_USER_INPUT", message: "the amount is out of range" };
   if (err instanceof Prisma.PrismaClientKnownRequestError) {
     if (err.code === "P2002") return { code: "CONFLICT", message: "this already exists" };
     if (err.code === "P2025" || err.code === "P2001") return { code: "NOT_FOUND", message: "not found" };
-    if (err.code === "P2003") return { code: "BAD_USER_INPUT", message: "this refers to something that does not exist" };
+    if (err.code === "P2003")
+      return { code: "BAD_USER_INPUT", message: "this refers to something that does not exist" };
   }
   return null;
 }
 
 export function logInternal(err: unknown) {
   const e = err instanceof Error ? { name: err.name, message: err.message, stack: err.stack } : { value: String(err) };
-  process.stderr.write(`${JSON.stringify({ level: "error", time: new Date().toISOString(), msg: "graphql internal error", err: e })}\n`);
+  process.stderr.write(
+    `${JSON.stringify({ level: "error", time: new Date().toISOString(), msg: "graphql internal error", err: e })}\n`,
+  );
 }
 
 /**
@@ -39,7 +43,10 @@ export function maskError(error: unknown, message: string): Error {
     if (!orig || isGraphQLError(orig)) {
       if (error.extensions?.code) return error;
       const inner = isGraphQLError(orig) ? orig.extensions : {};
-      return new GraphQLError(error.message, { ...at, extensions: { ...error.extensions, code: inner.code ?? "BAD_USER_INPUT" } });
+      return new GraphQLError(error.message, {
+        ...at,
+        extensions: { ...error.extensions, code: inner.code ?? "BAD_USER_INPUT" },
+      });
     }
     const known = classify(orig);
     if (known) return new GraphQLError(known.message, { ...at, extensions: { code: known.code, ...known.extra } });

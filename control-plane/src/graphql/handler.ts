@@ -37,7 +37,11 @@ const tokenScopePlugin: Plugin = {
     if (!scopes.includes(need)) {
       setResultAndStopExecution({
         // (With no data at all, yoga would answer 500 unless the error names its status.)
-        errors: [new GraphQLError(`this access token lacks the '${need}' scope`, { extensions: { code: "FORBIDDEN", http: { status: 403 } } })],
+        errors: [
+          new GraphQLError(`this access token lacks the '${need}' scope`, {
+            extensions: { code: "FORBIDDEN", http: { status: 403 } },
+          }),
+        ],
       });
     }
   },
@@ -48,7 +52,22 @@ const requestIdPlugin: Plugin<object, ServerContext> = {
   onResultProcess({ result, setResult, serverContext }) {
     const id = serverContext.requestId;
     const tag = (r: ExecutionResult): ExecutionResult =>
-      r.errors?.length ? { ...r, errors: r.errors.map((e) => new GraphQLError(e.message, { nodes: e.nodes, source: e.source, positions: e.positions, path: e.path, originalError: e.originalError, extensions: { ...e.extensions, requestId: id } })) } : r;
+      r.errors?.length
+        ? {
+            ...r,
+            errors: r.errors.map(
+              (e) =>
+                new GraphQLError(e.message, {
+                  nodes: e.nodes,
+                  source: e.source,
+                  positions: e.positions,
+                  path: e.path,
+                  originalError: e.originalError,
+                  extensions: { ...e.extensions, requestId: id },
+                }),
+            ),
+          }
+        : r;
     if (Array.isArray(result)) setResult(result.map(tag));
     else if (result && !(Symbol.asyncIterator in result)) setResult(tag(result as ExecutionResult));
   },
@@ -63,7 +82,10 @@ const cookiePlugin: Plugin<object, ServerContext> = {
 function refuse(res: ServerResponse, status: number, code: string, message: string) {
   const requestId = res.getHeader("x-gateway-request-id");
   const body = JSON.stringify({ errors: [{ message, extensions: { code, requestId } }] });
-  res.writeHead(status, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(body) });
+  res.writeHead(status, {
+    "content-type": "application/json; charset=utf-8",
+    "content-length": Buffer.byteLength(body),
+  });
   res.end(body);
 }
 
@@ -83,7 +105,13 @@ export function createGraphqlHandler(app: AppContext): (req: IncomingMessage, re
     // internal errors are logged once by maskError (structured, without request data)
     logging: false,
     maskedErrors: { maskError: (error, message) => maskError(error, message) },
-    plugins: [...limitPlugins(graphqlLimitsFrom(process.env, app.dev)), tokenScopePlugin, cookiePlugin, requestIdPlugin, tracingPlugin],
+    plugins: [
+      ...limitPlugins(graphqlLimitsFrom(process.env, app.dev)),
+      tokenScopePlugin,
+      cookiePlugin,
+      requestIdPlugin,
+      tracingPlugin,
+    ],
     context: async ({ request, cookies, req }): Promise<GqlContext> => {
       const origin = requestOrigin(req);
       const auth = await authenticate(app.prisma, {
@@ -92,7 +120,10 @@ export function createGraphqlHandler(app: AppContext): (req: IncomingMessage, re
       });
       const setSessionCookie = (token: string | null) =>
         cookies.push(
-          serializeSessionCookie(token ?? "", { secure: app.secureCookies || origin.https, maxAge: token ? Math.floor(SESSION_TTL_MS / 1000) : 0 }),
+          serializeSessionCookie(token ?? "", {
+            secure: app.secureCookies || origin.https,
+            maxAge: token ? Math.floor(SESSION_TTL_MS / 1000) : 0,
+          }),
         );
       if (auth.clearCookie) setSessionCookie(null);
       if (auth.error) {
@@ -118,10 +149,12 @@ export function createGraphqlHandler(app: AppContext): (req: IncomingMessage, re
       const length = Number(req.headers["content-length"] ?? 0);
       if (length > MAX_BODY_BYTES) return refuse(res, 413, "PAYLOAD_TOO_LARGE", "the request body is too large");
     }
-    await (yoga.requestListener as unknown as (req: IncomingMessage, res: ServerResponse, ctx: { cookies: string[]; requestId: string }) => Promise<void>)(
-      req,
-      res,
-      { cookies: [], requestId },
-    );
+    await (
+      yoga.requestListener as unknown as (
+        req: IncomingMessage,
+        res: ServerResponse,
+        ctx: { cookies: string[]; requestId: string },
+      ) => Promise<void>
+    )(req, res, { cookies: [], requestId });
   };
 }

@@ -28,16 +28,24 @@ const fanOut = (n: number) =>
 describe("database cost", () => {
   it("prices the fields that hit the database, with aliases and pages multiplying them", () => {
     expect(codes("{ wallet { spentToday spentThisMonth } }")).toEqual([]);
-    const wallets = (k: number) => `{ ${Array.from({ length: k }, (_, i) => `w${i}: wallet { spentToday spentThisMonth }`).join(" ")} }`;
+    const wallets = (k: number) =>
+      `{ ${Array.from({ length: k }, (_, i) => `w${i}: wallet { spentToday spentThisMonth }`).join(" ")} }`;
     expect(codes(wallets(8))).toEqual([]); // 8 × 12
     expect(codes(wallets(9))).toEqual(["QUERY_TOO_COMPLEX"]);
-    expect(codes("{ a: usageStats(granularity: DAY) { requests } b: usageStats(granularity: DAY) { requests } }")).toEqual([]);
-    expect(codes("{ a: usageStats(granularity: HOUR) { requests } b: usageStats(granularity: HOUR) { requests } c: usageStats(granularity: HOUR) { requests } }")).toEqual(["QUERY_TOO_COMPLEX"]);
+    expect(
+      codes("{ a: usageStats(granularity: DAY) { requests } b: usageStats(granularity: DAY) { requests } }"),
+    ).toEqual([]);
+    expect(
+      codes(
+        "{ a: usageStats(granularity: HOUR) { requests } b: usageStats(granularity: HOUR) { requests } c: usageStats(granularity: HOUR) { requests } }",
+      ),
+    ).toEqual(["QUERY_TOO_COMPLEX"]);
   });
 
   it("counts a page size given as a variable as the default page", () => {
     expect(codes("{ usage(first: 20) { nodes { id } } }")).toEqual([]);
-    const pages = (k: number) => `query($n: Int) { ${Array.from({ length: k }, (_, i) => `p${i}: usage(first: $n) { nodes { id } }`).join(" ")} }`;
+    const pages = (k: number) =>
+      `query($n: Int) { ${Array.from({ length: k }, (_, i) => `p${i}: usage(first: $n) { nodes { id } }`).join(" ")} }`;
     expect(codes(pages(8))).toEqual([]); // 8 × (2 + 200 / 20)
     expect(codes(pages(9))).toEqual(["QUERY_TOO_COMPLEX"]);
   });
@@ -54,7 +62,10 @@ describe("every limit stays linear in the document, fragments included", () => {
   // fragment once. 150 fragments are about 1,500 tokens, within the default token limit.
   it("validates a 2^150 fragment fan-out at once", () => {
     const doc = parse(fanOut(150));
-    const report = { propagateOnRejection: false, onReject: [(ctx: ValidationContext | null, e: GraphQLError) => ctx?.reportError(e)] };
+    const report = {
+      propagateOnRejection: false,
+      onReject: [(ctx: ValidationContext | null, e: GraphQLError) => ctx?.reportError(e)],
+    };
     const rules = [
       ...specifiedRules,
       databaseCostRule(limits),

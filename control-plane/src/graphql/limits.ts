@@ -47,7 +47,8 @@ export function graphqlLimitsFrom(env: NodeJS.ProcessEnv, dev: boolean): Graphql
     maxCost: int(env.MODELGATE_GRAPHQL_MAX_COST, 20_000),
     maxDatabaseCost: int(env.MODELGATE_GRAPHQL_MAX_DB_COST, 300),
     defaultPage: 200,
-    introspection: env.MODELGATE_GRAPHQL_INTROSPECTION === undefined ? dev : env.MODELGATE_GRAPHQL_INTROSPECTION === "1",
+    introspection:
+      env.MODELGATE_GRAPHQL_INTROSPECTION === undefined ? dev : env.MODELGATE_GRAPHQL_INTROSPECTION === "1",
   };
 }
 
@@ -88,7 +89,10 @@ interface ArgReader {
   page(): number;
 }
 
-function argReader(args: readonly { name: { value: string }; value: ValueNode }[] | undefined, defaultPage: number): ArgReader {
+function argReader(
+  args: readonly { name: { value: string }; value: ValueNode }[] | undefined,
+  defaultPage: number,
+): ArgReader {
   const find = (name: string) => args?.find((a) => a.name.value === name)?.value;
   return {
     enumValue: (name) => {
@@ -103,7 +107,12 @@ function argReader(args: readonly { name: { value: string }; value: ValueNode }[
 }
 
 /** Database cost of a selection set; each fragment is priced once and reused (linear in the document). */
-export function databaseCost(set: SelectionSetNode, fragments: Map<string, FragmentDefinitionNode>, defaultPage: number, memo = new Map<string, number>()): number {
+export function databaseCost(
+  set: SelectionSetNode,
+  fragments: Map<string, FragmentDefinitionNode>,
+  defaultPage: number,
+  memo = new Map<string, number>(),
+): number {
   let cost = 0;
   for (const sel of set.selections) {
     if (sel.kind === Kind.FIELD) {
@@ -146,10 +155,13 @@ export function databaseCostRule(limits: Pick<GraphqlLimits, "maxDatabaseCost" |
         const cost = databaseCost(d.selectionSet, fragments, limits.defaultPage, memo);
         if (cost > limits.maxDatabaseCost) {
           context.reportError(
-            new GraphQLError(`the query would cost the database about ${cost} units; the limit is ${limits.maxDatabaseCost} (ask for fewer or smaller pages)`, {
-              nodes: [d],
-              extensions: { code: "QUERY_TOO_COMPLEX" },
-            }),
+            new GraphQLError(
+              `the query would cost the database about ${cost} units; the limit is ${limits.maxDatabaseCost} (ask for fewer or smaller pages)`,
+              {
+                nodes: [d],
+                extensions: { code: "QUERY_TOO_COMPLEX" },
+              },
+            ),
           );
         }
       }
@@ -165,7 +177,12 @@ export function databaseCostRule(limits: Pick<GraphqlLimits, "maxDatabaseCost" |
 const noIntrospectionRule = (context: ValidationContext): ASTVisitor => ({
   Field(node) {
     if (node.name.value === "__schema" || node.name.value === "__type") {
-      context.reportError(new GraphQLError("introspection is turned off on this server (MODELGATE_GRAPHQL_INTROSPECTION=1 turns it on); the schema is published as schema.graphql", { nodes: [node], extensions: { code: "INTROSPECTION_DISABLED" } }));
+      context.reportError(
+        new GraphQLError(
+          "introspection is turned off on this server (MODELGATE_GRAPHQL_INTROSPECTION=1 turns it on); the schema is published as schema.graphql",
+          { nodes: [node], extensions: { code: "INTROSPECTION_DISABLED" } },
+        ),
+      );
     }
   },
 });
@@ -180,10 +197,20 @@ export function limitPlugins(limits: GraphqlLimits): Plugin[] {
   const plugins: Plugin[] = [
     // tokens are counted while parsing: an oversized document is refused before it is even built
     maxTokensPlugin({ n: limits.maxTokens }),
-    maxDepthPlugin({ n: limits.maxDepth, ignoreIntrospection: false, flattenFragments: true, ...opts("QUERY_TOO_DEEP") }),
+    maxDepthPlugin({
+      n: limits.maxDepth,
+      ignoreIntrospection: false,
+      flattenFragments: true,
+      ...opts("QUERY_TOO_DEEP"),
+    }),
     maxAliasesPlugin({ n: limits.maxAliases, allowList: [], ...opts("TOO_MANY_ALIASES") }),
     maxDirectivesPlugin({ n: limits.maxDirectives, ...opts("TOO_MANY_DIRECTIVES") }),
-    costLimitPlugin({ maxCost: limits.maxCost, ignoreIntrospection: false, flattenFragments: true, ...opts("QUERY_TOO_COMPLEX") }),
+    costLimitPlugin({
+      maxCost: limits.maxCost,
+      ignoreIntrospection: false,
+      flattenFragments: true,
+      ...opts("QUERY_TOO_COMPLEX"),
+    }),
     {
       onValidate({ addValidationRule }) {
         addValidationRule(databaseCostRule(limits));

@@ -16,28 +16,40 @@ const json = (res: ServerResponse, status: number, body: unknown) => {
 export function createAdminRoute(ctx: ServiceContext, token: string) {
   return async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
     if (req.url !== "/api/admin") return false;
-    if (req.method !== "POST") return json(res, 405, { error: "use POST" }), true;
+    if (req.method !== "POST") return (json(res, 405, { error: "use POST" }), true);
     const auth = req.headers.authorization ?? "";
-    if (!auth.startsWith("Bearer ") || !sameToken(auth.slice(7), token)) return json(res, 401, { error: "bad admin token" }), true;
+    if (!auth.startsWith("Bearer ") || !sameToken(auth.slice(7), token))
+      return (json(res, 401, { error: "bad admin token" }), true);
     let body: { command?: string; args?: Record<string, unknown> };
     try {
       const chunks: Buffer[] = [];
       for await (const c of req as AsyncIterable<Buffer>) chunks.push(c);
       body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
     } catch {
-      return json(res, 400, { error: "body must be JSON" }), true;
+      return (json(res, 400, { error: "body must be JSON" }), true);
     }
-    if (!commandNames.includes(body.command as CommandName)) return json(res, 400, { error: `unknown command ${body.command}` }), true;
+    if (!commandNames.includes(body.command as CommandName))
+      return (json(res, 400, { error: `unknown command ${body.command}` }), true);
     try {
       const actor = { type: "admin_token" as const, address: requestOrigin(req).clientIp };
-      json(res, 200, { result: await runAdminCommand({ ...ctx, actor }, body.command as CommandName, body.args ?? {}) });
+      json(res, 200, {
+        result: await runAdminCommand({ ...ctx, actor }, body.command as CommandName, body.args ?? {}),
+      });
     } catch (err) {
       const status =
-        err instanceof UsageError ? 400
-        : err instanceof NotFoundError || (err as { code?: string }).code === "P2025" || (err instanceof AppError && err.code === "NOT_FOUND") ? 404
-        : err instanceof AppError ? (err.code === "CONFLICT" ? 409 : 400)
-        : (err as { code?: string }).code === "P2002" ? 409
-        : 500;
+        err instanceof UsageError
+          ? 400
+          : err instanceof NotFoundError ||
+              (err as { code?: string }).code === "P2025" ||
+              (err instanceof AppError && err.code === "NOT_FOUND")
+            ? 404
+            : err instanceof AppError
+              ? err.code === "CONFLICT"
+                ? 409
+                : 400
+              : (err as { code?: string }).code === "P2002"
+                ? 409
+                : 500;
       json(res, status, { error: status === 500 ? "internal error" : (err as Error).message });
     }
     return true;

@@ -11,7 +11,10 @@ const DOWNLOAD = /^\/api\/exports\/([0-9a-f-]{36})\/download$/i;
 
 function json(res: ServerResponse, status: number, code: string, message: string) {
   const body = JSON.stringify({ error: { code, message } });
-  res.writeHead(status, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(body) });
+  res.writeHead(status, {
+    "content-type": "application/json; charset=utf-8",
+    "content-length": Buffer.byteLength(body),
+  });
   res.end(body);
 }
 
@@ -30,7 +33,10 @@ export function createApiRoutes(app: AppContext): (req: IncomingMessage, res: Se
       json(res, 405, "METHOD_NOT_ALLOWED", "use GET");
       return true;
     }
-    const auth = await authenticate(app.prisma, { authorization: req.headers.authorization, cookie: req.headers.cookie });
+    const auth = await authenticate(app.prisma, {
+      authorization: req.headers.authorization,
+      cookie: req.headers.cookie,
+    });
     const p = auth.principal;
     if (!p || (p.tokenScopes && !p.tokenScopes.includes("read"))) {
       json(res, 401, "UNAUTHENTICATED", auth.error?.message ?? "sign in first");

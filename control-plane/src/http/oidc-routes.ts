@@ -13,7 +13,11 @@ const FLOW_PATH = "/auth/oidc";
 
 function json(res: ServerResponse, status: number, body: unknown) {
   const text = JSON.stringify(body);
-  res.writeHead(status, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(text), "cache-control": "no-store" });
+  res.writeHead(status, {
+    "content-type": "application/json; charset=utf-8",
+    "content-length": Buffer.byteLength(text),
+    "cache-control": "no-store",
+  });
   res.end(text);
 }
 
@@ -38,21 +42,36 @@ export function createOidcRoutes(sso: OidcSignIn | null, secureCookiesAlways: bo
       return true;
     }
     if (!sso || (url.pathname !== `${FLOW_PATH}/login` && url.pathname !== `${FLOW_PATH}/callback`)) {
-      json(res, 404, { error: { code: "NOT_FOUND", message: sso ? "no such route" : "single sign-on is not configured" } });
+      json(res, 404, {
+        error: { code: "NOT_FOUND", message: sso ? "no such route" : "single sign-on is not configured" },
+      });
       return true;
     }
     try {
       if (url.pathname === `${FLOW_PATH}/login`) {
         const { location, cookie } = await sso.start(url.searchParams.get("returnTo"));
-        redirect(res, location, [serializeCookie(FLOW_COOKIE, cookie, { secure: secureCookies, maxAge: FLOW_TTL_MS / 1000, path: FLOW_PATH })]);
+        redirect(res, location, [
+          serializeCookie(FLOW_COOKIE, cookie, { secure: secureCookies, maxAge: FLOW_TTL_MS / 1000, path: FLOW_PATH }),
+        ]);
         return true;
       }
       // The provider reports a refusal (the user cancelled, …) on the callback itself.
       const providerError = url.searchParams.get("error");
-      if (providerError) throw new OidcError(401, `The identity provider refused the sign-in: ${url.searchParams.get("error_description") ?? providerError}`);
-      const { token, returnTo, userId } = await sso.finish(url, parseCookies(req.headers.cookie).get(FLOW_COOKIE), requestOrigin(req).clientIp);
+      if (providerError)
+        throw new OidcError(
+          401,
+          `The identity provider refused the sign-in: ${url.searchParams.get("error_description") ?? providerError}`,
+        );
+      const { token, returnTo, userId } = await sso.finish(
+        url,
+        parseCookies(req.headers.cookie).get(FLOW_COOKIE),
+        requestOrigin(req).clientIp,
+      );
       logger.info({ userId }, "signed in through single sign-on");
-      redirect(res, returnTo, [clearFlow, serializeSessionCookie(token, { secure: secureCookies, maxAge: Math.floor(SESSION_TTL_MS / 1000) })]);
+      redirect(res, returnTo, [
+        clearFlow,
+        serializeSessionCookie(token, { secure: secureCookies, maxAge: Math.floor(SESSION_TTL_MS / 1000) }),
+      ]);
     } catch (err) {
       const known = err instanceof OidcError;
       logger.warn({ err: (err as Error).message, step: url.pathname }, "single sign-on failed");

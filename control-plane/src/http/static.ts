@@ -44,7 +44,8 @@ export function createStaticRoute(root = consoleDist) {
       return true;
     }
     if (!existsSync(join(root, "index.html"))) {
-      const body = "<!doctype html><title>modelgate</title><p>modelgate is running. The console is not built: run <code>npm run build -w console</code>.</p>";
+      const body =
+        "<!doctype html><title>modelgate</title><p>modelgate is running. The console is not built: run <code>npm run build -w console</code>.</p>";
       res.writeHead(200, { "content-type": "text/html; charset=utf-8", ...CONSOLE_SECURITY_HEADERS });
       res.end(body);
       return true;
@@ -58,7 +59,7 @@ export function createStaticRoute(root = consoleDist) {
       "cache-control": immutable ? "public, max-age=31536000, immutable" : "no-cache",
       ...CONSOLE_SECURITY_HEADERS,
     });
-    if (req.method === "HEAD") return res.end(), true;
+    if (req.method === "HEAD") return (res.end(), true);
     createReadStream(file).pipe(res);
     return true;
   };

@@ -1,6 +1,14 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { hostname } from "node:os";
-import { redisNames, usageShards, connectRedis, createLogger, createGatewayServer, initTracing, inSpan } from "@modelgate/data-plane";
+import {
+  redisNames,
+  usageShards,
+  connectRedis,
+  createLogger,
+  createGatewayServer,
+  initTracing,
+  inSpan,
+} from "@modelgate/data-plane";
 import { type AlertRunner, readBreakerReports } from "../alerts/runner.ts";
 import { chain, notFound } from "../http/app.ts";
 import { RedisPolicyBus } from "../snapshot/redis-bus.ts";
@@ -18,15 +26,22 @@ const logger = createLogger("modelgate-control-plane");
 const tracing = initTracing("modelgate-control-plane");
 const settings = readSettings(process.env, 8081);
 if (!settings.databaseUrl || !settings.redisUrl) {
-  console.error("DATABASE_URL and REDIS_URL are required for the control plane (distributed mode). For one process, use `npm start`.");
+  console.error(
+    "DATABASE_URL and REDIS_URL are required for the control plane (distributed mode). For one process, use `npm start`.",
+  );
   process.exit(2);
 }
-if (settings.tightened > 0) logger.warn({ dataDir: settings.dataDir, entries: settings.tightened }, "data directory was readable or writable by others; made it private (0700, files 0600)");
+if (settings.tightened > 0)
+  logger.warn(
+    { dataDir: settings.dataDir, entries: settings.tightened },
+    "data directory was readable or writable by others; made it private (0700, files 0600)",
+  );
 const names = redisNames();
 const redis = connectRedis(settings.redisUrl);
 const subscriber = connectRedis(settings.redisUrl);
 const consumerConn = connectRedis(settings.redisUrl);
-for (const r of [redis, subscriber, consumerConn]) r.on("error", (err) => logger.warn({ err: err.message }, "redis error"));
+for (const r of [redis, subscriber, consumerConn])
+  r.on("error", (err) => logger.warn({ err: err.message }, "redis error"));
 
 const core = await bootControlPlane(settings, new RedisPolicyBus(redis, names), logger);
 // The admin CLI writes to Postgres directly and asks for a publication round here.
@@ -38,7 +53,9 @@ redis.on("ready", () => core.publisher.changed());
 // A heartbeat every second (expiring after 15 s): replicas show its age in /readyz, so a stopped or frozen
 // control plane is visible even while they keep serving from their last snapshot.
 const beat = () => {
-  redis.set(names.controlHeartbeat, JSON.stringify({ at: Date.now(), pid: process.pid, host: hostname() }), "PX", 15_000).catch(() => undefined);
+  redis
+    .set(names.controlHeartbeat, JSON.stringify({ at: Date.now(), pid: process.pid, host: hostname() }), "PX", 15_000)
+    .catch(() => undefined);
 };
 beat();
 const heartbeat = setInterval(beat, 1_000);
@@ -56,7 +73,9 @@ const consumer = new RedisUsageConsumer(
   usageShards(names.prefix, settings.usageShards),
   `${hostname()}-${process.pid}`,
   async (events) => {
-    await inSpan(tracing, "modelgate.usage.settle", { "modelgate.usage.events": events.length }, () => settleUsageBatch(core.db, events));
+    await inSpan(tracing, "modelgate.usage.settle", { "modelgate.usage.events": events.length }, () =>
+      settleUsageBatch(core.db, events),
+    );
     core.publisher.settled();
     alerts.runner?.settled(events.map((e) => e.accountId));
   },
@@ -64,7 +83,9 @@ const consumer = new RedisUsageConsumer(
 );
 await consumer.start();
 
-const { routes, alerts: runner } = await controlPlaneRoutes(core.ctx, settings, logger, () => readBreakerReports(redis, names.breakerReports));
+const { routes, alerts: runner } = await controlPlaneRoutes(core.ctx, settings, logger, () =>
+  readBreakerReports(redis, names.breakerReports),
+);
 alerts.runner = runner;
 const health = async (req: IncomingMessage, res: ServerResponse) => {
   if (req.url !== "/healthz" && req.url !== "/readyz") return false;
@@ -76,15 +97,19 @@ const handler = chain([health, ...routes], notFound);
 const server = createGatewayServer((req, res) => void handler(req, res));
 server.listen(settings.port, settings.host, () => logger.info({ port: settings.port }, "control plane listening"));
 
-onShutdown(logger, async () => {
-  core.configWatcher?.stop();
-  await new Promise<void>((r) => server.close(() => r()));
-  await consumer.stop();
-  await alerts.runner?.stop();
-  await core.publisher.flush();
-  await exportsIdle();
-  core.publisher.stop();
-  await core.db.close();
-  for (const r of [redis, subscriber, consumerConn]) r.disconnect();
-  await tracing?.shutdown();
-}, server);
+onShutdown(
+  logger,
+  async () => {
+    core.configWatcher?.stop();
+    await new Promise<void>((r) => server.close(() => r()));
+    await consumer.stop();
+    await alerts.runner?.stop();
+    await core.publisher.flush();
+    await exportsIdle();
+    core.publisher.stop();
+    await core.db.close();
+    for (const r of [redis, subscriber, consumerConn]) r.disconnect();
+    await tracing?.shutdown();
+  },
+  server,
+);

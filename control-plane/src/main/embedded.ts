@@ -1,5 +1,14 @@
 import type { AddressInfo } from "node:net";
-import { SnapshotStore, InProcessUsageSink, createDataPlaneHandler, createGatewayServer, createDataPlaneOptions, createLogger, initTracing, inSpan } from "@modelgate/data-plane";
+import {
+  SnapshotStore,
+  InProcessUsageSink,
+  createDataPlaneHandler,
+  createGatewayServer,
+  createDataPlaneOptions,
+  createLogger,
+  initTracing,
+  inSpan,
+} from "@modelgate/data-plane";
 import { DEMO_MODEL_ID } from "../config/sync.ts";
 import type { AlertRunner } from "../alerts/runner.ts";
 import { chain, notFound } from "../http/app.ts";
@@ -18,7 +27,11 @@ const logger = createLogger("modelgate");
 const tracing = initTracing("modelgate");
 const settings = readSettings(process.env, 8080);
 settings.databaseUrl = undefined; // embedded mode always uses PGlite; DATABASE_URL selects distributed mode
-if (settings.tightened > 0) logger.warn({ dataDir: settings.dataDir, entries: settings.tightened }, "data directory was readable or writable by others; made it private (0700, files 0600)");
+if (settings.tightened > 0)
+  logger.warn(
+    { dataDir: settings.dataDir, entries: settings.tightened },
+    "data directory was readable or writable by others; made it private (0700, files 0600)",
+  );
 // One process at a time on the database: a second server, or the admin CLI opening it directly, is refused.
 try {
   lockDataDir(settings.dataDir, "server");
@@ -36,18 +49,28 @@ logger.debug({ entries: tighten(settings.dataDir) }, "database files made privat
 const alerts: { runner?: AlertRunner } = {};
 const usage = new InProcessUsageSink(
   async (events) => {
-    await inSpan(tracing, "modelgate.usage.settle", { "modelgate.usage.events": events.length }, () => settleUsageBatch(core.db, events));
+    await inSpan(tracing, "modelgate.usage.settle", { "modelgate.usage.events": events.length }, () =>
+      settleUsageBatch(core.db, events),
+    );
     core.publisher.settled(); // balances and spend moved: the touched keys and accounts are published
     alerts.runner?.settled(events.map((e) => e.accountId));
   },
   (err, events) => logger.error({ err, requestIds: events.map((e) => e.requestId) }, "usage settlement failed"),
 );
 let draining = false;
-const dataPlaneOptions = createDataPlaneOptions({ store, usage, logger, masterKey: settings.masterKey, ready: () => !draining });
+const dataPlaneOptions = createDataPlaneOptions({
+  store,
+  usage,
+  logger,
+  masterKey: settings.masterKey,
+  ready: () => !draining,
+});
 const dataPlane = createDataPlaneHandler(dataPlaneOptions, false);
 // Whatever nobody else claims is an API 404 in OpenAI's shape (the console only answers GETs).
 const apiNotFound = createDataPlaneHandler(dataPlaneOptions, true);
-const { routes, alerts: runner } = await controlPlaneRoutes(core.ctx, settings, logger, () => dataPlaneOptions.breakers.states(Date.now()));
+const { routes, alerts: runner } = await controlPlaneRoutes(core.ctx, settings, logger, () =>
+  dataPlaneOptions.breakers.states(Date.now()),
+);
 alerts.runner = runner;
 const handler = chain([dataPlane, ...routes, apiNotFound], notFound);
 const server = createGatewayServer((req, res) => void handler(req, res));
@@ -71,16 +94,20 @@ First call:
 `);
 });
 
-onShutdown(logger, async () => {
-  core.configWatcher?.stop();
-  draining = true;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  await usage.flush();
-  await alerts.runner?.stop();
-  await core.publisher.flush();
-  await exportsIdle();
-  core.publisher.stop();
-  await dataPlaneOptions.close();
-  await core.db.close();
-  await tracing?.shutdown();
-}, server);
+onShutdown(
+  logger,
+  async () => {
+    core.configWatcher?.stop();
+    draining = true;
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await usage.flush();
+    await alerts.runner?.stop();
+    await core.publisher.flush();
+    await exportsIdle();
+    core.publisher.stop();
+    await dataPlaneOptions.close();
+    await core.db.close();
+    await tracing?.shutdown();
+  },
+  server,
+);

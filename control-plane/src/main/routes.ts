@@ -67,7 +67,11 @@ export async function controlPlaneRoutes(
   const sso = settings.oidc ? new OidcSignIn(settings.oidc, ctx.prisma, ctx.masterKey) : null;
   const ssoRoute = createOidcRoutes(sso, settings.secureCookies, logger);
   alerts.start();
-  return { alerts, routes: [graphqlRoute, createApiRoutes(app), ssoRoute, createAdminRoute(ctx, adminToken), createStaticRoute()], app };
+  return {
+    alerts,
+    routes: [graphqlRoute, createApiRoutes(app), ssoRoute, createAdminRoute(ctx, adminToken), createStaticRoute()],
+    app,
+  };
 }
 
 /** The first operator: from MODELGATE_OPERATOR_PASSWORD, or a generated password written once to the data dir. */
@@ -81,6 +85,9 @@ async function bootstrapOperator(ctx: ServiceContext, settings: Settings, logger
   const { created } = await ensureOperator(ctx, { email: settings.operatorEmail, password });
   if (created && !settings.operatorPassword) {
     writeFileSync(file, `${settings.operatorEmail}\n${password}\n`, { mode: 0o600 });
-    logger.info({ email: settings.operatorEmail, passwordFile: file }, "created the first operator; its password is in the file");
+    logger.info(
+      { email: settings.operatorEmail, passwordFile: file },
+      "created the first operator; its password is in the file",
+    );
   }
 }

@@ -5,7 +5,12 @@ import type { Logger } from "pino";
  * SIGTERM/SIGINT: stop accepting, let in-flight requests and streams finish up to a deadline, then run the
  * cleanup (flush usage, close pools). A second signal exits at once.
  */
-export function onShutdown(logger: Logger, cleanup: () => Promise<void>, server: Server, deadlineMs = Number(process.env.MODELGATE_DRAIN_MS ?? 25_000)): void {
+export function onShutdown(
+  logger: Logger,
+  cleanup: () => Promise<void>,
+  server: Server,
+  deadlineMs = Number(process.env.MODELGATE_DRAIN_MS ?? 25_000),
+): void {
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) process.exit(1);

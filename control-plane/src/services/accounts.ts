@@ -34,7 +34,13 @@ export async function createAccount(
         data: { name, email: input.email ?? null, kind: input.kind ?? "standard" },
       });
       const opened = opening === 0n ? created : await applyLedger(tx, created.id, "topup", opening, "opening balance");
-      await audit(tx, ctx.actor, { action: "account.create", subjectType: "account", subjectId: opened.id, accountId: opened.id, after: opened });
+      await audit(tx, ctx.actor, {
+        action: "account.create",
+        subjectType: "account",
+        subjectId: opened.id,
+        accountId: opened.id,
+        after: opened,
+      });
       return opened;
     });
   } catch (err) {

@@ -45,24 +45,33 @@ export async function createApiKey(ctx: ServiceContext, accountId: string, r: Ke
     await tx.$queryRaw`SELECT id FROM accounts WHERE id = ${accountId}::uuid FOR UPDATE`;
     const live = await tx.apiKey.count({ where: { accountId, status: { not: "revoked" } } });
     if (live >= limit) {
-      throw new AppError("LIMIT_EXCEEDED", `this account already has ${live} keys, the most it may have (${limit}); revoke keys it no longer uses`);
+      throw new AppError(
+        "LIMIT_EXCEEDED",
+        `this account already has ${live} keys, the most it may have (${limit}); revoke keys it no longer uses`,
+      );
     }
     const created = await tx.apiKey.create({
-    data: {
-      accountId,
-      name: r.name ?? "default",
-      keyHash: hashApiKey(key),
-      prefix: displayPrefix(key),
-      allowedModels: r.allowedModels ?? [],
-      ipAllowlist: r.ipAllowlist ?? [],
-      quotaMicro: r.quotaMicro ?? null,
-      expiresAt: r.expiresAt ?? null,
-      rpm: r.rpm ?? null,
-      tpm: r.tpm ?? null,
-      concurrency: r.concurrency ?? null,
-    },
+      data: {
+        accountId,
+        name: r.name ?? "default",
+        keyHash: hashApiKey(key),
+        prefix: displayPrefix(key),
+        allowedModels: r.allowedModels ?? [],
+        ipAllowlist: r.ipAllowlist ?? [],
+        quotaMicro: r.quotaMicro ?? null,
+        expiresAt: r.expiresAt ?? null,
+        rpm: r.rpm ?? null,
+        tpm: r.tpm ?? null,
+        concurrency: r.concurrency ?? null,
+      },
     });
-    await audit(tx, ctx.actor, { action: "api_key.create", subjectType: "api_key", subjectId: created.id, accountId, after: created });
+    await audit(tx, ctx.actor, {
+      action: "api_key.create",
+      subjectType: "api_key",
+      subjectId: created.id,
+      accountId,
+      after: created,
+    });
     return created;
   });
   ctx.snapshotChanged();
@@ -74,19 +83,26 @@ export async function updateApiKey(ctx: ServiceContext, id: string, r: KeyRestri
     const before = await tx.apiKey.findUnique({ where: { id } });
     if (!before) throw notFound("API key");
     const after = await tx.apiKey.update({
-    where: { id },
-    data: {
-      name: r.name,
-      allowedModels: r.allowedModels,
-      ipAllowlist: r.ipAllowlist,
-      quotaMicro: r.quotaMicro,
-      expiresAt: r.expiresAt,
-      rpm: r.rpm,
-      tpm: r.tpm,
-      concurrency: r.concurrency,
-    },
+      where: { id },
+      data: {
+        name: r.name,
+        allowedModels: r.allowedModels,
+        ipAllowlist: r.ipAllowlist,
+        quotaMicro: r.quotaMicro,
+        expiresAt: r.expiresAt,
+        rpm: r.rpm,
+        tpm: r.tpm,
+        concurrency: r.concurrency,
+      },
     });
-    await audit(tx, ctx.actor, { action: "api_key.update", subjectType: "api_key", subjectId: id, accountId: after.accountId, before, after });
+    await audit(tx, ctx.actor, {
+      action: "api_key.update",
+      subjectType: "api_key",
+      subjectId: id,
+      accountId: after.accountId,
+      before,
+      after,
+    });
     return after;
   });
   ctx.snapshotChanged();

@@ -60,7 +60,14 @@ export async function setPriceContract(
       create: { accountId: input.accountId, modelId: input.modelId, ...data },
       update: data,
     });
-    await audit(tx, ctx.actor, { action: "price_contract.set", subjectType: "price_contract", subjectId: input.modelId, accountId: input.accountId, before, after });
+    await audit(tx, ctx.actor, {
+      action: "price_contract.set",
+      subjectType: "price_contract",
+      subjectId: input.modelId,
+      accountId: input.accountId,
+      before,
+      after,
+    });
     return after;
   });
   ctx.snapshotChanged();
@@ -72,7 +79,13 @@ export async function deletePriceContract(ctx: ServiceContext, accountId: string
     const before = await tx.priceContract.findUnique({ where: { accountId_modelId: { accountId, modelId } } });
     if (!before) throw notFound("price contract");
     await tx.priceContract.delete({ where: { id: before.id } });
-    await audit(tx, ctx.actor, { action: "price_contract.delete", subjectType: "price_contract", subjectId: modelId, accountId, before });
+    await audit(tx, ctx.actor, {
+      action: "price_contract.delete",
+      subjectType: "price_contract",
+      subjectId: modelId,
+      accountId,
+      before,
+    });
   });
   ctx.snapshotChanged();
 }
@@ -94,7 +107,8 @@ export async function upsertModel(
     throw badInput("a model ID is a full ID ending in a date, e.g. acme-chat-2025-01-01", "id");
   }
   const existing = await ctx.prisma.model.findUnique({ where: { id: input.id } });
-  if (existing && existing.source === "config") throw new AppError("CONFLICT", "this model is managed by the configuration file");
+  if (existing && existing.source === "config")
+    throw new AppError("CONFLICT", "this model is managed by the configuration file");
   const data = {
     displayName: input.displayName ?? null,
     reasoning: input.reasoning ?? false,
@@ -108,7 +122,13 @@ export async function upsertModel(
       create: { id: input.id, source: "api", ...data },
       update: data,
     });
-    await audit(tx, ctx.actor, { action: existing ? "model.update" : "model.create", subjectType: "model", subjectId: input.id, before: existing, after });
+    await audit(tx, ctx.actor, {
+      action: existing ? "model.update" : "model.create",
+      subjectType: "model",
+      subjectId: input.id,
+      before: existing,
+      after,
+    });
     return after;
   });
   ctx.snapshotChanged();
@@ -133,7 +153,8 @@ function checkBaseUrl(url: string) {
   } catch {
     throw badInput("not a URL", "baseUrl");
   }
-  if (u.protocol !== "http:" && u.protocol !== "https:") throw badInput("the base URL must be http or https", "baseUrl");
+  if (u.protocol !== "http:" && u.protocol !== "https:")
+    throw badInput("the base URL must be http or https", "baseUrl");
   return url.replace(/\/+$/, "");
 }
 
@@ -167,7 +188,9 @@ export async function upsertUpstream(
     baseUrl: checkBaseUrl(input.baseUrl),
     enabled: input.enabled ?? true,
     ...timeouts,
-    ...(input.apiKey === undefined ? {} : { apiKeyEnc: input.apiKey === null ? null : seal(ctx.masterKey, input.apiKey) }),
+    ...(input.apiKey === undefined
+      ? {}
+      : { apiKeyEnc: input.apiKey === null ? null : seal(ctx.masterKey, input.apiKey) }),
   };
   const row = await ctx.prisma.$transaction(async (tx) => {
     let before = null;
@@ -175,7 +198,8 @@ export async function upsertUpstream(
     if (input.id) {
       before = await tx.upstream.findUnique({ where: { id: input.id } });
       if (!before) throw notFound("upstream");
-      if (before.source === "config") throw new AppError("CONFLICT", "this upstream is managed by the configuration file");
+      if (before.source === "config")
+        throw new AppError("CONFLICT", "this upstream is managed by the configuration file");
       after = await tx.upstream.update({ where: { id: input.id }, data });
     } else {
       after = await tx.upstream.create({ data: { ...data, source: "api" } });
@@ -194,27 +218,43 @@ export async function upsertUpstream(
   return row;
 }
 
-const upstreamView = ({ apiKeyEnc, ...rest }: { apiKeyEnc: string | null } & Record<string, unknown>) => ({ ...rest, hasApiKey: apiKeyEnc !== null });
+const upstreamView = ({ apiKeyEnc, ...rest }: { apiKeyEnc: string | null } & Record<string, unknown>) => ({
+  ...rest,
+  hasApiKey: apiKeyEnc !== null,
+});
 
 export async function deleteUpstream(ctx: ServiceContext, id: string) {
   const existing = await ctx.prisma.upstream.findUnique({ where: { id } });
   if (!existing) throw notFound("upstream");
-  if (existing.source === "config") throw new AppError("CONFLICT", "this upstream is managed by the configuration file");
+  if (existing.source === "config")
+    throw new AppError("CONFLICT", "this upstream is managed by the configuration file");
   await ctx.prisma.$transaction(async (tx) => {
     await tx.upstream.delete({ where: { id } });
-    await audit(tx, ctx.actor, { action: "upstream.delete", subjectType: "upstream", subjectId: id, before: upstreamView(existing) });
+    await audit(tx, ctx.actor, {
+      action: "upstream.delete",
+      subjectType: "upstream",
+      subjectId: id,
+      before: upstreamView(existing),
+    });
   });
   ctx.snapshotChanged();
 }
 
 export async function upsertRoute(
   ctx: ServiceContext,
-  input: { modelId: string; upstreamId: string; upstreamModel: string; weight?: number | null; priority?: number | null },
+  input: {
+    modelId: string;
+    upstreamId: string;
+    upstreamModel: string;
+    weight?: number | null;
+    priority?: number | null;
+  },
 ) {
   const weight = input.weight ?? 1;
   const priority = input.priority ?? 0;
   if (!Number.isInteger(weight) || weight < 0 || weight > 1000) throw badInput("weight must be 0..1000", "weight");
-  if (!Number.isInteger(priority) || Math.abs(priority) > 1000) throw badInput("priority must be -1000..1000", "priority");
+  if (!Number.isInteger(priority) || Math.abs(priority) > 1000)
+    throw badInput("priority must be -1000..1000", "priority");
   if (!input.upstreamModel.trim()) throw badInput("the upstream model name is needed", "upstreamModel");
   if (!(await ctx.prisma.model.findUnique({ where: { id: input.modelId } }))) throw notFound("model");
   if (!(await ctx.prisma.upstream.findUnique({ where: { id: input.upstreamId } }))) throw notFound("upstream");
@@ -226,7 +266,13 @@ export async function upsertRoute(
       create: { ...key, weight, priority },
       update: { weight, priority },
     });
-    await audit(tx, ctx.actor, { action: before ? "route.update" : "route.create", subjectType: "route", subjectId: after.id, before, after });
+    await audit(tx, ctx.actor, {
+      action: before ? "route.update" : "route.create",
+      subjectType: "route",
+      subjectId: after.id,
+      before,
+      after,
+    });
     return after;
   });
   ctx.snapshotChanged();
@@ -244,7 +290,8 @@ export async function deleteRoute(ctx: ServiceContext, id: string) {
 }
 
 const limit = (v: number | null | undefined, field: string) => {
-  if (v !== null && v !== undefined && (!Number.isInteger(v) || v <= 0)) throw badInput(`${field} must be positive`, field);
+  if (v !== null && v !== undefined && (!Number.isInteger(v) || v <= 0))
+    throw badInput(`${field} must be positive`, field);
   return v;
 };
 
@@ -253,9 +300,16 @@ export async function setAccountLimits(
   accountId: string,
   input: { rpm?: number | null; tpm?: number | null; concurrency?: number | null },
 ) {
-  const data = { rpm: limit(input.rpm, "rpm"), tpm: limit(input.tpm, "tpm"), concurrency: limit(input.concurrency, "concurrency") };
+  const data = {
+    rpm: limit(input.rpm, "rpm"),
+    tpm: limit(input.tpm, "tpm"),
+    concurrency: limit(input.concurrency, "concurrency"),
+  };
   const row = await ctx.prisma.$transaction(async (tx) => {
-    const before = await tx.account.findUnique({ where: { id: accountId }, select: { rpm: true, tpm: true, concurrency: true } });
+    const before = await tx.account.findUnique({
+      where: { id: accountId },
+      select: { rpm: true, tpm: true, concurrency: true },
+    });
     if (!before) throw notFound("account");
     const after = await tx.account.update({ where: { id: accountId }, data });
     await audit(tx, ctx.actor, {
@@ -281,7 +335,14 @@ export async function setAccountStatus(ctx: ServiceContext, accountId: string, s
       // sign the customer's users out at once
       await tx.session.updateMany({ where: { user: { accountId }, revokedAt: null }, data: { revokedAt: new Date() } });
     }
-    await audit(tx, ctx.actor, { action: "account.status", subjectType: "account", subjectId: accountId, accountId, before, after: { status } });
+    await audit(tx, ctx.actor, {
+      action: "account.status",
+      subjectType: "account",
+      subjectId: accountId,
+      accountId,
+      before,
+      after: { status },
+    });
     return after;
   });
   ctx.snapshotChanged();

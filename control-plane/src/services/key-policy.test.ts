@@ -59,21 +59,31 @@ describe("issuing keys", () => {
   it("refuses a customer more quota or a later expiry than the trial's, and fills what they leave out", async () => {
     const trial = await createAccount(ctx, { name: "trial-customer", kind: "trial" });
     const policy = await getTrialPolicy(ctx, trial);
-    expect(await code(issueApiKey(ctx, trial.id, { quotaMicro: policy.quotaMicro + 1n }, { operator: false }))).toBe("BAD_USER_INPUT:quotaCap");
-    expect(await code(issueApiKey(ctx, trial.id, { quotaMicro: null }, { operator: false }))).toBe("BAD_USER_INPUT:quotaCap");
+    expect(await code(issueApiKey(ctx, trial.id, { quotaMicro: policy.quotaMicro + 1n }, { operator: false }))).toBe(
+      "BAD_USER_INPUT:quotaCap",
+    );
+    expect(await code(issueApiKey(ctx, trial.id, { quotaMicro: null }, { operator: false }))).toBe(
+      "BAD_USER_INPUT:quotaCap",
+    );
     const later = new Date(policy.expiresAt.getTime() + 1000);
-    expect(await code(issueApiKey(ctx, trial.id, { expiresAt: later }, { operator: false }))).toBe("BAD_USER_INPUT:expiresAt");
+    expect(await code(issueApiKey(ctx, trial.id, { expiresAt: later }, { operator: false }))).toBe(
+      "BAD_USER_INPUT:expiresAt",
+    );
     const { row } = await issueApiKey(ctx, trial.id, { quotaMicro: 1_000_000n }, { operator: false });
     expect(row.quotaMicro).toBe(1_000_000n);
     expect(row.expiresAt?.toISOString()).toBe(policy.expiresAt.toISOString());
     // and cannot lift the limits afterwards
-    expect(await code(changeApiKey(ctx, row.id, { quotaMicro: null }, { operator: false }))).toBe("BAD_USER_INPUT:quotaCap");
+    expect(await code(changeApiKey(ctx, row.id, { quotaMicro: null }, { operator: false }))).toBe(
+      "BAD_USER_INPUT:quotaCap",
+    );
     expect(await code(changeApiKey(ctx, row.id, { quotaMicro: null }, { operator: true }))).toBe("ok");
   });
 
   it("refuses a disabled account, a past expiry, an unknown account and a revoked key", async () => {
     const acct = await createAccount(ctx, { name: "standard-1" });
-    expect(await code(issueApiKey(ctx, acct.id, { expiresAt: new Date(Date.now() - 1000) }, { operator: true }))).toBe("BAD_USER_INPUT:expiresAt");
+    expect(await code(issueApiKey(ctx, acct.id, { expiresAt: new Date(Date.now() - 1000) }, { operator: true }))).toBe(
+      "BAD_USER_INPUT:expiresAt",
+    );
     const { row } = await issueApiKey(ctx, acct.id, {}, { operator: false });
     expect(row.quotaMicro).toBeNull();
     expect(row.name).toBe("default");
@@ -81,7 +91,9 @@ describe("issuing keys", () => {
     expect(await code(changeApiKey(ctx, row.id, { name: "x" }, { operator: true }))).toBe("BAD_USER_INPUT:");
     await ctx.prisma.account.update({ where: { id: acct.id }, data: { status: "disabled" } });
     expect(await code(issueApiKey(ctx, acct.id, {}, { operator: true }))).toBe("BAD_USER_INPUT:");
-    expect(await code(issueApiKey(ctx, "00000000-0000-4000-8000-000000000000", {}, { operator: true }))).toBe("NOT_FOUND:");
+    expect(await code(issueApiKey(ctx, "00000000-0000-4000-8000-000000000000", {}, { operator: true }))).toBe(
+      "NOT_FOUND:",
+    );
   });
 
   it("checks restrictions with the shared schemas (the CLI's --ip-allowlist refuses the same entries)", async () => {
@@ -91,7 +103,9 @@ describe("issuing keys", () => {
     for (const bad of ["10.0.0.0/33", "1.2.3", "::1/129", "10.0.0.1/8/1", "host.example"]) {
       expect(await code(check({ ipAllowlist: [bad] }))).toBe("BAD_USER_INPUT:ipAllowlist");
       const acct = await ctx.prisma.account.findFirstOrThrow({ where: { name: "trial-op" } });
-      expect(await code(runAdminCommand(ctx, "key create", { account: acct.name, "ip-allowlist": bad }))).toMatch(/^other:.*ip-allowlist/);
+      expect(await code(runAdminCommand(ctx, "key create", { account: acct.name, "ip-allowlist": bad }))).toMatch(
+        /^other:.*ip-allowlist/,
+      );
     }
     expect(await code(check({ rpm: 0 }))).toBe("BAD_USER_INPUT:rpm");
     expect(await code(check({ name: "" }))).toBe("BAD_USER_INPUT:name");
@@ -109,7 +123,10 @@ describe("issuing keys", () => {
 
 describe("opening accounts", () => {
   it("gives one account and one CONFLICT for two concurrent calls with one name", async () => {
-    const results = await Promise.all([code(createAccount(ctx, { name: "race" })), code(createAccount(ctx, { name: " race " }))]);
+    const results = await Promise.all([
+      code(createAccount(ctx, { name: "race" })),
+      code(createAccount(ctx, { name: " race " })),
+    ]);
     expect(results.sort()).toEqual(["CONFLICT:", "ok"]);
     expect(await ctx.prisma.account.count({ where: { name: "race" } })).toBe(1);
   });

@@ -19,12 +19,17 @@ export interface TrialPolicy {
 
 const settingKey = (accountId: string) => `trial_policy:${accountId}`;
 
-export async function getTrialPolicy(ctx: ServiceContext, account: Pick<Account, "id" | "createdAt">): Promise<TrialPolicy> {
+export async function getTrialPolicy(
+  ctx: ServiceContext,
+  account: Pick<Account, "id" | "createdAt">,
+): Promise<TrialPolicy> {
   const row = await ctx.prisma.setting.findUnique({ where: { key: settingKey(account.id) } });
   const v = row?.value as { quotaMicro?: string; expiresAt?: string } | undefined;
   return {
     quotaMicro: v?.quotaMicro ? BigInt(v.quotaMicro) : TRIAL_DEFAULT_QUOTA_MICRO,
-    expiresAt: v?.expiresAt ? new Date(v.expiresAt) : new Date(account.createdAt.getTime() + TRIAL_DEFAULT_DAYS * 86_400_000),
+    expiresAt: v?.expiresAt
+      ? new Date(v.expiresAt)
+      : new Date(account.createdAt.getTime() + TRIAL_DEFAULT_DAYS * 86_400_000),
   };
 }
 
@@ -34,7 +39,11 @@ export async function setTrialPolicy(ctx: ServiceContext, accountId: string, pol
   const value = { quotaMicro: policy.quotaMicro.toString(), expiresAt: policy.expiresAt.toISOString() };
   await ctx.prisma.$transaction(async (tx) => {
     const before = await tx.setting.findUnique({ where: { key: settingKey(accountId) } });
-    await tx.setting.upsert({ where: { key: settingKey(accountId) }, create: { key: settingKey(accountId), value }, update: { value } });
+    await tx.setting.upsert({
+      where: { key: settingKey(accountId) },
+      create: { key: settingKey(accountId), value },
+      update: { value },
+    });
     const keys = await tx.apiKey.updateMany({
       where: { accountId },
       data: { quotaMicro: policy.quotaMicro, expiresAt: policy.expiresAt },
@@ -114,7 +123,8 @@ export async function checkRestrictions(
   if (present("ipAllowlist")) r.ipAllowlist = parseField(ipAllowlistSchema, input.ipAllowlist ?? [], "ipAllowlist");
   if (present("rpm")) r.rpm = parseField(limitSchema("rpm"), input.rpm ?? null, "rpm");
   if (present("tpm")) r.tpm = parseField(limitSchema("tpm"), input.tpm ?? null, "tpm");
-  if (present("concurrency")) r.concurrency = parseField(limitSchema("concurrency"), input.concurrency ?? null, "concurrency");
+  if (present("concurrency"))
+    r.concurrency = parseField(limitSchema("concurrency"), input.concurrency ?? null, "concurrency");
   return r;
 }
 
@@ -128,7 +138,12 @@ export interface KeyActor {
  * the expiry is in the future, and on a trial account the key carries the trial quota and expiry (a customer
  * cannot ask for more; an operator's omissions take the policy's).
  */
-export async function issueApiKey(ctx: ServiceContext, accountId: string, restrictions: KeyRestrictions, actor: KeyActor) {
+export async function issueApiKey(
+  ctx: ServiceContext,
+  accountId: string,
+  restrictions: KeyRestrictions,
+  actor: KeyActor,
+) {
   const account = await ctx.prisma.account.findUnique({ where: { id: accountId } });
   if (!account) throw notFound("account");
   if (account.status !== "active") throw badInput("the account is disabled");
@@ -151,6 +166,7 @@ export async function changeApiKey(ctx: ServiceContext, keyId: string, restricti
   if (!key) throw notFound("API key");
   if (key.status === "revoked") throw badInput("a revoked key cannot be changed");
   let r = restrictions;
-  if (key.account.kind === "trial" && !actor.operator) r = clampToTrial(r, await getTrialPolicy(ctx, key.account), false);
+  if (key.account.kind === "trial" && !actor.operator)
+    r = clampToTrial(r, await getTrialPolicy(ctx, key.account), false);
   return updateApiKey(ctx, key.id, r);
 }

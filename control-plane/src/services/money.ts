@@ -22,7 +22,8 @@ export function parseAmount(text: string | number): bigint {
   const [, sign, whole, frac = ""] = m;
   if (frac.length > 6) throw new AmountError(`amount ${s} has more than 6 decimals`);
   const micro = BigInt(whole!) * MICRO + BigInt(frac.padEnd(6, "0"));
-  if (micro > MAX_AMOUNT_MICRO) throw new AmountError(`amount ${s} is out of range (at most ${formatAmount(MAX_AMOUNT_MICRO)})`);
+  if (micro > MAX_AMOUNT_MICRO)
+    throw new AmountError(`amount ${s} is out of range (at most ${formatAmount(MAX_AMOUNT_MICRO)})`);
   return sign ? -micro : micro;
 }
 

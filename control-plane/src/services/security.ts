@@ -31,13 +31,15 @@ export async function changePassword(
   code?: string | null,
 ) {
   const user = await ctx.prisma.user.findUniqueOrThrow({ where: { id: userId } });
-  if (user.totpEnabledAt && !code) throw badInput("two-step verification is on: enter a code from your app or a recovery code", "code");
+  if (user.totpEnabledAt && !code)
+    throw badInput("two-step verification is on: enter a code from your app or a recovery code", "code");
   const key = stepUpKey(userId);
   await takeAttempt(ctx.prisma, key, STEP_UP_POLICY);
   if (!user.passwordHash || !(await verifyPassword(current, user.passwordHash))) {
     throw badInput("the current password is wrong", "currentPassword");
   }
-  if (user.totpEnabledAt && !(await checkSecondFactor(ctx.prisma, ctx.masterKey, userId, code!))) throw badInput("the code is not valid", "code");
+  if (user.totpEnabledAt && !(await checkSecondFactor(ctx.prisma, ctx.masterKey, userId, code!)))
+    throw badInput("the code is not valid", "code");
   await succeeded(ctx.prisma, key);
   const problem = passwordProblem(next);
   if (problem) throw badInput(problem, "newPassword");
@@ -47,7 +49,10 @@ export async function changePassword(
     await tx.user.update({ where: { id: userId }, data: { passwordHash } });
     await revokeOtherSessions(tx, userId, currentSessionId);
     // tokens made with the old password end with it
-    const tokens = await tx.personalAccessToken.updateMany({ where: { userId, revokedAt: null }, data: { revokedAt: new Date() } });
+    const tokens = await tx.personalAccessToken.updateMany({
+      where: { userId, revokedAt: null },
+      data: { revokedAt: new Date() },
+    });
     await audit(tx, ctx.actor, {
       action: "user.password_change",
       subjectType: "user",
@@ -76,10 +81,14 @@ export async function requestEmailVerification(ctx: Ctx, userId: string, address
   const recent = await ctx.prisma.emailVerification.count({
     where: { userId, createdAt: { gt: new Date(Date.now() - 3600_000) } },
   });
-  if (recent >= EMAIL_SENDS_PER_HOUR) throw new AppError("TOO_MANY_REQUESTS", "too many codes requested; try again later");
+  if (recent >= EMAIL_SENDS_PER_HOUR)
+    throw new AppError("TOO_MANY_REQUESTS", "too many codes requested; try again later");
   const code = sixDigitCode();
   // a new code supersedes the old ones
-  await ctx.prisma.emailVerification.updateMany({ where: { userId, consumedAt: null }, data: { consumedAt: new Date() } });
+  await ctx.prisma.emailVerification.updateMany({
+    where: { userId, consumedAt: null },
+    data: { consumedAt: new Date() },
+  });
   const row = await ctx.prisma.emailVerification.create({
     data: {
       userId,
@@ -105,9 +114,15 @@ export async function verifyEmail(ctx: Ctx, userId: string, code: string) {
   if (row.attempts >= EMAIL_CODE_ATTEMPTS) throw badInput("too many wrong codes; request a new one", "code");
   const ok = safeEqualHex(row.codeHash, hmacCode(ctx.masterKey, `email:${row.id}`, code.trim()));
   if (!ok) {
-    const after = await ctx.prisma.emailVerification.update({ where: { id: row.id }, data: { attempts: { increment: 1 } } });
+    const after = await ctx.prisma.emailVerification.update({
+      where: { id: row.id },
+      data: { attempts: { increment: 1 } },
+    });
     const left = Math.max(0, EMAIL_CODE_ATTEMPTS - after.attempts);
-    throw new AppError("BAD_USER_INPUT", `the code is wrong (${left} attempts left)`, { field: "code", attemptsLeft: left });
+    throw new AppError("BAD_USER_INPUT", `the code is wrong (${left} attempts left)`, {
+      field: "code",
+      attemptsLeft: left,
+    });
   }
   return ctx.prisma.$transaction(async (tx) => {
     await tx.emailVerification.update({ where: { id: row.id }, data: { consumedAt: new Date() } });
@@ -142,7 +157,13 @@ export async function enrollTotp(ctx: Ctx, userId: string) {
   const secret = newTotpSecret();
   await ctx.prisma.$transaction(async (tx) => {
     await tx.user.update({ where: { id: userId }, data: { totpSecretEnc: seal(ctx.masterKey, secret) } });
-    await audit(tx, ctx.actor, { action: "totp.enroll", subjectType: "user", subjectId: userId, accountId: user.accountId, after: { twoStepEnabled: false } });
+    await audit(tx, ctx.actor, {
+      action: "totp.enroll",
+      subjectType: "user",
+      subjectId: userId,
+      accountId: user.accountId,
+      after: { twoStepEnabled: false },
+    });
   });
   return { secret, uri: totpUri(secret, user.email) };
 }
@@ -152,7 +173,9 @@ type Tx = Parameters<Parameters<Ctx["prisma"]["$transaction"]>[0]>[0];
 async function issueRecoveryCodes(ctx: Ctx, tx: Tx, userId: string): Promise<string[]> {
   const codes = Array.from({ length: RECOVERY_CODE_COUNT }, recoveryCode);
   await tx.recoveryCode.deleteMany({ where: { userId } });
-  await tx.recoveryCode.createMany({ data: codes.map((c) => ({ userId, codeHash: hmacCode(ctx.masterKey, "recovery", c) })) });
+  await tx.recoveryCode.createMany({
+    data: codes.map((c) => ({ userId, codeHash: hmacCode(ctx.masterKey, "recovery", c) })),
+  });
   return codes;
 }
 
@@ -181,7 +204,9 @@ export async function confirmTotp(ctx: Ctx, userId: string, code: string) {
 
 /** A second-factor check that guards a change, throttled per user: a stolen session is no code oracle. */
 async function stepUp(ctx: Ctx, userId: string, code: string): Promise<void> {
-  const ok = await throttled(ctx.prisma, stepUpKey(userId), STEP_UP_POLICY, () => checkSecondFactor(ctx.prisma, ctx.masterKey, userId, code));
+  const ok = await throttled(ctx.prisma, stepUpKey(userId), STEP_UP_POLICY, () =>
+    checkSecondFactor(ctx.prisma, ctx.masterKey, userId, code),
+  );
   if (!ok) throw badInput("the code is not valid", "code");
 }
 
@@ -210,7 +235,13 @@ export async function regenerateRecoveryCodes(ctx: Ctx, userId: string, code: st
   await stepUp(ctx, userId, code);
   return ctx.prisma.$transaction(async (tx) => {
     const codes = await issueRecoveryCodes(ctx, tx, userId);
-    await audit(tx, ctx.actor, { action: "totp.recovery_codes", subjectType: "user", subjectId: userId, accountId: user.accountId, after: { recoveryCodesIssued: codes.length } });
+    await audit(tx, ctx.actor, {
+      action: "totp.recovery_codes",
+      subjectType: "user",
+      subjectId: userId,
+      accountId: user.accountId,
+      after: { recoveryCodesIssued: codes.length },
+    });
     return codes;
   });
 }
@@ -232,19 +263,21 @@ export async function createPersonalAccessToken(
   for (const s of scopes) {
     if (!(TOKEN_SCOPES as readonly string[]).includes(s)) throw badInput(`unknown scope ${s}`, "scopes");
   }
-  if (scopes.includes("operator") && user.role !== "operator") throw badInput("only operators may hold the operator scope", "scopes");
-  if (input.expiresAt && input.expiresAt.getTime() <= Date.now()) throw badInput("the expiry is in the past", "expiresAt");
+  if (scopes.includes("operator") && user.role !== "operator")
+    throw badInput("only operators may hold the operator scope", "scopes");
+  if (input.expiresAt && input.expiresAt.getTime() <= Date.now())
+    throw badInput("the expiry is in the past", "expiresAt");
   const token = randomToken(PAT_PREFIX);
   const row = await ctx.prisma.$transaction(async (tx) => {
     const created = await tx.personalAccessToken.create({
-    data: {
-      userId: user.id,
-      name,
-      tokenHash: sha256(token),
-      prefix: `${token.slice(0, PAT_PREFIX.length + 4)}…${token.slice(-4)}`,
-      scopes: scopes as TokenScope[],
-      expiresAt: input.expiresAt ?? null,
-    },
+      data: {
+        userId: user.id,
+        name,
+        tokenHash: sha256(token),
+        prefix: `${token.slice(0, PAT_PREFIX.length + 4)}…${token.slice(-4)}`,
+        scopes: scopes as TokenScope[],
+        expiresAt: input.expiresAt ?? null,
+      },
     });
     const { name: tokenName, prefix, scopes: granted, expiresAt } = created;
     await audit(tx, ctx.actor, {
@@ -266,7 +299,10 @@ export async function revokePersonalAccessToken(ctx: ServiceContext, userId: str
       data: { revokedAt: new Date() },
     });
     if (done.count !== 1) throw notFound("access token");
-    const after = await tx.personalAccessToken.findUniqueOrThrow({ where: { id }, include: { user: { select: { accountId: true } } } });
+    const after = await tx.personalAccessToken.findUniqueOrThrow({
+      where: { id },
+      include: { user: { select: { accountId: true } } },
+    });
     const { user, ...row } = after;
     await audit(tx, ctx.actor, {
       action: "access_token.revoke",

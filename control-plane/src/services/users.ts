@@ -42,7 +42,13 @@ export async function createUser(
       include: { account: true },
     });
     const { account: _account, ...row } = user;
-    await audit(tx, ctx.actor, { action: "user.create", subjectType: "user", subjectId: user.id, accountId, after: row });
+    await audit(tx, ctx.actor, {
+      action: "user.create",
+      subjectType: "user",
+      subjectId: user.id,
+      accountId,
+      after: row,
+    });
     return user;
   });
 }
@@ -53,7 +59,13 @@ export async function removeUser(ctx: ServiceContext, userId: string) {
     const before = await tx.user.findUnique({ where: { id: userId } });
     if (!before) throw notFound("user");
     await tx.user.delete({ where: { id: userId } });
-    await audit(tx, ctx.actor, { action: "user.remove", subjectType: "user", subjectId: userId, accountId: before.accountId, before });
+    await audit(tx, ctx.actor, {
+      action: "user.remove",
+      subjectType: "user",
+      subjectId: userId,
+      accountId: before.accountId,
+      before,
+    });
   });
 }
 
@@ -79,7 +91,13 @@ export async function createInvitation(
         expiresAt: new Date(Date.now() + INVITATION_DAYS * 86_400_000),
       },
     });
-    await audit(tx, ctx.actor, { action: "invitation.create", subjectType: "invitation", subjectId: row.id, accountId: account.id, after: row });
+    await audit(tx, ctx.actor, {
+      action: "invitation.create",
+      subjectType: "invitation",
+      subjectId: row.id,
+      accountId: account.id,
+      after: row,
+    });
     return row;
   });
   await ctx.mail.send(invitationMail(address, account.name, token, INVITATION_DAYS));
@@ -89,10 +107,20 @@ export async function createInvitation(
 /** Revokes an invitation not yet accepted; its token stops working at once. */
 export async function revokeInvitation(ctx: ServiceContext, id: string) {
   return ctx.prisma.$transaction(async (tx) => {
-    const done = await tx.invitation.updateMany({ where: { id, acceptedAt: null, revokedAt: null }, data: { revokedAt: new Date() } });
+    const done = await tx.invitation.updateMany({
+      where: { id, acceptedAt: null, revokedAt: null },
+      data: { revokedAt: new Date() },
+    });
     if (done.count !== 1) throw new AppError("BAD_USER_INPUT", "the invitation was already accepted or revoked");
     const after = await tx.invitation.findUniqueOrThrow({ where: { id } });
-    await audit(tx, ctx.actor, { action: "invitation.revoke", subjectType: "invitation", subjectId: id, accountId: after.accountId, before: { revokedAt: null }, after });
+    await audit(tx, ctx.actor, {
+      action: "invitation.revoke",
+      subjectType: "invitation",
+      subjectId: id,
+      accountId: after.accountId,
+      before: { revokedAt: null },
+      after,
+    });
     return after;
   });
 }
@@ -104,7 +132,9 @@ export async function acceptInvitation(
 ) {
   const invitation = await ctx.prisma.invitation.findUnique({ where: { tokenHash: sha256(input.token.trim()) } });
   if (!invitation || invitation.acceptedAt || invitation.revokedAt || invitation.expiresAt.getTime() <= Date.now()) {
-    throw new AppError("BAD_USER_INPUT", "the invitation is invalid, expired, revoked or already used", { field: "token" });
+    throw new AppError("BAD_USER_INPUT", "the invitation is invalid, expired, revoked or already used", {
+      field: "token",
+    });
   }
   const problem = passwordProblem(input.password);
   if (problem) throw badInput(problem, "password");
@@ -131,13 +161,17 @@ export async function acceptInvitation(
     });
     const { account: _account, ...row } = user;
     // the one acting is the invited person, who exists from now on
-    await audit(tx, { ...ctx.actor, type: "user", userId: user.id, email: user.email }, {
-      action: "invitation.accept",
-      subjectType: "user",
-      subjectId: user.id,
-      accountId: invitation.accountId,
-      after: { ...row, invitationId: invitation.id },
-    });
+    await audit(
+      tx,
+      { ...ctx.actor, type: "user", userId: user.id, email: user.email },
+      {
+        action: "invitation.accept",
+        subjectType: "user",
+        subjectId: user.id,
+        accountId: invitation.accountId,
+        after: { ...row, invitationId: invitation.id },
+      },
+    );
     return user;
   });
 }

@@ -5,7 +5,10 @@ const str = (n: bigint) => n.toString();
 
 /** The model catalog the data planes route by: enabled models with the routes of their enabled upstreams. */
 export async function buildCatalog(prisma: Db): Promise<Record<string, ModelSnapshot>> {
-  const models = await prisma.model.findMany({ where: { enabled: true }, include: { routes: { include: { upstream: true } } } });
+  const models = await prisma.model.findMany({
+    where: { enabled: true },
+    include: { routes: { include: { upstream: true } } },
+  });
   const catalog: Record<string, ModelSnapshot> = {};
   for (const m of models) {
     catalog[m.id] = {

@@ -22,20 +22,47 @@ const big = (s: string | null) => (s === null ? null : BigInt(s));
  * batch. Entities without a budget pass through untouched. Also returns the time zones seen, whose day turning
  * over means these entities must be published again (their periods changed though their rows did not).
  */
-export async function withBudgets(prisma: Db, calendar: BudgetCalendar, changes: ReadChange[]): Promise<{ changes: PolicyChange[]; zones: Set<string> }> {
+export async function withBudgets(
+  prisma: Db,
+  calendar: BudgetCalendar,
+  changes: ReadChange[],
+): Promise<{ changes: PolicyChange[]; zones: Set<string> }> {
   const zones = new Set<string>();
   const sides = new Map<ReadChange, BudgetSide>();
   for (const c of changes) if (c.budget && c.json !== null) sides.set(c, JSON.parse(c.budget) as BudgetSide);
   if (sides.size === 0) return { changes: changes.map(strip), zones };
-  const accounts = new Map<string, { id: string; timeZone: string; budgetDayMicro: bigint | null; budgetWeekMicro: bigint | null; budgetMonthMicro: bigint | null }>();
-  const keys: { id: string; accountId: string; status: string; budgetDayMicro: bigint | null; budgetWeekMicro: bigint | null; budgetMonthMicro: bigint | null }[] = [];
+  const accounts = new Map<
+    string,
+    {
+      id: string;
+      timeZone: string;
+      budgetDayMicro: bigint | null;
+      budgetWeekMicro: bigint | null;
+      budgetMonthMicro: bigint | null;
+    }
+  >();
+  const keys: {
+    id: string;
+    accountId: string;
+    status: string;
+    budgetDayMicro: bigint | null;
+    budgetWeekMicro: bigint | null;
+    budgetMonthMicro: bigint | null;
+  }[] = [];
   for (const b of sides.values()) {
     const cols = { budgetDayMicro: big(b.day), budgetWeekMicro: big(b.week), budgetMonthMicro: big(b.month) };
     if (b.kind === "account") accounts.set(b.id, { id: b.id, timeZone: b.tz, ...cols });
     else {
       keys.push({ id: b.id, accountId: b.accountId, status: b.status, ...cols });
       // the key's periods are in its account's zone; an account without a budget of its own adds no subject
-      if (!accounts.has(b.accountId)) accounts.set(b.accountId, { id: b.accountId, timeZone: b.tz, budgetDayMicro: null, budgetWeekMicro: null, budgetMonthMicro: null });
+      if (!accounts.has(b.accountId))
+        accounts.set(b.accountId, {
+          id: b.accountId,
+          timeZone: b.tz,
+          budgetDayMicro: null,
+          budgetWeekMicro: null,
+          budgetMonthMicro: null,
+        });
     }
   }
   const budgets = await budgetSnapshots(prisma, [...accounts.values()], keys, calendar);
@@ -52,7 +79,12 @@ export async function withBudgets(prisma: Db, calendar: BudgetCalendar, changes:
         zones.add(b.tz);
       }
       const more = JSON.stringify(extra);
-      return { kind: c.kind, id: c.id, v: c.v, json: more === "{}" ? c.json : `${c.json!.slice(0, -1)},${more.slice(1)}` };
+      return {
+        kind: c.kind,
+        id: c.id,
+        v: c.v,
+        json: more === "{}" ? c.json : `${c.json!.slice(0, -1)},${more.slice(1)}`,
+      };
     }),
   };
 }

@@ -82,7 +82,14 @@ type Kind = "key" | "account" | "catalog";
 export async function readChanges(db: Database, cursor: string, limit: number): Promise<ChangeRead> {
   const rows = await db.sql.transaction(async (tx) => {
     await tx.exec(PLAN);
-    return tx.query<{ snap: string; kind: Kind | null; id: string | null; v: string | null; json: string | null; budget: string | null }>(CHANGES, [cursor, limit + 1]);
+    return tx.query<{
+      snap: string;
+      kind: Kind | null;
+      id: string | null;
+      v: string | null;
+      json: string | null;
+      budget: string | null;
+    }>(CHANGES, [cursor, limit + 1]);
   });
   const read: ChangeRead = { cursor: rows[0]!.snap, changes: [], catalogVersion: -1, overflow: rows.length > limit };
   for (const r of rows) {
@@ -96,7 +103,10 @@ export async function readChanges(db: Database, cursor: string, limit: number): 
 /** Whether a cursor is ahead of this database (it came from another one, or from before a restore). */
 export async function cursorFromElsewhere(db: Database, cursor: string): Promise<boolean> {
   const [row] = await db.sql.transaction((tx) =>
-    tx.query<{ ahead: boolean }>(`SELECT pg_snapshot_xmax($1::pg_snapshot) > pg_snapshot_xmax(pg_current_snapshot()) AS ahead`, [cursor]),
+    tx.query<{ ahead: boolean }>(
+      `SELECT pg_snapshot_xmax($1::pg_snapshot) > pg_snapshot_xmax(pg_current_snapshot()) AS ahead`,
+      [cursor],
+    ),
   );
   return row!.ahead;
 }
@@ -125,7 +135,11 @@ export interface FullRead {
  * Reads every key and account in pages of `pageSize`, all from one snapshot (REPEATABLE READ), handing each
  * page on before reading the next: memory holds one page, whatever the key count.
  */
-export async function readAll(db: Database, pageSize: number, onPage: (changes: ReadChange[]) => Promise<void>): Promise<FullRead> {
+export async function readAll(
+  db: Database,
+  pageSize: number,
+  onPage: (changes: ReadChange[]) => Promise<void>,
+): Promise<FullRead> {
   return db.sql.transaction(async (tx) => {
     await tx.exec("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
     await tx.exec("SET LOCAL jit = off");
@@ -156,7 +170,11 @@ const versionOfRow = (json: string) => Number(/^\{"v":(\d+)/.exec(json)?.[1] ?? 
  * The budgeted keys and accounts of one time zone (to republish when its calendar day turned over: their
  * periods and period spend changed though no row did), at most `limit` (overflow: publish in full).
  */
-export async function readBudgeted(db: Database, timeZone: string, limit: number): Promise<{ changes: ReadChange[]; overflow: boolean }> {
+export async function readBudgeted(
+  db: Database,
+  timeZone: string,
+  limit: number,
+): Promise<{ changes: ReadChange[]; overflow: boolean }> {
   const rows = await db.sql.transaction(async (tx) => {
     await tx.exec("SET LOCAL jit = off");
     return tx.query<{ kind: "key" | "account"; id: string; json: string; budget: string | null }>(
@@ -171,5 +189,8 @@ export async function readBudgeted(db: Database, timeZone: string, limit: number
       [timeZone, limit + 1],
     );
   });
-  return { changes: rows.map((r) => ({ kind: r.kind, id: r.id, v: versionOfRow(r.json), json: r.json, budget: r.budget })), overflow: rows.length > limit };
+  return {
+    changes: rows.map((r) => ({ kind: r.kind, id: r.id, v: versionOfRow(r.json), json: r.json, budget: r.budget })),
+    overflow: rows.length > limit,
+  };
 }

@@ -21,11 +21,15 @@ let store: SnapshotStore;
 let source: RedisPolicySource;
 let accountId: string;
 
-const sql = <T = Record<string, unknown>>(text: string, params: unknown[] = []) => db.db.sql.transaction((tx) => tx.query<T>(text, params));
+const sql = <T = Record<string, unknown>>(text: string, params: unknown[] = []) =>
+  db.db.sql.transaction((tx) => tx.query<T>(text, params));
 const hashOf = (v: string) => createHash("sha256").update(v).digest("hex");
 async function newKey(name: string): Promise<string> {
   const hash = hashOf(`${name}-${randomBytes(4).toString("hex")}`);
-  await sql(`INSERT INTO api_keys (id, account_id, name, key_hash, prefix, allowed_models, ip_allowlist, updated_at) VALUES (gen_random_uuid(), $1, $2, $3, 'sk', '{}', '{}', now())`, [accountId, name, hash]);
+  await sql(
+    `INSERT INTO api_keys (id, account_id, name, key_hash, prefix, allowed_models, ip_allowlist, updated_at) VALUES (gen_random_uuid(), $1, $2, $3, 'sk', '{}', '{}', now())`,
+    [accountId, name, hash],
+  );
   return hash;
 }
 const publish = async () => {
@@ -42,7 +46,9 @@ beforeAll(async () => {
   db = await freshDatabase("feed");
   redis = new Redis(REDIS_URL);
   sub = new Redis(REDIS_URL);
-  const [row] = await sql<{ id: string }>(`INSERT INTO accounts (id, name, balance_micro, updated_at) VALUES (gen_random_uuid(), 'acme', 1000, now()) RETURNING id::text`);
+  const [row] = await sql<{ id: string }>(
+    `INSERT INTO accounts (id, name, balance_micro, updated_at) VALUES (gen_random_uuid(), 'acme', 1000, now()) RETURNING id::text`,
+  );
   accountId = row!.id;
   await newKey("before-start");
   publisher = new SnapshotPublisher(db.db, new RedisPolicyBus(redis, names), 1, (err) => {
@@ -95,7 +101,10 @@ describe("policy feed", () => {
     const before = await streamLength();
     const [k] = await sql<{ id: string }>(`SELECT id::text FROM api_keys WHERE key_hash = $1`, [hash]);
     await db.db.sql.transaction(async (tx) => {
-      await tx.query(`UPDATE accounts SET balance_micro = balance_micro - 1000, spent_micro = spent_micro + 1000 WHERE id = $1::uuid`, [accountId]);
+      await tx.query(
+        `UPDATE accounts SET balance_micro = balance_micro - 1000, spent_micro = spent_micro + 1000 WHERE id = $1::uuid`,
+        [accountId],
+      );
       await tx.query(`UPDATE api_keys SET spent_micro = spent_micro + 1000 WHERE id = $1::uuid`, [k!.id]);
     });
     await publish();
@@ -170,9 +179,15 @@ describe("policy feed", () => {
   });
 
   it("publishes in full when more changed at once than it appends, and lets the old epoch expire", async () => {
-    const small = new SnapshotPublisher(db.db, new RedisPolicyBus(redis, names), 1, (err) => {
-      throw err;
-    }, { maxChanges: 2 });
+    const small = new SnapshotPublisher(
+      db.db,
+      new RedisPolicyBus(redis, names),
+      1,
+      (err) => {
+        throw err;
+      },
+      { maxChanges: 2 },
+    );
     const before = (await redis.hget(names.policyMeta, "epoch"))!;
     const hashes = [await newKey("bulk-1"), await newKey("bulk-2"), await newKey("bulk-3")];
     small.changed();

@@ -23,7 +23,13 @@ export class InProcessPolicyBus implements PolicyBus {
     };
   }
 
-  async append(from: FeedHead, changes: Parameters<PolicyBus["append"]>[1], cursor: string, version: number, at = Date.now()): Promise<boolean> {
+  async append(
+    from: FeedHead,
+    changes: Parameters<PolicyBus["append"]>[1],
+    cursor: string,
+    version: number,
+    at = Date.now(),
+  ): Promise<boolean> {
     if (this.current?.cursor !== from.cursor) return false;
     for (const c of changes) this.store.applyChange(c);
     this.current = { epoch: from.epoch, cursor };

@@ -148,7 +148,12 @@ export class SnapshotPublisher {
     const t2 = performance.now();
     // Someone else moved the head: read again from where it is now.
     if (!(await this.bus.append(head, changes, read.cursor, version, startedAt))) this.dirty = true;
-    this.opts.onRound?.({ readMs: t1 - t0, prepareMs: t2 - t1, appendMs: performance.now() - t2, changes: changes.length });
+    this.opts.onRound?.({
+      readMs: t1 - t0,
+      prepareMs: t2 - t1,
+      appendMs: performance.now() - t2,
+      changes: changes.length,
+    });
   }
 
   /**
@@ -160,7 +165,9 @@ export class SnapshotPublisher {
     const since = this.lastRoundAt;
     this.lastRoundAt = now;
     if (this.zones === null) {
-      const rows = await this.db.sql.transaction((tx) => tx.query<{ tz: string }>(`SELECT DISTINCT time_zone AS tz FROM accounts`));
+      const rows = await this.db.sql.transaction((tx) =>
+        tx.query<{ tz: string }>(`SELECT DISTINCT time_zone AS tz FROM accounts`),
+      );
       this.zones = new Set(rows.map((r) => r.tz));
       return [];
     }
@@ -183,7 +190,9 @@ export class SnapshotPublisher {
   private async full(): Promise<void> {
     const writer = await this.bus.beginFull();
     this.lastRoundAt = this.calendar.now();
-    const read = await readAll(this.db, this.opts.pageSize ?? 5_000, async (page) => writer.put((await this.prepare(page)).changes));
+    const read = await readAll(this.db, this.opts.pageSize ?? 5_000, async (page) =>
+      writer.put((await this.prepare(page)).changes),
+    );
     await writer.put([await this.catalog(read.catalogVersion)]);
     await writer.commit(read.cursor, read.version);
     this.checkedCursor = true;
@@ -199,4 +208,3 @@ export class SnapshotPublisher {
     if (this.settleTimer) clearTimeout(this.settleTimer);
   }
 }
-

@@ -49,7 +49,9 @@ export class RedisPolicyBus implements PolicyBus {
   }
 
   private keyOf(epoch: string, c: PolicyChange): string {
-    return c.kind === "catalog" ? this.names.policyCatalog(epoch) : this.names.policyShard(epoch, c.kind, shardOf(c.id));
+    return c.kind === "catalog"
+      ? this.names.policyCatalog(epoch)
+      : this.names.policyShard(epoch, c.kind, shardOf(c.id));
   }
 
   async beginFull(): Promise<FullWriter> {
@@ -98,7 +100,13 @@ export class RedisPolicyBus implements PolicyBus {
     };
   }
 
-  async append(from: FeedHead, changes: PolicyChange[], cursor: string, version: number, publishedAt = Date.now()): Promise<boolean> {
+  async append(
+    from: FeedHead,
+    changes: PolicyChange[],
+    cursor: string,
+    version: number,
+    publishedAt = Date.now(),
+  ): Promise<boolean> {
     const chunk = this.opts.chunk ?? 100;
     const maxLen = String(this.opts.streamMaxLen ?? 100_000);
     let at = 0;
@@ -106,9 +114,21 @@ export class RedisPolicyBus implements PolicyBus {
       const part = changes.slice(at, at + chunk);
       at += chunk;
       const last = at >= changes.length;
-      const args: string[] = [from.epoch, from.cursor, last ? cursor : from.cursor, String(last ? version : 0), String(publishedAt), maxLen, this.names.policyChannel];
+      const args: string[] = [
+        from.epoch,
+        from.cursor,
+        last ? cursor : from.cursor,
+        String(last ? version : 0),
+        String(publishedAt),
+        maxLen,
+        this.names.policyChannel,
+      ];
       for (const c of part) args.push(c.kind, c.id, String(c.v), c.json ?? "");
-      const keys = [this.names.policyMeta, this.names.policyStream(from.epoch), ...part.map((c) => this.keyOf(from.epoch, c))];
+      const keys = [
+        this.names.policyMeta,
+        this.names.policyStream(from.epoch),
+        ...part.map((c) => this.keyOf(from.epoch, c)),
+      ];
       const seq = Number(await this.redis.eval(APPEND, keys.length, ...keys, ...args));
       if (seq < 0) return false;
     } while (at < changes.length);

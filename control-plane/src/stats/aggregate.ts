@@ -96,7 +96,9 @@ function usageSource(accountId: string, f: Omit<StatsFilter, "granularity" | "ti
  */
 export async function usageStats(ctx: ServiceContext, accountId: string, f: StatsFilter) {
   checkStatsFilter(f);
-  const rows = await ctx.prisma.$queryRaw<(Totals & { bucket: Date | null; model: string | null; apiKeyId: string | null; grouping: number })[]>`
+  const rows = await ctx.prisma.$queryRaw<
+    (Totals & { bucket: Date | null; model: string | null; apiKeyId: string | null; grouping: number })[]
+  >`
     SELECT bucket, model, "apiKeyId", GROUPING(bucket, model, "apiKeyId")::int AS grouping, ${sums}
     FROM (
       SELECT date_trunc(${f.granularity}, ts, ${f.timeZone}) AS bucket, model, api_key_id::text AS "apiKeyId",
@@ -106,15 +108,39 @@ export async function usageStats(ctx: ServiceContext, accountId: string, f: Stat
     GROUP BY GROUPING SETS ((bucket), (model), ("apiKeyId"), ())`;
   // GROUPING's bits (bucket, model, key): 0b011 = by bucket, 0b101 = by model, 0b110 = by key, 0b111 = total.
   const strip = <T extends object>(r: T) => {
-    const { bucket: _b, model: _m, apiKeyId: _k, grouping: _g, ...totals } = r as T & { bucket: unknown; model: unknown; apiKeyId: unknown; grouping: unknown };
+    const {
+      bucket: _b,
+      model: _m,
+      apiKeyId: _k,
+      grouping: _g,
+      ...totals
+    } = r as T & { bucket: unknown; model: unknown; apiKeyId: unknown; grouping: unknown };
     return totals as unknown as Totals;
   };
-  const series = rows.filter((r) => r.grouping === 0b011).map((r) => ({ bucket: r.bucket!, ...strip(r) })).sort((a, b) => a.bucket.getTime() - b.bucket.getTime());
-  const byCost = <T extends Totals>(a: T, b: T, ka: string, kb: string) => (a.costMicro === b.costMicro ? (ka < kb ? -1 : ka > kb ? 1 : 0) : a.costMicro > b.costMicro ? -1 : 1);
-  const byModel = rows.filter((r) => r.grouping === 0b101).map((r) => ({ model: r.model!, ...strip(r) })).sort((a, b) => byCost(a, b, a.model, b.model));
-  const byKey = rows.filter((r) => r.grouping === 0b110).map((r) => ({ apiKeyId: r.apiKeyId, ...strip(r) })).sort((a, b) => byCost(a, b, a.apiKeyId ?? "", b.apiKeyId ?? ""));
+  const series = rows
+    .filter((r) => r.grouping === 0b011)
+    .map((r) => ({ bucket: r.bucket!, ...strip(r) }))
+    .sort((a, b) => a.bucket.getTime() - b.bucket.getTime());
+  const byCost = <T extends Totals>(a: T, b: T, ka: string, kb: string) =>
+    a.costMicro === b.costMicro ? (ka < kb ? -1 : ka > kb ? 1 : 0) : a.costMicro > b.costMicro ? -1 : 1;
+  const byModel = rows
+    .filter((r) => r.grouping === 0b101)
+    .map((r) => ({ model: r.model!, ...strip(r) }))
+    .sort((a, b) => byCost(a, b, a.model, b.model));
+  const byKey = rows
+    .filter((r) => r.grouping === 0b110)
+    .map((r) => ({ apiKeyId: r.apiKeyId, ...strip(r) }))
+    .sort((a, b) => byCost(a, b, a.apiKeyId ?? "", b.apiKeyId ?? ""));
   const total = rows.find((r) => r.grouping === 0b111);
-  const empty: Totals = { requests: 0n, errors: 0n, promptTokens: 0n, completionTokens: 0n, reasoningTokens: 0n, cachedTokens: 0n, costMicro: 0n };
+  const empty: Totals = {
+    requests: 0n,
+    errors: 0n,
+    promptTokens: 0n,
+    completionTokens: 0n,
+    reasoningTokens: 0n,
+    cachedTokens: 0n,
+    costMicro: 0n,
+  };
   return { series, byModel, byKey, total: total ? strip(total) : empty };
 }
 
@@ -124,15 +150,25 @@ export type AttributionDimension = "endUser" | "tag";
  * Usage grouped by end user or by tag (a call with several tags counts under each), from usage_logs: the
  * largest 100 by cost. Calls without an end user group under null; calls without tags are left out of byTag.
  */
-export async function usageByAttribution(ctx: ServiceContext, accountId: string, f: Omit<StatsFilter, "granularity" | "timeZone">, by: AttributionDimension) {
+export async function usageByAttribution(
+  ctx: ServiceContext,
+  accountId: string,
+  f: Omit<StatsFilter, "granularity" | "timeZone">,
+  by: AttributionDimension,
+) {
   if (f.from >= f.to) throw badInput("'from' must be before 'to'", "from");
-  const filters = [Prisma.sql`account_id = ${accountId}::uuid`, Prisma.sql`started_at >= ${f.from}`, Prisma.sql`started_at < ${f.to}`];
+  const filters = [
+    Prisma.sql`account_id = ${accountId}::uuid`,
+    Prisma.sql`started_at >= ${f.from}`,
+    Prisma.sql`started_at < ${f.to}`,
+  ];
   if (f.apiKeyId) filters.push(Prisma.sql`api_key_id = ${f.apiKeyId}::uuid`);
   if (f.model) filters.push(Prisma.sql`model = ${f.model}`);
   if (f.endUser) filters.push(Prisma.sql`end_user = ${f.endUser}`);
   if (f.tag) filters.push(Prisma.sql`tags @> ARRAY[${f.tag}]::text[]`);
   const key = by === "endUser" ? Prisma.sql`end_user` : Prisma.sql`t.tag`;
-  const from = by === "endUser" ? Prisma.sql`usage_logs` : Prisma.sql`usage_logs CROSS JOIN LATERAL unnest(tags) AS t(tag)`;
+  const from =
+    by === "endUser" ? Prisma.sql`usage_logs` : Prisma.sql`usage_logs CROSS JOIN LATERAL unnest(tags) AS t(tag)`;
   return ctx.prisma.$queryRaw<(Totals & { key: string | null })[]>`
     SELECT ${key} AS key,
       count(*)::bigint AS requests, count(*) FILTER (WHERE status < 200 OR status >= 300)::bigint AS errors,

@@ -19,10 +19,19 @@ export interface GroupTotals {
 
 function checkSpan(from: Date, to: Date) {
   if (from >= to) throw badInput("'from' must be before 'to'", "from");
-  if (to.getTime() - from.getTime() > MAX_SPAN_DAYS * 86_400_000) throw badInput(`at most ${MAX_SPAN_DAYS} days per query`, "to");
+  if (to.getTime() - from.getTime() > MAX_SPAN_DAYS * 86_400_000)
+    throw badInput(`at most ${MAX_SPAN_DAYS} days per query`, "to");
 }
 
-type Row = { key: string | null; label: string | null; requests: bigint; errors: bigint; prompt: bigint; completion: bigint; cost: bigint };
+type Row = {
+  key: string | null;
+  label: string | null;
+  requests: bigint;
+  errors: bigint;
+  prompt: bigint;
+  completion: bigint;
+  cost: bigint;
+};
 const toTotals = (r: Row): GroupTotals => ({
   key: r.key ?? "",
   label: r.label,
@@ -82,11 +91,23 @@ export async function upstreamHealth(
   breakers: (() => Record<string, string> | Promise<Record<string, string>>) | undefined,
   minutes: number,
 ): Promise<UpstreamHealth[]> {
-  if (!Number.isInteger(minutes) || minutes < 1 || minutes > 24 * 60) throw badInput("minutes must be 1..1440", "minutes");
+  if (!Number.isInteger(minutes) || minutes < 1 || minutes > 24 * 60)
+    throw badInput("minutes must be 1..1440", "minutes");
   const since = new Date(Date.now() - minutes * 60_000);
   const [upstreams, stats] = await Promise.all([
     ctx.prisma.upstream.findMany({ orderBy: { name: "asc" } }),
-    ctx.prisma.$queryRaw<{ upstream: string; requests: bigint; errors: bigint; lat_avg: number | null; lat_p95: number | null; ttft_avg: number | null; ttft_p95: number | null; last: Date | null }[]>(Prisma.sql`
+    ctx.prisma.$queryRaw<
+      {
+        upstream: string;
+        requests: bigint;
+        errors: bigint;
+        lat_avg: number | null;
+        lat_p95: number | null;
+        ttft_avg: number | null;
+        ttft_p95: number | null;
+        last: Date | null;
+      }[]
+    >(Prisma.sql`
       SELECT u.upstream, COUNT(*)::bigint AS requests, COUNT(*) FILTER (WHERE u.status < 200 OR u.status >= 300)::bigint AS errors,
              AVG(u.latency_ms)::float8 AS lat_avg, percentile_cont(0.95) WITHIN GROUP (ORDER BY u.latency_ms)::float8 AS lat_p95,
              AVG(u.ttft_ms)::float8 AS ttft_avg, percentile_cont(0.95) WITHIN GROUP (ORDER BY u.ttft_ms)::float8 AS ttft_p95,

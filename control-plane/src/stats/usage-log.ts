@@ -53,17 +53,21 @@ export function decodeCursor(cursor: string): { startedAt: Date; id: string } {
 
 export const MAX_PAGE = 200;
 
-export async function usagePage(ctx: ServiceContext, accountId: string, filter: UsageFilter, first: number, after?: string | null) {
-  if (!Number.isInteger(first) || first < 1 || first > MAX_PAGE) throw badInput(`first must be 1..${MAX_PAGE}`, "first");
+export async function usagePage(
+  ctx: ServiceContext,
+  accountId: string,
+  filter: UsageFilter,
+  first: number,
+  after?: string | null,
+) {
+  if (!Number.isInteger(first) || first < 1 || first > MAX_PAGE)
+    throw badInput(`first must be 1..${MAX_PAGE}`, "first");
   const base = usageWhere(accountId, filter);
   const where: Prisma.UsageLogWhereInput = after
     ? (() => {
         const c = decodeCursor(after);
         return {
-          AND: [
-            base,
-            { OR: [{ startedAt: { lt: c.startedAt } }, { startedAt: c.startedAt, id: { lt: c.id } }] },
-          ],
+          AND: [base, { OR: [{ startedAt: { lt: c.startedAt } }, { startedAt: c.startedAt, id: { lt: c.id } }] }],
         };
       })()
     : base;

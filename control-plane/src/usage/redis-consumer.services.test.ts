@@ -25,7 +25,12 @@ const event = (n: number): UsageEvent => ({
   ttftMs: 1,
   clientIp: null,
   startedAt: new Date().toISOString(),
-  cacheWrite5mTokens: 0, cacheWrite1hTokens: 0, prices: null, estimated: false, endUser: null, tags: [],
+  cacheWrite5mTokens: 0,
+  cacheWrite1hTokens: 0,
+  prices: null,
+  estimated: false,
+  endUser: null,
+  tags: [],
 });
 
 describe("RedisUsageConsumer", () => {
@@ -46,10 +51,19 @@ describe("RedisUsageConsumer", () => {
     await redis.xadd(names.usageStream, "*", "events", JSON.stringify([...turn2, { requestId: "" }]));
     const batches: string[][] = [];
     const errors: string[] = [];
-    const consumer = new RedisUsageConsumer(redis.duplicate(), [names.usageStream], "c1", async (events) => void batches.push(events.map((e) => e.requestId)), (err) => errors.push(String(err)), 30_000, 2);
+    const consumer = new RedisUsageConsumer(
+      redis.duplicate(),
+      [names.usageStream],
+      "c1",
+      async (events) => void batches.push(events.map((e) => e.requestId)),
+      (err) => errors.push(String(err)),
+      30_000,
+      2,
+    );
     await consumer.start();
     try {
-      for (let i = 0; i < 100 && (await redis.xlen(names.usageStream)) > 0; i++) await new Promise((r) => setTimeout(r, 50));
+      for (let i = 0; i < 100 && (await redis.xlen(names.usageStream)) > 0; i++)
+        await new Promise((r) => setTimeout(r, 50));
     } finally {
       await consumer.stop();
     }
@@ -64,7 +78,15 @@ describe("RedisUsageConsumer", () => {
     const shards = usageShards(names.prefix, 4);
     expect(new Set(shards).size).toBe(4);
     const settled: string[] = [];
-    const consumer = new RedisUsageConsumer(redis.duplicate(), shards, "c2", async (events) => void settled.push(...events.map((e) => e.requestId)), () => undefined, 30_000, 100);
+    const consumer = new RedisUsageConsumer(
+      redis.duplicate(),
+      shards,
+      "c2",
+      async (events) => void settled.push(...events.map((e) => e.requestId)),
+      () => undefined,
+      30_000,
+      100,
+    );
     await consumer.start();
     // Written after the loops are blocked reading: shard 3 stays empty, and shards 0-2 each get an entry.
     const sent = [event(10), event(11), event(12)];

@@ -51,16 +51,44 @@ export class RedisUsageConsumer {
       try {
         if (Date.now() - lastClaim > Math.min(this.claimIdleMs, 5_000)) {
           lastClaim = Date.now();
-          const claimed = (await redis.xautoclaim(stream, USAGE_GROUP, this.consumer, this.claimIdleMs, "0-0", "COUNT", 100)) as [string, Entry[]];
+          const claimed = (await redis.xautoclaim(
+            stream,
+            USAGE_GROUP,
+            this.consumer,
+            this.claimIdleMs,
+            "0-0",
+            "COUNT",
+            100,
+          )) as [string, Entry[]];
           await this.handle(redis, stream, claimed[1] ?? []);
         }
         // Our own pending entries first (left over from a failed settle), then new ones.
-        const own = (await redis.xreadgroup("GROUP", USAGE_GROUP, this.consumer, "COUNT", 100, "STREAMS", stream, "0")) as [string, Entry[]][] | null;
+        const own = (await redis.xreadgroup(
+          "GROUP",
+          USAGE_GROUP,
+          this.consumer,
+          "COUNT",
+          100,
+          "STREAMS",
+          stream,
+          "0",
+        )) as [string, Entry[]][] | null;
         if (own?.[0]?.[1].length) {
           await this.handle(redis, stream, own[0][1]);
           continue;
         }
-        const fresh = (await redis.xreadgroup("GROUP", USAGE_GROUP, this.consumer, "COUNT", 100, "BLOCK", 1000, "STREAMS", stream, ">")) as [string, Entry[]][] | null;
+        const fresh = (await redis.xreadgroup(
+          "GROUP",
+          USAGE_GROUP,
+          this.consumer,
+          "COUNT",
+          100,
+          "BLOCK",
+          1000,
+          "STREAMS",
+          stream,
+          ">",
+        )) as [string, Entry[]][] | null;
         if (fresh?.[0]) await this.handle(redis, stream, fresh[0][1]);
       } catch (err) {
         if (this.stopped) break;
@@ -68,7 +96,8 @@ export class RedisUsageConsumer {
         await new Promise((r) => setTimeout(r, 500));
         // Redis lost its data (a restart without persistence, a failover to an empty replica): the group is
         // gone, and the replicas' spooled events are arriving in a new stream. Recreate it and read them.
-        if (String(err).includes("NOGROUP")) await this.createGroup(redis, stream).catch((e: unknown) => this.onError(e));
+        if (String(err).includes("NOGROUP"))
+          await this.createGroup(redis, stream).catch((e: unknown) => this.onError(e));
       }
     }
   }
@@ -92,9 +121,14 @@ export class RedisUsageConsumer {
     }
     // An entry holds a replica's turn of events (up to 500), so one read can hold tens of thousands: they
     // settle in transactions of a bounded size, and the entries are acknowledged once all of them did.
-    for (let i = 0; i < events.length; i += this.maxSettleBatch) await this.settle(events.slice(i, i + this.maxSettleBatch));
+    for (let i = 0; i < events.length; i += this.maxSettleBatch)
+      await this.settle(events.slice(i, i + this.maxSettleBatch));
     const ids = entries.map(([id]) => id);
-    await redis.multi().xack(stream, USAGE_GROUP, ...ids).xdel(stream, ...ids).exec();
+    await redis
+      .multi()
+      .xack(stream, USAGE_GROUP, ...ids)
+      .xdel(stream, ...ids)
+      .exec();
   }
 
   async stop(): Promise<void> {

@@ -111,7 +111,8 @@ function pick(a: UsageEvent | undefined, b: UsageEvent): UsageEvent {
   return a.estimated && !b.estimated ? b : a;
 }
 
-const inputOf = (e: UsageEvent) => Math.max(0, e.promptTokens - e.cachedTokens - e.cacheWrite5mTokens - e.cacheWrite1hTokens);
+const inputOf = (e: UsageEvent) =>
+  Math.max(0, e.promptTokens - e.cachedTokens - e.cacheWrite5mTokens - e.cacheWrite1hTokens);
 
 /**
  * Settles usage events: the usage-log rows, the wallet debits, the ledger entries and the keys' spend, all in
@@ -121,7 +122,11 @@ const inputOf = (e: UsageEvent) => Math.max(0, e.promptTokens - e.cachedTokens -
  * transaction and one UPDATE per account and per key, however many events it holds. Returns how many events
  * were new.
  */
-export async function settleUsageBatch(db: Database, events: UsageEvent[], calendar: BudgetCalendar = controlCalendar): Promise<number> {
+export async function settleUsageBatch(
+  db: Database,
+  events: UsageEvent[],
+  calendar: BudgetCalendar = controlCalendar,
+): Promise<number> {
   const byRequest = new Map<string, UsageEvent>();
   for (const e of events) byRequest.set(e.requestId, pick(byRequest.get(e.requestId), e));
   const unique = [...byRequest.values()];
@@ -161,11 +166,30 @@ export async function settleUsageBatch(db: Database, events: UsageEvent[], calen
     ]);
     const fresh = new Set(inserted.map((r) => r.request_id));
     const settled = unique.filter((e) => fresh.has(e.requestId));
-    const charges: Charge[] = settled.map((e) => ({ accountId: e.accountId, keyId: e.keyId, ledgerId: e.requestId, cost: BigInt(e.cost), startedAt: e.startedAt, kind: "charge", correction: false }));
+    const charges: Charge[] = settled.map((e) => ({
+      accountId: e.accountId,
+      keyId: e.keyId,
+      ledgerId: e.requestId,
+      cost: BigInt(e.cost),
+      startedAt: e.startedAt,
+      kind: "charge",
+      correction: false,
+    }));
 
     const exact = unique.filter((e) => !fresh.has(e.requestId) && !e.estimated);
     if (exact.length > 0) {
-      const replaced = await tx.query<{ request_id: string; account_id: string; api_key_id: string | null; model: string; started_at: Date | string; cost_delta: string; prompt_delta: number; completion_delta: number; reasoning_delta: number; cached_delta: number }>(REPLACE_ESTIMATE, [
+      const replaced = await tx.query<{
+        request_id: string;
+        account_id: string;
+        api_key_id: string | null;
+        model: string;
+        started_at: Date | string;
+        cost_delta: string;
+        prompt_delta: number;
+        completion_delta: number;
+        reasoning_delta: number;
+        cached_delta: number;
+      }>(REPLACE_ESTIMATE, [
         col(exact, (e) => e.requestId),
         col(exact, (e) => e.promptTokens),
         col(exact, (e) => e.completionTokens),
@@ -183,9 +207,27 @@ export async function settleUsageBatch(db: Database, events: UsageEvent[], calen
       ]);
       for (const r of replaced) {
         const delta = BigInt(r.cost_delta);
-        await tx.query(ROLLUP_DELTA, [r.account_id, r.started_at, r.api_key_id, r.model, r.prompt_delta, r.completion_delta, r.reasoning_delta, r.cached_delta, r.cost_delta]);
+        await tx.query(ROLLUP_DELTA, [
+          r.account_id,
+          r.started_at,
+          r.api_key_id,
+          r.model,
+          r.prompt_delta,
+          r.completion_delta,
+          r.reasoning_delta,
+          r.cached_delta,
+          r.cost_delta,
+        ]);
         if (delta === 0n) continue;
-        charges.push({ accountId: r.account_id, keyId: r.api_key_id, ledgerId: `${r.request_id}:exact`, cost: delta, startedAt: new Date(r.started_at).toISOString(), kind: delta > 0n ? "charge" : "refund", correction: true });
+        charges.push({
+          accountId: r.account_id,
+          keyId: r.api_key_id,
+          ledgerId: `${r.request_id}:exact`,
+          cost: delta,
+          startedAt: new Date(r.started_at).toISOString(),
+          kind: delta > 0n ? "charge" : "refund",
+          correction: true,
+        });
       }
     }
 
@@ -202,7 +244,10 @@ export async function settleUsageBatch(db: Database, events: UsageEvent[], calen
     for (const accountId of [...byAccount.keys()].sort()) {
       const list = byAccount.get(accountId)!;
       const total = list.reduce((s, c) => s + c.cost, 0n);
-      const [row] = await tx.query<{ balance: string; time_zone: string }>(DEBIT_ACCOUNT, [accountId, total.toString()]);
+      const [row] = await tx.query<{ balance: string; time_zone: string }>(DEBIT_ACCOUNT, [
+        accountId,
+        total.toString(),
+      ]);
       if (row === undefined) throw new Error(`settlement: account ${accountId} does not exist`);
       timeZones.set(accountId, row.time_zone);
       let balance = BigInt(row.balance) + total;
@@ -213,7 +258,14 @@ export async function settleUsageBatch(db: Database, events: UsageEvent[], calen
         amounts.push((-c.cost).toString());
         after.push(balance.toString());
       }
-      await tx.query(INSERT_LEDGER, [accountId, amounts, after, list.map((c) => c.keyId), list.map((c) => c.ledgerId), list.map((c) => c.kind)]);
+      await tx.query(INSERT_LEDGER, [
+        accountId,
+        amounts,
+        after,
+        list.map((c) => c.keyId),
+        list.map((c) => c.ledgerId),
+        list.map((c) => c.kind),
+      ]);
     }
 
     const byKey = new Map<string, { cost: bigint; last: string }>();
@@ -262,6 +314,11 @@ async function addPeriodSpend(
     }
   }
   if (sums.size === 0) return;
-  const rows = [...sums.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([id, micro]) => [...id.split("\t"), micro.toString()]);
-  await tx.query(ADD_PERIODS, [0, 1, 2, 3, 4].map((i) => rows.map((r) => r[i])));
+  const rows = [...sums.entries()]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([id, micro]) => [...id.split("\t"), micro.toString()]);
+  await tx.query(
+    ADD_PERIODS,
+    [0, 1, 2, 3, 4].map((i) => rows.map((r) => r[i])),
+  );
 }

@@ -72,7 +72,13 @@ describe("computeCost", () => {
   it("bills cache writes at 1.25 × input (5 minutes) and 2 × input (1 hour) when the price has none", () => {
     const p = price("3000000", "15000000", "300000");
     // 100 input × 3 + 200 writes 5m × 3.75 + 300 writes 1h × 6 + 400 reads × 0.3 = 300 + 750 + 1800 + 120 → 2970
-    const u = { promptTokens: 1000, completionTokens: 0, cachedTokens: 400, cacheWrite5mTokens: 200, cacheWrite1hTokens: 300 };
+    const u = {
+      promptTokens: 1000,
+      completionTokens: 0,
+      cachedTokens: 400,
+      cacheWrite5mTokens: 200,
+      cacheWrite1hTokens: 300,
+    };
     expect(computeCost(u, p)).toBe(2_970n);
     // explicit cache-write prices win, an explicit 0 included
     expect(computeCost(u, { ...p, cacheWrite5m: "0", cacheWrite1h: "1000000" })).toBe(300n + 0n + 300n + 120n);
@@ -81,19 +87,68 @@ describe("computeCost", () => {
   it("keeps the derived 1.25 × price exact and rounds once", () => {
     // 1 micro per 1M input: a 5-minute write costs 1.25 micro per 1M tokens. 400,000 writes → 0.5 → 1;
     // rounding the price to 1 first would give 0.4 → 0.
-    expect(computeCost({ promptTokens: 400_000, completionTokens: 0, cachedTokens: 0, cacheWrite5mTokens: 400_000 }, price("1", "0"))).toBe(1n);
-    expect(computeCost({ promptTokens: 399_999, completionTokens: 0, cachedTokens: 0, cacheWrite5mTokens: 399_999 }, price("1", "0"))).toBe(0n);
-    expect(unitPrices(price("1", "7", null))).toEqual({ input: "1", cachedInput: "1", cacheWrite5m: "1.25", cacheWrite1h: "2", output: "7" });
-    expect(unitPrices({ ...price("3", "7", "1"), cacheWrite5m: "5" })).toEqual({ input: "3", cachedInput: "1", cacheWrite5m: "5", cacheWrite1h: "6", output: "7" });
+    expect(
+      computeCost(
+        { promptTokens: 400_000, completionTokens: 0, cachedTokens: 0, cacheWrite5mTokens: 400_000 },
+        price("1", "0"),
+      ),
+    ).toBe(1n);
+    expect(
+      computeCost(
+        { promptTokens: 399_999, completionTokens: 0, cachedTokens: 0, cacheWrite5mTokens: 399_999 },
+        price("1", "0"),
+      ),
+    ).toBe(0n);
+    expect(unitPrices(price("1", "7", null))).toEqual({
+      input: "1",
+      cachedInput: "1",
+      cacheWrite5m: "1.25",
+      cacheWrite1h: "2",
+      output: "7",
+    });
+    expect(unitPrices({ ...price("3", "7", "1"), cacheWrite5m: "5" })).toEqual({
+      input: "3",
+      cachedInput: "1",
+      cacheWrite5m: "5",
+      cacheWrite1h: "6",
+      output: "7",
+    });
     expect(unitPrices(price("-3", "0")).cacheWrite5m).toBe("-3.75");
   });
 
   it("splits the prompt into classes that add up to it, clamping a miscounting upstream", () => {
-    expect(tokenBreakdown({ promptTokens: 100, completionTokens: 9, cachedTokens: 10, cacheWrite5mTokens: 20, cacheWrite1hTokens: 30, reasoningTokens: 4 })).toEqual({
-      input: 40, cacheRead: 10, cacheWrite5m: 20, cacheWrite1h: 30, output: 9, reasoning: 4,
+    expect(
+      tokenBreakdown({
+        promptTokens: 100,
+        completionTokens: 9,
+        cachedTokens: 10,
+        cacheWrite5mTokens: 20,
+        cacheWrite1hTokens: 30,
+        reasoningTokens: 4,
+      }),
+    ).toEqual({
+      input: 40,
+      cacheRead: 10,
+      cacheWrite5m: 20,
+      cacheWrite1h: 30,
+      output: 9,
+      reasoning: 4,
     });
-    expect(tokenBreakdown({ promptTokens: 50, completionTokens: 0, cachedTokens: 30, cacheWrite5mTokens: 30, cacheWrite1hTokens: 30 })).toEqual({
-      input: 0, cacheRead: 30, cacheWrite5m: 20, cacheWrite1h: 0, output: 0, reasoning: 0,
+    expect(
+      tokenBreakdown({
+        promptTokens: 50,
+        completionTokens: 0,
+        cachedTokens: 30,
+        cacheWrite5mTokens: 30,
+        cacheWrite1hTokens: 30,
+      }),
+    ).toEqual({
+      input: 0,
+      cacheRead: 30,
+      cacheWrite5m: 20,
+      cacheWrite1h: 0,
+      output: 0,
+      reasoning: 0,
     });
   });
 

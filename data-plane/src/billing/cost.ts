@@ -82,7 +82,8 @@ const unitMemo = new WeakMap<Price, UnitPrices>();
 
 function resolveQuarterPrices(price: Price): QuarterPrices {
   const input = BigInt(price.input) * 4n;
-  const given = (p: string | null | undefined): bigint | null => (p === null || p === undefined ? null : BigInt(p) * 4n);
+  const given = (p: string | null | undefined): bigint | null =>
+    p === null || p === undefined ? null : BigInt(p) * 4n;
   return {
     input,
     cachedInput: given(price.cachedInput) ?? input,

@@ -7,9 +7,18 @@ const at = (s: string) => Date.parse(s);
 describe("budget periods", () => {
   it("are UTC days, ISO weeks and months by default", () => {
     const t = at("2026-11-25T13:45:00Z"); // a Wednesday
-    expect(periodBounds("UTC", "day", t)).toEqual({ start: at("2026-11-25T00:00:00Z"), end: at("2026-11-26T00:00:00Z") });
-    expect(periodBounds("UTC", "week", t)).toEqual({ start: at("2026-11-23T00:00:00Z"), end: at("2026-11-30T00:00:00Z") });
-    expect(periodBounds("UTC", "month", t)).toEqual({ start: at("2026-11-01T00:00:00Z"), end: at("2026-12-01T00:00:00Z") });
+    expect(periodBounds("UTC", "day", t)).toEqual({
+      start: at("2026-11-25T00:00:00Z"),
+      end: at("2026-11-26T00:00:00Z"),
+    });
+    expect(periodBounds("UTC", "week", t)).toEqual({
+      start: at("2026-11-23T00:00:00Z"),
+      end: at("2026-11-30T00:00:00Z"),
+    });
+    expect(periodBounds("UTC", "month", t)).toEqual({
+      start: at("2026-11-01T00:00:00Z"),
+      end: at("2026-12-01T00:00:00Z"),
+    });
   });
 
   it("start at local midnight in the account's time zone", () => {
@@ -30,7 +39,9 @@ describe("budget periods", () => {
     const autumn = periodBounds("Europe/Berlin", "day", at("2026-10-25T12:00:00Z"));
     expect((autumn.end - autumn.start) / 3_600_000).toBe(25);
     // the week holding the spring change starts Monday 23 March, local midnight (UTC+1)
-    expect(iso(periodBounds("Europe/Berlin", "week", at("2026-03-29T12:00:00Z")).start)).toBe("2026-03-22T23:00:00.000Z");
+    expect(iso(periodBounds("Europe/Berlin", "week", at("2026-03-29T12:00:00Z")).start)).toBe(
+      "2026-03-22T23:00:00.000Z",
+    );
   });
 
   it("week starts on Monday even on a Sunday and a Monday", () => {

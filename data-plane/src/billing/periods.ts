@@ -57,7 +57,8 @@ interface LocalTime {
 
 function local(timeZone: string, t: number): LocalTime {
   const p: Record<string, number> = {};
-  for (const part of formatFor(timeZone).formatToParts(t)) if (part.type !== "literal") p[part.type] = Number(part.value);
+  for (const part of formatFor(timeZone).formatToParts(t))
+    if (part.type !== "literal") p[part.type] = Number(part.value);
   const wallMs = Date.UTC(p.year!, p.month! - 1, p.day!, p.hour!, p.minute!, p.second!);
   return { y: p.year!, m: p.month!, d: p.day!, wallMs };
 }
@@ -127,7 +128,8 @@ export function budgetClockFromEnv(env: NodeJS.ProcessEnv = process.env): () => 
 function testClock(env: NodeJS.ProcessEnv): () => number {
   const file = env.MODELGATE_TEST_CLOCK_FILE;
   if (!file) return Date.now;
-  if (env.NODE_ENV === "production") throw new Error("MODELGATE_TEST_CLOCK_FILE is for tests; it is refused in production");
+  if (env.NODE_ENV === "production")
+    throw new Error("MODELGATE_TEST_CLOCK_FILE is for tests; it is refused in production");
   const read = (): number => {
     try {
       const n = Number(readFileSync(file, "utf8").trim() || "0");

@@ -99,7 +99,11 @@ describe("RedisSpendCounter across replicas", () => {
     let calls = 0;
     try {
       // 2^53 + 1 would be lost in a double: the sum must stay a decimal string end to end
-      await Promise.all([counter.add(key, account, 9_007_199_254_740_993n), counter.add(key, account, 7n), counter.add(other, account, 5n)]);
+      await Promise.all([
+        counter.add(key, account, 9_007_199_254_740_993n),
+        counter.add(key, account, 7n),
+        counter.add(other, account, 5n),
+      ]);
     } finally {
       calls = spy.mock.calls.length;
       spy.mockRestore();
@@ -107,6 +111,9 @@ describe("RedisSpendCounter across replicas", () => {
     expect(calls).toBe(2); // one per key
     expect(await c1.get(`${prefix}{acct:${account.id}}:k:${key.id}`)).toBe("9007199254741000");
     expect(await c1.get(`${prefix}{acct:${account.id}}:a`)).toBe("9007199254741005");
-    expect(await counter.get(key, account)).toEqual({ keySpent: 9_007_199_254_741_000n, accountSpent: 9_007_199_254_741_005n });
+    expect(await counter.get(key, account)).toEqual({
+      keySpent: 9_007_199_254_741_000n,
+      accountSpent: 9_007_199_254_741_005n,
+    });
   });
 });

@@ -12,7 +12,10 @@ export const keyEntrySchema = keySchema.extend({ v: z.number().int().nonnegative
 export type KeyEntry = z.infer<typeof keyEntrySchema>;
 export const accountEntrySchema = accountSchema.extend({ v: z.number().int().nonnegative() });
 export type AccountEntry = z.infer<typeof accountEntrySchema>;
-export const catalogEntrySchema = z.object({ v: z.number().int().nonnegative(), models: z.record(z.string(), modelSchema) });
+export const catalogEntrySchema = z.object({
+  v: z.number().int().nonnegative(),
+  models: z.record(z.string(), modelSchema),
+});
 export type CatalogEntry = z.infer<typeof catalogEntrySchema>;
 
 export type PolicyKind = "key" | "account" | "catalog";

@@ -53,10 +53,12 @@ export const redisNames = (prefix = process.env.MODELGATE_REDIS_PREFIX ?? "model
  * The name of usage stream shard `n` (0-based). Shard 0 keeps the name the single stream always had, so
  * an upgrade leaves no entry unread.
  */
-export const usageShard = (prefix: string, n: number): string => (n === 0 ? `${prefix}usage` : `${prefix}usage:{usage-${n}}`);
+export const usageShard = (prefix: string, n: number): string =>
+  n === 0 ? `${prefix}usage` : `${prefix}usage:{usage-${n}}`;
 
 /** Every usage stream shard's name: the control plane reads them all. */
-export const usageShards = (prefix: string, count: number): string[] => Array.from({ length: Math.max(1, count) }, (_, n) => usageShard(prefix, n));
+export const usageShards = (prefix: string, count: number): string[] =>
+  Array.from({ length: Math.max(1, count) }, (_, n) => usageShard(prefix, n));
 
 /**
  * The shard a data-plane replica writes its usage to: a stable hash of its identity, so a replica's entries
@@ -73,6 +75,7 @@ export function usageShardCount(env: NodeJS.ProcessEnv = process.env): number {
   const raw = env.MODELGATE_USAGE_SHARDS;
   if (raw === undefined || raw === "") return 1;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1 || n > 256) throw new Error(`MODELGATE_USAGE_SHARDS must be a whole number from 1 to 256, not "${raw}"`);
+  if (!Number.isInteger(n) || n < 1 || n > 256)
+    throw new Error(`MODELGATE_USAGE_SHARDS must be a whole number from 1 to 256, not "${raw}"`);
   return n;
 }

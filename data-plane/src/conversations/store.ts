@@ -36,7 +36,10 @@ export class MemoryConversationStore implements ConversationStore {
   async put(accountId: string, id: string, record: Record<string, unknown>): Promise<void> {
     const key = keyOf(accountId, id);
     this.records.delete(key);
-    this.records.set(key, { expires: Date.now() + this.opts.ttlMs, sealed: seal(this.opts.masterKey, JSON.stringify(record)) });
+    this.records.set(key, {
+      expires: Date.now() + this.opts.ttlMs,
+      sealed: seal(this.opts.masterKey, JSON.stringify(record)),
+    });
     while (this.records.size > this.maxRecords) this.records.delete(this.records.keys().next().value!);
   }
 
@@ -59,7 +62,12 @@ export class RedisConversationStore implements ConversationStore {
   }
 
   async put(accountId: string, id: string, record: Record<string, unknown>): Promise<void> {
-    await this.redis.set(this.prefix + keyOf(accountId, id), seal(this.opts.masterKey, JSON.stringify(record)), "PX", this.opts.ttlMs);
+    await this.redis.set(
+      this.prefix + keyOf(accountId, id),
+      seal(this.opts.masterKey, JSON.stringify(record)),
+      "PX",
+      this.opts.ttlMs,
+    );
   }
 
   async delete(accountId: string, id: string): Promise<boolean> {

@@ -8,7 +8,10 @@ import type { EmbeddingRequest, EmbeddingResult, EmbeddingUpstreamRequest } from
 
 export type GeminiEmbedMethod = "embedContent" | "batchEmbedContents";
 
-const content = z.looseObject({ parts: z.array(z.looseObject({ text: z.string().optional() })).min(1), role: z.string().optional() });
+const content = z.looseObject({
+  parts: z.array(z.looseObject({ text: z.string().optional() })).min(1),
+  role: z.string().optional(),
+});
 
 const one = z.looseObject({
   model: z.string().optional(),
@@ -25,7 +28,8 @@ type One = z.infer<typeof one>;
 function textOf(c: One["content"], param: string): string {
   return c.parts
     .map((p, j) => {
-      if (typeof p.text !== "string") throw invalid("invalid_value", "Only text parts can be embedded here.", `${param}.parts[${j}]`);
+      if (typeof p.text !== "string")
+        throw invalid("invalid_value", "Only text parts can be embedded here.", `${param}.parts[${j}]`);
       return p.text;
     })
     .join("\n");
@@ -39,20 +43,30 @@ export function parseGeminiEmbeddingRequest(body: unknown, method: GeminiEmbedMe
       : parseBody(batch, body).requests.map((item, i) => ({ item, param: `requests[${i}].content` }));
   const req: EmbeddingRequest = { model, inputs: items.map(({ item, param }) => textOf(item.content, param)) };
   const dims = new Set(items.map(({ item }) => item.outputDimensionality));
-  if (dims.size > 1) throw invalid("invalid_value", "Every request of a batch must ask for the same outputDimensionality.", "requests");
+  if (dims.size > 1)
+    throw invalid("invalid_value", "Every request of a batch must ask for the same outputDimensionality.", "requests");
   const d = items[0]?.item.outputDimensionality;
   if (d !== undefined) req.dimensions = d;
   // The task type and title shape the vector for its use (retrieval query or document …): no other vendor's
   // model takes them.
-  const untranslatable = [...new Set(items.flatMap(({ item }) => [item.taskType !== undefined ? "taskType" : "", item.title !== undefined ? "title" : ""]))].filter(
-    (x) => x !== "",
-  );
+  const untranslatable = [
+    ...new Set(
+      items.flatMap(({ item }) => [
+        item.taskType !== undefined ? "taskType" : "",
+        item.title !== undefined ? "title" : "",
+      ]),
+    ),
+  ].filter((x) => x !== "");
   if (untranslatable.length > 0) req.untranslatable = untranslatable;
   return req;
 }
 
 /** A Gemini upstream under another model name: the client's body with the model named in it changed too. */
-export function renamedGeminiBody(body: Record<string, unknown>, method: GeminiEmbedMethod, upstreamModel: string): Record<string, unknown> {
+export function renamedGeminiBody(
+  body: Record<string, unknown>,
+  method: GeminiEmbedMethod,
+  upstreamModel: string,
+): Record<string, unknown> {
   const name = `models/${upstreamModel}`;
   if (method === "embedContent") return body.model === undefined ? body : { ...body, model: name };
   return { ...body, requests: arr(body.requests).map((r) => ({ ...obj(r), model: name })) };

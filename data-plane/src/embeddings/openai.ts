@@ -11,7 +11,12 @@ const tokens = z.array(z.number().int().nonnegative());
 
 const schema = z.looseObject({
   model: z.string().min(1),
-  input: z.union([z.string(), z.array(z.string()).min(1).max(2048), tokens.min(1), z.array(tokens.min(1)).min(1).max(2048)]),
+  input: z.union([
+    z.string(),
+    z.array(z.string()).min(1).max(2048),
+    tokens.min(1),
+    z.array(tokens.min(1)).min(1).max(2048),
+  ]),
   dimensions: z.number().int().min(1).optional(),
   encoding_format: z.enum(["float", "base64"]).optional(),
   user: z.string().optional(),
@@ -35,9 +40,17 @@ export function parseOpenAIEmbeddingRequest(body: unknown): OpenAIEmbeddingClien
 }
 
 /** The client body for an OpenAI upstream under another model name: every field kept, the name changed. */
-export const renamedOpenAIBody = (body: Record<string, unknown>, upstreamModel: string): Record<string, unknown> => ({ ...body, model: upstreamModel });
+export const renamedOpenAIBody = (body: Record<string, unknown>, upstreamModel: string): Record<string, unknown> => ({
+  ...body,
+  model: upstreamModel,
+});
 
-export function renderOpenAIEmbeddings(r: EmbeddingResult, model: string, base64: boolean, promptTokens: number): Record<string, unknown> {
+export function renderOpenAIEmbeddings(
+  r: EmbeddingResult,
+  model: string,
+  base64: boolean,
+  promptTokens: number,
+): Record<string, unknown> {
   return {
     object: "list",
     data: r.vectors.map((v, index) => ({ object: "embedding", index, embedding: base64 ? toBase64Floats(v) : v })),

@@ -11,7 +11,9 @@ import { requestIdHeaderLines, sendError, setRequestId } from "../server/respond
 
 /** The protocol a request speaks, guessed from its path alone (all there is before the headers parse). */
 export function protocolOfPath(path: string): ProtocolName {
-  const owner = adapters.find((a) => a.endpoints.some((e) => e.match(path, null) !== null)) ?? adapters.find((a) => a.speaks?.({}, path, null));
+  const owner =
+    adapters.find((a) => a.endpoints.some((e) => e.match(path, null) !== null)) ??
+    adapters.find((a) => a.speaks?.({}, path, null));
   return owner?.name ?? "openai";
 }
 
@@ -23,9 +25,23 @@ interface ParserError extends Error {
 function refusalOf(err: ParserError): GatewayError {
   switch (err.code) {
     case "HPE_HEADER_OVERFLOW":
-      return new GatewayError("invalid_request", "headers_too_large", "The request headers are too large.", null, {}, 431);
+      return new GatewayError(
+        "invalid_request",
+        "headers_too_large",
+        "The request headers are too large.",
+        null,
+        {},
+        431,
+      );
     case "ERR_HTTP_REQUEST_TIMEOUT":
-      return new GatewayError("invalid_request", "request_timeout", "The request did not arrive in time.", null, {}, 408);
+      return new GatewayError(
+        "invalid_request",
+        "request_timeout",
+        "The request did not arrive in time.",
+        null,
+        {},
+        408,
+      );
     case "HPE_INVALID_CONTENT_LENGTH":
     case "HPE_UNEXPECTED_CONTENT_LENGTH":
       return new GatewayError("invalid_request", "bad_content_length", "The Content-Length header is invalid.");
@@ -62,11 +78,20 @@ export function shapeParserErrors(server: Server): Server {
     const requestId = newRequestId();
     setRequestId(res, requestId);
     res.shouldKeepAlive = false;
-    const gw = new GatewayError("invalid_request", "expectation_failed", `The Expect header '${req.headers.expect}' is not supported.`, null, {}, 417);
+    const gw = new GatewayError(
+      "invalid_request",
+      "expectation_failed",
+      `The Expect header '${req.headers.expect}' is not supported.`,
+      null,
+      {},
+      417,
+    );
     sendError(res, gw, protocols[protocolOfPath((req.url ?? "/").split("?")[0]!)].renderError, requestId);
   });
   return server;
 }
 
 const statusText = (s: number): string =>
-  ({ 400: "Bad Request", 408: "Request Timeout", 413: "Payload Too Large", 431: "Request Header Fields Too Large" })[s] ?? "Error";
+  ({ 400: "Bad Request", 408: "Request Timeout", 413: "Payload Too Large", 431: "Request Header Fields Too Large" })[
+    s
+  ] ?? "Error";

@@ -12,7 +12,12 @@ describe("nestsDeeperThan", () => {
   });
   it("refuses 10,000 levels and passes a flat body", () => {
     expect(nestsDeeperThan(b("[".repeat(10_000) + "]".repeat(10_000)), 64)).toBe(true);
-    expect(nestsDeeperThan(b(JSON.stringify({ messages: Array.from({ length: 1000 }, () => ({ role: "user", content: "x" })) })), 64)).toBe(false);
+    expect(
+      nestsDeeperThan(
+        b(JSON.stringify({ messages: Array.from({ length: 1000 }, () => ({ role: "user", content: "x" })) })),
+        64,
+      ),
+    ).toBe(false);
   });
 });
 

@@ -56,4 +56,5 @@ export function exceededJsonLimit(raw: Uint8Array, limits: JsonLimits): "depth" 
 }
 
 /** True when the JSON text nests objects and arrays deeper than `max`. */
-export const nestsDeeperThan = (raw: Uint8Array, max: number): boolean => exceededJsonLimit(raw, { depth: max, containers: Infinity }) === "depth";
+export const nestsDeeperThan = (raw: Uint8Array, max: number): boolean =>
+  exceededJsonLimit(raw, { depth: max, containers: Infinity }) === "depth";

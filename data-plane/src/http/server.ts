@@ -6,7 +6,10 @@ import { applyServerTimeouts, serverOptions, serverTimeoutsFrom } from "./timeou
  * An HTTP server with modelgate's timeouts (headers, body, keep-alive, idle socket; from the environment) and
  * Node's own parse errors answered in the caller's protocol shape. Every server of modelgate starts here.
  */
-export function createGatewayServer(handler: (req: IncomingMessage, res: ServerResponse) => void, env: NodeJS.ProcessEnv = process.env): Server {
+export function createGatewayServer(
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+  env: NodeJS.ProcessEnv = process.env,
+): Server {
   const timeouts = serverTimeoutsFrom(env);
   const server = createServer(serverOptions(timeouts), handler);
   applyServerTimeouts(server, timeouts);

@@ -44,7 +44,8 @@ export function serverTimeoutsFrom(env: NodeJS.ProcessEnv): ServerTimeouts {
     const v = env[name];
     if (v === undefined || v === "") continue;
     const n = Number(v);
-    if (!Number.isSafeInteger(n) || n <= 0) throw new Error(`${name} must be a positive number of milliseconds; got '${v}'`);
+    if (!Number.isSafeInteger(n) || n <= 0)
+      throw new Error(`${name} must be a positive number of milliseconds; got '${v}'`);
     out[field] = n;
   }
   // Node refuses a headers timeout longer than the request timeout.

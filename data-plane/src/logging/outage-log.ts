@@ -33,7 +33,10 @@ export class OutageLog {
       timer.unref();
       d = { since: this.clock(), recent: new Map(), total: new Map(), timer };
       this.down.set(dependency, d);
-      this.logger.warn({ dependency, kind, err: (err as Error)?.message ?? String(err) }, `${dependency} unavailable; failures are summarised every ${Math.round(this.summaryEveryMs / 1000)} s until it is back`);
+      this.logger.warn(
+        { dependency, kind, err: (err as Error)?.message ?? String(err) },
+        `${dependency} unavailable; failures are summarised every ${Math.round(this.summaryEveryMs / 1000)} s until it is back`,
+      );
     }
     d.recent.set(kind, (d.recent.get(kind) ?? 0) + 1);
     d.total.set(kind, (d.total.get(kind) ?? 0) + 1);
@@ -45,7 +48,10 @@ export class OutageLog {
     if (d === undefined) return;
     clearInterval(d.timer);
     this.down.delete(dependency);
-    this.logger.info({ dependency, downForMs: this.clock() - d.since, failures: Object.fromEntries(d.total) }, `${dependency} available again`);
+    this.logger.info(
+      { dependency, downForMs: this.clock() - d.since, failures: Object.fromEntries(d.total) },
+      `${dependency} available again`,
+    );
   }
 
   isDown(dependency: string): boolean {
@@ -55,7 +61,10 @@ export class OutageLog {
   private summarise(dependency: string): void {
     const d = this.down.get(dependency);
     if (d === undefined || d.recent.size === 0) return;
-    this.logger.warn({ dependency, downForMs: this.clock() - d.since, failures: Object.fromEntries(d.recent) }, `${dependency} still unavailable`);
+    this.logger.warn(
+      { dependency, downForMs: this.clock() - d.since, failures: Object.fromEntries(d.recent) },
+      `${dependency} still unavailable`,
+    );
     d.recent.clear();
   }
 

@@ -4,10 +4,26 @@ import { BudgetCalendar } from "../billing/periods.ts";
 import { checkKeyPolicy } from "./check.ts";
 
 const at = (s: string) => Date.parse(s);
-const day = (limit: string, spent: string) => ({ limit, spent, start: "2026-11-25T00:00:00.000Z", end: "2026-11-26T00:00:00.000Z" });
+const day = (limit: string, spent: string) => ({
+  limit,
+  spent,
+  start: "2026-11-25T00:00:00.000Z",
+  end: "2026-11-26T00:00:00.000Z",
+});
 
-function decide(opts: { keyDay?: [string, string]; accountDay?: [string, string]; keySpent?: bigint; accountSpent?: bigint; now: string; timeZone?: string }) {
-  const account = { ...makeAccount("0"), ...(opts.timeZone ? { timeZone: opts.timeZone } : {}), ...(opts.accountDay ? { budgets: { day: day(...opts.accountDay) } } : {}) };
+function decide(opts: {
+  keyDay?: [string, string];
+  accountDay?: [string, string];
+  keySpent?: bigint;
+  accountSpent?: bigint;
+  now: string;
+  timeZone?: string;
+}) {
+  const account = {
+    ...makeAccount("0"),
+    ...(opts.timeZone ? { timeZone: opts.timeZone } : {}),
+    ...(opts.accountDay ? { budgets: { day: day(...opts.accountDay) } } : {}),
+  };
   const key = { ...makeKey(account.id), ...(opts.keyDay ? { budgets: { day: day(...opts.keyDay) } } : {}) };
   const now = at(opts.now);
   return checkKeyPolicy({
@@ -50,7 +66,12 @@ describe("budgets in the key policy", () => {
   });
 
   it("compute the next reset in the account's time zone", () => {
-    const err = decide({ keyDay: ["100", "100"], keySpent: 100n, now: "2026-11-26T00:00:01Z", timeZone: "Asia/Tokyo" })!;
+    const err = decide({
+      keyDay: ["100", "100"],
+      keySpent: 100n,
+      now: "2026-11-26T00:00:01Z",
+      timeZone: "Asia/Tokyo",
+    })!;
     expect(err.message).toContain("2026-11-26T15:00:00.000Z");
     expect(err.message).toContain("Asia/Tokyo");
   });

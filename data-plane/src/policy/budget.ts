@@ -32,7 +32,13 @@ function compile(budgets: BudgetsSnapshot): CompiledBudget[] {
       const start = Date.parse(b.start);
       const end = Date.parse(b.end);
       // An unreadable period is taken as current (its settled spend counts): fail closed.
-      c.push({ period, limit: BigInt(b.limit), start: Number.isNaN(start) ? -Infinity : start, end: Number.isNaN(end) ? Infinity : end, spent: BigInt(b.spent) });
+      c.push({
+        period,
+        limit: BigInt(b.limit),
+        start: Number.isNaN(start) ? -Infinity : start,
+        end: Number.isNaN(end) ? Infinity : end,
+        spent: BigInt(b.spent),
+      });
     }
     compiled.set(budgets, c);
   }

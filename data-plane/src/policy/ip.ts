@@ -210,19 +210,22 @@ export class IpMatcher {
       const list = this.v4;
       const v = lastV4;
       for (let i = 0; i < list.length; i += 2) {
-        if (((v & list[i + 1]!) >>> 0) === list[i]) return true;
+        if ((v & list[i + 1]!) >>> 0 === list[i]) return true;
       }
       return false;
     }
     if (family === IS_V6) {
       const list = this.v6;
-      const w0 = words[0]!, w1 = words[1]!, w2 = words[2]!, w3 = words[3]!;
+      const w0 = words[0]!,
+        w1 = words[1]!,
+        w2 = words[2]!,
+        w3 = words[3]!;
       for (let i = 0; i < list.length; i += 8) {
         if (
-          ((w0 & list[i + 4]!) >>> 0) === list[i] &&
-          ((w1 & list[i + 5]!) >>> 0) === list[i + 1] &&
-          ((w2 & list[i + 6]!) >>> 0) === list[i + 2] &&
-          ((w3 & list[i + 7]!) >>> 0) === list[i + 3]
+          (w0 & list[i + 4]!) >>> 0 === list[i] &&
+          (w1 & list[i + 5]!) >>> 0 === list[i + 1] &&
+          (w2 & list[i + 6]!) >>> 0 === list[i + 2] &&
+          (w3 & list[i + 7]!) >>> 0 === list[i + 3]
         ) {
           return true;
         }

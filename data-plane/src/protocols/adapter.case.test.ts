@@ -1,7 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { GatewayError } from "../errors.ts";
 import type { ModelSnapshot } from "../contract/index.ts";
-import { type CanonicalRequest, type CanonicalResponse, type CanonicalStreamEvent, type ProtocolAdapter, adapters, protocols } from "./index.ts";
+import {
+  type CanonicalRequest,
+  type CanonicalResponse,
+  type CanonicalStreamEvent,
+  type ProtocolAdapter,
+  adapters,
+  protocols,
+} from "./index.ts";
 
 // One contract every protocol adapter keeps (in the style of Hono's *.case.test.ts), run against each adapter
 // in the registry: a new protocol gets these checks by registering itself. What one adapter writes as a client
@@ -13,10 +20,22 @@ const REQUEST: CanonicalRequest = {
   system: ["Be brief."],
   messages: [
     { role: "user", content: [{ type: "text", text: "Weather in Paris?" }] },
-    { role: "assistant", content: [{ type: "text", text: "Checking." }, { type: "tool_call", id: "call_1", name: "weather", arguments: '{"city":"Paris"}' }] },
+    {
+      role: "assistant",
+      content: [
+        { type: "text", text: "Checking." },
+        { type: "tool_call", id: "call_1", name: "weather", arguments: '{"city":"Paris"}' },
+      ],
+    },
     { role: "tool", toolCallId: "call_1", name: "weather", content: [{ type: "text", text: '{"c":18}' }] },
   ],
-  tools: [{ name: "weather", description: "Weather by city", parameters: { type: "object", properties: { city: { type: "string" } } } }],
+  tools: [
+    {
+      name: "weather",
+      description: "Weather by city",
+      parameters: { type: "object", properties: { city: { type: "string" } } },
+    },
+  ],
   maxOutputTokens: 256,
   temperature: 0.5,
   stream: false,
@@ -56,13 +75,24 @@ const MODEL: ModelSnapshot = {
 };
 
 const ctx = { model: "m-1", requestId: "req_0123456789abcdef01234567" };
-const texts = (r: CanonicalRequest) => r.messages.map((m) => m.content.map((p) => ("text" in p ? p.text : p.type === "tool_call" ? `${p.name}(${p.arguments})` : p.type)).join("|"));
-const toolCalls = (parts: CanonicalResponse["content"]) => parts.flatMap((p) => (p.type === "tool_call" ? [{ id: p.id, name: p.name, args: JSON.parse(p.arguments) as unknown }] : []));
+const texts = (r: CanonicalRequest) =>
+  r.messages.map((m) =>
+    m.content
+      .map((p) => ("text" in p ? p.text : p.type === "tool_call" ? `${p.name}(${p.arguments})` : p.type))
+      .join("|"),
+  );
+const toolCalls = (parts: CanonicalResponse["content"]) =>
+  parts.flatMap((p) =>
+    p.type === "tool_call" ? [{ id: p.id, name: p.name, args: JSON.parse(p.arguments) as unknown }] : [],
+  );
 
 function generateRoute(a: ProtocolAdapter, stream: boolean) {
   const ep = a.endpoints.find((e) => e.op === "generate")!;
   // Each protocol's own generation path, as its clients call it.
-  const path = a.name === "gemini" ? `/v1beta/models/m-1:${stream ? "streamGenerateContent" : "generateContent"}` : { openai: "/v1/chat/completions", anthropic: "/v1/messages", "openai-responses": "/v1/responses" }[a.name];
+  const path =
+    a.name === "gemini"
+      ? `/v1beta/models/m-1:${stream ? "streamGenerateContent" : "generateContent"}`
+      : { openai: "/v1/chat/completions", anthropic: "/v1/messages", "openai-responses": "/v1/responses" }[a.name];
   return ep.match(path!, new URLSearchParams(stream ? "alt=sse" : ""));
 }
 
@@ -79,7 +109,12 @@ describe.each(adapters.map((a) => [a.name, a] as const))("protocol adapter %s", 
     expect(generateRoute(a, false)).not.toBeNull();
     // No other adapter claims the route.
     for (const other of adapters.filter((o) => o !== a)) {
-      const path = { openai: "/v1/chat/completions", anthropic: "/v1/messages", gemini: "/v1beta/models/m-1:generateContent", "openai-responses": "/v1/responses" }[name];
+      const path = {
+        openai: "/v1/chat/completions",
+        anthropic: "/v1/messages",
+        gemini: "/v1beta/models/m-1:generateContent",
+        "openai-responses": "/v1/responses",
+      }[name];
       expect(other.endpoints.some((e) => e.match(path, null) !== null)).toBe(false);
     }
   });
@@ -99,7 +134,12 @@ describe.each(adapters.map((a) => [a.name, a] as const))("protocol adapter %s", 
   it("reads back, as an upstream answer, what it renders for a client", () => {
     const rendered = a.renderClientResponse(RESPONSE, ctx);
     const back = a.parseUpstreamResponse(JSON.parse(JSON.stringify(rendered)));
-    expect(back.content.filter((p) => p.type === "text").map((p) => (p as { text: string }).text).join("")).toBe("It is sunny.");
+    expect(
+      back.content
+        .filter((p) => p.type === "text")
+        .map((p) => (p as { text: string }).text)
+        .join(""),
+    ).toBe("It is sunny.");
     expect(toolCalls(back.content)).toEqual([{ id: expect.any(String), name: "weather", args: { city: "Lyon" } }]);
     expect(back.finishReason).toBe("tool_calls");
     expect(back.usage.promptTokens).toBe(120);
@@ -114,12 +154,22 @@ describe.each(adapters.map((a) => [a.name, a] as const))("protocol adapter %s", 
       const events: CanonicalStreamEvent[] = [];
       for (let i = 0; i < bytes.length; i += size) events.push(...dec.push(bytes.subarray(i, i + size)));
       events.push(...dec.end());
-      expect(events.filter((e) => e.type === "text").map((e) => (e as { text: string }).text).join("")).toBe("It is sunny.");
-      const args = events.filter((e) => e.type === "tool_call_delta").map((e) => (e as { arguments: string }).arguments).join("");
+      expect(
+        events
+          .filter((e) => e.type === "text")
+          .map((e) => (e as { text: string }).text)
+          .join(""),
+      ).toBe("It is sunny.");
+      const args = events
+        .filter((e) => e.type === "tool_call_delta")
+        .map((e) => (e as { arguments: string }).arguments)
+        .join("");
       expect(JSON.parse(args)).toEqual({ city: "Lyon" });
       expect(events.find((e) => e.type === "tool_call_start")).toMatchObject({ name: "weather" });
       expect(events.filter((e) => e.type === "finish").at(-1)).toMatchObject({ reason: "tool_calls" });
-      expect(events.filter((e) => e.type === "usage").at(-1)).toMatchObject({ usage: { promptTokens: 120, completionTokens: 30 } });
+      expect(events.filter((e) => e.type === "usage").at(-1)).toMatchObject({
+        usage: { promptTokens: 120, completionTokens: 30 },
+      });
       expect(events.at(-1)).toEqual({ type: "end" });
     }
   });
@@ -132,11 +182,17 @@ describe.each(adapters.map((a) => [a.name, a] as const))("protocol adapter %s", 
 
   it("ends a client stream with its own error event, carrying the request id", async () => {
     const err = new GatewayError("upstream", "upstream_stream_error", "The upstream failed mid-stream.");
-    const out = await streamText(a, [{ type: "start", id: "r1", model: "m-1", created: 1 }, { type: "text", text: "Hi" }, { type: "error", error: err }]);
+    const out = await streamText(a, [
+      { type: "start", id: "r1", model: "m-1", created: 1 },
+      { type: "text", text: "Hi" },
+      { type: "error", error: err },
+    ]);
     expect(out).toContain(ctx.requestId);
     expect(a.errorFrame(err, ctx.requestId)).toContain(ctx.requestId);
     const dec = a.createUpstreamStreamDecoder();
-    expect([...dec.push(Buffer.from(a.errorFrame(err, ctx.requestId))), ...dec.end()].some((e) => e.type === "error")).toBe(true);
+    expect(
+      [...dec.push(Buffer.from(a.errorFrame(err, ctx.requestId))), ...dec.end()].some((e) => e.type === "error"),
+    ).toBe(true);
   });
 
   it("renders errors with the status, the code's kind and the request id, and reads its own back", () => {

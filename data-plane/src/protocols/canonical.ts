@@ -14,8 +14,7 @@ export interface TextPart {
 }
 
 export type ImageSource =
-  | { kind: "url"; url: string; detail?: string }
-  | { kind: "base64"; mediaType: string; data: string };
+  { kind: "url"; url: string; detail?: string } | { kind: "base64"; mediaType: string; data: string };
 
 export interface ImagePart {
   type: "image";
@@ -74,11 +73,7 @@ export interface ToolDefinition {
   parameters?: Record<string, unknown>;
 }
 
-export type ToolChoice =
-  | { type: "auto" }
-  | { type: "none" }
-  | { type: "required" }
-  | { type: "tool"; name: string };
+export type ToolChoice = { type: "auto" } | { type: "none" } | { type: "required" } | { type: "tool"; name: string };
 
 export type ResponseFormat =
   | { type: "text" }

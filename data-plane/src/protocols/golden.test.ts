@@ -39,7 +39,12 @@ const errorJson = (e: unknown) => {
   return { error: { status: e.status, kind: e.kind, code: e.code, param: e.param, message: e.message } };
 };
 const eventJson = (ev: CanonicalStreamEvent) =>
-  ev.type === "error" ? { type: "error", error: { status: ev.error.status, kind: ev.error.kind, code: ev.error.code, message: ev.error.message } } : ev;
+  ev.type === "error"
+    ? {
+        type: "error",
+        error: { status: ev.error.status, kind: ev.error.kind, code: ev.error.code, message: ev.error.message },
+      }
+    : ev;
 
 const cases = (dir: string, re: RegExp) =>
   readdirSync(join(ROOT, dir))
@@ -76,7 +81,10 @@ describe("responses: upstream → canonical → client", () => {
       it("parses to canonical", () => golden(`responses/${c.name}.canonical.json`, json(canonical)));
       for (const client of NAMES) {
         it(`renders for a ${client} client`, () =>
-          golden(`responses/${c.name}.to-${client}.json`, json(protocols[client].renderClientResponse(canonical, CTX))));
+          golden(
+            `responses/${c.name}.to-${client}.json`,
+            json(protocols[client].renderClientResponse(canonical, CTX)),
+          ));
       }
     });
   }
@@ -98,7 +106,8 @@ describe("streams: upstream SSE → canonical events → client SSE", () => {
       const events = decode(c.protocol, bytes, bytes.length);
       it("decodes to canonical events", () => golden(`streams/${c.name}.events.json`, json(events.map(eventJson))));
       it("decodes the same whatever the chunking", () => {
-        for (const slice of [1, 3, 7, 64]) expect(decode(c.protocol, bytes, slice).map(eventJson)).toEqual(events.map(eventJson));
+        for (const slice of [1, 3, 7, 64])
+          expect(decode(c.protocol, bytes, slice).map(eventJson)).toEqual(events.map(eventJson));
       });
       for (const client of NAMES) {
         it(`encodes for a ${client} client`, () => {
@@ -153,10 +162,16 @@ describe("prompt-cache usage for a Responses API client", () => {
   }
   // A Responses upstream: input_tokens includes cached_tokens, output_tokens includes reasoning_tokens.
   describe("responses-cache (Responses upstream)", () => {
-    const canonical = responses.parseUpstreamResponse(readJson("responses/responses-cache.upstream.openai-responses.json"));
+    const canonical = responses.parseUpstreamResponse(
+      readJson("responses/responses-cache.upstream.openai-responses.json"),
+    );
     it("parses to canonical", () => golden("responses/responses-cache.canonical.json", json(canonical)));
     for (const client of [...NAMES, "openai-responses" as const]) {
-      it(`renders for a ${client} client`, () => golden(`responses/responses-cache.to-${client}.json`, json(protocols[client].renderClientResponse(canonical, CTX))));
+      it(`renders for a ${client} client`, () =>
+        golden(
+          `responses/responses-cache.to-${client}.json`,
+          json(protocols[client].renderClientResponse(canonical, CTX)),
+        ));
     }
   });
   for (const c of cases("streams", /^(.+-cache)\.(openai|anthropic|gemini)\.sse$/)) {
@@ -164,7 +179,10 @@ describe("prompt-cache usage for a Responses API client", () => {
       const bytes = readFileSync(join(ROOT, "streams", c.file));
       const enc = responses.createClientStreamEncoder({ ...CTX, includeUsage: true });
       // response.completed, with the usage, is held until close() (the response may have to be stored first).
-      const wire = decode(c.protocol, bytes, bytes.length).map((e) => enc.encode(e)).join("") + ((await enc.close?.()) ?? "");
+      const wire =
+        decode(c.protocol, bytes, bytes.length)
+          .map((e) => enc.encode(e))
+          .join("") + ((await enc.close?.()) ?? "");
       golden(`streams/${c.name}.to-openai-responses.sse`, wire);
     });
   }

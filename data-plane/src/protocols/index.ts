@@ -25,7 +25,12 @@ export { DEFAULT_ANTHROPIC_MAX_TOKENS, REASONING_BUDGET } from "./shared.ts";
 export { ANTHROPIC_VERSION } from "./anthropic/index.ts";
 export { openai, anthropic, gemini, responses };
 
-export const protocols: Readonly<Record<ProtocolName, ProtocolAdapter>> = { openai, anthropic, gemini, "openai-responses": responses };
+export const protocols: Readonly<Record<ProtocolName, ProtocolAdapter>> = {
+  openai,
+  anthropic,
+  gemini,
+  "openai-responses": responses,
+};
 
 /** In the order a protocol-neutral request (GET /v1/models) is matched against their `speaks`; OpenAI last. */
 export const adapters: readonly ProtocolAdapter[] = [gemini, anthropic, responses, openai];

@@ -4,10 +4,20 @@ import type { ModelSnapshot } from "../contract/index.ts";
 
 const created = (m: ModelSnapshot) => Math.floor(Date.parse(m.createdAt) / 1000);
 
-export const openaiModel = (m: ModelSnapshot) => ({ id: m.id, object: "model", created: created(m), owned_by: "modelgate" });
+export const openaiModel = (m: ModelSnapshot) => ({
+  id: m.id,
+  object: "model",
+  created: created(m),
+  owned_by: "modelgate",
+});
 export const openaiModelList = (models: ModelSnapshot[]) => ({ object: "list", data: models.map(openaiModel) });
 
-export const anthropicModel = (m: ModelSnapshot) => ({ type: "model", id: m.id, display_name: m.displayName ?? m.id, created_at: m.createdAt });
+export const anthropicModel = (m: ModelSnapshot) => ({
+  type: "model",
+  id: m.id,
+  display_name: m.displayName ?? m.id,
+  created_at: m.createdAt,
+});
 export const anthropicModelList = (models: ModelSnapshot[]) => ({
   data: models.map(anthropicModel),
   has_more: false,
@@ -19,7 +29,8 @@ export const geminiModel = (m: ModelSnapshot) => ({
   name: `models/${m.id}`,
   baseModelId: m.id,
   displayName: m.displayName ?? m.id,
-  supportedGenerationMethods: m.type === "embedding" ? ["embedContent", "batchEmbedContents"] : ["generateContent", "streamGenerateContent"],
+  supportedGenerationMethods:
+    m.type === "embedding" ? ["embedContent", "batchEmbedContents"] : ["generateContent", "streamGenerateContent"],
   thinking: m.reasoning,
 });
 export const geminiModelList = (models: ModelSnapshot[]) => ({ models: models.map(geminiModel) });

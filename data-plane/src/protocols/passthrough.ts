@@ -72,11 +72,17 @@ export function ssePassthrough(spec: SsePassthroughSpec): Passthrough {
     readJson(text, _clientModel, estimatedPromptTokens) {
       const canonical = spec.parseResponse(parseUpstreamJson(text));
       const u = canonical.usage;
-      if (u.promptTokens !== 0 || u.completionTokens !== 0) return { body: text, usage: u, exact: true, deliveredChars: 0 };
+      if (u.promptTokens !== 0 || u.completionTokens !== 0)
+        return { body: text, usage: u, exact: true, deliveredChars: 0 };
       // No usage in the answer: never billed 0 by omission; the bytes go out as they came.
       let chars = 0;
       for (const p of canonical.content) chars += p.type === "tool_call" ? p.arguments.length : p.text.length;
-      return { body: text, usage: { ...u, promptTokens: estimatedPromptTokens, completionTokens: tokensFromChars(chars) }, exact: false, deliveredChars: chars };
+      return {
+        body: text,
+        usage: { ...u, promptTokens: estimatedPromptTokens, completionTokens: tokensFromChars(chars) },
+        exact: false,
+        deliveredChars: chars,
+      };
     },
     createStream(_clientModel, requestId): PassthroughStream {
       const parser = new SseParser();
@@ -91,7 +97,11 @@ export function ssePassthrough(spec: SsePassthroughSpec): Passthrough {
           const message = spec.errorMessage(ev);
           if (message !== null) {
             stopped = true;
-            replaced = new GatewayError("upstream", "upstream_stream_error", `The upstream failed mid-stream: ${message}`);
+            replaced = new GatewayError(
+              "upstream",
+              "upstream_stream_error",
+              `The upstream failed mid-stream: ${message}`,
+            );
             out += spec.errorFrame(replaced, requestId);
             break;
           }

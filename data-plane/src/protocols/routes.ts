@@ -34,6 +34,10 @@ export function decodePathSegment(s: string): string {
   try {
     return decodeURIComponent(s);
   } catch {
-    throw new GatewayError("invalid_request", "invalid_path", `The path segment '${s.slice(0, 200)}' has a malformed percent-escape.`);
+    throw new GatewayError(
+      "invalid_request",
+      "invalid_path",
+      `The path segment '${s.slice(0, 200)}' has a malformed percent-escape.`,
+    );
   }
 }

@@ -31,7 +31,9 @@ describe("upstream auth and paths", () => {
   it("builds paths relative to the base URL", () => {
     expect(protocols.openai.buildUpstreamRequest(base(), "gpt", { stream: false }).path).toBe("/chat/completions");
     expect(protocols.anthropic.buildUpstreamRequest(base(), "claude", { stream: true }).path).toBe("/messages");
-    expect(protocols.gemini.buildUpstreamRequest(base(), "gemini-2.5-flash", { stream: false }).path).toBe("/models/gemini-2.5-flash:generateContent");
+    expect(protocols.gemini.buildUpstreamRequest(base(), "gemini-2.5-flash", { stream: false }).path).toBe(
+      "/models/gemini-2.5-flash:generateContent",
+    );
     expect(protocols.gemini.buildUpstreamRequest(base(), "gemini-2.5-flash", { stream: true }).path).toBe(
       "/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
     );
@@ -59,7 +61,9 @@ describe("max tokens and reasoning", () => {
       thinkingConfig: { thinkingBudget: 1024, includeThoughts: true },
     });
     const fromBudget = base({ reasoning: { enabled: true, budgetTokens: 10000 } });
-    expect(protocols.openai.buildUpstreamRequest(fromBudget, "o", { stream: false }).body.reasoning_effort).toBe("high");
+    expect(protocols.openai.buildUpstreamRequest(fromBudget, "o", { stream: false }).body.reasoning_effort).toBe(
+      "high",
+    );
   });
   it("keeps the thinking budget below an explicit max_tokens", () => {
     const req = base({ maxOutputTokens: 5000, reasoning: { enabled: true, effort: "medium" } });
@@ -68,22 +72,30 @@ describe("max tokens and reasoning", () => {
       thinking: { type: "enabled", budget_tokens: 4999 },
     });
     const tooSmall = base({ maxOutputTokens: 500, reasoning: { enabled: true, effort: "low" } });
-    expect(gatewayError(() => protocols.anthropic.buildUpstreamRequest(tooSmall, "c", { stream: false }))).toMatchObject({
+    expect(
+      gatewayError(() => protocols.anthropic.buildUpstreamRequest(tooSmall, "c", { stream: false })),
+    ).toMatchObject({
       kind: "invalid_request",
       param: "max_tokens",
     });
   });
   it("disables Gemini thinking with a zero budget", () => {
     const req = base({ reasoning: { enabled: false } });
-    expect(protocols.gemini.buildUpstreamRequest(req, "g", { stream: false }).body.generationConfig).toEqual({ thinkingConfig: { thinkingBudget: 0 } });
-    expect(protocols.anthropic.buildUpstreamRequest(req, "c", { stream: false }).body.thinking).toEqual({ type: "disabled" });
+    expect(protocols.gemini.buildUpstreamRequest(req, "g", { stream: false }).body.generationConfig).toEqual({
+      thinkingConfig: { thinkingBudget: 0 },
+    });
+    expect(protocols.anthropic.buildUpstreamRequest(req, "c", { stream: false }).body.thinking).toEqual({
+      type: "disabled",
+    });
   });
 });
 
 describe("parameters an upstream cannot honour are refused, not dropped", () => {
   it("refuses n > 1 everywhere", () => {
     for (const p of ["openai", "anthropic", "gemini"] as const) {
-      expect(gatewayError(() => protocols[p].buildUpstreamRequest(base({ n: 2 }), "x", { stream: false }))).toMatchObject({
+      expect(
+        gatewayError(() => protocols[p].buildUpstreamRequest(base({ n: 2 }), "x", { stream: false })),
+      ).toMatchObject({
         kind: "invalid_request",
         code: "unsupported_parameter",
         param: "n",
@@ -96,18 +108,28 @@ describe("parameters an upstream cannot honour are refused, not dropped", () => 
       kind: "invalid_request",
       code: "unsupported_parameter",
       param: "response_format",
-      message: "'response_format' is not supported by this model's Anthropic upstream: Anthropic's structured outputs need a schema: send json_schema instead of json_object.",
+      message:
+        "'response_format' is not supported by this model's Anthropic upstream: Anthropic's structured outputs need a schema: send json_schema instead of json_object.",
     });
-    expect(protocols.gemini.buildUpstreamRequest(req, "g", { stream: false }).body.generationConfig).toEqual({ responseMimeType: "application/json" });
+    expect(protocols.gemini.buildUpstreamRequest(req, "g", { stream: false }).body.generationConfig).toEqual({
+      responseMimeType: "application/json",
+    });
   });
   it("translates a JSON schema between OpenAI response_format, Anthropic output_config.format and Gemini responseJsonSchema", () => {
-    const schema = { type: "object", properties: { city: { type: "string" } }, required: ["city"], additionalProperties: false };
+    const schema = {
+      type: "object",
+      properties: { city: { type: "string" } },
+      required: ["city"],
+      additionalProperties: false,
+    };
     const fromOpenAI = protocols.openai.parseClientRequest({
       model: "m",
       messages: [{ role: "user", content: "x" }],
       response_format: { type: "json_schema", json_schema: { name: "city", strict: true, schema } },
     });
-    expect(protocols.anthropic.buildUpstreamRequest(fromOpenAI, "c", { stream: false }).body.output_config).toEqual({ format: { type: "json_schema", schema } });
+    expect(protocols.anthropic.buildUpstreamRequest(fromOpenAI, "c", { stream: false }).body.output_config).toEqual({
+      format: { type: "json_schema", schema },
+    });
     const fromAnthropic = protocols.anthropic.parseClientRequest({
       model: "m",
       max_tokens: 10,
@@ -125,16 +147,27 @@ describe("parameters an upstream cannot honour are refused, not dropped", () => 
       maxOutputTokens: 10,
     });
     // The structured-outputs beta's spelling reads the same.
-    const beta = protocols.anthropic.parseClientRequest({ model: "m", max_tokens: 10, messages: [{ role: "user", content: "x" }], output_format: { type: "json_schema", schema } });
+    const beta = protocols.anthropic.parseClientRequest({
+      model: "m",
+      max_tokens: 10,
+      messages: [{ role: "user", content: "x" }],
+      output_format: { type: "json_schema", schema },
+    });
     expect(beta.responseFormat).toEqual(fromAnthropic.responseFormat);
     const fromGemini = protocols.gemini.parseClientRequest(
-      { contents: [{ role: "user", parts: [{ text: "x" }] }], generationConfig: { responseMimeType: "application/json", responseJsonSchema: schema } },
+      {
+        contents: [{ role: "user", parts: [{ text: "x" }] }],
+        generationConfig: { responseMimeType: "application/json", responseJsonSchema: schema },
+      },
       { model: "m" },
     );
-    expect(protocols.anthropic.buildUpstreamRequest(fromGemini, "c", { stream: false }).body.output_config).toEqual({ format: { type: "json_schema", schema } });
+    expect(protocols.anthropic.buildUpstreamRequest(fromGemini, "c", { stream: false }).body.output_config).toEqual({
+      format: { type: "json_schema", schema },
+    });
   });
   it("refuses, in a translation, a client parameter that changes the answer and only its own protocol carries", () => {
-    const openai = (extra: Record<string, unknown>) => protocols.openai.parseClientRequest({ model: "m", messages: [{ role: "user", content: "x" }], ...extra });
+    const openai = (extra: Record<string, unknown>) =>
+      protocols.openai.parseClientRequest({ model: "m", messages: [{ role: "user", content: "x" }], ...extra });
     for (const [extra, param] of [
       [{ logit_bias: { "50256": -100 } }, "logit_bias"],
       [{ verbosity: "low" }, "verbosity"],
@@ -143,11 +176,20 @@ describe("parameters an upstream cannot honour are refused, not dropped", () => 
       [{ modalities: ["text", "audio"], audio: { voice: "alloy", format: "wav" } }, "modalities"],
     ] as const) {
       for (const up of ["anthropic", "gemini"] as const) {
-        expect(gatewayError(() => protocols[up].buildUpstreamRequest(openai(extra), "u", { stream: false }))).toMatchObject({ code: "unsupported_parameter", param });
+        expect(
+          gatewayError(() => protocols[up].buildUpstreamRequest(openai(extra), "u", { stream: false })),
+        ).toMatchObject({ code: "unsupported_parameter", param });
       }
     }
     // The defaults change nothing and are dropped.
-    const defaults = openai({ logit_bias: {}, verbosity: "medium", service_tier: "auto", modalities: ["text"], store: true, metadata: { a: "b" } });
+    const defaults = openai({
+      logit_bias: {},
+      verbosity: "medium",
+      service_tier: "auto",
+      modalities: ["text"],
+      store: true,
+      metadata: { a: "b" },
+    });
     expect(defaults.untranslatable).toBeUndefined();
     expect(() => protocols.anthropic.buildUpstreamRequest(defaults, "c", { stream: false })).not.toThrow();
 
@@ -160,16 +202,24 @@ describe("parameters an upstream cannot honour are refused, not dropped", () => 
       service_tier: "auto",
     });
     expect(anthropic.untranslatable).toEqual(["mcp_servers", "output_config.effort"]);
-    expect(gatewayError(() => protocols.openai.buildUpstreamRequest(anthropic, "o", { stream: false })).param).toBe("mcp_servers");
+    expect(gatewayError(() => protocols.openai.buildUpstreamRequest(anthropic, "o", { stream: false })).param).toBe(
+      "mcp_servers",
+    );
 
     const gemini = protocols.gemini.parseClientRequest(
-      { contents: [{ role: "user", parts: [{ text: "x" }] }], cachedContent: "cachedContents/abc", generationConfig: { responseModalities: ["TEXT"] } },
+      {
+        contents: [{ role: "user", parts: [{ text: "x" }] }],
+        cachedContent: "cachedContents/abc",
+        generationConfig: { responseModalities: ["TEXT"] },
+      },
       { model: "m" },
     );
     expect(gemini.untranslatable).toEqual(["cachedContent"]);
     const err = gatewayError(() => protocols.openai.buildUpstreamRequest(gemini, "o", { stream: false }));
     expect(err).toMatchObject({ code: "unsupported_parameter", param: "cachedContent" });
-    expect(err.message).toBe("'cachedContent' is not supported by this model's OpenAI upstream: only an upstream of the client's own protocol can honour it.");
+    expect(err.message).toBe(
+      "'cachedContent' is not supported by this model's OpenAI upstream: only an upstream of the client's own protocol can honour it.",
+    );
   });
   it("names the refused parameter as a Gemini client knows it", () => {
     let err: unknown;
@@ -179,36 +229,64 @@ describe("parameters an upstream cannot honour are refused, not dropped", () => 
       err = e;
     }
     expect(err).toBeInstanceOf(GatewayError);
-    const rendered = JSON.parse(protocols.gemini.renderError(err as GatewayError, "r1").body) as { error: { message: string } };
-    expect(rendered.error.message).toBe("'generationConfig.candidateCount' is not supported by this model's Anthropic upstream: only one choice per request. (request id: r1)");
+    const rendered = JSON.parse(protocols.gemini.renderError(err as GatewayError, "r1").body) as {
+      error: { message: string };
+    };
+    expect(rendered.error.message).toBe(
+      "'generationConfig.candidateCount' is not supported by this model's Anthropic upstream: only one choice per request. (request id: r1)",
+    );
   });
   it("refuses top_k on OpenAI and temperature above 1 on Anthropic", () => {
-    expect(gatewayError(() => protocols.openai.buildUpstreamRequest(base({ topK: 5 }), "o", { stream: false })).param).toBe("top_k");
-    expect(gatewayError(() => protocols.anthropic.buildUpstreamRequest(base({ temperature: 1.5 }), "c", { stream: false })).param).toBe("temperature");
+    expect(
+      gatewayError(() => protocols.openai.buildUpstreamRequest(base({ topK: 5 }), "o", { stream: false })).param,
+    ).toBe("top_k");
+    expect(
+      gatewayError(() => protocols.anthropic.buildUpstreamRequest(base({ temperature: 1.5 }), "c", { stream: false }))
+        .param,
+    ).toBe("temperature");
   });
 });
 
 describe("client validation", () => {
   it("names the missing or invalid parameter", () => {
-    expect(gatewayError(() => protocols.openai.parseClientRequest({ messages: [{ role: "user", content: "x" }] }))).toEqual({
+    expect(
+      gatewayError(() => protocols.openai.parseClientRequest({ messages: [{ role: "user", content: "x" }] })),
+    ).toEqual({
       kind: "invalid_request",
       code: "missing_required_parameter",
       param: "model",
       message: "Missing required parameter: 'model'.",
     });
-    expect(gatewayError(() => protocols.openai.parseClientRequest({ model: "m", messages: [{ role: "user", content: "x" }], temperature: 3 }))).toMatchObject({
+    expect(
+      gatewayError(() =>
+        protocols.openai.parseClientRequest({ model: "m", messages: [{ role: "user", content: "x" }], temperature: 3 }),
+      ),
+    ).toMatchObject({
       code: "invalid_value",
       param: "temperature",
     });
     expect(
-      gatewayError(() => protocols.openai.parseClientRequest({ model: "m", messages: [{ role: "user", content: [{ type: "input_audio", input_audio: {} }] }] })),
+      gatewayError(() =>
+        protocols.openai.parseClientRequest({
+          model: "m",
+          messages: [{ role: "user", content: [{ type: "input_audio", input_audio: {} }] }],
+        }),
+      ),
     ).toMatchObject({ param: "messages[0].content[0].type" });
-    expect(gatewayError(() => protocols.anthropic.parseClientRequest({ model: "m", messages: [{ role: "user", content: "x" }] }))).toMatchObject({
+    expect(
+      gatewayError(() =>
+        protocols.anthropic.parseClientRequest({ model: "m", messages: [{ role: "user", content: "x" }] }),
+      ),
+    ).toMatchObject({
       code: "missing_required_parameter",
       param: "max_tokens",
     });
-    expect(gatewayError(() => protocols.gemini.parseClientRequest({ contents: [{ parts: [{ text: "x" }] }] }))).toMatchObject({ param: "model" });
-    expect(gatewayError(() => protocols.openai.parseClientRequest("not an object"))).toMatchObject({ code: "invalid_json" });
+    expect(
+      gatewayError(() => protocols.gemini.parseClientRequest({ contents: [{ parts: [{ text: "x" }] }] })),
+    ).toMatchObject({ param: "model" });
+    expect(gatewayError(() => protocols.openai.parseClientRequest("not an object"))).toMatchObject({
+      code: "invalid_json",
+    });
   });
   it("refuses a Gemini functionResponse that answers no call", () => {
     const body = { contents: [{ role: "user", parts: [{ functionResponse: { name: "f", response: {} } }] }] };
@@ -217,9 +295,17 @@ describe("client validation", () => {
     });
   });
   it("reads stream and include_usage from an OpenAI body, and the model and stream from a Gemini route", () => {
-    const o = protocols.openai.parseClientRequest({ model: "m", messages: [{ role: "user", content: "x" }], stream: true, stream_options: { include_usage: true } });
+    const o = protocols.openai.parseClientRequest({
+      model: "m",
+      messages: [{ role: "user", content: "x" }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     expect([o.stream, o.streamIncludeUsage]).toEqual([true, true]);
-    const g = protocols.gemini.parseClientRequest({ contents: [{ parts: [{ text: "x" }] }] }, { model: "models/gemini-x", stream: true });
+    const g = protocols.gemini.parseClientRequest(
+      { contents: [{ parts: [{ text: "x" }] }] },
+      { model: "models/gemini-x", stream: true },
+    );
     expect([g.model, g.stream]).toEqual(["gemini-x", true]);
   });
 });
@@ -228,23 +314,40 @@ describe("errors", () => {
   const err = new GatewayError("rate_limit", "rate_limit_exceeded", "Slow down.");
   it("renders each protocol's shape with the request id", () => {
     expect(JSON.parse(protocols.openai.renderError(err, "r1").body)).toEqual({
-      error: { message: "Slow down. (request id: r1)", type: "rate_limit_error", param: null, code: "rate_limit_exceeded" },
+      error: {
+        message: "Slow down. (request id: r1)",
+        type: "rate_limit_error",
+        param: null,
+        code: "rate_limit_exceeded",
+      },
     });
     expect(JSON.parse(protocols.anthropic.renderError(err, "r1").body)).toEqual({
       type: "error",
       error: { type: "rate_limit_error", message: "Slow down. (request id: r1)" },
       request_id: "r1",
     });
-    expect(protocols.gemini.renderError(new GatewayError("authentication", "invalid_api_key", "Bad key."), "r1")).toEqual({
+    expect(
+      protocols.gemini.renderError(new GatewayError("authentication", "invalid_api_key", "Bad key."), "r1"),
+    ).toEqual({
       status: 401,
       body: JSON.stringify({ error: { code: 401, message: "Bad key. (request id: r1)", status: "UNAUTHENTICATED" } }),
     });
   });
   it("parses each vendor's upstream error body", () => {
     expect(
-      protocols.openai.parseUpstreamError(429, JSON.stringify({ error: { message: "Quota", type: "insufficient_quota", param: null, code: "insufficient_quota" } })),
+      protocols.openai.parseUpstreamError(
+        429,
+        JSON.stringify({
+          error: { message: "Quota", type: "insufficient_quota", param: null, code: "insufficient_quota" },
+        }),
+      ),
     ).toEqual({ kind: "rate_limit", code: "insufficient_quota", message: "Quota", param: null });
-    expect(protocols.anthropic.parseUpstreamError(529, JSON.stringify({ type: "error", error: { type: "overloaded_error", message: "Overloaded" } }))).toEqual({
+    expect(
+      protocols.anthropic.parseUpstreamError(
+        529,
+        JSON.stringify({ type: "error", error: { type: "overloaded_error", message: "Overloaded" } }),
+      ),
+    ).toEqual({
       kind: "unavailable",
       code: "overloaded_error",
       message: "Overloaded",
@@ -279,7 +382,10 @@ describe("stream framing", () => {
     const enc = protocols.openai.createClientStreamEncoder(ctx);
     const out = [
       enc.encode({ type: "start", id: "x", model: "u", created: 1 }),
-      enc.encode({ type: "usage", usage: { promptTokens: 1, completionTokens: 2, reasoningTokens: 0, cachedTokens: 0 } }),
+      enc.encode({
+        type: "usage",
+        usage: { promptTokens: 1, completionTokens: 2, reasoningTokens: 0, cachedTokens: 0 },
+      }),
       enc.encode({ type: "finish", reason: "stop" }),
       enc.encode({ type: "end" }),
     ].join("");

@@ -42,7 +42,8 @@ export const unsupported = (param: string, upstream: string, detail = ""): Gatew
 /** Refuses a translation of a request that holds a parameter only the client's own protocol carries. */
 export function refuseUntranslatable(req: { untranslatable?: string[] }, upstream: string): void {
   const first = req.untranslatable?.[0];
-  if (first !== undefined) throw unsupported(first, upstream, "only an upstream of the client's own protocol can honour it");
+  if (first !== undefined)
+    throw unsupported(first, upstream, "only an upstream of the client's own protocol can honour it");
 }
 
 /**
@@ -50,7 +51,11 @@ export function refuseUntranslatable(req: { untranslatable?: string[] }, upstrea
  * each one present (with a value other than its default) in the client's notation. Fields listed nowhere are
  * dropped in a translation: they do not change what is answered (store, metadata, prompt_cache_key …).
  */
-export function untranslatableOf(body: Record<string, unknown>, refuse: Record<string, (v: unknown) => boolean>, prefix = ""): string[] {
+export function untranslatableOf(
+  body: Record<string, unknown>,
+  refuse: Record<string, (v: unknown) => boolean>,
+  prefix = "",
+): string[] {
   const out: string[] = [];
   // for…in rather than Object.entries: this runs on every call and the entries array was pure garbage.
   for (const name in refuse) {
@@ -93,7 +98,8 @@ export function parseArguments(args: string, param: string): Record<string, unkn
 export function parseArgumentsLenient(args: string): Record<string, unknown> {
   try {
     const parsed: unknown = JSON.parse(args === "" ? "{}" : args);
-    if (parsed !== null && typeof parsed === "object" && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
+    if (parsed !== null && typeof parsed === "object" && !Array.isArray(parsed))
+      return parsed as Record<string, unknown>;
   } catch {
     // fall through
   }
@@ -104,7 +110,10 @@ export function parseArgumentsLenient(args: string): Record<string, unknown> {
  * Gemini answers tool calls by name, not id. Resolve each tool message's name from the assistant call
  * it answers (OpenAI and Anthropic only carry the id).
  */
-export function toolNameResolver(): { noteCall(id: string, name: string): void; nameOf(m: ToolMessage): string | undefined } {
+export function toolNameResolver(): {
+  noteCall(id: string, name: string): void;
+  nameOf(m: ToolMessage): string | undefined;
+} {
   const names = new Map<string, string>();
   return {
     noteCall: (id, name) => void names.set(id, name),
@@ -166,7 +175,8 @@ export function kindOfErrorName(name: string | undefined): GatewayErrorKind {
   if (name.includes("overloaded") || name === "UNAVAILABLE") return "unavailable";
   if (name.includes("timeout") || name === "DEADLINE_EXCEEDED") return "timeout";
   if (name.includes("invalid_request") || name === "INVALID_ARGUMENT") return "invalid_request";
-  if (name.includes("authentication") || name === "invalid_api_key" || name === "UNAUTHENTICATED") return "authentication";
+  if (name.includes("authentication") || name === "invalid_api_key" || name === "UNAUTHENTICATED")
+    return "authentication";
   if (name.includes("permission") || name === "PERMISSION_DENIED") return "permission";
   if (name.includes("not_found") || name === "NOT_FOUND") return "not_found";
   return "upstream";

@@ -5,7 +5,14 @@
 
 import type { ModelSnapshot } from "../contract/index.ts";
 import type { GatewayError, RenderedError } from "../errors.ts";
-import type { CanonicalRequest, CanonicalResponse, CanonicalStreamEvent, ProtocolName, UpstreamErrorInfo, Usage } from "./canonical.ts";
+import type {
+  CanonicalRequest,
+  CanonicalResponse,
+  CanonicalStreamEvent,
+  ProtocolName,
+  UpstreamErrorInfo,
+  Usage,
+} from "./canonical.ts";
 
 /** What to send upstream. `path` is relative to the route's base URL; auth headers are added separately. */
 export interface UpstreamRequest {
@@ -97,7 +104,11 @@ export interface Passthrough {
    * upstream reported it; otherwise the gateway's count (`estimatedPromptTokens` for the prompt), which the
    * client gets too where the protocol carries usage.
    */
-  readJson(text: string, clientModel: string, estimatedPromptTokens: number): { body: string; usage: Usage; exact: boolean; deliveredChars: number };
+  readJson(
+    text: string,
+    clientModel: string,
+    estimatedPromptTokens: number,
+  ): { body: string; usage: Usage; exact: boolean; deliveredChars: number };
   createStream(clientModel: string, requestId: string, req: CanonicalRequest): PassthroughStream;
 }
 
@@ -131,7 +142,9 @@ export interface ProtocolAdapter {
   /** Gemini carries the model and streaming in the URL, so the server passes them in `route`. */
   parseClientRequest(body: unknown, route?: ClientRoute): CanonicalRequest;
   renderClientResponse(res: CanonicalResponse, ctx: ClientResponseContext): Record<string, unknown>;
-  createClientStreamEncoder(ctx: ClientResponseContext & { includeUsage?: boolean; jsonArray?: boolean }): StreamEncoder;
+  createClientStreamEncoder(
+    ctx: ClientResponseContext & { includeUsage?: boolean; jsonArray?: boolean },
+  ): StreamEncoder;
   renderError(err: GatewayError, requestId: string): RenderedError;
   /** One error as a frame of this protocol's stream. */
   errorFrame(err: GatewayError, requestId: string): string;
@@ -142,7 +155,12 @@ export interface ProtocolAdapter {
   /** Who a request is for, in this protocol's own fields (the usage log's end user and "key=value" tag map). */
   attributionFields(body: Record<string, unknown>): { endUser: unknown; tags: unknown };
   /** Stateful protocols: the answer to an operation on a kept record (found, or just deleted). */
-  renderStored?(op: StoredOperation, id: string, record: Record<string, unknown>, query: URLSearchParams | null): unknown;
+  renderStored?(
+    op: StoredOperation,
+    id: string,
+    record: Record<string, unknown>,
+    query: URLSearchParams | null,
+  ): unknown;
   /** Stateful protocols (Responses): reads what a request refers to and how its answer is kept. */
   openSession?(body: Record<string, unknown>, store: ConversationStore | null, accountId: string): ClientSession;
   // upstream side

@@ -173,7 +173,13 @@ export function rateLimiterContract(name: string, setup: () => Promise<RateLimit
       expect(again.info.requests).toEqual({ limit: 2, remaining: 1, resetMs: 30_000 });
       await again.release(100, T0);
       grant(await acquire(req(id, { ...lim, tpm: null }, { ...lim, tpm: null }, T0)));
-      expect(denial(await acquire(req(id, { ...lim, tpm: null, concurrency: null }, { ...lim, tpm: null, concurrency: null }, T0))).kind).toBe("rpm");
+      expect(
+        denial(
+          await acquire(
+            req(id, { ...lim, tpm: null, concurrency: null }, { ...lim, tpm: null, concurrency: null }, T0),
+          ),
+        ).kind,
+      ).toBe("rpm");
     });
 
     it("reports the refusal with the longest wait when several refuse", async () => {

@@ -24,7 +24,8 @@ interface View extends Free {
 export const UNLIMITED_FREE: Readonly<Free> = Object.freeze({ rpm: Infinity, tpm: Infinity, conc: Infinity });
 
 /** Milliseconds until a GCRA limit with `free` units left is full again (as the Lua script reports it). */
-export const resetMsOf = (limit: number, free: number): number => Math.max(0, Math.ceil(((limit - free) * PERIOD_MS) / limit));
+export const resetMsOf = (limit: number, free: number): number =>
+  Math.max(0, Math.ceil(((limit - free) * PERIOD_MS) / limit));
 
 export class Headroom {
   private readonly views = new Map<string, View>();

@@ -150,9 +150,7 @@ describe("RedisRateLimiter across replicas", () => {
     expect(g.ok).toBe(true);
     const keys = (await clients[2]!.keys(`${prefix}{acct:${accountId}}*`)).sort();
     expect(keys.map((k) => k.slice(prefix.length))).toEqual(
-      ["a:conc", "a:rpm", "a:tpm", "k:key-1:conc", "k:key-1:rpm", "k:key-1:tpm"].map(
-        (s) => `{acct:${accountId}}:${s}`,
-      ),
+      ["a:conc", "a:rpm", "a:tpm", "k:key-1:conc", "k:key-1:rpm", "k:key-1:tpm"].map((s) => `{acct:${accountId}}:${s}`),
     );
     if (g.ok) await g.release(10);
     expect(await clients[2]!.zcard(`${prefix}{acct:${accountId}}:a:conc`)).toBe(0);
@@ -166,7 +164,9 @@ describe("RedisRateLimiter across replicas", () => {
     const accountLimits = { rpm: 1000, tpm: 100_000, concurrency: 10 };
     const now = Date.now();
     const grants = await Promise.all(
-      ["key-a", "key-b", "key-a"].map((keyId) => l.acquire({ keyId, accountId, keyLimits, accountLimits, estimatedTokens: 100, now })),
+      ["key-a", "key-b", "key-a"].map((keyId) =>
+        l.acquire({ keyId, accountId, keyLimits, accountLimits, estimatedTokens: 100, now }),
+      ),
     );
     expect(grants.every((g) => g.ok)).toBe(true);
     const tag = `${prefix}{acct:${accountId}}:`;
@@ -195,7 +195,14 @@ describe("RedisRateLimiter across replicas", () => {
     const spy = vi.spyOn(client, "modelgateRlRelease");
     let sent = -1;
     try {
-      const g = await l.acquire({ keyId: "k", accountId: randomUUID(), keyLimits: { ...none, rpm: 10 }, accountLimits: none, estimatedTokens: 5, now: Date.now() });
+      const g = await l.acquire({
+        keyId: "k",
+        accountId: randomUUID(),
+        keyLimits: { ...none, rpm: 10 },
+        accountLimits: none,
+        estimatedTokens: 5,
+        now: Date.now(),
+      });
       expect(g.ok).toBe(true);
       if (g.ok) await g.release(500);
     } finally {
@@ -216,7 +223,14 @@ describe("RedisRateLimiter across replicas", () => {
       const now = Date.now();
       results = await Promise.all(
         Array.from({ length: 10 }, (_, i) =>
-          l.acquire({ keyId: `k${i % 3}`, accountId: accounts[i % 2]!, keyLimits: none, accountLimits: { ...none, concurrency: 3 }, estimatedTokens: 0, now }),
+          l.acquire({
+            keyId: `k${i % 3}`,
+            accountId: accounts[i % 2]!,
+            keyLimits: none,
+            accountLimits: { ...none, concurrency: 3 },
+            estimatedTokens: 0,
+            now,
+          }),
         ),
       );
     } finally {
@@ -243,7 +257,16 @@ describe("RedisRateLimiter across replicas", () => {
     try {
       const now = Date.now();
       const results = await Promise.all(
-        Array.from({ length: 6 }, () => l.acquire({ keyId: "k", accountId, keyLimits: { ...none, rpm: 4, concurrency: 10 }, accountLimits: none, estimatedTokens: 0, now })),
+        Array.from({ length: 6 }, () =>
+          l.acquire({
+            keyId: "k",
+            accountId,
+            keyLimits: { ...none, rpm: 4, concurrency: 10 },
+            accountLimits: none,
+            estimatedTokens: 0,
+            now,
+          }),
+        ),
       );
       // the first goes at once; the other five as one run of one key: six keys, not thirty; the limit still
       // counts them one by one
@@ -263,7 +286,13 @@ describe("RedisRateLimiter across replicas", () => {
 
 describe("RedisRateLimiter local admission", () => {
   const { prefix, clients, replica } = replicas();
-  const call = (keyId: string, accountId: string, keyLimits: Partial<RateLimits>, now = Date.now(), estimatedTokens = 0) => ({
+  const call = (
+    keyId: string,
+    accountId: string,
+    keyLimits: Partial<RateLimits>,
+    now = Date.now(),
+    estimatedTokens = 0,
+  ) => ({
     keyId,
     accountId,
     keyLimits: { ...none, ...keyLimits },
@@ -283,7 +312,9 @@ describe("RedisRateLimiter local admission", () => {
     // Redis holds every command for a while: a call decided by Redis would wait for all of it.
     await clients[1]!.call("CLIENT", "PAUSE", "700", "ALL");
     const raced = await Promise.race([
-      Promise.resolve(l.acquire(call(...ids, { rpm: 100, concurrency: 50 }, now))).then((r) => (r.ok ? "granted" : "refused")),
+      Promise.resolve(l.acquire(call(...ids, { rpm: 100, concurrency: 50 }, now))).then((r) =>
+        r.ok ? "granted" : "refused",
+      ),
       new Promise((resolve) => setTimeout(() => resolve("waiting for Redis"), 300)),
     ]);
     expect(raced).toBe("granted");

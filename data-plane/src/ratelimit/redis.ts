@@ -76,8 +76,10 @@ const KINDS: readonly (readonly [LimitScope, LimitKind])[] = [
 const lim = (n: number | null): number => n ?? 0;
 
 /** Same key and account limits (the scripts take them once per run of one key's calls). */
-const sameLimits = (a: { keyLimits: RateLimits; accountLimits: RateLimits }, b: { keyLimits: RateLimits; accountLimits: RateLimits }): boolean =>
-  sameRateLimits(a.keyLimits, b.keyLimits) && sameRateLimits(a.accountLimits, b.accountLimits);
+const sameLimits = (
+  a: { keyLimits: RateLimits; accountLimits: RateLimits },
+  b: { keyLimits: RateLimits; accountLimits: RateLimits },
+): boolean => sameRateLimits(a.keyLimits, b.keyLimits) && sameRateLimits(a.accountLimits, b.accountLimits);
 
 /** Numbers the acquire script answers per call. */
 const REPLY = 15;
@@ -150,7 +152,9 @@ export class RedisRateLimiter implements RateLimiter {
   private seq = 0;
   private readonly leases = new Map<string, Lease>();
   // eager: the caller overlaps the round trip with reading the body (see TurnBatcher)
-  private readonly acquires = new TurnBatcher<PendingAcquire, number[]>((tag, calls) => this.sendAcquires(tag, calls), { eager: true });
+  private readonly acquires = new TurnBatcher<PendingAcquire, number[]>((tag, calls) => this.sendAcquires(tag, calls), {
+    eager: true,
+  });
   // Calls admitted locally are told to Redis once per window: nobody waits for them (see syncMs).
   private readonly localAcquires: TurnBatcher<PendingAcquire, number[]>;
   private readonly releases: TurnBatcher<PendingRelease>;
@@ -190,10 +194,13 @@ export class RedisRateLimiter implements RateLimiter {
     redis.defineCommand("modelgateRlRelease", { lua: RELEASE_LUA });
     // numberOfKeys left open: one lease key per concurrency limit of the group
     redis.defineCommand("modelgateRlRenew", { lua: RENEW_LUA });
-    this.heartbeat = setInterval(() => {
-      void this.renewLeases();
-      this.headroom.sweep(this.clock());
-    }, Math.max(1, Math.floor(this.leaseTtlMs / 3)));
+    this.heartbeat = setInterval(
+      () => {
+        void this.renewLeases();
+        this.headroom.sweep(this.clock());
+      },
+      Math.max(1, Math.floor(this.leaseTtlMs / 3)),
+    );
     this.heartbeat.unref();
   }
 
@@ -204,7 +211,15 @@ export class RedisRateLimiter implements RateLimiter {
     const tag = `${this.prefix}{acct:${req.accountId}}:`;
     const keyBase = `${tag}k:${req.keyId}:`;
     const leaseId = `${this.instance}:${++this.seq}`;
-    const state: RedisGrantState = { leaseId, keyBase, tag, keyLimits: kl, accountLimits: al, estimated: req.estimatedTokens, taken: null };
+    const state: RedisGrantState = {
+      leaseId,
+      keyBase,
+      tag,
+      keyLimits: kl,
+      accountLimits: al,
+      estimated: req.estimatedTokens,
+      taken: null,
+    };
     // Far from every limit, the call goes on now and Redis takes it on the way (forced); near one, Redis decides.
     const k = this.headroom.admit(keyBase, kl, req.estimatedTokens, req.now);
     const a = k === null ? null : this.headroom.admit(tag, al, req.estimatedTokens, req.now);
@@ -257,7 +272,10 @@ export class RedisRateLimiter implements RateLimiter {
 
   private holdLease(leaseId: string, keyBase: string, tag: string, kl: RateLimits, al: RateLimits): void {
     if (kl.concurrency === null && al.concurrency === null) return;
-    this.leases.set(leaseId, { keyConc: kl.concurrency === null ? null : `${keyBase}conc`, accountConc: al.concurrency === null ? null : `${tag}a:conc` });
+    this.leases.set(leaseId, {
+      keyConc: kl.concurrency === null ? null : `${keyBase}conc`,
+      accountConc: al.concurrency === null ? null : `${tag}a:conc`,
+    });
   }
 
   /** One script call for the acquires of one account in this batch; REPLY numbers back per call. */
@@ -273,7 +291,16 @@ export class RedisRateLimiter implements RateLimiter {
       if (run === null || run.keyBase !== keyBase || run.force !== force || !sameLimits(run.req, req)) {
         run = call;
         keys.push(`${keyBase}rpm`, `${keyBase}tpm`, `${keyBase}conc`, `${tag}a:rpm`, `${tag}a:tpm`, `${tag}a:conc`);
-        args.push(force ? 1 : 0, lim(kl.rpm), lim(kl.tpm), lim(kl.concurrency), lim(al.rpm), lim(al.tpm), lim(al.concurrency), 0);
+        args.push(
+          force ? 1 : 0,
+          lim(kl.rpm),
+          lim(kl.tpm),
+          lim(kl.concurrency),
+          lim(al.rpm),
+          lim(al.tpm),
+          lim(al.concurrency),
+          0,
+        );
         countAt = args.length - 1;
       }
       (args[countAt] as number)++;
@@ -281,8 +308,9 @@ export class RedisRateLimiter implements RateLimiter {
     }
     let flat: number[];
     try {
-      flat = await this.redis.modelgateRlAcquire(keys.length, ...keys, ...args)
-      if (!Array.isArray(flat) || flat.length !== calls.length * REPLY) throw new Error("rate limiter: unexpected reply from Redis");
+      flat = await this.redis.modelgateRlAcquire(keys.length, ...keys, ...args);
+      if (!Array.isArray(flat) || flat.length !== calls.length * REPLY)
+        throw new Error("rate limiter: unexpected reply from Redis");
     } catch (err) {
       for (const { keyBase, req } of calls) {
         this.headroom.heard(keyBase, req.keyLimits, req.estimatedTokens, req.now, null);
@@ -295,8 +323,16 @@ export class RedisRateLimiter implements RateLimiter {
       const r = flat.slice(i * REPLY, i * REPLY + REPLY);
       const { keyBase, req } = calls[i]!;
       // What Redis reports left after this call (in arrival order, so the last call's answer is the latest).
-      this.headroom.heard(keyBase, req.keyLimits, req.estimatedTokens, req.now, { rpm: r[5]!, tpm: r[7]!, conc: r[13]! });
-      this.headroom.heard(tag, req.accountLimits, req.estimatedTokens, req.now, { rpm: r[9]!, tpm: r[11]!, conc: r[14]! });
+      this.headroom.heard(keyBase, req.keyLimits, req.estimatedTokens, req.now, {
+        rpm: r[5]!,
+        tpm: r[7]!,
+        conc: r[13]!,
+      });
+      this.headroom.heard(tag, req.accountLimits, req.estimatedTokens, req.now, {
+        rpm: r[9]!,
+        tpm: r[11]!,
+        conc: r[14]!,
+      });
       out.push(r);
     }
     return out;
@@ -306,7 +342,8 @@ export class RedisRateLimiter implements RateLimiter {
   release(grant: RedisGrantState, actual: number, now: number, cancel: boolean): Promise<void> {
     const held = this.leases.delete(grant.leaseId);
     const kDelta = grant.keyLimits.tpm === null ? 0 : actual - chargedUnits(grant.keyLimits.tpm, grant.estimated);
-    const aDelta = grant.accountLimits.tpm === null ? 0 : actual - chargedUnits(grant.accountLimits.tpm, grant.estimated);
+    const aDelta =
+      grant.accountLimits.tpm === null ? 0 : actual - chargedUnits(grant.accountLimits.tpm, grant.estimated);
     const rpmDelta = cancel && (grant.keyLimits.rpm !== null || grant.accountLimits.rpm !== null) ? -1 : 0;
     // A call bigger than its estimate leaves less free than the last answer said: local admission must know.
     this.headroom.charge(grant.keyBase, kDelta);
@@ -359,7 +396,9 @@ export class RedisRateLimiter implements RateLimiter {
     // turn's cork still sends them in one write.
     batchWritesThisTurn(this.redis);
     try {
-      await Promise.all([...byTag.values()].map(({ keys, ids }) => this.redis.modelgateRlRenew(keys.length, ...keys, expiry, ...ids)));
+      await Promise.all(
+        [...byTag.values()].map(({ keys, ids }) => this.redis.modelgateRlRenew(keys.length, ...keys, expiry, ...ids)),
+      );
     } catch (err) {
       this.onError(err);
     }

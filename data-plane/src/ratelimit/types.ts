@@ -67,7 +67,8 @@ export const NO_INFO: RateLimitInfo = Object.freeze({ requests: null, tokens: nu
 
 export const hasAnyLimit = (l: RateLimits): boolean => l.rpm !== null || l.tpm !== null || l.concurrency !== null;
 
-export const sameRateLimits = (a: RateLimits, b: RateLimits): boolean => a === b || (a.rpm === b.rpm && a.tpm === b.tpm && a.concurrency === b.concurrency);
+export const sameRateLimits = (a: RateLimits, b: RateLimits): boolean =>
+  a === b || (a.rpm === b.rpm && a.tpm === b.tpm && a.concurrency === b.concurrency);
 
 /** The limit to report in headers: the one with fewer remaining, then the smaller one (null: neither set). */
 export function tighterLimit(

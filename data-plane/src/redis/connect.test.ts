@@ -16,7 +16,13 @@ describe("Redis URLs", () => {
       username: undefined,
       password: undefined,
     });
-    expect(parseClusterUrl("rediss+cluster://app:p%40ss@[::1]:7000/0")).toEqual({ cluster: true, tls: true, nodes: [{ host: "::1", port: 7000 }], username: "app", password: "p@ss" });
+    expect(parseClusterUrl("rediss+cluster://app:p%40ss@[::1]:7000/0")).toEqual({
+      cluster: true,
+      tls: true,
+      nodes: [{ host: "::1", port: 7000 }],
+      username: "app",
+      password: "p@ss",
+    });
     expect(() => parseClusterUrl("redis+cluster://a:70000")).toThrow(/host:port/);
   });
 });

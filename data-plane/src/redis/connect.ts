@@ -40,7 +40,8 @@ export function parseClusterUrl(url: string): RedisTarget | null {
     const i = hp.lastIndexOf(":");
     const host = (i >= 0 ? hp.slice(0, i) : hp).replace(/^\[|\]$/g, "");
     const port = i >= 0 ? Number(hp.slice(i + 1)) : 6379;
-    if (!host || !Number.isInteger(port) || port <= 0 || port > 65_535) throw new Error(`REDIS_URL: not a host:port in the cluster's node list: "${hp}"`);
+    if (!host || !Number.isInteger(port) || port <= 0 || port > 65_535)
+      throw new Error(`REDIS_URL: not a host:port in the cluster's node list: "${hp}"`);
     return { host, port };
   });
   return { cluster: true, tls: m[1] === "rediss", nodes, username, password };

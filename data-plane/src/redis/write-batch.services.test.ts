@@ -29,7 +29,11 @@ describe("batchWritesThisTurn", () => {
   });
 
   it("does nothing on a client that is not connected (the command fails fast as before)", async () => {
-    const down = new Redis("redis://127.0.0.1:1", { lazyConnect: true, enableOfflineQueue: false, retryStrategy: () => null });
+    const down = new Redis("redis://127.0.0.1:1", {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      retryStrategy: () => null,
+    });
     down.on("error", () => undefined);
     batchWritesThisTurn(down);
     await expect(down.get(key)).rejects.toThrow();

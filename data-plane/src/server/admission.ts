@@ -21,7 +21,11 @@ export function identify(opts: DataPlaneOptions, keyHash: string, req: IncomingM
   if (!key) throw unknownKey();
   const account = opts.store.account(key.accountId);
   if (!account) throw unknownKey();
-  return { key, account, clientIp: resolveClientIp(req.socket.remoteAddress, req.headers["x-forwarded-for"], opts.trustedProxies) };
+  return {
+    key,
+    account,
+    clientIp: resolveClientIp(req.socket.remoteAddress, req.headers["x-forwarded-for"], opts.trustedProxies),
+  };
 }
 
 export interface Admission {
@@ -39,7 +43,12 @@ export interface Admission {
  * as the key is known and the body's size declared, so the round trip overlaps reading and parsing the body;
  * admit() then waits for it. A call refused before it goes upstream gives it all back (cancelLimits).
  */
-export async function startLimits(opts: DataPlaneOptions, caller: Caller, estimatedTokens: number, now: number): Promise<AcquireResult> {
+export async function startLimits(
+  opts: DataPlaneOptions,
+  caller: Caller,
+  estimatedTokens: number,
+  now: number,
+): Promise<AcquireResult> {
   return opts.rateLimiter.acquire({
     keyId: caller.key.id,
     accountId: caller.account.id,
@@ -79,7 +88,15 @@ export async function admit(
   purpose: "chat" | "embedding" = "chat",
 ): Promise<Admission> {
   const spend = await opts.spend.get(caller.key, caller.account);
-  const refusal = checkKeyPolicy({ key: caller.key, account: caller.account, model: modelId, clientIp: caller.clientIp, now, spend, calendar: opts.calendar });
+  const refusal = checkKeyPolicy({
+    key: caller.key,
+    account: caller.account,
+    model: modelId,
+    clientIp: caller.clientIp,
+    now,
+    spend,
+    calendar: opts.calendar,
+  });
   if (refusal) throw refusal;
   const model = opts.store.model(modelId);
   if (!model) {
@@ -96,12 +113,26 @@ export async function admit(
   // Calls that ended while the limiter answered (one of them may have freed the slot this call just took) are
   // in the spend counters by now: check the money again, so a burst overruns a quota or balance by at most
   // (concurrency limit) × (one call's cost), as documented, and not by the calls that ended in between.
-  const late = checkKeyPolicy({ key: caller.key, account: caller.account, model: modelId, clientIp: caller.clientIp, now, spend: await opts.spend.get(caller.key, caller.account), calendar: opts.calendar });
+  const late = checkKeyPolicy({
+    key: caller.key,
+    account: caller.account,
+    model: modelId,
+    clientIp: caller.clientIp,
+    now,
+    spend: await opts.spend.get(caller.key, caller.account),
+    calendar: opts.calendar,
+  });
   if (late) {
     await result.cancel();
     throw late;
   }
-  return { model, price: pickPrice(caller.account, model), grant: result, headers: rateLimitHeaders(result.info), estimatedPromptTokens: estimatedTokens };
+  return {
+    model,
+    price: pickPrice(caller.account, model),
+    grant: result,
+    headers: rateLimitHeaders(result.info),
+    estimatedPromptTokens: estimatedTokens,
+  };
 }
 
 const wrongModelType = (modelId: string, purpose: "chat" | "embedding"): GatewayError =>

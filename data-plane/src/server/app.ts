@@ -2,7 +2,15 @@ import { timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { GatewayError } from "../errors.ts";
 import { checkKeyAccess, isModelAllowed } from "../policy/check.ts";
-import { type ClientEndpoint, type ClientRoute, type ProtocolAdapter, type StoredOperation, adapters, openai, protocols } from "../protocols/index.ts";
+import {
+  type ClientEndpoint,
+  type ClientRoute,
+  type ProtocolAdapter,
+  type StoredOperation,
+  adapters,
+  openai,
+  protocols,
+} from "../protocols/index.ts";
 import { decodePathSegment } from "../protocols/routes.ts";
 import { rateLimitError, rateLimitHeaders } from "../ratelimit/headers.ts";
 import { type Caller, identify, startLimits } from "./admission.ts";
@@ -62,7 +70,9 @@ export function createDataPlaneHandler(opts: DataPlaneOptions, strict: boolean) 
     if (path === "/readyz" || (path === "/metrics" && req.method === "GET")) {
       const access = opsAccess(req, opts.opsToken);
       if (access === "refused") {
-        sendJson(res, 401, '{"error":"a bearer token is required (MODELGATE_METRICS_TOKEN)"}', { "www-authenticate": "Bearer" });
+        sendJson(res, 401, '{"error":"a bearer token is required (MODELGATE_METRICS_TOKEN)"}', {
+          "www-authenticate": "Bearer",
+        });
         return true;
       }
       if (path === "/metrics") {
@@ -86,16 +96,28 @@ export function createDataPlaneHandler(opts: DataPlaneOptions, strict: boolean) 
           publishedSnapshotAgeMs: finiteOrNull(opts.store.publishedAgeMs()),
           controlPlane: opts.store.controlPlane(),
           // what this replica holds, and whether a full load is in progress (it serves throughout)
-          policy: { ...opts.store.size, loading: opts.store.loading, fullLoads: opts.store.fullLoads, lastFullLoadMs: opts.store.lastFullLoadMs },
+          policy: {
+            ...opts.store.size,
+            loading: opts.store.loading,
+            fullLoads: opts.store.fullLoads,
+            lastFullLoadMs: opts.store.lastFullLoadMs,
+          },
           // The operator's upstream names only to a caller with the token; anyone else sees how many are out.
-          ...(access === "full" ? { upstreams } : { upstreamsNotClosed: Object.values(upstreams).filter((s) => s !== "closed").length }),
+          ...(access === "full"
+            ? { upstreams }
+            : { upstreamsNotClosed: Object.values(upstreams).filter((s) => s !== "closed").length }),
           // Fail static: a replica whose Redis is away still serves (ready) from its last snapshot; this says so.
           dependencies: opts.dependencies?.() ?? {},
         }),
       );
       return true;
     }
-    const ours = path === "/v1" || path === "/v1beta" || path.startsWith("/v1/") || path.startsWith("/v1beta/") || path.startsWith("//");
+    const ours =
+      path === "/v1" ||
+      path === "/v1beta" ||
+      path.startsWith("/v1/") ||
+      path.startsWith("/v1beta/") ||
+      path.startsWith("//");
     if (!ours && !strict) return false;
 
     const requestId = newRequestId();
@@ -140,7 +162,12 @@ export function createDataPlaneHandler(opts: DataPlaneOptions, strict: boolean) 
           if (!model) {
             // refused, like a generation call for an unknown model: the request is given back
             await limits.cancel();
-            throw new GatewayError("not_found", "model_not_found", `The model '${id}' does not exist or this key may not call it. See GET /v1/models.`, "model");
+            throw new GatewayError(
+              "not_found",
+              "model_not_found",
+              `The model '${id}' does not exist or this key may not call it. See GET /v1/models.`,
+              "model",
+            );
           }
           limits.release(); // answered in this turn: the slot is only held for the moment
           sendJson(res, 200, JSON.stringify(client.renderModel(model)), limits.headers);
@@ -159,7 +186,12 @@ export function createDataPlaneHandler(opts: DataPlaneOptions, strict: boolean) 
 }
 
 /** count_tokens: an estimate (4 characters a token) of what the request would send. */
-async function countTokens(opts: DataPlaneOptions, req: IncomingMessage, res: ServerResponse, client: ProtocolAdapter): Promise<void> {
+async function countTokens(
+  opts: DataPlaneOptions,
+  req: IncomingMessage,
+  res: ServerResponse,
+  client: ProtocolAdapter,
+): Promise<void> {
   const caller = admitted(identify(opts, keyHashFrom(req.headers, client.keySources), req));
   // Taken before the body is read: a key over its limit does not get to send megabytes to be counted.
   const limits = await takeRequestLimit(opts, caller);
@@ -168,7 +200,12 @@ async function countTokens(opts: DataPlaneOptions, req: IncomingMessage, res: Se
     // max_tokens is Anthropic's required field, not needed to count.
     const canonical = client.parseClientRequest({ max_tokens: 1, ...body, stream: false });
     if (!opts.store.model(canonical.model) || !isModelAllowed(caller.key, canonical.model)) {
-      throw new GatewayError("not_found", "model_not_found", `The model '${canonical.model}' does not exist. Use a full model ID from GET /v1/models.`, "model");
+      throw new GatewayError(
+        "not_found",
+        "model_not_found",
+        `The model '${canonical.model}' does not exist. Use a full model ID from GET /v1/models.`,
+        "model",
+      );
     }
     const text = JSON.stringify([canonical.system, canonical.messages, canonical.tools ?? []]);
     sendJson(res, 200, JSON.stringify({ input_tokens: tokensFromChars(text.length) }), limits.headers);
@@ -191,7 +228,14 @@ async function stored(
   const limits = await takeRequestLimit(opts, caller);
   try {
     const missing = () =>
-      new GatewayError("not_found", "not_found", opts.conversations ? `Response with id '${id}' not found.` : `Response with id '${id}' not found: this gateway does not keep responses.`, "response_id");
+      new GatewayError(
+        "not_found",
+        "not_found",
+        opts.conversations
+          ? `Response with id '${id}' not found.`
+          : `Response with id '${id}' not found: this gateway does not keep responses.`,
+        "response_id",
+      );
     if (!opts.conversations || !client.renderStored) throw missing();
     const record = await opts.conversations.get(caller.account.id, id);
     if (!record || (op === "delete" && !(await opts.conversations.delete(caller.account.id, id)))) throw missing();
@@ -205,10 +249,17 @@ async function stored(
  * Requests that use no model (count_tokens, the model list) still count against the key's and the
  * account's rate limits: one request and a concurrency slot for the moment they run, no tokens.
  */
-async function takeRequestLimit(opts: DataPlaneOptions, caller: Caller): Promise<{ headers: Record<string, string>; release(): void; cancel(): Promise<void> }> {
+async function takeRequestLimit(
+  opts: DataPlaneOptions,
+  caller: Caller,
+): Promise<{ headers: Record<string, string>; release(): void; cancel(): Promise<void> }> {
   const result = await startLimits(opts, caller, 0, Date.now());
   if (!result.ok) throw rateLimitError(result);
-  return { headers: rateLimitHeaders(result.info), release: () => void result.release(0), cancel: async () => void (await result.cancel()) };
+  return {
+    headers: rateLimitHeaders(result.info),
+    release: () => void result.release(0),
+    cancel: async () => void (await result.cancel()),
+  };
 }
 
 /**
@@ -230,14 +281,26 @@ function sameSecret(a: string, b: string): boolean {
 
 /** A revoked or expired key, a disabled account or an address outside the allowlist reaches nothing. */
 function admitted(caller: Caller): Caller {
-  const refusal = checkKeyAccess({ key: caller.key, account: caller.account, clientIp: caller.clientIp, now: Date.now() });
+  const refusal = checkKeyAccess({
+    key: caller.key,
+    account: caller.account,
+    clientIp: caller.clientIp,
+    now: Date.now(),
+  });
   if (refusal) throw refusal;
   return caller;
 }
 
 function allow(req: IncomingMessage, path: string, method: string): void {
   if (req.method !== method) {
-    throw new GatewayError("invalid_request", "method_not_allowed", `Method ${req.method} is not allowed on ${path}; use ${method}.`, null, { allow: method }, 405);
+    throw new GatewayError(
+      "invalid_request",
+      "method_not_allowed",
+      `Method ${req.method} is not allowed on ${path}; use ${method}.`,
+      null,
+      { allow: method },
+      405,
+    );
   }
 }
 

@@ -18,7 +18,11 @@ export type { KeySource };
  * Finds the API key where the client's protocol puts it. Returns the SHA-256 of the key (the key itself is
  * never kept, logged or compared in clear) or throws a 401.
  */
-export function keyHashFrom(headers: IncomingHttpHeaders, alternatives: readonly KeySource[] = [], queryKey?: string | null): string {
+export function keyHashFrom(
+  headers: IncomingHttpHeaders,
+  alternatives: readonly KeySource[] = [],
+  queryKey?: string | null,
+): string {
   const auth = headers.authorization;
   if (auth !== undefined) {
     const m = bearer.exec(auth);
@@ -47,4 +51,8 @@ const malformed = () =>
   );
 
 export const unknownKey = () =>
-  new GatewayError("authentication", "invalid_api_key", "Invalid API key. Check the key or create a new one in the console.");
+  new GatewayError(
+    "authentication",
+    "invalid_api_key",
+    "Invalid API key. Check the key or create a new one in the console.",
+  );

@@ -62,15 +62,30 @@ const tooLarge = (max: number) =>
 
 /** Parses a JSON object body, or says exactly why not. */
 export function parseJsonObject(raw: Buffer): Record<string, unknown> {
-  if (raw.length === 0) throw new GatewayError("invalid_request", "invalid_json", "Request body is empty; expected a JSON object.");
+  if (raw.length === 0)
+    throw new GatewayError("invalid_request", "invalid_json", "Request body is empty; expected a JSON object.");
   const exceeded = exceededJsonLimit(raw, JSON_LIMITS);
-  if (exceeded === "depth") throw new GatewayError("invalid_request", "json_too_deep", `Request body nests objects and arrays deeper than ${JSON_LIMITS.depth} levels.`);
-  if (exceeded === "containers") throw new GatewayError("too_large", "request_too_complex", `Request body holds more than ${JSON_LIMITS.containers} objects and arrays.`);
+  if (exceeded === "depth")
+    throw new GatewayError(
+      "invalid_request",
+      "json_too_deep",
+      `Request body nests objects and arrays deeper than ${JSON_LIMITS.depth} levels.`,
+    );
+  if (exceeded === "containers")
+    throw new GatewayError(
+      "too_large",
+      "request_too_complex",
+      `Request body holds more than ${JSON_LIMITS.containers} objects and arrays.`,
+    );
   let value: unknown;
   try {
     value = JSON.parse(raw.toString("utf8"));
   } catch (err) {
-    throw new GatewayError("invalid_request", "invalid_json", `Request body is not valid JSON: ${(err as Error).message}.`);
+    throw new GatewayError(
+      "invalid_request",
+      "invalid_json",
+      `Request body is not valid JSON: ${(err as Error).message}.`,
+    );
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw new GatewayError("invalid_request", "invalid_json", "Request body must be a JSON object.");

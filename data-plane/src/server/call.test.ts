@@ -23,14 +23,30 @@ function setup(drainMs = 1_000) {
     headers: {},
     estimatedPromptTokens: 40,
   };
-  const record = { requestId: "r1", keyId: "k", accountId: "a", model: "m", protocol: "openai" as const, upstream: "u", stream: true, clientIp: null, startedAt: Date.now(), firstByteAt: null };
+  const record = {
+    requestId: "r1",
+    keyId: "k",
+    accountId: "a",
+    model: "m",
+    protocol: "openai" as const,
+    upstream: "u",
+    stream: true,
+    clientIp: null,
+    startedAt: Date.now(),
+    firstByteAt: null,
+  };
   const call = new Call(opts, { key: {}, account: {}, clientIp: null } as never, admission as never, record);
   call.streaming = true;
   call.firstByte();
   return { call, events, spend };
 }
 
-const usage = (prompt: number, completion: number) => ({ promptTokens: prompt, completionTokens: completion, reasoningTokens: 0, cachedTokens: 0 });
+const usage = (prompt: number, completion: number) => ({
+  promptTokens: prompt,
+  completionTokens: completion,
+  reasoningTokens: 0,
+  cachedTokens: 0,
+});
 
 afterEach(() => {
   vi.useRealTimers();
@@ -46,12 +62,26 @@ describe("Call.cut", () => {
     expect(stop).not.toHaveBeenCalled(); // the upstream is still read
     expect(events).toHaveLength(1);
     // the upstream's prompt, the delivered output (more than its partial count of 1): 100 × 1 + 10 × 2
-    expect(events[0]).toMatchObject({ requestId: "r1", status: 499, estimated: true, promptTokens: 100, completionTokens: 10, cost: "120" });
+    expect(events[0]).toMatchObject({
+      requestId: "r1",
+      status: 499,
+      estimated: true,
+      promptTokens: 100,
+      completionTokens: 10,
+      cost: "120",
+    });
 
     call.observe({ type: "usage", usage: usage(100, 50) });
     call.usageComplete = true; // the relay saw the upstream's end
     await call.finish(200);
-    expect(events[1]).toMatchObject({ requestId: "r1", status: 499, errorCode: "client_closed", estimated: false, completionTokens: 50, cost: "200" });
+    expect(events[1]).toMatchObject({
+      requestId: "r1",
+      status: 499,
+      errorCode: "client_closed",
+      estimated: false,
+      completionTokens: 50,
+      cost: "200",
+    });
     await call.finish(200); // a second end changes nothing
     expect(events).toHaveLength(2);
     expect(spend).toEqual([120n, 80n]);

@@ -82,7 +82,10 @@ export class Call {
   private billedUsage(): { usage: TokenUsage; estimated: boolean } {
     if (this.usageComplete && this.usage !== null) return { usage: this.usage, estimated: false };
     const u = this.usage ?? { ...zeroUsage(), promptTokens: this.admission.estimatedPromptTokens };
-    return { usage: { ...u, completionTokens: Math.max(u.completionTokens, tokensFromChars(this.deliveredChars)) }, estimated: true };
+    return {
+      usage: { ...u, completionTokens: Math.max(u.completionTokens, tokensFromChars(this.deliveredChars)) },
+      estimated: true,
+    };
   }
 
   /**
@@ -101,7 +104,15 @@ export class Call {
     const spent = cost !== 0n ? this.addSpend(cost) : undefined;
     if (estimated && charge && status === 499) this.estimatedCharge = cost;
     void this.admission.grant.release(usage.promptTokens + usage.completionTokens);
-    this.opts.metrics.call(this.record.protocol, this.record.model, status, this.record.stream, event.latencyMs / 1000, usage.promptTokens, usage.completionTokens);
+    this.opts.metrics.call(
+      this.record.protocol,
+      this.record.model,
+      status,
+      this.record.stream,
+      event.latencyMs / 1000,
+      usage.promptTokens,
+      usage.completionTokens,
+    );
     this.trace?.finish(status, errorCode, usage);
     // The relays send the answer's last byte once this resolves: the event is in Redis or the spool, and the
     // spend counters hold the call's cost, so the caller's next request already sees its quota and balance

@@ -7,7 +7,9 @@ describe("unknown paths", () => {
     expect(likelyPath("/v1/v1/chat/completions", "POST")).toBe("/v1/chat/completions");
     expect(likelyPath("/v1//messages", "POST")).toBe("/v1/messages");
     expect(likelyPath("/v1/messages/", "POST")).toBe("/v1/messages");
-    expect(likelyPath("/v1beta/v1beta/models/gemini-x:generateContent", "POST")).toBe("/v1beta/models/gemini-x:generateContent");
+    expect(likelyPath("/v1beta/v1beta/models/gemini-x:generateContent", "POST")).toBe(
+      "/v1beta/models/gemini-x:generateContent",
+    );
     expect(likelyPath("/models", "GET")).toBe("/v1/models");
   });
 

@@ -46,5 +46,9 @@ export function unknownPath(path: string, method: string | undefined): GatewayEr
     ? "a Gemini client's base URL is the gateway's address with no path"
     : "the client's base URL ends in '/v1', once, with no trailing slash";
   const hint = meant ? ` Did you mean '${meant}'? (${base}.)` : "";
-  return new GatewayError("not_found", "unknown_path", `Unknown path '${shown}'.${hint} This gateway serves: ${ENDPOINTS.join(", ")}.`);
+  return new GatewayError(
+    "not_found",
+    "unknown_path",
+    `Unknown path '${shown}'.${hint} This gateway serves: ${ENDPOINTS.join(", ")}.`,
+  );
 }

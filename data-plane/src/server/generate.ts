@@ -1,7 +1,13 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { RouteSnapshot } from "../contract/index.ts";
 import { GatewayError } from "../errors.ts";
-import { type ClientRoute, type ClientSession, type ProtocolAdapter, protocols, upstreamProtocolOf } from "../protocols/index.ts";
+import {
+  type ClientRoute,
+  type ClientSession,
+  type ProtocolAdapter,
+  protocols,
+  upstreamProtocolOf,
+} from "../protocols/index.ts";
 import { CallTrace } from "../telemetry/call-trace.ts";
 import { CallAbort } from "../upstreams/call-abort.ts";
 import { orderRoutes } from "../upstreams/pick-route.ts";
@@ -31,7 +37,13 @@ export interface Endpoint {
  * A route whose upstream speaks the client's protocol takes the client's bytes (the adapter's passthrough,
  * the fast path); any other is translated through the canonical form.
  */
-export async function handleGenerate(opts: DataPlaneOptions, req: IncomingMessage, res: ServerResponse, requestId: string, ep: Endpoint): Promise<void> {
+export async function handleGenerate(
+  opts: DataPlaneOptions,
+  req: IncomingMessage,
+  res: ServerResponse,
+  requestId: string,
+  ep: Endpoint,
+): Promise<void> {
   const client = ep.client;
   const startedAt = Date.now();
   let call: Call | null = null;
@@ -55,26 +67,39 @@ export async function handleGenerate(opts: DataPlaneOptions, req: IncomingMessag
     // Untraced calls skip the .finally: its closure and two promises were per-call garbage for nothing.
     const admission = await (limitsSpan === undefined ? admitting : admitting.finally(() => limitsSpan.end()));
     admitted = true;
-    call = new Call(opts, caller, admission, {
-      requestId,
-      keyId: caller.key.id,
-      accountId: caller.account.id,
-      model: admission.model.id,
-      protocol: client.name,
-      upstream: null,
-      stream: canonical.stream,
-      clientIp: caller.clientIp,
-      startedAt,
-      firstByteAt: null,
-      attribution,
-    }, trace);
+    call = new Call(
+      opts,
+      caller,
+      admission,
+      {
+        requestId,
+        keyId: caller.key.id,
+        accountId: caller.account.id,
+        model: admission.model.id,
+        protocol: client.name,
+        upstream: null,
+        stream: canonical.stream,
+        clientIp: caller.clientIp,
+        startedAt,
+        firstByteAt: null,
+        attribution,
+      },
+      trace,
+    );
     const routes = orderRoutes(admission.model.routes);
-    if (routes.length === 0) throw new GatewayError("unavailable", "no_upstream", `The model '${canonical.model}' has no upstream configured right now.`);
+    if (routes.length === 0)
+      throw new GatewayError(
+        "unavailable",
+        "no_upstream",
+        `The model '${canonical.model}' has no upstream configured right now.`,
+      );
 
     // The client's own protocol upstream gets the client's body (fields the gateway does not know included);
     // its answer passes through too unless the adapter says it needs translating back (another model name).
-    const sameProtocol = (route: RouteSnapshot): boolean => client.passthrough !== undefined && upstreamProtocolOf(route.protocol) === client.name;
-    const passes = (route: RouteSnapshot): boolean => sameProtocol(route) && (client.passthrough!.accepts?.(canonical, route.upstreamModel, ep.route) ?? true);
+    const sameProtocol = (route: RouteSnapshot): boolean =>
+      client.passthrough !== undefined && upstreamProtocolOf(route.protocol) === client.name;
+    const passes = (route: RouteSnapshot): boolean =>
+      sameProtocol(route) && (client.passthrough!.accepts?.(canonical, route.upstreamModel, ep.route) ?? true);
     // A stateful request (previous_response_id) translated for another protocol needs its references resolved
     // from the gateway's store first; toward an upstream of its own protocol they pass through.
     let translated = body;
@@ -99,10 +124,15 @@ export async function handleGenerate(opts: DataPlaneOptions, req: IncomingMessag
     const outgoing = (route: RouteSnapshot): Outgoing => {
       if (sameProtocol(route)) {
         const pt = client.passthrough!;
-        return { path: pt.path(route.upstreamModel, canonical.stream), body: pt.body(raw, body, canonical, route.upstreamModel) };
+        return {
+          path: pt.path(route.upstreamModel, canonical.stream),
+          body: pt.body(raw, body, canonical, route.upstreamModel),
+        };
       }
       if (stateError) throw stateError;
-      const up = protocols[upstreamProtocolOf(route.protocol)].buildUpstreamRequest(canonical, route.upstreamModel, { stream: canonical.stream });
+      const up = protocols[upstreamProtocolOf(route.protocol)].buildUpstreamRequest(canonical, route.upstreamModel, {
+        stream: canonical.stream,
+      });
       return { path: up.path, body: JSON.stringify(up.body), headers: up.headers };
     };
 
@@ -114,7 +144,15 @@ export async function handleGenerate(opts: DataPlaneOptions, req: IncomingMessag
       const pt = client.passthrough!;
       if (canonical.stream) {
         const reader = pt.createStream(canonical.model, requestId, canonical);
-        await relayPassthroughStream(call, res, answer, reader, (err) => client.errorFrame(err, requestId), headers, client.streamContentType?.(ep.route));
+        await relayPassthroughStream(
+          call,
+          res,
+          answer,
+          reader,
+          (err) => client.errorFrame(err, requestId),
+          headers,
+          client.streamContentType?.(ep.route),
+        );
       } else await relayPassthroughJson(call, res, answer, pt, canonical.model, headers);
       return;
     }
@@ -127,12 +165,25 @@ export async function handleGenerate(opts: DataPlaneOptions, req: IncomingMessag
         answer,
         {
           decoder: upstreamAdapter.createUpstreamStreamDecoder(),
-          encoder: client.createClientStreamEncoder({ ...ctx, includeUsage: canonical.streamIncludeUsage === true, jsonArray: ep.route?.jsonArray === true }),
+          encoder: client.createClientStreamEncoder({
+            ...ctx,
+            includeUsage: canonical.streamIncludeUsage === true,
+            jsonArray: ep.route?.jsonArray === true,
+          }),
           contentType: client.streamContentType?.(ep.route),
         },
         headers,
       );
-    } else await relayJson(call, res, answer, upstreamAdapter, (c) => client.renderClientResponse(c, ctx), ctx.commit, headers);
+    } else
+      await relayJson(
+        call,
+        res,
+        answer,
+        upstreamAdapter,
+        (c) => client.renderClientResponse(c, ctx),
+        ctx.commit,
+        headers,
+      );
   } catch (err) {
     // Refused before the upstream: the limits taken for this call are given back.
     if (limits !== undefined && !admitted) await cancelLimits(limits);

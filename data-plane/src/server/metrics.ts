@@ -5,15 +5,32 @@ import type { SnapshotStore } from "../snapshot/store.ts";
 import type { BreakerRegistry } from "../upstreams/breaker.ts";
 
 /** Prometheus metrics of one data plane (GET /metrics). Labels stay low-cardinality: no key or account ids. */
-export function createMetrics(store: SnapshotStore, breakers: () => BreakerRegistry, localAdmissions: () => { granted: number; overrun: number } | null = () => null) {
+export function createMetrics(
+  store: SnapshotStore,
+  breakers: () => BreakerRegistry,
+  localAdmissions: () => { granted: number; overrun: number } | null = () => null,
+) {
   const registry = new Registry();
   // The per-call series are updated on every request: see series.ts.
   const requests = new FastCounter("modelgate_requests_total", "Requests by client protocol, model and status");
-  const latency = new FastHistogram("modelgate_request_duration_seconds", "Time to the last byte", [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120]);
-  const ttft = new FastHistogram("modelgate_time_to_first_token_seconds", "Time until the upstream's first byte", [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]);
+  const latency = new FastHistogram(
+    "modelgate_request_duration_seconds",
+    "Time to the last byte",
+    [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+  );
+  const ttft = new FastHistogram(
+    "modelgate_time_to_first_token_seconds",
+    "Time until the upstream's first byte",
+    [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+  );
   const tokens = new FastCounter("modelgate_tokens_total", "Tokens by model and direction");
   for (const m of [requests, latency, ttft, tokens]) registry.registerMetric(m as never);
-  const upstreamErrors = new Counter({ name: "modelgate_upstream_errors_total", help: "Failed upstream attempts by upstream and reason", labelNames: ["upstream", "reason"] as const, registers: [registry] });
+  const upstreamErrors = new Counter({
+    name: "modelgate_upstream_errors_total",
+    help: "Failed upstream attempts by upstream and reason",
+    labelNames: ["upstream", "reason"] as const,
+    registers: [registry],
+  });
   new Gauge({
     name: "modelgate_snapshot_age_seconds",
     help: "Seconds since the last snapshot arrived (fail-static staleness)",
@@ -41,7 +58,14 @@ export function createMetrics(store: SnapshotStore, breakers: () => BreakerRegis
       this.set(a === null ? -1 : a / 1000);
     },
   });
-  new Gauge({ name: "modelgate_snapshot_version", help: "Highest policy version this replica holds", registers: [registry], collect() { this.set(store.version); } });
+  new Gauge({
+    name: "modelgate_snapshot_version",
+    help: "Highest policy version this replica holds",
+    registers: [registry],
+    collect() {
+      this.set(store.version);
+    },
+  });
   new Gauge({
     name: "modelgate_policy_entities",
     help: "Keys, accounts and models this replica holds",
@@ -54,7 +78,14 @@ export function createMetrics(store: SnapshotStore, breakers: () => BreakerRegis
       this.set({ kind: "model" }, size.models);
     },
   });
-  new Gauge({ name: "modelgate_policy_full_loads_total", help: "Full loads of the policy feed since start", registers: [registry], collect() { this.set(store.fullLoads); } });
+  new Gauge({
+    name: "modelgate_policy_full_loads_total",
+    help: "Full loads of the policy feed since start",
+    registers: [registry],
+    collect() {
+      this.set(store.fullLoads);
+    },
+  });
   // Event-loop delay since the previous scrape (perf_hooks, 10 ms resolution): what a full load or anything
   // else costs the calls waiting behind it.
   const loopDelay = monitorEventLoopDelay({ resolution: 10 });
@@ -78,7 +109,8 @@ export function createMetrics(store: SnapshotStore, breakers: () => BreakerRegis
     labelNames: ["upstream"] as const,
     registers: [registry],
     collect() {
-      for (const [name, state] of Object.entries(breakers().states(Date.now()))) this.set({ upstream: name }, state === "closed" ? 0 : 1);
+      for (const [name, state] of Object.entries(breakers().states(Date.now())))
+        this.set({ upstream: name }, state === "closed" ? 0 : 1);
     },
   });
   new Counter({
@@ -99,7 +131,15 @@ export function createMetrics(store: SnapshotStore, breakers: () => BreakerRegis
     registry,
     upstreamErrors,
     /** One finished call: count, duration and tokens. */
-    call(protocol: string, model: string, status: number, stream: boolean, seconds: number, promptTokens: number, completionTokens: number): void {
+    call(
+      protocol: string,
+      model: string,
+      status: number,
+      stream: boolean,
+      seconds: number,
+      promptTokens: number,
+      completionTokens: number,
+    ): void {
       requests.inc(`${protocol}\0${model}\0${status}`, () => ({ protocol, model, status: String(status) }));
       latency.observe(`${protocol}\0${stream}`, () => ({ protocol, stream: String(stream) }), seconds);
       if (promptTokens) tokens.inc(`${model}\0p`, () => ({ model, direction: "prompt" }), promptTokens);

@@ -9,7 +9,9 @@ let server: Server | null = null;
 afterEach(() => new Promise<void>((r) => (server ? server.close(() => r()) : r())));
 
 /** Serves one event stream whose first chunk is written `firstChunkAfterMs` after the head; says when that happened. */
-async function streamAfter(firstChunkAfterMs: number): Promise<{ res: IncomingMessage; chunkWritten: () => boolean; body: Promise<string> }> {
+async function streamAfter(
+  firstChunkAfterMs: number,
+): Promise<{ res: IncomingMessage; chunkWritten: () => boolean; body: Promise<string> }> {
   let written = false;
   server = createServer((_req, res) => {
     const stream = startEventStream(res, { "content-type": "text/event-stream" });

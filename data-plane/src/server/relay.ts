@@ -1,6 +1,13 @@
 import type { ServerResponse } from "node:http";
 import { GatewayError } from "../errors.ts";
-import type { CanonicalStreamEvent, Passthrough, PassthroughStream, ProtocolAdapter, StreamDecoder, StreamEncoder } from "../protocols/index.ts";
+import type {
+  CanonicalStreamEvent,
+  Passthrough,
+  PassthroughStream,
+  ProtocolAdapter,
+  StreamDecoder,
+  StreamEncoder,
+} from "../protocols/index.ts";
 import type { Answer } from "../upstreams/upstream-call.ts";
 import type { Call } from "./call.ts";
 import { sendJson } from "./respond.ts";
@@ -52,7 +59,8 @@ export function startEventStream(res: ServerResponse, headers: Record<string, st
   };
 }
 
-const streamBroke = () => new GatewayError("upstream", "upstream_stream_error", "The upstream stream failed before it finished.");
+const streamBroke = () =>
+  new GatewayError("upstream", "upstream_stream_error", "The upstream stream failed before it finished.");
 
 async function readAll(answer: Answer, call: Call): Promise<string> {
   try {
@@ -90,8 +98,13 @@ export async function relayJson(
   if (u.promptTokens === 0 && u.completionTokens === 0) {
     // No usage in the answer: never billed 0 by omission. The gateway counts it (flagged estimated) and the
     // client gets that count.
-    for (const p of canonical.content) call.deliveredChars += p.type === "tool_call" ? p.arguments.length : p.text.length;
-    canonical.usage = { ...u, promptTokens: call.admission.estimatedPromptTokens, completionTokens: tokensFromChars(call.deliveredChars) };
+    for (const p of canonical.content)
+      call.deliveredChars += p.type === "tool_call" ? p.arguments.length : p.text.length;
+    canonical.usage = {
+      ...u,
+      promptTokens: call.admission.estimatedPromptTokens,
+      completionTokens: tokensFromChars(call.deliveredChars),
+    };
     call.setUsage(canonical.usage);
   } else {
     call.setUsage(u);
@@ -104,7 +117,14 @@ export async function relayJson(
 }
 
 /** Non-streaming, same protocol: the upstream's bytes, read for usage, with the client's model name. */
-export async function relayPassthroughJson(call: Call, res: ServerResponse, answer: Answer, pt: Passthrough, clientModel: string, headers: Record<string, string>): Promise<void> {
+export async function relayPassthroughJson(
+  call: Call,
+  res: ServerResponse,
+  answer: Answer,
+  pt: Passthrough,
+  clientModel: string,
+  headers: Record<string, string>,
+): Promise<void> {
   const text = await readAll(answer, call);
   let read: ReturnType<Passthrough["readJson"]>;
   try {
@@ -132,8 +152,18 @@ export interface StreamRelay {
  * before the end ends the client's stream with its protocol's error event; the call is charged for what was
  * delivered.
  */
-export async function relayStream(call: Call, res: ServerResponse, answer: Answer, relay: StreamRelay, headers: Record<string, string>): Promise<void> {
-  const stream = startEventStream(res, { ...SSE_HEADERS, ...(relay.contentType ? { "content-type": relay.contentType } : {}), ...headers });
+export async function relayStream(
+  call: Call,
+  res: ServerResponse,
+  answer: Answer,
+  relay: StreamRelay,
+  headers: Record<string, string>,
+): Promise<void> {
+  const stream = startEventStream(res, {
+    ...SSE_HEADERS,
+    ...(relay.contentType ? { "content-type": relay.contentType } : {}),
+    ...headers,
+  });
   call.streaming = true;
   const out = (s: string) => {
     if (s && !res.destroyed) res.write(s);
@@ -188,7 +218,11 @@ export async function relayPassthroughStream(
   headers: Record<string, string>,
   contentType?: string,
 ): Promise<void> {
-  const stream = startEventStream(res, { ...SSE_HEADERS, ...(contentType ? { "content-type": contentType } : {}), ...headers });
+  const stream = startEventStream(res, {
+    ...SSE_HEADERS,
+    ...(contentType ? { "content-type": contentType } : {}),
+    ...headers,
+  });
   call.streaming = true;
   // After the client left, the upstream is still read for its usage (Call.cut); nothing is written.
   const out = (s: string) => {

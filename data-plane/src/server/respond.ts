@@ -17,7 +17,12 @@ export function setRequestId(res: ServerResponse, requestId: string): void {
 export const requestIdHeaderLines = (requestId: string): string =>
   `${REQUEST_ID_HEADER}: ${requestId}\r\nx-request-id: ${requestId}\r\nrequest-id: ${requestId}\r\n`;
 
-export function sendJson(res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: string,
+  headers: Record<string, string> = {},
+): void {
   if (res.headersSent) return;
   res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...headers });
   res.end(body);
@@ -25,7 +30,8 @@ export function sendJson(res: ServerResponse, status: number, body: string, head
 
 /** Renders any failure in the client's protocol; unexpected errors become a masked 500. */
 export function sendError(res: ServerResponse, err: unknown, render: ErrorRenderer, requestId: string): GatewayError {
-  const gw = err instanceof GatewayError ? err : new GatewayError("internal", "internal_error", "Internal gateway error.");
+  const gw =
+    err instanceof GatewayError ? err : new GatewayError("internal", "internal_error", "Internal gateway error.");
   const { status, body } = render(gw, requestId);
   sendJson(res, status, body, gw.headers);
   return gw;

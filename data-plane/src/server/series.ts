@@ -54,7 +54,11 @@ export class FastHistogram {
 
   observe(key: string, labels: () => Record<string, string>, value: number): void {
     let s = this.series.get(key);
-    if (s === undefined) this.series.set(key, (s = { labels: labels(), counts: new Array<number>(this.buckets.length).fill(0), sum: 0, count: 0 }));
+    if (s === undefined)
+      this.series.set(
+        key,
+        (s = { labels: labels(), counts: new Array<number>(this.buckets.length).fill(0), sum: 0, count: 0 }),
+      );
     for (let i = 0; i < this.buckets.length; i++) {
       if (value <= this.buckets[i]!) {
         s.counts[i]!++;
@@ -71,7 +75,11 @@ export class FastHistogram {
       let cumulative = 0;
       for (let i = 0; i < this.buckets.length; i++) {
         cumulative += s.counts[i]!;
-        values.push({ metricName: `${this.name}_bucket`, labels: { le: this.buckets[i]!, ...s.labels }, value: cumulative });
+        values.push({
+          metricName: `${this.name}_bucket`,
+          labels: { le: this.buckets[i]!, ...s.labels },
+          value: cumulative,
+        });
       }
       values.push({ metricName: `${this.name}_bucket`, labels: { le: "+Inf", ...s.labels }, value: s.count });
       values.push({ metricName: `${this.name}_sum`, labels: s.labels, value: s.sum });

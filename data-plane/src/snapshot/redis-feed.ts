@@ -66,7 +66,13 @@ export class RedisPolicySource {
         .pipeline()
         .hmget(this.names.policyMeta, "epoch", "seq", "version", "at")
         .get(this.names.controlHeartbeat)
-        .xrange(this.names.policyStream(this.epoch ?? "none"), `(${this.lastId}`, "+", "COUNT", this.opts.batch ?? 1_000)
+        .xrange(
+          this.names.policyStream(this.epoch ?? "none"),
+          `(${this.lastId}`,
+          "+",
+          "COUNT",
+          this.opts.batch ?? 1_000,
+        )
         .exec();
       if (!results) return;
       for (const [err] of results) if (err) throw err;
@@ -115,7 +121,14 @@ export class RedisPolicySource {
    * Each piece is put straight into the live store, so no copy of the whole set is ever built.
    */
   private async fullLoad(): Promise<void> {
-    const [epoch, seq, lastId, version, at] = await this.redis.hmget(this.names.policyMeta, "epoch", "seq", "lastId", "version", "at");
+    const [epoch, seq, lastId, version, at] = await this.redis.hmget(
+      this.names.policyMeta,
+      "epoch",
+      "seq",
+      "lastId",
+      "version",
+      "at",
+    );
     if (!epoch) return;
     const load = this.store.beginFullLoad();
     try {

@@ -16,8 +16,21 @@ const key = (over: Partial<KeySnapshot> = {}): KeySnapshot => ({
   limits: { rpm: null, tpm: null, concurrency: null },
   ...over,
 });
-const account = { id: "a1", name: "Acme", status: "active", balance: "1000", spent: "0", limits: { rpm: null, tpm: null, concurrency: null }, contracts: {} };
-const keyChange = (hash: string, v: number, over: Partial<KeySnapshot> | null = {}): PolicyChange => ({ kind: "key", id: hash, v, json: over === null ? null : entityJson(v, key(over)) });
+const account = {
+  id: "a1",
+  name: "Acme",
+  status: "active",
+  balance: "1000",
+  spent: "0",
+  limits: { rpm: null, tpm: null, concurrency: null },
+  contracts: {},
+};
+const keyChange = (hash: string, v: number, over: Partial<KeySnapshot> | null = {}): PolicyChange => ({
+  kind: "key",
+  id: hash,
+  v,
+  json: over === null ? null : entityJson(v, key(over)),
+});
 
 describe("policy entities as JSON", () => {
   it("puts the version first, readable without parsing", () => {
@@ -77,7 +90,14 @@ describe("SnapshotStore changes", () => {
     expect(store.account("a1")?.balance).toBe("1000");
     store.applyChange({ kind: "account", id: "a1", v: 4, json: entityJson(4, { ...account, balance: "0" }) });
     expect(store.account("a1")?.balance).toBe("0");
-    const model = { id: "m-2025-01-01", displayName: null, reasoning: false, price: { input: "1", output: "2", cachedInput: null }, routes: [], createdAt: "2025-01-01T00:00:00.000Z" };
+    const model = {
+      id: "m-2025-01-01",
+      displayName: null,
+      reasoning: false,
+      price: { input: "1", output: "2", cachedInput: null },
+      routes: [],
+      createdAt: "2025-01-01T00:00:00.000Z",
+    };
     store.applyChange({ kind: "catalog", id: "", v: 10, json: entityJson(10, { models: { [model.id]: model } }) });
     expect(store.model(model.id)).toEqual(model);
     expect(store.applyChange({ kind: "catalog", id: "", v: 9, json: entityJson(9, { models: {} }) })).toBe(false);

@@ -1,5 +1,13 @@
 import type { AccountSnapshot, KeySnapshot, ModelSnapshot, Snapshot } from "../contract/index.ts";
-import { accountEntrySchema, catalogEntrySchema, entityJson, keyEntrySchema, type PolicyChange, type PolicyKind, versionOf } from "../contract/index.ts";
+import {
+  accountEntrySchema,
+  catalogEntrySchema,
+  entityJson,
+  keyEntrySchema,
+  type PolicyChange,
+  type PolicyKind,
+  versionOf,
+} from "../contract/index.ts";
 
 type Held<T> = string | (T & { v: number });
 
@@ -165,7 +173,13 @@ export class SnapshotStore {
   }
 
   /** First use of an entity: parse and validate it once, and keep the object in place of the string. */
-  private parse<T extends object>(map: Map<string, Held<T>>, kind: PolicyKind, id: string, json: string, schema: { parse(x: unknown): T & { v: number } }): (T & { v: number }) | undefined {
+  private parse<T extends object>(
+    map: Map<string, Held<T>>,
+    kind: PolicyKind,
+    id: string,
+    json: string,
+    schema: { parse(x: unknown): T & { v: number } },
+  ): (T & { v: number }) | undefined {
     try {
       const entity = schema.parse(JSON.parse(json));
       map.set(id, entity);

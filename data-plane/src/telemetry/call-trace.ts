@@ -9,7 +9,13 @@ import { type Span, SpanKind, SpanStatusCode, type Tracing } from "./tracing.ts"
 // No prompt or completion text is ever recorded. Created only when tracing is on.
 
 /** gen_ai.provider.name for each upstream protocol (the convention's well-known values) */
-const PROVIDER: Record<string, string> = { openai: "openai", "openai-responses": "openai", anthropic: "anthropic", gemini: "gcp.gemini", demo: "modelgate.demo" };
+const PROVIDER: Record<string, string> = {
+  openai: "openai",
+  "openai-responses": "openai",
+  anthropic: "anthropic",
+  gemini: "gcp.gemini",
+  demo: "modelgate.demo",
+};
 
 export interface TracedUsage {
   promptTokens: number;
@@ -36,7 +42,12 @@ export class CallTrace {
       operation,
       {
         kind: SpanKind.SERVER,
-        attributes: { "gen_ai.operation.name": operation, "modelgate.request_id": requestId, "modelgate.client_protocol": protocol, "http.request.method": req.method ?? "POST" },
+        attributes: {
+          "gen_ai.operation.name": operation,
+          "modelgate.request_id": requestId,
+          "modelgate.client_protocol": protocol,
+          "http.request.method": req.method ?? "POST",
+        },
       },
       parent,
     );
@@ -45,7 +56,12 @@ export class CallTrace {
   /** The request is parsed: name the span after the model, as the convention does. */
   request(model: string, stream: boolean, accountId: string, keyId: string): void {
     this.root.updateName(`${this.operation} ${model}`);
-    this.root.setAttributes({ "gen_ai.request.model": model, "modelgate.stream": stream, "modelgate.account_id": accountId, "modelgate.key_id": keyId });
+    this.root.setAttributes({
+      "gen_ai.request.model": model,
+      "modelgate.stream": stream,
+      "modelgate.account_id": accountId,
+      "modelgate.key_id": keyId,
+    });
   }
 
   /** The rate-limit and policy decision, timed around its wait. */
@@ -54,7 +70,12 @@ export class CallTrace {
   }
 
   /** One try of one route: a CLIENT span, and the traceparent to send with it. */
-  attempt(route: RouteSnapshot, url: string, attempt: number, headers: Record<string, string>): { span: Span; headers: Record<string, string> } {
+  attempt(
+    route: RouteSnapshot,
+    url: string,
+    attempt: number,
+    headers: Record<string, string>,
+  ): { span: Span; headers: Record<string, string> } {
     let host = "";
     let port: number | undefined;
     try {
@@ -85,7 +106,11 @@ export class CallTrace {
 
   /** The answer is on its way to the client. */
   relay(route: RouteSnapshot): void {
-    this.root.setAttributes({ "gen_ai.provider.name": PROVIDER[route.protocol] ?? route.protocol, "gen_ai.response.model": route.upstreamModel, "modelgate.upstream": route.upstream });
+    this.root.setAttributes({
+      "gen_ai.provider.name": PROVIDER[route.protocol] ?? route.protocol,
+      "gen_ai.response.model": route.upstreamModel,
+      "modelgate.upstream": route.upstream,
+    });
     this.relaySpan = this.tracing.child("modelgate.relay", this.root);
   }
 

@@ -1,8 +1,27 @@
-import { type Attributes, type Context, defaultTextMapGetter, defaultTextMapSetter, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, trace, type Tracer } from "@opentelemetry/api";
+import {
+  type Attributes,
+  type Context,
+  defaultTextMapGetter,
+  defaultTextMapSetter,
+  ROOT_CONTEXT,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Tracer,
+} from "@opentelemetry/api";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { detectResources, envDetector, resourceFromAttributes } from "@opentelemetry/resources";
-import { AlwaysOffSampler, AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler, type Sampler, TraceIdRatioBasedSampler, TracerProvider } from "@opentelemetry/sdk-trace";
+import {
+  AlwaysOffSampler,
+  AlwaysOnSampler,
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  type Sampler,
+  TraceIdRatioBasedSampler,
+  TracerProvider,
+} from "@opentelemetry/sdk-trace";
 
 // OpenTelemetry traces, exported over OTLP/HTTP with the official packages and configured with the standard
 // OTEL_* variables. Off unless an OTLP endpoint (or OTEL_TRACES_EXPORTER=otlp) is set: then `startTracing`
@@ -69,12 +88,14 @@ export function startTracing(serviceName: string, env: NodeJS.ProcessEnv = proce
   });
   const tracer = provider.getTracer("modelgate");
   const propagator = new W3CTraceContextPropagator();
-  const asContext = (parent: Span | Context): Context => ("spanContext" in parent ? trace.setSpan(ROOT_CONTEXT, parent) : parent);
+  const asContext = (parent: Span | Context): Context =>
+    "spanContext" in parent ? trace.setSpan(ROOT_CONTEXT, parent) : parent;
   return {
     tracer,
     extract: (headers) => propagator.extract(ROOT_CONTEXT, headers, defaultTextMapGetter),
     inject: (span, headers) => propagator.inject(trace.setSpan(ROOT_CONTEXT, span), headers, defaultTextMapSetter),
-    child: (name, parent, attributes, kind = SpanKind.INTERNAL) => tracer.startSpan(name, { kind, attributes }, asContext(parent)),
+    child: (name, parent, attributes, kind = SpanKind.INTERNAL) =>
+      tracer.startSpan(name, { kind, attributes }, asContext(parent)),
     shutdown: () => provider.shutdown(),
   };
 }
@@ -99,7 +120,12 @@ export function endWithError(span: Span, err: unknown, type?: string): void {
 }
 
 /** Runs `fn` inside a span named `name`, ended when it settles. */
-export async function inSpan<T>(tracing: Tracing | null, name: string, attributes: Attributes, fn: (span: Span | null) => Promise<T>): Promise<T> {
+export async function inSpan<T>(
+  tracing: Tracing | null,
+  name: string,
+  attributes: Attributes,
+  fn: (span: Span | null) => Promise<T>,
+): Promise<T> {
   if (!tracing) return fn(null);
   const span = tracing.tracer.startSpan(name, { attributes });
   try {

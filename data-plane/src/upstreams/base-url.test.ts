@@ -5,15 +5,21 @@ describe("upstream base URLs", () => {
   it("adds the protocol's version to a bare host", () => {
     expect(upstreamBase("anthropic", "https://api.anthropic.com")).toBe("https://api.anthropic.com/v1");
     expect(upstreamBase("anthropic", "https://api.anthropic.com/")).toBe("https://api.anthropic.com/v1");
-    expect(upstreamBase("gemini", "https://generativelanguage.googleapis.com")).toBe("https://generativelanguage.googleapis.com/v1beta");
+    expect(upstreamBase("gemini", "https://generativelanguage.googleapis.com")).toBe(
+      "https://generativelanguage.googleapis.com/v1beta",
+    );
     expect(upstreamBase("openai", "https://api.openai.com")).toBe("https://api.openai.com/v1");
     expect(upstreamBase("openai", "http://127.0.0.1:8080")).toBe("http://127.0.0.1:8080/v1");
   });
 
   it("uses a base URL with a path as written, without its trailing slashes", () => {
     expect(upstreamBase("anthropic", "https://api.anthropic.com/v1")).toBe("https://api.anthropic.com/v1");
-    expect(upstreamBase("gemini", "https://generativelanguage.googleapis.com/v1beta/")).toBe("https://generativelanguage.googleapis.com/v1beta");
-    expect(upstreamBase("gemini", "https://generativelanguage.googleapis.com/v1")).toBe("https://generativelanguage.googleapis.com/v1");
+    expect(upstreamBase("gemini", "https://generativelanguage.googleapis.com/v1beta/")).toBe(
+      "https://generativelanguage.googleapis.com/v1beta",
+    );
+    expect(upstreamBase("gemini", "https://generativelanguage.googleapis.com/v1")).toBe(
+      "https://generativelanguage.googleapis.com/v1",
+    );
     expect(upstreamBase("openai", "https://api.groq.com/openai/v1")).toBe("https://api.groq.com/openai/v1");
     expect(upstreamBase("openai", "https://proxy.example/openai")).toBe("https://proxy.example/openai");
   });

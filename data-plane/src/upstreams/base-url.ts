@@ -31,5 +31,7 @@ function resolve(protocol: UpstreamProtocol, baseUrl: string): string {
   if (url.protocol !== "http:" && url.protocol !== "https:") return trimmed;
   // A query or fragment in a base URL has no place to go once a path is appended: keep it as written.
   if (url.search !== "" || url.hash !== "") return trimmed;
-  return url.pathname === "/" || url.pathname === "" ? `${url.origin}${protocol === "demo" ? "" : protocols[upstreamProtocolOf(protocol)].basePath}` : trimmed;
+  return url.pathname === "/" || url.pathname === ""
+    ? `${url.origin}${protocol === "demo" ? "" : protocols[upstreamProtocolOf(protocol)].basePath}`
+    : trimmed;
 }

@@ -13,7 +13,14 @@ export class DemoTransport implements UpstreamTransport {
     try {
       return this.answer(req);
     } catch (err) {
-      const text = JSON.stringify({ error: { message: `The demo upstream cannot read this request: ${(err as Error).message}`, type: "invalid_request_error", param: null, code: null } });
+      const text = JSON.stringify({
+        error: {
+          message: `The demo upstream cannot read this request: ${(err as Error).message}`,
+          type: "invalid_request_error",
+          param: null,
+          code: null,
+        },
+      });
       return {
         status: 400,
         headers: { "content-type": "application/json" },
@@ -39,9 +46,16 @@ export class DemoTransport implements UpstreamTransport {
     const limit = body.max_completion_tokens ?? body.max_tokens;
     const reply = limit !== undefined ? words.slice(0, Math.max(1, limit)) : words;
     const truncated = reply.length < words.length;
-    const promptTokens = body.messages.reduce((n, m) => n + countTokens(typeof m.content === "string" ? m.content : JSON.stringify(m.content)), 0);
+    const promptTokens = body.messages.reduce(
+      (n, m) => n + countTokens(typeof m.content === "string" ? m.content : JSON.stringify(m.content)),
+      0,
+    );
     const completionTokens = reply.length;
-    const usage = { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
+    const usage = {
+      prompt_tokens: promptTokens,
+      completion_tokens: completionTokens,
+      total_tokens: promptTokens + completionTokens,
+    };
     const id = `chatcmpl-demo${Date.now().toString(36)}`;
     const created = Math.floor(Date.now() / 1000);
     const finish = truncated ? "length" : "stop";
@@ -52,7 +66,9 @@ export class DemoTransport implements UpstreamTransport {
       chunks = [chunk({ role: "assistant", content: "" }, null)];
       reply.forEach((w, i) => chunks.push(chunk({ content: i === 0 ? w : ` ${w}` }, null)));
       chunks.push(chunk({}, finish));
-      chunks.push(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model: body.model, choices: [], usage })}\n\n`);
+      chunks.push(
+        `data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model: body.model, choices: [], usage })}\n\n`,
+      );
       chunks.push("data: [DONE]\n\n");
     } else {
       chunks = [
@@ -61,7 +77,14 @@ export class DemoTransport implements UpstreamTransport {
           object: "chat.completion",
           created,
           model: body.model,
-          choices: [{ index: 0, message: { role: "assistant", content: reply.join(" ") }, finish_reason: finish, logprobs: null }],
+          choices: [
+            {
+              index: 0,
+              message: { role: "assistant", content: reply.join(" ") },
+              finish_reason: finish,
+              logprobs: null,
+            },
+          ],
           usage,
         }),
       ];

@@ -165,5 +165,7 @@ const EMPTY = Buffer.alloc(0);
 
 const abortReason = (signal: AbortLike): Error => {
   const r: unknown = signal.reason;
-  return r instanceof Error ? r : Object.assign(new Error("The operation was aborted"), { name: "AbortError", code: "UND_ERR_ABORTED" });
+  return r instanceof Error
+    ? r
+    : Object.assign(new Error("The operation was aborted"), { name: "AbortError", code: "UND_ERR_ABORTED" });
 };

@@ -20,7 +20,9 @@ describe("retry classification", () => {
   it("recognises connection failures, nested as undici does", () => {
     expect(isConnectError(Object.assign(new Error("x"), { code: "ECONNREFUSED" }))).toBe(true);
     expect(
-      isConnectError(new TypeError("fetch failed", { cause: Object.assign(new Error("t"), { code: "UND_ERR_CONNECT_TIMEOUT" }) })),
+      isConnectError(
+        new TypeError("fetch failed", { cause: Object.assign(new Error("t"), { code: "UND_ERR_CONNECT_TIMEOUT" }) }),
+      ),
     ).toBe(true);
     expect(isConnectError(Object.assign(new Error("x"), { code: "UND_ERR_HEADERS_TIMEOUT" }))).toBe(false);
     expect(isConnectError(new DOMException("aborted", "AbortError"))).toBe(false);
@@ -92,7 +94,10 @@ describe("withRetry", () => {
 
   it("does not retry a failure that is not retryable", async () => {
     const { waits, sleep } = recorder();
-    const s = script([{ ok: false, retryable: false, failure: "400" }, { ok: true, value: "never" }]);
+    const s = script([
+      { ok: false, retryable: false, failure: "400" },
+      { ok: true, value: "never" },
+    ]);
     expect(await withRetry(s.attempt, policy, { sleep })).toEqual({ ok: false, failure: "400", attempts: 1 });
     expect(waits).toEqual([]);
   });
@@ -120,10 +125,14 @@ describe("withRetry", () => {
     const s = script([retryable("a"), { ok: true, value: "late" }]);
     const started = Date.now();
     setTimeout(() => ac.abort(), 20);
-    const r = await withRetry(s.attempt, { ...defaultRetryPolicy, baseDelayMs: 10_000, maxDelayMs: 10_000 }, {
-      random: () => 0.99,
-      signal: ac.signal,
-    });
+    const r = await withRetry(
+      s.attempt,
+      { ...defaultRetryPolicy, baseDelayMs: 10_000, maxDelayMs: 10_000 },
+      {
+        random: () => 0.99,
+        signal: ac.signal,
+      },
+    );
     expect(r).toEqual({ ok: false, failure: "a", attempts: 1 });
     expect(Date.now() - started).toBeLessThan(1000);
   });

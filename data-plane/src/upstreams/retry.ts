@@ -54,10 +54,7 @@ export function backoffMs(attempt: number, policy: RetryPolicy, random: () => nu
  * An upstream's Retry-After (seconds or an HTTP date) or retry-after-ms, in milliseconds; null when absent or
  * unreadable. The caller caps it: waiting longer than maxDelayMs is better left to the client.
  */
-export function parseRetryAfter(
-  headers: Record<string, string | string[] | undefined>,
-  now: number,
-): number | null {
+export function parseRetryAfter(headers: Record<string, string | string[] | undefined>, now: number): number | null {
   const ms = first(headers["retry-after-ms"]);
   if (ms !== undefined && /^\d+(\.\d+)?$/.test(ms.trim())) return Math.ceil(Number(ms));
   const value = first(headers["retry-after"]);
@@ -71,8 +68,7 @@ export function parseRetryAfter(
 const first = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v[0] : v);
 
 export type AttemptResult<T> =
-  | { ok: true; value: T }
-  | { ok: false; retryable: boolean; failure: unknown; retryAfterMs?: number | null };
+  { ok: true; value: T } | { ok: false; retryable: boolean; failure: unknown; retryAfterMs?: number | null };
 
 export interface RetryDeps {
   sleep?: (ms: number, signal?: AbortLike) => Promise<void>;
@@ -82,8 +78,7 @@ export interface RetryDeps {
 }
 
 export type RetryOutcome<T> =
-  | { ok: true; value: T; attempts: number }
-  | { ok: false; failure: unknown; attempts: number };
+  { ok: true; value: T; attempts: number } | { ok: false; failure: unknown; attempts: number };
 
 /**
  * Runs attempt(1), attempt(2), … until one succeeds, a failure is not retryable, maxAttempts is reached or

@@ -20,7 +20,9 @@ beforeAll(async () => {
     });
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => routes.get(req.url ?? "")!(Object.assign(req, { text: Buffer.concat(chunks).toString() }), res));
+    req.on("end", () =>
+      routes.get(req.url ?? "")!(Object.assign(req, { text: Buffer.concat(chunks).toString() }), res),
+    );
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -49,7 +51,9 @@ describe("UndiciTransport", () => {
   it("sends the body and reads an answer whole, with a character split across chunks intact", async () => {
     routes.set("/whole", (req, res) => {
       res.writeHead(201, { "content-type": "application/json", "x-up": "1" });
-      const bytes = Buffer.from(`{"echo":${JSON.stringify((req as IncomingMessage & { text: string }).text)},"s":"日本"}`);
+      const bytes = Buffer.from(
+        `{"echo":${JSON.stringify((req as IncomingMessage & { text: string }).text)},"s":"日本"}`,
+      );
       res.write(bytes.subarray(0, bytes.length - 4)); // cuts 本 in the middle
       setTimeout(() => res.end(bytes.subarray(bytes.length - 4)), 10);
     });
@@ -124,7 +128,9 @@ describe("UndiciTransport", () => {
 
   it("fails with undici's timeout codes: no head in time, or a body that stalls", async () => {
     routes.set("/slow-head", (_req, res) => void setTimeout(() => res.end("late"), 1500));
-    await expect(call("/slow-head", { firstByteTimeoutMs: 200 })).rejects.toMatchObject({ code: "UND_ERR_HEADERS_TIMEOUT" });
+    await expect(call("/slow-head", { firstByteTimeoutMs: 200 })).rejects.toMatchObject({
+      code: "UND_ERR_HEADERS_TIMEOUT",
+    });
     routes.set("/stall", (_req, res) => {
       res.writeHead(200);
       res.write("some");
@@ -135,7 +141,15 @@ describe("UndiciTransport", () => {
 
   it("reports a refused connection as a connect error", async () => {
     await expect(
-      transport.send({ url: "http://127.0.0.1:1/x", headers: {}, body: "", signal: new AbortController().signal, connectTimeoutMs: 500, firstByteTimeoutMs: 500, idleTimeoutMs: 500 }),
+      transport.send({
+        url: "http://127.0.0.1:1/x",
+        headers: {},
+        body: "",
+        signal: new AbortController().signal,
+        connectTimeoutMs: 500,
+        firstByteTimeoutMs: 500,
+        idleTimeoutMs: 500,
+      }),
     ).rejects.toMatchObject({ code: "ECONNREFUSED" });
   });
 });

@@ -37,7 +37,12 @@ export class UndiciTransport implements UpstreamTransport {
     let a = this.agents.get(connectTimeoutMs);
     if (!a) {
       // No cap on connections per origin: a cap would queue long streams behind each other with no first byte.
-      a = new Agent({ connect: { timeout: connectTimeoutMs }, keepAliveTimeout: 30_000, connections: null, pipelining: 1 });
+      a = new Agent({
+        connect: { timeout: connectTimeoutMs },
+        keepAliveTimeout: 30_000,
+        connections: null,
+        pipelining: 1,
+      });
       this.agents.set(connectTimeoutMs, a);
     }
     return a;

@@ -47,7 +47,11 @@ function routeHeaders(opts: DataPlaneOptions, route: RouteSnapshot): Record<stri
   let h = headersOfRoute.get(route);
   if (h === undefined) {
     const built: Record<string, string> = { "content-type": "application/json" };
-    if (route.apiKeyEnc) Object.assign(built, protocols[upstreamProtocolOf(route.protocol)].authHeaders(credential(opts, route.apiKeyEnc)));
+    if (route.apiKeyEnc)
+      Object.assign(
+        built,
+        protocols[upstreamProtocolOf(route.protocol)].authHeaders(credential(opts, route.apiKeyEnc)),
+      );
     headersOfRoute.set(route, (h = Object.freeze(built)));
   }
   return h as Record<string, string>;
@@ -72,7 +76,10 @@ export async function callUpstream(
   let skipped = 0;
   for (const route of routes) {
     const outgoing = build(route);
-    const headers = outgoing.headers === undefined ? routeHeaders(opts, route) : { ...routeHeaders(opts, route), ...outgoing.headers };
+    const headers =
+      outgoing.headers === undefined
+        ? routeHeaders(opts, route)
+        : { ...routeHeaders(opts, route), ...outgoing.headers };
     const transport = route.protocol === "demo" ? opts.demo : opts.transport;
     const url = upstreamBase(route.protocol, route.baseUrl) + outgoing.path;
     let tickets = 0;
@@ -119,7 +126,8 @@ export async function callUpstream(
           if (retryable) await failure.drain();
           return { ok: false, retryable, failure, retryAfterMs: parseRetryAfter(upstream.headers, Date.now()) };
         } catch (err) {
-          if (attempt) endWithError(attempt.span, err, timeoutCode(err) ?? (isConnectError(err) ? "connect" : "network"));
+          if (attempt)
+            endWithError(attempt.span, err, timeoutCode(err) ?? (isConnectError(err) ? "connect" : "network"));
           if (signal.aborted) {
             ticket.cancel();
             return { ok: false, retryable: false, failure: err };
@@ -131,7 +139,10 @@ export async function callUpstream(
           }
           ticket.failure(Date.now(), isConnectError(err) ? "connect" : "response");
           const timedOut = timeoutCode(err) !== null;
-          opts.metrics.upstreamErrors.inc({ upstream: route.upstream, reason: timedOut ? "timeout" : isConnectError(err) ? "connect" : "network" });
+          opts.metrics.upstreamErrors.inc({
+            upstream: route.upstream,
+            reason: timedOut ? "timeout" : isConnectError(err) ? "connect" : "network",
+          });
           // A stalled upstream is not asked again (the client would wait a timeout per try); the next route is.
           return { ok: false, retryable: !timedOut, failure: err };
         }
@@ -151,7 +162,13 @@ export async function callUpstream(
   if (signal.aborted) throw clientClosed();
   if (lastFailure instanceof UpstreamStatus) throw await lastFailure.toGatewayError(opts.logger);
   if (skipped === routes.length) {
-    throw new GatewayError("unavailable", "upstream_unavailable", "Every upstream of this model is failing right now and is taken out of service for a moment; retry shortly.", null, { "retry-after": "5" });
+    throw new GatewayError(
+      "unavailable",
+      "upstream_unavailable",
+      "Every upstream of this model is failing right now and is taken out of service for a moment; retry shortly.",
+      null,
+      { "retry-after": "5" },
+    );
   }
   const code = timeoutCode(lastFailure);
   if (code) throw new GatewayError("timeout", "upstream_timeout", "The upstream did not answer in time.");
@@ -211,24 +228,58 @@ class UpstreamStatus extends Error {
     // (its account, its deployment names): that goes to the log. A request the upstream found invalid keeps
     // the upstream's explanation, which is about the customer's own request.
     if (status === 429 || status === 401 || status === 403 || status === 404 || status >= 500) {
-      logger.warn({ upstream: this.route.upstream, status, upstreamMessage: info.message.slice(0, 500) }, "upstream refused the call");
+      logger.warn(
+        { upstream: this.route.upstream, status, upstreamMessage: info.message.slice(0, 500) },
+        "upstream refused the call",
+      );
     }
-    if (status === 429) return new GatewayError("rate_limit", "upstream_rate_limited", "The upstream is rate limiting the gateway; retry shortly.");
-    if (status === 401 || status === 403) return new GatewayError("upstream", "upstream_auth_failed", "The upstream rejected the gateway's credential; the operator has been told.");
+    if (status === 429)
+      return new GatewayError(
+        "rate_limit",
+        "upstream_rate_limited",
+        "The upstream is rate limiting the gateway; retry shortly.",
+      );
+    if (status === 401 || status === 403)
+      return new GatewayError(
+        "upstream",
+        "upstream_auth_failed",
+        "The upstream rejected the gateway's credential; the operator has been told.",
+      );
     if (status >= 500) return new GatewayError("upstream", "upstream_error", `The upstream failed (HTTP ${status}).`);
     if (status === 404) {
       if (knowsNoModel(info, text, this.route.upstreamModel, this.path)) {
-        return new GatewayError("upstream", "upstream_model_not_found", "The upstream does not know the model this one is routed to; the operator has been told.");
+        return new GatewayError(
+          "upstream",
+          "upstream_model_not_found",
+          "The upstream does not know the model this one is routed to; the operator has been told.",
+        );
       }
       // Not the model: the path. The operator's base URL (or the protocol chosen for it) does not fit the upstream.
       logger.error(
-        { upstream: this.route.upstream, protocol: this.route.protocol, baseUrl: this.route.baseUrl, path: this.path, status },
+        {
+          upstream: this.route.upstream,
+          protocol: this.route.protocol,
+          baseUrl: this.route.baseUrl,
+          path: this.path,
+          status,
+        },
         "upstream has no such path: check this upstream's baseUrl and protocol in the configuration",
       );
-      return new GatewayError("upstream", "upstream_misconfigured", "The gateway's configuration for this model's upstream is wrong (the upstream has no such endpoint); the operator has been told.");
+      return new GatewayError(
+        "upstream",
+        "upstream_misconfigured",
+        "The gateway's configuration for this model's upstream is wrong (the upstream has no such endpoint); the operator has been told.",
+      );
     }
     if (status === 413) return new GatewayError("too_large", "request_too_large", info.message);
-    return new GatewayError("invalid_request", info.code || "upstream_invalid_request", info.message, info.param ?? null, {}, status >= 400 && status < 500 ? status : 400);
+    return new GatewayError(
+      "invalid_request",
+      info.code || "upstream_invalid_request",
+      info.message,
+      info.param ?? null,
+      {},
+      status >= 400 && status < 500 ? status : 400,
+    );
   }
 }
 
@@ -238,7 +289,12 @@ class UpstreamStatus extends Error {
  * "models/x is not found"); an unknown path gets "Invalid URL (POST /messages)", a bare "Not Found", or a
  * front end's HTML page.
  */
-export function knowsNoModel(info: { code: string; message: string }, body: string, upstreamModel: string, path: string): boolean {
+export function knowsNoModel(
+  info: { code: string; message: string },
+  body: string,
+  upstreamModel: string,
+  path: string,
+): boolean {
   if (parseJsonLoose(body) === undefined) return false;
   // "Method not found: /v1beta/gemini/models/x:generateContent" names the model only as part of the path.
   if (info.message.includes(path.split("?")[0]!)) return false;
@@ -247,7 +303,10 @@ export function knowsNoModel(info: { code: string; message: string }, body: stri
 
 const timeoutCode = (err: unknown): string | null => {
   const code = (err as { code?: string } | null)?.code;
-  return code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_CONNECT_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT" ? "timeout" : null;
+  return code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_CONNECT_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT"
+    ? "timeout"
+    : null;
 };
 
-export const clientClosed = () => new GatewayError("invalid_request", "client_closed", "The client closed the connection.", null, {}, 499);
+export const clientClosed = () =>
+  new GatewayError("invalid_request", "client_closed", "The client closed the connection.", null, {}, 499);

@@ -4,10 +4,16 @@ import { attributionOf, headerTags } from "./attribution.ts";
 
 describe("attributionOf", () => {
   it("reads each protocol's own fields", () => {
-    expect(attributionOf("openai", { user: "u1", metadata: { team: "search", n: 3 } }, {})).toEqual({ endUser: "u1", tags: ["team=search"] });
+    expect(attributionOf("openai", { user: "u1", metadata: { team: "search", n: 3 } }, {})).toEqual({
+      endUser: "u1",
+      tags: ["team=search"],
+    });
     expect(attributionOf("anthropic", { metadata: { user_id: "u2" } }, {})).toEqual({ endUser: "u2", tags: [] });
     expect(attributionOf("gemini", { labels: { env: "prod" } }, {})).toEqual({ endUser: null, tags: ["env=prod"] });
-    expect(attributionOf("openai-responses", { user: "u3", metadata: { app: "x" } }, {})).toEqual({ endUser: "u3", tags: ["app=x"] });
+    expect(attributionOf("openai-responses", { user: "u3", metadata: { app: "x" } }, {})).toEqual({
+      endUser: "u3",
+      tags: ["app=x"],
+    });
     // another protocol's field means nothing here
     expect(attributionOf("anthropic", { user: "x", labels: { a: "b" } }, {})).toEqual({ endUser: null, tags: [] });
   });
@@ -32,7 +38,11 @@ describe("headerTags", () => {
       }
       return "accepted";
     };
-    expect(refuse(Array.from({ length: 17 }, (_, i) => `t${i}`).join(","))).toEqual([400, "invalid_tags", "x-modelgate-tags"]);
+    expect(refuse(Array.from({ length: 17 }, (_, i) => `t${i}`).join(","))).toEqual([
+      400,
+      "invalid_tags",
+      "x-modelgate-tags",
+    ]);
     expect(refuse("x".repeat(129))).toEqual([400, "invalid_tags", "x-modelgate-tags"]);
     expect(refuse("x,".repeat(600))).toEqual([400, "invalid_tags", "x-modelgate-tags"]);
     expect(refuse(Array.from({ length: 16 }, (_, i) => `t${i}`).join(","))).toBe("accepted");

@@ -28,9 +28,13 @@ export function headerTags(headers: IncomingHttpHeaders): string[] {
   const raw = headers[TAGS_HEADER];
   if (raw === undefined) return [];
   const text = Array.isArray(raw) ? raw.join(",") : raw;
-  const bad = (why: string) => new GatewayError("invalid_request", "invalid_tags", `The ${TAGS_HEADER} header ${why}.`, TAGS_HEADER);
+  const bad = (why: string) =>
+    new GatewayError("invalid_request", "invalid_tags", `The ${TAGS_HEADER} header ${why}.`, TAGS_HEADER);
   if (text.length > MAX_TAGS_HEADER_CHARS) throw bad(`is longer than ${MAX_TAGS_HEADER_CHARS} characters`);
-  const tags = text.split(",").map((t) => t.trim()).filter((t) => t !== "");
+  const tags = text
+    .split(",")
+    .map((t) => t.trim())
+    .filter((t) => t !== "");
   if (tags.length > ATTRIBUTION_LIMITS.tags) throw bad(`lists more than ${ATTRIBUTION_LIMITS.tags} tags`);
   const long = tags.find((t) => t.length > ATTRIBUTION_LIMITS.tagChars);
   if (long !== undefined) throw bad(`has a tag longer than ${ATTRIBUTION_LIMITS.tagChars} characters`);
@@ -42,12 +46,18 @@ export function headerTags(headers: IncomingHttpHeaders): string[] {
  * allows longer metadata than the usage log keeps, and a valid request is not refused for it), without
  * duplicates.
  */
-export function attributionOf(protocol: ProtocolName, body: Record<string, unknown>, headers: IncomingHttpHeaders): Attribution {
+export function attributionOf(
+  protocol: ProtocolName,
+  body: Record<string, unknown>,
+  headers: IncomingHttpHeaders,
+): Attribution {
   // Where each protocol carries them is its adapter's to say.
   const fields = protocols[protocol].attributionFields(body);
   const endUser = fields.endUser;
   const bodyTags = mapTags(fields.tags);
-  const tags = [...new Set([...headerTags(headers), ...bodyTags.map((t) => t.slice(0, ATTRIBUTION_LIMITS.tagChars))])].slice(0, ATTRIBUTION_LIMITS.tags);
+  const tags = [
+    ...new Set([...headerTags(headers), ...bodyTags.map((t) => t.slice(0, ATTRIBUTION_LIMITS.tagChars))]),
+  ].slice(0, ATTRIBUTION_LIMITS.tags);
   return {
     endUser: typeof endUser === "string" && endUser !== "" ? endUser.slice(0, ATTRIBUTION_LIMITS.endUserChars) : null,
     tags,

@@ -14,7 +14,11 @@ export interface UsageSinkFixture {
   cleanup(): Promise<void>;
 }
 
-export function usageSinkContract(name: string, setup: () => Promise<UsageSinkFixture>, event: (n: number) => UsageEvent): void {
+export function usageSinkContract(
+  name: string,
+  setup: () => Promise<UsageSinkFixture>,
+  event: (n: number) => UsageEvent,
+): void {
   describe(`UsageSink contract: ${name}`, () => {
     let fx: UsageSinkFixture;
     let next = 1_000;

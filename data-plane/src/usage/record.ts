@@ -11,7 +11,14 @@ export interface TokenUsage {
   cacheWrite1hTokens: number;
 }
 
-export const zeroUsage = (): TokenUsage => ({ promptTokens: 0, completionTokens: 0, reasoningTokens: 0, cachedTokens: 0, cacheWrite5mTokens: 0, cacheWrite1hTokens: 0 });
+export const zeroUsage = (): TokenUsage => ({
+  promptTokens: 0,
+  completionTokens: 0,
+  reasoningTokens: 0,
+  cachedTokens: 0,
+  cacheWrite5mTokens: 0,
+  cacheWrite1hTokens: 0,
+});
 
 /** Who a call is attributed to, beyond its key: the caller's end user and tags. */
 export interface Attribution {

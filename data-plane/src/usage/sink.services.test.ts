@@ -48,7 +48,6 @@ usageSinkContract(
   event,
 );
 
-
 describe("RedisUsageSink retention", () => {
   const stream = `mgtest:usage:${randomUUID()}`;
   let redis: Redis;
@@ -96,7 +95,14 @@ describe("RedisUsageSink retention", () => {
     await sink.flush();
     expect(sink.retainedEntries).toBe(1);
     // the next read answers from a server with another run id and an empty stream
-    const fake = { info: () => fake, xrange: () => fake, exec: async () => [[null, "# Server\r\nrun_id:0123456789abcdef\r\n"], [null, []]] };
+    const fake = {
+      info: () => fake,
+      xrange: () => fake,
+      exec: async () => [
+        [null, "# Server\r\nrun_id:0123456789abcdef\r\n"],
+        [null, []],
+      ],
+    };
     const spy = vi.spyOn(redis, "pipeline").mockReturnValue(fake as never);
     try {
       await sink.forgetSettled();
@@ -110,7 +116,17 @@ describe("RedisUsageSink retention", () => {
   });
 
   it("keeps at most its size bound, dropping the oldest entries first", async () => {
-    const small = new RedisUsageSink(redis, `${stream}:small`, await UsageSpool.open(join(dir, "small")), () => undefined, 3_600_000, 30_000, undefined, 500, 1_000);
+    const small = new RedisUsageSink(
+      redis,
+      `${stream}:small`,
+      await UsageSpool.open(join(dir, "small")),
+      () => undefined,
+      3_600_000,
+      30_000,
+      undefined,
+      500,
+      1_000,
+    );
     try {
       for (let n = 0; n < 6; n++) {
         small.emit(event(n)); // one entry of about 350 characters each

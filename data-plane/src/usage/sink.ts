@@ -160,7 +160,8 @@ export class RedisUsageSink implements UsageSink {
 
   /** Drops retained entries from the oldest on while `done` says so. */
   private forget(done: (r: { at: number; id: string }) => boolean): void {
-    while (this.head < this.recent.length && done(this.recent[this.head]!)) this.retainedChars -= this.recent[this.head++]!.json.length;
+    while (this.head < this.recent.length && done(this.recent[this.head]!))
+      this.retainedChars -= this.recent[this.head++]!.json.length;
     if (this.head > 1024 && this.head * 2 > this.recent.length) {
       this.recent = this.recent.slice(this.head);
       this.head = 0;

@@ -185,7 +185,7 @@ export class UsageSpool {
     let sent = 0;
     let batch: UsageEvent[] = [];
     let batchEnd = offset;
-    for (let start = offset; start < data.length; ) {
+    for (let start = offset; start < data.length;) {
       const end = data.indexOf(NEWLINE, start);
       if (end === -1) break; // torn last line
       const line = data.toString("utf8", start, end);

@@ -68,17 +68,39 @@ let secret: string;
 let webhookId: string;
 let seq = 0;
 
-const body = (r: Received) => JSON.parse(r.body) as { id: string | null; type: string; message: string; data: { threshold?: number; period?: string } };
+const body = (r: Received) =>
+  JSON.parse(r.body) as {
+    id: string | null;
+    type: string;
+    message: string;
+    data: { threshold?: number; period?: string };
+  };
 const expectSigned = (r: Received) => {
   expect(r.headers["content-type"]).toBe("application/json");
-  expect(verify(secret, String(r.headers["x-modelgate-timestamp"]), r.body, String(r.headers["x-modelgate-signature"]))).toBe(true);
+  expect(
+    verify(secret, String(r.headers["x-modelgate-timestamp"]), r.body, String(r.headers["x-modelgate-signature"])),
+  ).toBe(true);
   // and a tampered body does not verify
-  expect(verify(secret, String(r.headers["x-modelgate-timestamp"]), `${r.body} `, String(r.headers["x-modelgate-signature"]))).toBe(false);
+  expect(
+    verify(
+      secret,
+      String(r.headers["x-modelgate-timestamp"]),
+      `${r.body} `,
+      String(r.headers["x-modelgate-signature"]),
+    ),
+  ).toBe(false);
 };
 
 /** Settles one call of `micro` made now (wall clock, as data planes report), then runs what settlement triggers. */
 async function spend(micro: number): Promise<void> {
-  const e: UsageEvent = { ...usageEvent(++seq), requestId: `alert-${seq}`, accountId: a.accountId, keyId, cost: String(micro), startedAt: new Date().toISOString() };
+  const e: UsageEvent = {
+    ...usageEvent(++seq),
+    requestId: `alert-${seq}`,
+    accountId: a.accountId,
+    keyId,
+    cost: String(micro),
+    startedAt: new Date().toISOString(),
+  };
   expect(await settleUsageBatch(h.db, [e], calendar)).toBe(1);
   runner.settled([a.accountId]);
   await runner.idle();
@@ -88,11 +110,19 @@ beforeAll(async () => {
   h = await startHarness("gql_alerts");
   await receiver.start();
   const delivery = { masterKey: h.app.masterKey, retryBaseMs: 50, maxAttempts: 3, timeoutMs: 5_000 };
-  runner = new AlertRunner({ prisma: h.app.prisma, mail: h.app.mail, calendar, delivery, logger: pino({ level: "silent" }), intervalMs: 3_600_000 });
+  runner = new AlertRunner({
+    prisma: h.app.prisma,
+    mail: h.app.mail,
+    calendar,
+    delivery,
+    logger: pino({ level: "silent" }),
+    intervalMs: 3_600_000,
+  });
   h.app.alerts = { runner, delivery };
   ops = await operatorClient(h);
   a = await customer(h, ops, "Alerted");
-  keyId = (await a.client.gql(`mutation { createApiKey(input: { name: "svc" }) { apiKey { id } } }`)).createApiKey.apiKey.id;
+  keyId = (await a.client.gql(`mutation { createApiKey(input: { name: "svc" }) { apiKey { id } } }`)).createApiKey
+    .apiKey.id;
 });
 
 afterAll(async () => {
@@ -104,26 +134,54 @@ afterAll(async () => {
 describe("alerts", () => {
   it("configures thresholds, e-mail and a webhook whose secret is shown once, and test-sends a signed alert", async () => {
     await a.client.gql(`mutation { setAccountBudgets(input: { daily: "0.01" }) { id } }`);
-    const settings = await a.client.gql(`mutation { setAlertSettings(input: { percents: [100, 50, 80, 50], emails: ["alerts@alerted.test"] }) { percents emails breakerOpen } }`);
-    expect(settings.setAlertSettings).toEqual({ percents: [50, 80, 100], emails: ["alerts@alerted.test"], breakerOpen: false });
+    const settings = await a.client.gql(
+      `mutation { setAlertSettings(input: { percents: [100, 50, 80, 50], emails: ["alerts@alerted.test"] }) { percents emails breakerOpen } }`,
+    );
+    expect(settings.setAlertSettings).toEqual({
+      percents: [50, 80, 100],
+      emails: ["alerts@alerted.test"],
+      breakerOpen: false,
+    });
     // circuit breakers are the operators' concern
-    expect(await a.client.code(`mutation { setAlertSettings(input: { breakerOpen: true }) { breakerOpen } }`)).toBe("BAD_USER_INPUT");
-    expect(await a.client.code(`mutation { setAlertSettings(operators: true, input: { breakerOpen: true }) { breakerOpen } }`)).toBe("FORBIDDEN");
-    expect(await a.client.code(`mutation { addAlertWebhook(url: "ftp://example.com/x") { secret } }`)).toBe("BAD_USER_INPUT");
+    expect(await a.client.code(`mutation { setAlertSettings(input: { breakerOpen: true }) { breakerOpen } }`)).toBe(
+      "BAD_USER_INPUT",
+    );
+    expect(
+      await a.client.code(
+        `mutation { setAlertSettings(operators: true, input: { breakerOpen: true }) { breakerOpen } }`,
+      ),
+    ).toBe("FORBIDDEN");
+    expect(await a.client.code(`mutation { addAlertWebhook(url: "ftp://example.com/x") { secret } }`)).toBe(
+      "BAD_USER_INPUT",
+    );
     // a customer's webhook may not point into the operator's network (loopback, private, link-local, metadata)…
-    for (const u of [receiver.url, "http://10.1.2.3/x", "http://169.254.169.254/latest/meta-data", "http://[::1]:8080/x", "http://[::ffff:192.168.0.1]/x"]) {
-      expect(await a.client.code(`mutation($u: String!) { addAlertWebhook(url: $u) { secret } }`, { u })).toBe("BAD_USER_INPUT");
+    for (const u of [
+      receiver.url,
+      "http://10.1.2.3/x",
+      "http://169.254.169.254/latest/meta-data",
+      "http://[::1]:8080/x",
+      "http://[::ffff:192.168.0.1]/x",
+    ]) {
+      expect(await a.client.code(`mutation($u: String!) { addAlertWebhook(url: $u) { secret } }`, { u })).toBe(
+        "BAD_USER_INPUT",
+      );
     }
     // …unless the operator allows it (an on-premises receiver; this test's receiver on 127.0.0.1)
     process.env.MODELGATE_WEBHOOK_ALLOW_PRIVATE = "1";
-    const created = await a.client.gql(`mutation($u: String!) { addAlertWebhook(url: $u) { secret webhook { id url } } }`, { u: receiver.url });
+    const created = await a.client.gql(
+      `mutation($u: String!) { addAlertWebhook(url: $u) { secret webhook { id url } } }`,
+      { u: receiver.url },
+    );
     secret = created.addAlertWebhook.secret;
     webhookId = created.addAlertWebhook.webhook.id;
     expect(secret).toMatch(/^whsec_/);
     const listed = await a.client.gql(`{ alertSettings { webhooks { id url } } }`);
     expect(JSON.stringify(listed)).not.toContain(secret);
 
-    const sent = await a.client.gql(`mutation($id: ID!) { testAlertWebhook(id: $id) { status attempts lastStatus kind } }`, { id: webhookId });
+    const sent = await a.client.gql(
+      `mutation($id: ID!) { testAlertWebhook(id: $id) { status attempts lastStatus kind } }`,
+      { id: webhookId },
+    );
     expect(sent.testAlertWebhook).toEqual({ status: "delivered", attempts: 1, lastStatus: 200, kind: "test" });
     expect(receiver.requests).toHaveLength(1);
     expectSigned(receiver.requests[0]!);
@@ -145,7 +203,13 @@ describe("alerts", () => {
       () => a.client.gql(`{ webhookDeliveries(first: 10) { kind status attempts lastStatus lastError } }`),
       (d) => d.webhookDeliveries[0]?.status === "delivered",
     );
-    expect(log.webhookDeliveries[0]).toEqual({ kind: "budget", status: "delivered", attempts: 2, lastStatus: 200, lastError: null });
+    expect(log.webhookDeliveries[0]).toEqual({
+      kind: "budget",
+      status: "delivered",
+      attempts: 2,
+      lastStatus: 200,
+      lastError: null,
+    });
   });
 
   it("does not fire again in the same period; crossing 80 and 100 at once sends the highest", async () => {
@@ -160,7 +224,11 @@ describe("alerts", () => {
     await runner.idle();
     expect(receiver.requests).toHaveLength(4);
     const events = await a.client.gql(`{ alertEvents { kind dedupeKey } }`);
-    expect(events.alertEvents.map((e: { dedupeKey: string }) => e.dedupeKey.split(":").pop()).sort()).toEqual(["100", "50", "80"]);
+    expect(events.alertEvents.map((e: { dedupeKey: string }) => e.dedupeKey.split(":").pop()).sort()).toEqual([
+      "100",
+      "50",
+      "80",
+    ]);
   });
 
   it("fires again in the next period", async () => {
@@ -179,12 +247,22 @@ describe("alerts", () => {
   });
 
   it("fires a low balance once until the next top-up, and a key about to expire once", async () => {
-    await a.client.gql(`mutation { setAlertSettings(input: { balanceBelow: "99.99", keyExpiryDays: 7 }) { balanceBelow keyExpiryDays } }`);
-    await a.client.gql(`mutation($e: DateTime!) { createApiKey(input: { name: "soon", expiresAt: $e }) { apiKey { id } } }`, { e: new Date(Date.now() + 3 * 86_400_000).toISOString() });
+    await a.client.gql(
+      `mutation { setAlertSettings(input: { balanceBelow: "99.99", keyExpiryDays: 7 }) { balanceBelow keyExpiryDays } }`,
+    );
+    await a.client.gql(
+      `mutation($e: DateTime!) { createApiKey(input: { name: "soon", expiresAt: $e }) { apiKey { id } } }`,
+      { e: new Date(Date.now() + 3 * 86_400_000).toISOString() },
+    );
     runner.evaluateAll();
     await runner.idle();
     await receiver.received(7);
-    expect(receiver.requests.slice(5).map((r) => body(r).type).sort()).toEqual(["balance", "key_expiring"]);
+    expect(
+      receiver.requests
+        .slice(5)
+        .map((r) => body(r).type)
+        .sort(),
+    ).toEqual(["balance", "key_expiring"]);
     runner.evaluateAll();
     await runner.idle();
     expect(receiver.requests).toHaveLength(7);
@@ -193,16 +271,27 @@ describe("alerts", () => {
   it("refuses to deliver to a private address once the operator no longer allows it, without retrying", async () => {
     delete process.env.MODELGATE_WEBHOOK_ALLOW_PRIVATE;
     const before = receiver.requests.length;
-    const sent = await a.client.gql(`mutation($id: ID!) { testAlertWebhook(id: $id) { status attempts lastError } }`, { id: webhookId });
-    expect(sent.testAlertWebhook).toMatchObject({ status: "failed", attempts: 1, lastError: expect.stringContaining("private or local address") });
+    const sent = await a.client.gql(`mutation($id: ID!) { testAlertWebhook(id: $id) { status attempts lastError } }`, {
+      id: webhookId,
+    });
+    expect(sent.testAlertWebhook).toMatchObject({
+      status: "failed",
+      attempts: 1,
+      lastError: expect.stringContaining("private or local address"),
+    });
     expect(receiver.requests).toHaveLength(before);
     process.env.MODELGATE_WEBHOOK_ALLOW_PRIVATE = "1";
   });
 
   it("keeps other accounts out", async () => {
     const b = await customer(h, ops, "Other");
-    expect(await b.client.gql(`{ webhookDeliveries { id } alertEvents { id } }`)).toEqual({ webhookDeliveries: [], alertEvents: [] });
-    expect(await b.client.code(`mutation($id: ID!) { testAlertWebhook(id: $id) { id } }`, { id: webhookId })).toBe("NOT_FOUND");
+    expect(await b.client.gql(`{ webhookDeliveries { id } alertEvents { id } }`)).toEqual({
+      webhookDeliveries: [],
+      alertEvents: [],
+    });
+    expect(await b.client.code(`mutation($id: ID!) { testAlertWebhook(id: $id) { id } }`, { id: webhookId })).toBe(
+      "NOT_FOUND",
+    );
     expect(await b.client.code(`{ alertSettings(accountId: "${a.accountId}") { percents } }`)).toBe("FORBIDDEN");
   });
 });

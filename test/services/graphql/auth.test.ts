@@ -51,11 +51,18 @@ describe("sessions", () => {
   it("refuses wrong passwords with one message, the same for an unknown e-mail, and throttles after five", async () => {
     const { email, password } = await customer(h, ops, "Lockme");
     const c = new Client(h.url);
-    const attempt = (e: string, p: string) => c.request(`mutation($e: String!, $p: String!) { login(email: $e, password: $p) { secondStepRequired } }`, { e, p });
+    const attempt = (e: string, p: string) =>
+      c.request(`mutation($e: String!, $p: String!) { login(email: $e, password: $p) { secondStepRequired } }`, {
+        e,
+        p,
+      });
     for (const who of [email, "nobody@example.com"]) {
       const answers = [];
       for (let i = 0; i < 6; i++) answers.push(await attempt(who, "wrong-password"));
-      expect(answers.map((r) => r.errors?.[0]?.extensions?.code)).toEqual([...Array(5).fill("UNAUTHENTICATED"), "TOO_MANY_REQUESTS"]);
+      expect(answers.map((r) => r.errors?.[0]?.extensions?.code)).toEqual([
+        ...Array(5).fill("UNAUTHENTICATED"),
+        "TOO_MANY_REQUESTS",
+      ]);
       expect(new Set(answers.slice(0, 5).map((r) => r.errors?.[0]?.message)).size).toBe(1);
     }
     // even the right password waits while the (e-mail, address) pair is throttled
@@ -73,7 +80,9 @@ describe("request hygiene", () => {
       body: "query=mutation%7Blogout%7D",
     });
     expect(form.status).toBe(403);
-    expect(((await form.json()) as { errors: { extensions: { code: string } }[] }).errors[0]!.extensions.code).toBe("CSRF");
+    expect(((await form.json()) as { errors: { extensions: { code: string } }[] }).errors[0]!.extensions.code).toBe(
+      "CSRF",
+    );
     const plain = await fetch(`${h.url}/graphql`, {
       method: "POST",
       headers: { "content-type": "text/plain", cookie: ops.cookie! },
@@ -116,15 +125,19 @@ describe("request hygiene", () => {
     const anon = new Client(h.url);
     expect(await anon.code(`{ apiKeys { id } }`)).toBe("UNAUTHENTICATED");
     expect(await ops.code(`{ apiKey(id: "not-a-uuid") { id } }`)).toBe("NOT_FOUND");
-    expect(await ops.code(`{ usage(accountId: "00000000-0000-0000-0000-000000000000", first: 5000) { hasNextPage } }`)).toBe(
-      "BAD_USER_INPUT",
-    );
+    expect(
+      await ops.code(`{ usage(accountId: "00000000-0000-0000-0000-000000000000", first: 5000) { hasNextPage } }`),
+    ).toBe("BAD_USER_INPUT");
     const bad = await ops.request(`{ nope }`);
     expect(bad.errors?.[0]?.extensions?.code).toBe("GRAPHQL_VALIDATION_FAILED");
-    const r = await ops.request(`mutation { topUp(accountId: "00000000-0000-0000-0000-000000000000", amount: "5") { id } }`);
+    const r = await ops.request(
+      `mutation { topUp(accountId: "00000000-0000-0000-0000-000000000000", amount: "5") { id } }`,
+    );
     expect(r.errors?.[0]?.extensions?.code).toBe("NOT_FOUND");
     expect(JSON.stringify(r)).not.toMatch(/stack|prisma|\.ts:/i);
-    const money = await ops.request(`mutation { topUp(accountId: "00000000-0000-0000-0000-000000000000", amount: "1.0000001") { id } }`);
+    const money = await ops.request(
+      `mutation { topUp(accountId: "00000000-0000-0000-0000-000000000000", amount: "1.0000001") { id } }`,
+    );
     expect(money.errors?.[0]?.extensions?.code).toBe("BAD_USER_INPUT");
   });
 });
@@ -144,13 +157,21 @@ describe("personal access tokens", () => {
     // read-only: no mutations
     expect(await reader.code(`mutation { createApiKey(input: { name: "x" }) { key } }`)).toBe("FORBIDDEN");
     // security settings need a browser session
-    const writer = await client.gql(`mutation { createPersonalAccessToken(name: "rw", scopes: [read, write]) { token } }`);
+    const writer = await client.gql(
+      `mutation { createPersonalAccessToken(name: "rw", scopes: [read, write]) { token } }`,
+    );
     const rw = new Client(h.url, writer.createPersonalAccessToken.token);
-    expect((await rw.gql(`mutation { createApiKey(input: { name: "from-ci" }) { key } }`)).createApiKey.key).toMatch(/^sk-/);
+    expect((await rw.gql(`mutation { createApiKey(input: { name: "from-ci" }) { key } }`)).createApiKey.key).toMatch(
+      /^sk-/,
+    );
     expect(await rw.code(`mutation { enrollTotp { secret } }`)).toBe("FORBIDDEN");
-    expect(await rw.code(`mutation { createPersonalAccessToken(name: "more", scopes: [read]) { token } }`)).toBe("FORBIDDEN");
+    expect(await rw.code(`mutation { createPersonalAccessToken(name: "more", scopes: [read]) { token } }`)).toBe(
+      "FORBIDDEN",
+    );
     // customers cannot mint operator tokens
-    expect(await client.code(`mutation { createPersonalAccessToken(name: "op", scopes: [operator]) { token } }`)).toBe("BAD_USER_INPUT");
+    expect(await client.code(`mutation { createPersonalAccessToken(name: "op", scopes: [operator]) { token } }`)).toBe(
+      "BAD_USER_INPUT",
+    );
     await client.gql(`mutation($id: ID!) { revokePersonalAccessToken(id: $id) { revokedAt } }`, {
       id: created.createPersonalAccessToken.accessToken.id,
     });
@@ -174,7 +195,9 @@ describe("personal access tokens", () => {
     const t = await ops.gql(`mutation { createPersonalAccessToken(name: "cli", scopes: [read, write]) { token } }`);
     const noOp = new Client(h.url, t.createPersonalAccessToken.token);
     expect(await noOp.code(`{ accounts { total } }`)).toBe("FORBIDDEN");
-    const t2 = await ops.gql(`mutation { createPersonalAccessToken(name: "cli2", scopes: [read, write, operator]) { token } }`);
+    const t2 = await ops.gql(
+      `mutation { createPersonalAccessToken(name: "cli2", scopes: [read, write, operator]) { token } }`,
+    );
     const op = new Client(h.url, t2.createPersonalAccessToken.token);
     expect((await op.gql(`{ accounts { total } }`)).accounts.total).toBeGreaterThan(0);
   });
@@ -183,7 +206,9 @@ describe("personal access tokens", () => {
 describe("sign-up", () => {
   it("by invitation: mailed token, single use, signs the user in", async () => {
     const { client } = await customer(h, ops, "Inviter");
-    const inv = await client.gql(`mutation { createInvitation(email: "new.member@example.com") { token invitation { role } } }`);
+    const inv = await client.gql(
+      `mutation { createInvitation(email: "new.member@example.com") { token invitation { role } } }`,
+    );
     expect(inv.createInvitation.invitation.role).toBe("member");
     const [mail] = await h.outbox("new.member@example.com");
     expect(mail?.text).toContain(inv.createInvitation.token);
@@ -208,7 +233,9 @@ describe("sign-up", () => {
 
   it("by an operator: customers and users; customers cannot do it", async () => {
     const { client } = await customer(h, ops, "Plain");
-    expect(await client.code(`mutation { createCustomer(input: { name: "Sneaky" }) { account { id } } }`)).toBe("FORBIDDEN");
+    expect(await client.code(`mutation { createCustomer(input: { name: "Sneaky" }) { account { id } } }`)).toBe(
+      "FORBIDDEN",
+    );
     const r = await ops.gql(
       `mutation { createCustomer(input: { name: "ViaInvite", owner: { email: "boss@viainvite.example" } }) { invitationToken owner { id } } }`,
     );
@@ -216,11 +243,13 @@ describe("sign-up", () => {
     expect(r.createCustomer.invitationToken).toMatch(/^mgi_/);
     expect((await h.outbox("boss@viainvite.example")).length).toBe(1);
     expect(
-      await ops.code(`mutation { createUser(email: "ops@example.com", password: "some-password-1", role: operator) { id } }`),
+      await ops.code(
+        `mutation { createUser(email: "ops@example.com", password: "some-password-1", role: operator) { id } }`,
+      ),
     ).toBe("CONFLICT");
-    expect(await ops.code(`mutation { createUser(email: "short@example.com", password: "short", role: operator) { id } }`)).toBe(
-      "BAD_USER_INPUT",
-    );
+    expect(
+      await ops.code(`mutation { createUser(email: "short@example.com", password: "short", role: operator) { id } }`),
+    ).toBe("BAD_USER_INPUT");
   });
 });
 
@@ -231,11 +260,16 @@ describe("security settings", () => {
     await other.login(email, password);
     expect((await other.gql(ME)).me).not.toBeNull();
     expect(
-      await client.code(`mutation { changePassword(currentPassword: "wrong-one-123", newPassword: "brand-new-password") }`),
+      await client.code(
+        `mutation { changePassword(currentPassword: "wrong-one-123", newPassword: "brand-new-password") }`,
+      ),
     ).toBe("BAD_USER_INPUT");
-    await client.gql(`mutation($c: String!) { changePassword(currentPassword: $c, newPassword: "brand-new-password") }`, {
-      c: password,
-    });
+    await client.gql(
+      `mutation($c: String!) { changePassword(currentPassword: $c, newPassword: "brand-new-password") }`,
+      {
+        c: password,
+      },
+    );
     expect((await client.gql(ME)).me).not.toBeNull(); // this session stays
     expect((await other.gql(ME)).me).toBeNull(); // the other one is gone
     const fresh = new Client(h.url);
@@ -245,7 +279,9 @@ describe("security settings", () => {
 
   it("binds and verifies an e-mail address with a mailed code (hashed, attempt-limited)", async () => {
     const { client } = await customer(h, ops, "Mailer");
-    const sent = await client.gql(`mutation { requestEmailVerification(email: "Bound@Example.com") { email expiresAt } }`);
+    const sent = await client.gql(
+      `mutation { requestEmailVerification(email: "Bound@Example.com") { email expiresAt } }`,
+    );
     expect(sent.requestEmailVerification.email).toBe("bound@example.com");
     const [mail] = await h.outbox("bound@example.com");
     const code = /code is: (\d{6})/.exec(mail!.text)![1]!;
@@ -262,7 +298,8 @@ describe("security settings", () => {
     const [mail2] = await h.outbox("second@example.com");
     const code2 = /code is: (\d{6})/.exec(mail2!.text)![1]!;
     const wrong2 = code2 === "000000" ? "111111" : "000000";
-    for (let i = 0; i < 5; i++) await client.request(`mutation($c: String!) { verifyEmail(code: $c) { email } }`, { c: wrong2 });
+    for (let i = 0; i < 5; i++)
+      await client.request(`mutation($c: String!) { verifyEmail(code: $c) { email } }`, { c: wrong2 });
     const locked = await client.request(`mutation($c: String!) { verifyEmail(code: $c) { email } }`, { c: code2 });
     expect(locked.errors?.[0]?.message).toMatch(/too many/);
   });
@@ -275,8 +312,11 @@ describe("security settings", () => {
     const totp = new TOTP({ secret: Secret.fromBase32(secret), algorithm: "SHA1", digits: 6, period: 30 });
     const user = await h.app.prisma.user.findUniqueOrThrow({ where: { email } });
     expect(user.totpSecretEnc).not.toContain(secret);
-    expect(await client.code(`mutation { confirmTotp(code: "000000") }`).catch(() => "BAD_USER_INPUT")).toBe("BAD_USER_INPUT");
-    const codes = (await client.gql(`mutation($c: String!) { confirmTotp(code: $c) }`, { c: totp.generate() })).confirmTotp as string[];
+    expect(await client.code(`mutation { confirmTotp(code: "000000") }`).catch(() => "BAD_USER_INPUT")).toBe(
+      "BAD_USER_INPUT",
+    );
+    const codes = (await client.gql(`mutation($c: String!) { confirmTotp(code: $c) }`, { c: totp.generate() }))
+      .confirmTotp as string[];
     expect(codes).toHaveLength(10);
     expect(new Set(codes).size).toBe(10);
     expect((await client.gql(`{ me { recoveryCodesLeft user { twoStepEnabled } } }`)).me).toEqual({
@@ -293,7 +333,9 @@ describe("security settings", () => {
     const pendingCookie = c2.cookie;
     expect(await c2.code(`mutation { verifySecondStep(code: "12345") { id } }`)).toBe("BAD_USER_INPUT");
     // confirming used the current period's code (a code is good once); the next period's is accepted for drift
-    const done = await c2.gql(`mutation($c: String!) { verifySecondStep(code: $c) { email } }`, { c: totp.generate({ timestamp: Date.now() + 30_000 }) });
+    const done = await c2.gql(`mutation($c: String!) { verifySecondStep(code: $c) { email } }`, {
+      c: totp.generate({ timestamp: Date.now() + 30_000 }),
+    });
     expect(done.verifySecondStep.email).toBe(email);
     expect(c2.cookie).not.toBe(pendingCookie); // rotated
     expect((await c2.gql(ME)).me.user.email).toBe(email);
@@ -308,11 +350,17 @@ describe("security settings", () => {
     await c3.gql(`mutation($c: String!) { verifySecondStep(code: $c) { id } }`, { c: codes[0]!.toUpperCase() });
     const c4 = new Client(h.url);
     await c4.login(email, password);
-    expect(await c4.code(`mutation($c: String!) { verifySecondStep(code: $c) { id } }`, { c: codes[0] })).toBe("BAD_USER_INPUT");
+    expect(await c4.code(`mutation($c: String!) { verifySecondStep(code: $c) { id } }`, { c: codes[0] })).toBe(
+      "BAD_USER_INPUT",
+    );
     // without a session no second step
-    expect(await new Client(h.url).code(`mutation { verifySecondStep(code: "123456") { id } }`)).toBe("UNAUTHENTICATED");
+    expect(await new Client(h.url).code(`mutation { verifySecondStep(code: "123456") { id } }`)).toBe(
+      "UNAUTHENTICATED",
+    );
 
-    expect(await client.code(`mutation { disableTotp(code: "000000") }`).catch(() => "BAD_USER_INPUT")).toBe("BAD_USER_INPUT");
+    expect(await client.code(`mutation { disableTotp(code: "000000") }`).catch(() => "BAD_USER_INPUT")).toBe(
+      "BAD_USER_INPUT",
+    );
     await client.gql(`mutation($c: String!) { disableTotp(code: $c) }`, { c: codes[1] });
     const c5 = new Client(h.url);
     expect((await c5.login(email, password)).login.secondStepRequired).toBe(false);

@@ -11,7 +11,11 @@ let keyB: string;
 const MODEL = "acme-chat-2025-01-01";
 const MODEL2 = "acme-think-2025-02-01";
 
-async function usage(accountId: string, apiKeyId: string | null, rows: { model: string; at: Date; status?: number; prompt?: number; cost?: bigint }[]) {
+async function usage(
+  accountId: string,
+  apiKeyId: string | null,
+  rows: { model: string; at: Date; status?: number; prompt?: number; cost?: bigint }[],
+) {
   await h.app.prisma.usageLog.createMany({
     data: rows.map((r) => ({
       requestId: randomUUID(),
@@ -32,14 +36,18 @@ async function usage(accountId: string, apiKeyId: string | null, rows: { model: 
 beforeAll(async () => {
   h = await startHarness("gql_customer");
   ops = await operatorClient(h);
-  await ops.gql(`mutation { upsertModel(input: { id: "${MODEL}", displayName: "Acme Chat", inputPrice: "0.15", outputPrice: "0.6" }) { id } }`);
+  await ops.gql(
+    `mutation { upsertModel(input: { id: "${MODEL}", displayName: "Acme Chat", inputPrice: "0.15", outputPrice: "0.6" }) { id } }`,
+  );
   await ops.gql(
     `mutation { upsertModel(input: { id: "${MODEL2}", reasoning: true, inputPrice: "3", outputPrice: "15", cachedInputPrice: "0.3" }) { id } }`,
   );
   a = await customer(h, ops, "Alpha");
   b = await customer(h, ops, "Beta");
-  keyA = (await a.client.gql(`mutation { createApiKey(input: { name: "a-prod" }) { apiKey { id } } }`)).createApiKey.apiKey.id;
-  keyB = (await b.client.gql(`mutation { createApiKey(input: { name: "b-prod" }) { apiKey { id } } }`)).createApiKey.apiKey.id;
+  keyA = (await a.client.gql(`mutation { createApiKey(input: { name: "a-prod" }) { apiKey { id } } }`)).createApiKey
+    .apiKey.id;
+  keyB = (await b.client.gql(`mutation { createApiKey(input: { name: "b-prod" }) { apiKey { id } } }`)).createApiKey
+    .apiKey.id;
 });
 afterAll(async () => {
   await h?.close();
@@ -50,11 +58,26 @@ describe("API keys", () => {
     const before = h.snapshotChanges();
     const created = await a.client.gql(
       `mutation($i: ApiKeyRestrictionsInput!) { createApiKey(input: $i) { key apiKey { id name prefix state quotaCap allowedModels ipAllowlist rpm expiresAt } } }`,
-      { i: { name: "svc", quotaCap: "12.5", allowedModels: [MODEL], ipAllowlist: ["10.0.0.0/8", "2001:db8::/32"], rpm: 60 } },
+      {
+        i: {
+          name: "svc",
+          quotaCap: "12.5",
+          allowedModels: [MODEL],
+          ipAllowlist: ["10.0.0.0/8", "2001:db8::/32"],
+          rpm: 60,
+        },
+      },
     );
     const { key, apiKey } = created.createApiKey;
     expect(key).toMatch(/^sk-mg-[A-Za-z0-9]{40}$/);
-    expect(apiKey).toMatchObject({ name: "svc", state: "active", quotaCap: "12.5", allowedModels: [MODEL], rpm: 60, expiresAt: null });
+    expect(apiKey).toMatchObject({
+      name: "svc",
+      state: "active",
+      quotaCap: "12.5",
+      allowedModels: [MODEL],
+      rpm: 60,
+      expiresAt: null,
+    });
     expect(key.startsWith(apiKey.prefix.split("…")[0])).toBe(true);
     expect(h.snapshotChanges()).toBeGreaterThan(before);
     const row = await h.app.prisma.apiKey.findUniqueOrThrow({ where: { id: apiKey.id } });
@@ -69,18 +92,37 @@ describe("API keys", () => {
       `mutation($id: ID!) { updateApiKey(id: $id, input: { name: "svc2", quotaCap: null, rpm: null, ipAllowlist: [] }) { name quotaCap rpm ipAllowlist allowedModels } }`,
       { id: apiKey.id },
     );
-    expect(upd.updateApiKey).toEqual({ name: "svc2", quotaCap: null, rpm: null, ipAllowlist: [], allowedModels: [MODEL] });
-    for (const bad of [{ ipAllowlist: ["10.0.0.0/33"] }, { allowedModels: ["acme-chat"] }, { quotaCap: "-1" }, { rpm: 0 }, { name: "" }]) {
-      expect(await a.client.code(`mutation($id: ID!, $i: ApiKeyRestrictionsInput!) { updateApiKey(id: $id, input: $i) { id } }`, { id: apiKey.id, i: bad })).toBe(
-        "BAD_USER_INPUT",
-      );
+    expect(upd.updateApiKey).toEqual({
+      name: "svc2",
+      quotaCap: null,
+      rpm: null,
+      ipAllowlist: [],
+      allowedModels: [MODEL],
+    });
+    for (const bad of [
+      { ipAllowlist: ["10.0.0.0/33"] },
+      { allowedModels: ["acme-chat"] },
+      { quotaCap: "-1" },
+      { rpm: 0 },
+      { name: "" },
+    ]) {
+      expect(
+        await a.client.code(
+          `mutation($id: ID!, $i: ApiKeyRestrictionsInput!) { updateApiKey(id: $id, input: $i) { id } }`,
+          { id: apiKey.id, i: bad },
+        ),
+      ).toBe("BAD_USER_INPUT");
     }
-    const rev = await a.client.gql(`mutation($id: ID!) { revokeApiKey(id: $id) { status state revokedAt } }`, { id: apiKey.id });
+    const rev = await a.client.gql(`mutation($id: ID!) { revokeApiKey(id: $id) { status state revokedAt } }`, {
+      id: apiKey.id,
+    });
     expect(rev.revokeApiKey.status).toBe("revoked");
     expect(rev.revokeApiKey.state).toBe("revoked");
-    expect(await a.client.code(`mutation($id: ID!) { updateApiKey(id: $id, input: { name: "x" }) { id } }`, { id: apiKey.id })).toBe(
-      "BAD_USER_INPUT",
-    );
+    expect(
+      await a.client.code(`mutation($id: ID!) { updateApiKey(id: $id, input: { name: "x" }) { id } }`, {
+        id: apiKey.id,
+      }),
+    ).toBe("BAD_USER_INPUT");
   });
 
   it("trial keys carry the operator's quota and expiry; the customer cannot lift them", async () => {
@@ -96,8 +138,12 @@ describe("API keys", () => {
     expect(k.createApiKey.apiKey).toMatchObject({ quotaCap: "2", expiresAt: expires });
     const id = k.createApiKey.apiKey.id;
     expect(await tc.code(`mutation { createApiKey(input: { quotaCap: "3" }) { key } }`)).toBe("BAD_USER_INPUT");
-    expect(await tc.code(`mutation($id: ID!) { updateApiKey(id: $id, input: { quotaCap: null }) { id } }`, { id })).toBe("BAD_USER_INPUT");
-    expect(await tc.code(`mutation($id: ID!) { updateApiKey(id: $id, input: { expiresAt: null }) { id } }`, { id })).toBe("BAD_USER_INPUT");
+    expect(
+      await tc.code(`mutation($id: ID!) { updateApiKey(id: $id, input: { quotaCap: null }) { id } }`, { id }),
+    ).toBe("BAD_USER_INPUT");
+    expect(
+      await tc.code(`mutation($id: ID!) { updateApiKey(id: $id, input: { expiresAt: null }) { id } }`, { id }),
+    ).toBe("BAD_USER_INPUT");
     expect(
       await tc.code(`mutation($id: ID!, $e: DateTime) { updateApiKey(id: $id, input: { expiresAt: $e }) { id } }`, {
         id,
@@ -105,15 +151,23 @@ describe("API keys", () => {
       }),
     ).toBe("BAD_USER_INPUT");
     // lowering is fine
-    const low = await tc.gql(`mutation($id: ID!) { updateApiKey(id: $id, input: { quotaCap: "1.5" }) { quotaCap } }`, { id });
+    const low = await tc.gql(`mutation($id: ID!) { updateApiKey(id: $id, input: { quotaCap: "1.5" }) { quotaCap } }`, {
+      id,
+    });
     expect(low.updateApiKey.quotaCap).toBe("1.5");
     // the operator moves the policy: every key follows
     const later = new Date(Date.now() + 10 * 86_400_000).toISOString();
-    await ops.gql(`mutation($a: ID!, $e: DateTime!) { setTrialPolicy(accountId: $a, quota: "4", expiresAt: $e) { id } }`, {
-      a: t.createCustomer.account.id,
-      e: later,
+    await ops.gql(
+      `mutation($a: ID!, $e: DateTime!) { setTrialPolicy(accountId: $a, quota: "4", expiresAt: $e) { id } }`,
+      {
+        a: t.createCustomer.account.id,
+        e: later,
+      },
+    );
+    expect((await tc.gql(`query($id: ID!) { apiKey(id: $id) { quotaCap expiresAt } }`, { id })).apiKey).toEqual({
+      quotaCap: "4",
+      expiresAt: later,
     });
-    expect((await tc.gql(`query($id: ID!) { apiKey(id: $id) { quotaCap expiresAt } }`, { id })).apiKey).toEqual({ quotaCap: "4", expiresAt: later });
   });
 });
 
@@ -125,7 +179,9 @@ describe("authorisation matrix", () => {
     // by id: NOT_FOUND (no existence oracle)
     expect(await A.code(`query($id: ID!) { apiKey(id: $id) { id } }`, { id: keyB })).toBe("NOT_FOUND");
     expect(await A.code(`mutation($id: ID!) { revokeApiKey(id: $id) { id } }`, { id: keyB })).toBe("NOT_FOUND");
-    expect(await A.code(`mutation($id: ID!) { updateApiKey(id: $id, input: { name: "pwn" }) { id } }`, { id: keyB })).toBe("NOT_FOUND");
+    expect(
+      await A.code(`mutation($id: ID!) { updateApiKey(id: $id, input: { name: "pwn" }) { id } }`, { id: keyB }),
+    ).toBe("NOT_FOUND");
     expect(await A.code(`query($id: ID!) { export(id: $id) { id } }`, { id: bExport })).toBe("NOT_FOUND");
     // by account: FORBIDDEN
     for (const q of [
@@ -171,9 +227,12 @@ describe("authorisation matrix", () => {
   });
 
   it("operators see any account by id", async () => {
-    const r = await ops.gql(`query($a: ID) { apiKeys(accountId: $a) { id } account(accountId: $a) { name members { email } } }`, {
-      a: b.accountId,
-    });
+    const r = await ops.gql(
+      `query($a: ID) { apiKeys(accountId: $a) { id } account(accountId: $a) { name members { email } } }`,
+      {
+        a: b.accountId,
+      },
+    );
     expect(r.apiKeys.map((k: { id: string }) => k.id)).toContain(keyB);
     expect(r.account.members[0].email).toBe(b.email);
     expect(await ops.code(`{ apiKeys { id } }`)).toBe("BAD_USER_INPUT"); // an operator must name the account
@@ -182,21 +241,33 @@ describe("authorisation matrix", () => {
 
 describe("wallet, usage, statistics, models", () => {
   it("wallet and ledger with top-ups and adjustments", async () => {
-    await ops.gql(`mutation($a: ID!) { topUp(accountId: $a, amount: "0.1", note: "promo") { balance } }`, { a: a.accountId });
-    await ops.gql(`mutation($a: ID!) { topUp(accountId: $a, amount: "0.2") { balance } }`, { a: a.accountId });
-    const adj = await ops.gql(`mutation($a: ID!) { adjustBalance(accountId: $a, amount: "-0.05", note: "fix") { balance balanceMicro } }`, {
+    await ops.gql(`mutation($a: ID!) { topUp(accountId: $a, amount: "0.1", note: "promo") { balance } }`, {
       a: a.accountId,
     });
+    await ops.gql(`mutation($a: ID!) { topUp(accountId: $a, amount: "0.2") { balance } }`, { a: a.accountId });
+    const adj = await ops.gql(
+      `mutation($a: ID!) { adjustBalance(accountId: $a, amount: "-0.05", note: "fix") { balance balanceMicro } }`,
+      {
+        a: a.accountId,
+      },
+    );
     expect(adj.adjustBalance).toEqual({ balance: "100.25", balanceMicro: "100250000" });
-    expect(await ops.code(`mutation($a: ID!) { topUp(accountId: $a, amount: "-1") { balance } }`, { a: a.accountId })).toBe("BAD_USER_INPUT");
-    const p1 = await a.client.gql(`{ wallet { balance currency } ledger(first: 2) { nodes { kind amount balanceAfter note } hasNextPage endCursor } }`);
+    expect(
+      await ops.code(`mutation($a: ID!) { topUp(accountId: $a, amount: "-1") { balance } }`, { a: a.accountId }),
+    ).toBe("BAD_USER_INPUT");
+    const p1 = await a.client.gql(
+      `{ wallet { balance currency } ledger(first: 2) { nodes { kind amount balanceAfter note } hasNextPage endCursor } }`,
+    );
     expect(p1.wallet).toEqual({ balance: "100.25", currency: "USD" });
     expect(p1.ledger.nodes).toEqual([
       { kind: "adjustment", amount: "-0.05", balanceAfter: "100.25", note: "fix" },
       { kind: "topup", amount: "0.2", balanceAfter: "100.3", note: null },
     ]);
     expect(p1.ledger.hasNextPage).toBe(true);
-    const p2 = await a.client.gql(`query($c: String) { ledger(first: 5, after: $c) { nodes { amount } hasNextPage } }`, { c: p1.ledger.endCursor });
+    const p2 = await a.client.gql(
+      `query($c: String) { ledger(first: 5, after: $c) { nodes { amount } hasNextPage } }`,
+      { c: p1.ledger.endCursor },
+    );
     expect(p2.ledger.nodes.map((n: { amount: string }) => n.amount)).toEqual(["0.1", "100"]);
     expect(p2.ledger.hasNextPage).toBe(false);
   });
@@ -213,11 +284,16 @@ describe("wallet, usage, statistics, models", () => {
     const seen: string[] = [];
     let after: string | null = null;
     for (let page = 0; page < 10; page++) {
-      const r: { usage: { nodes: { startedAt: string; amount: string; totalTokens: number }[]; hasNextPage: boolean; endCursor: string } } =
-        await a.client.gql(
-          `query($f: UsageFilter, $c: String) { usage(filter: $f, first: 7, after: $c) { nodes { startedAt amount totalTokens } hasNextPage endCursor } }`,
-          { f: { from: "2026-03-01T00:00:00Z", to: "2026-03-02T06:00:00Z" }, c: after },
-        );
+      const r: {
+        usage: {
+          nodes: { startedAt: string; amount: string; totalTokens: number }[];
+          hasNextPage: boolean;
+          endCursor: string;
+        };
+      } = await a.client.gql(
+        `query($f: UsageFilter, $c: String) { usage(filter: $f, first: 7, after: $c) { nodes { startedAt amount totalTokens } hasNextPage endCursor } }`,
+        { f: { from: "2026-03-01T00:00:00Z", to: "2026-03-02T06:00:00Z" }, c: after },
+      );
       seen.push(...r.usage.nodes.map((n) => n.startedAt));
       expect(r.usage.nodes[0]?.amount).toBe("0.0025");
       if (!r.usage.hasNextPage) break;
@@ -227,8 +303,13 @@ describe("wallet, usage, statistics, models", () => {
     expect([...seen].sort().reverse()).toEqual(seen); // newest first, no duplicates
     expect(new Set(seen).size).toBe(30);
     const f = async (filter: Record<string, unknown>) =>
-      ((await a.client.gql(`query($f: UsageFilter) { usage(filter: $f, first: 200) { nodes { id } } }`, { f: { from: "2026-03-01T00:00:00Z", ...filter } }))
-        .usage.nodes as unknown[]).length;
+      (
+        (
+          await a.client.gql(`query($f: UsageFilter) { usage(filter: $f, first: 200) { nodes { id } } }`, {
+            f: { from: "2026-03-01T00:00:00Z", ...filter },
+          })
+        ).usage.nodes as unknown[]
+      ).length;
     expect(await f({ model: MODEL2 })).toBe(10);
     expect(await f({ status: 429 })).toBe(3);
     expect(await f({ success: false })).toBe(3);
@@ -245,7 +326,13 @@ describe("wallet, usage, statistics, models", () => {
           byKey { apiKeyId apiKeyName requests }
       } }`,
     );
-    expect(s.usageStats.total).toEqual({ requests: 30, errors: 3, promptTokens: 3000, totalTokens: 4500, amount: "0.075" });
+    expect(s.usageStats.total).toEqual({
+      requests: 30,
+      errors: 3,
+      promptTokens: 3000,
+      totalTokens: 4500,
+      amount: "0.075",
+    });
     expect(s.usageStats.series).toEqual([
       { bucket: "2026-03-01T00:00:00.000Z", requests: 24, amount: "0.06" },
       { bucket: "2026-03-02T00:00:00.000Z", requests: 6, amount: "0.015" },
@@ -267,10 +354,14 @@ describe("wallet, usage, statistics, models", () => {
       `{ usageStats(from: "2026-02-28T00:00:00Z", to: "2026-03-03T00:00:00Z", granularity: DAY, timeZone: "America/New_York") { series { bucket requests } } }`,
     );
     expect(ny.usageStats.series[0]).toEqual({ bucket: "2026-02-28T05:00:00.000Z", requests: 5 });
-    expect(await a.client.code(`{ usageStats(timeZone: "Mars/Olympus") { total { requests } } }`)).toBe("BAD_USER_INPUT");
-    expect(await a.client.code(`{ usageStats(from: "2020-01-01T00:00:00Z", to: "2026-01-01T00:00:00Z", granularity: HOUR) { total { requests } } }`)).toBe(
+    expect(await a.client.code(`{ usageStats(timeZone: "Mars/Olympus") { total { requests } } }`)).toBe(
       "BAD_USER_INPUT",
     );
+    expect(
+      await a.client.code(
+        `{ usageStats(from: "2020-01-01T00:00:00Z", to: "2026-01-01T00:00:00Z", granularity: HOUR) { total { requests } } }`,
+      ),
+    ).toBe("BAD_USER_INPUT");
   });
 
   it("models with prices under the customer's contract", async () => {
@@ -278,10 +369,28 @@ describe("wallet, usage, statistics, models", () => {
       `mutation($a: ID!) { setPriceContract(input: { accountId: $a, modelId: "${MODEL}", inputPrice: "0.1", outputPrice: "0.5" }) { inputPrice } }`,
       { a: a.accountId },
     );
-    const m = await a.client.gql(`{ models { id displayName reasoning inputPrice outputPrice cachedInputPrice contracted } }`);
+    const m = await a.client.gql(
+      `{ models { id displayName reasoning inputPrice outputPrice cachedInputPrice contracted } }`,
+    );
     expect(m.models).toEqual([
-      { id: MODEL, displayName: "Acme Chat", reasoning: false, inputPrice: "0.1", outputPrice: "0.5", cachedInputPrice: null, contracted: true },
-      { id: MODEL2, displayName: null, reasoning: true, inputPrice: "3", outputPrice: "15", cachedInputPrice: "0.3", contracted: false },
+      {
+        id: MODEL,
+        displayName: "Acme Chat",
+        reasoning: false,
+        inputPrice: "0.1",
+        outputPrice: "0.5",
+        cachedInputPrice: null,
+        contracted: true,
+      },
+      {
+        id: MODEL2,
+        displayName: null,
+        reasoning: true,
+        inputPrice: "3",
+        outputPrice: "15",
+        cachedInputPrice: "0.3",
+        contracted: false,
+      },
     ]);
     const mb = await b.client.gql(`{ models { id inputPrice contracted } }`);
     expect(mb.models[0]).toEqual({ id: MODEL, inputPrice: "0.15", contracted: false });
@@ -296,13 +405,29 @@ describe("wallet, usage, statistics, models", () => {
     );
     const m = await a.client.gql(`{ models { id cacheWrite5mPrice cacheWrite1hPrice } }`);
     // 1.25 × 0.000001 stays exact: 0.00000125 per 1M; the explicit 0 is free, not derived.
-    expect(m.models.find((x: { id: string }) => x.id === MODEL2)).toEqual({ id: MODEL2, cacheWrite5mPrice: "0.00000125", cacheWrite1hPrice: "0" });
+    expect(m.models.find((x: { id: string }) => x.id === MODEL2)).toEqual({
+      id: MODEL2,
+      cacheWrite5mPrice: "0.00000125",
+      cacheWrite1hPrice: "0",
+    });
     const mb = await b.client.gql(`{ models { id cacheWrite5mPrice cacheWrite1hPrice } }`);
-    expect(mb.models.find((x: { id: string }) => x.id === MODEL2)).toEqual({ id: MODEL2, cacheWrite5mPrice: "3.75", cacheWrite1hPrice: "6" });
+    expect(mb.models.find((x: { id: string }) => x.id === MODEL2)).toEqual({
+      id: MODEL2,
+      cacheWrite5mPrice: "3.75",
+      cacheWrite1hPrice: "6",
+    });
     // No silent zero: a price must be an amount ("0" to make a model free).
-    expect(await ops.code(`mutation { upsertModel(input: { id: "free-chat-2025-01-01", inputPrice: "", outputPrice: "1" }) { id } }`)).toBe("BAD_USER_INPUT");
-    expect(await ops.code(`mutation { upsertModel(input: { id: "free-chat-2025-01-01", outputPrice: "1" }) { id } }`)).toBeDefined();
-    const free = await ops.gql(`mutation { upsertModel(input: { id: "free-chat-2025-01-01", inputPrice: "0", outputPrice: "0" }) { inputPrice cacheWrite5mPrice } }`);
+    expect(
+      await ops.code(
+        `mutation { upsertModel(input: { id: "free-chat-2025-01-01", inputPrice: "", outputPrice: "1" }) { id } }`,
+      ),
+    ).toBe("BAD_USER_INPUT");
+    expect(
+      await ops.code(`mutation { upsertModel(input: { id: "free-chat-2025-01-01", outputPrice: "1" }) { id } }`),
+    ).toBeDefined();
+    const free = await ops.gql(
+      `mutation { upsertModel(input: { id: "free-chat-2025-01-01", inputPrice: "0", outputPrice: "0" }) { inputPrice cacheWrite5mPrice } }`,
+    );
     expect(free.upsertModel).toEqual({ inputPrice: "0", cacheWrite5mPrice: null });
     await ops.gql(`mutation { deleteModel(id: "free-chat-2025-01-01") }`);
   });
@@ -316,21 +441,64 @@ describe("wallet, usage, statistics, models", () => {
         { user: "u2", tags: ["team=ml"], cost: 400n },
         { user: null, tags: [], cost: 800n },
       ].map((r, i) => ({
-        requestId: randomUUID(), accountId: a.accountId, apiKeyId: keyA, model: MODEL, protocol: "anthropic", status: 200,
-        promptTokens: 100, inputTokens: 10, cachedTokens: 20, cacheWrite5mTokens: 30, cacheWrite1hTokens: 40, completionTokens: 5,
-        costMicro: r.cost, latencyMs: 5, startedAt: new Date(at.getTime() + i * 1000), endUser: r.user, tags: r.tags, estimated: i === 3,
-        inputPrice: "3000001", cachedInputPrice: "300000", cacheWrite5mPrice: "3750001.25", cacheWrite1hPrice: "6000002", outputPrice: "15000000",
+        requestId: randomUUID(),
+        accountId: a.accountId,
+        apiKeyId: keyA,
+        model: MODEL,
+        protocol: "anthropic",
+        status: 200,
+        promptTokens: 100,
+        inputTokens: 10,
+        cachedTokens: 20,
+        cacheWrite5mTokens: 30,
+        cacheWrite1hTokens: 40,
+        completionTokens: 5,
+        costMicro: r.cost,
+        latencyMs: 5,
+        startedAt: new Date(at.getTime() + i * 1000),
+        endUser: r.user,
+        tags: r.tags,
+        estimated: i === 3,
+        inputPrice: "3000001",
+        cachedInputPrice: "300000",
+        cacheWrite5mPrice: "3750001.25",
+        cacheWrite1hPrice: "6000002",
+        outputPrice: "15000000",
       })),
     });
     const window = `from: "2026-04-01T00:00:00Z", to: "2026-04-02T00:00:00Z"`;
-    const u = await a.client.gql(`{ usage(filter: { ${window}, tag: "team=search" }) { nodes { endUser tags inputTokens cachedTokens cacheWrite5mTokens cacheWrite1hTokens estimated amountMicro prices { input cacheWrite5m cacheWrite1h } } } }`);
+    const u = await a.client.gql(
+      `{ usage(filter: { ${window}, tag: "team=search" }) { nodes { endUser tags inputTokens cachedTokens cacheWrite5mTokens cacheWrite1hTokens estimated amountMicro prices { input cacheWrite5m cacheWrite1h } } } }`,
+    );
     expect(u.usage.nodes).toEqual([
-      { endUser: "u1", tags: ["team=search"], inputTokens: 10, cachedTokens: 20, cacheWrite5mTokens: 30, cacheWrite1hTokens: 40, estimated: false, amountMicro: "200", prices: { input: "3.000001", cacheWrite5m: "3.75000125", cacheWrite1h: "6.000002" } },
-      { endUser: "u1", tags: ["team=search", "canary"], inputTokens: 10, cachedTokens: 20, cacheWrite5mTokens: 30, cacheWrite1hTokens: 40, estimated: false, amountMicro: "100", prices: { input: "3.000001", cacheWrite5m: "3.75000125", cacheWrite1h: "6.000002" } },
+      {
+        endUser: "u1",
+        tags: ["team=search"],
+        inputTokens: 10,
+        cachedTokens: 20,
+        cacheWrite5mTokens: 30,
+        cacheWrite1hTokens: 40,
+        estimated: false,
+        amountMicro: "200",
+        prices: { input: "3.000001", cacheWrite5m: "3.75000125", cacheWrite1h: "6.000002" },
+      },
+      {
+        endUser: "u1",
+        tags: ["team=search", "canary"],
+        inputTokens: 10,
+        cachedTokens: 20,
+        cacheWrite5mTokens: 30,
+        cacheWrite1hTokens: 40,
+        estimated: false,
+        amountMicro: "100",
+        prices: { input: "3.000001", cacheWrite5m: "3.75000125", cacheWrite1h: "6.000002" },
+      },
     ]);
     const byUser = await a.client.gql(`{ usage(filter: { ${window}, endUser: "u2" }) { nodes { amountMicro } } }`);
     expect(byUser.usage.nodes).toEqual([{ amountMicro: "400" }]);
-    const s = await a.client.gql(`{ usageStats(${window}, granularity: HOUR) { total { amountMicro } byEndUser { endUser requests amountMicro } byTag { tag amountMicro } } }`);
+    const s = await a.client.gql(
+      `{ usageStats(${window}, granularity: HOUR) { total { amountMicro } byEndUser { endUser requests amountMicro } byTag { tag amountMicro } } }`,
+    );
     expect(s.usageStats.total.amountMicro).toBe("1500");
     expect(s.usageStats.byEndUser).toEqual([
       { endUser: null, requests: 1, amountMicro: "800" },
@@ -342,7 +510,9 @@ describe("wallet, usage, statistics, models", () => {
       { tag: "team=search", amountMicro: "300" },
       { tag: "canary", amountMicro: "100" },
     ]);
-    const tagged = await a.client.gql(`{ usageStats(${window}, granularity: HOUR, tag: "team=search") { total { requests amountMicro } } }`);
+    const tagged = await a.client.gql(
+      `{ usageStats(${window}, granularity: HOUR, tag: "team=search") { total { requests amountMicro } } }`,
+    );
     expect(tagged.usageStats.total).toEqual({ requests: 2, amountMicro: "300" });
   });
 });
@@ -361,18 +531,29 @@ describe("operator catalog", () => {
     );
     expect(route.upsertRoute).toMatchObject({ weight: 3, upstream: { name: "acme" } });
     const cat = await ops.gql(`{ catalogModels { id routes { upstreamModel } } }`);
-    expect(cat.catalogModels.find((m: { id: string }) => m.id === MODEL).routes).toEqual([{ upstreamModel: "chat-v1" }]);
-    expect(await ops.code(`mutation { upsertModel(input: { id: "acme-chat", inputPrice: "1", outputPrice: "1" }) { id } }`)).toBe("BAD_USER_INPUT");
+    expect(cat.catalogModels.find((m: { id: string }) => m.id === MODEL).routes).toEqual([
+      { upstreamModel: "chat-v1" },
+    ]);
+    expect(
+      await ops.code(`mutation { upsertModel(input: { id: "acme-chat", inputPrice: "1", outputPrice: "1" }) { id } }`),
+    ).toBe("BAD_USER_INPUT");
     // A model is a chat model unless declared an embedding model.
-    const embedder = await ops.gql(`mutation { upsertModel(input: { id: "acme-embed-2025-01-01", type: embedding, inputPrice: "0.02", outputPrice: "0" }) { id type } }`);
+    const embedder = await ops.gql(
+      `mutation { upsertModel(input: { id: "acme-embed-2025-01-01", type: embedding, inputPrice: "0.02", outputPrice: "0" }) { id type } }`,
+    );
     expect(embedder.upsertModel).toEqual({ id: "acme-embed-2025-01-01", type: "embedding" });
     const types = await ops.gql(`{ catalogModels { id type } }`);
     expect(types.catalogModels.find((m: { id: string }) => m.id === MODEL).type).toBe("chat");
     await ops.gql(`mutation { deleteModel(id: "acme-embed-2025-01-01") }`);
-    expect(await ops.code(`mutation { upsertUpstream(input: { name: "x", protocol: openai, baseUrl: "ftp://x" }) { id } }`)).toBe("BAD_USER_INPUT");
-    const lim = await ops.gql(`mutation($a: ID!) { setAccountLimits(accountId: $a, rpm: 600, concurrency: 8) { rpm tpm concurrency } }`, {
-      a: b.accountId,
-    });
+    expect(
+      await ops.code(`mutation { upsertUpstream(input: { name: "x", protocol: openai, baseUrl: "ftp://x" }) { id } }`),
+    ).toBe("BAD_USER_INPUT");
+    const lim = await ops.gql(
+      `mutation($a: ID!) { setAccountLimits(accountId: $a, rpm: 600, concurrency: 8) { rpm tpm concurrency } }`,
+      {
+        a: b.accountId,
+      },
+    );
     expect(lim.setAccountLimits).toEqual({ rpm: 600, tpm: null, concurrency: 8 });
     await ops.gql(`mutation($id: ID!) { deleteRoute(id: $id) }`, { id: route.upsertRoute.id });
     await ops.gql(`mutation($id: ID!) { deleteUpstream(id: $id) }`, { id: up.upsertUpstream.id });
@@ -380,10 +561,14 @@ describe("operator catalog", () => {
 
   it("disabling an account signs its users out", async () => {
     const c = await customer(h, ops, "Gone");
-    await ops.gql(`mutation($a: ID!) { setAccountStatus(accountId: $a, status: disabled) { status } }`, { a: c.accountId });
+    await ops.gql(`mutation($a: ID!) { setAccountStatus(accountId: $a, status: disabled) { status } }`, {
+      a: c.accountId,
+    });
     expect((await c.client.gql(`{ me { via } }`)).me).toBeNull();
-    expect(await new Client(h.url).code(`mutation { login(email: "${c.email}", password: "${c.password}") { secondStepRequired } }`)).toBe(
-      "FORBIDDEN",
-    );
+    expect(
+      await new Client(h.url).code(
+        `mutation { login(email: "${c.email}", password: "${c.password}") { secondStepRequired } }`,
+      ),
+    ).toBe("FORBIDDEN");
   });
 });

@@ -15,7 +15,8 @@ beforeAll(async () => {
   ops = await operatorClient(h);
   a = await customer(h, ops, "Exporter");
   b = await customer(h, ops, "Other");
-  keyId = (await a.client.gql(`mutation { createApiKey(input: { name: "batch, \\"main\\"" }) { apiKey { id } } }`)).createApiKey.apiKey.id;
+  keyId = (await a.client.gql(`mutation { createApiKey(input: { name: "batch, \\"main\\"" }) { apiKey { id } } }`))
+    .createApiKey.apiKey.id;
   // 100k rows, three per second; every 100th a 429; several rows share a timestamp to exercise the (started_at, id) keyset
   await h.app.prisma.$executeRawUnsafe(
     `INSERT INTO usage_logs (id, request_id, account_id, api_key_id, model, protocol, status, prompt_tokens, completion_tokens,
@@ -104,27 +105,42 @@ describe("exports", () => {
     );
     const done = await waitReady(a.client, r.startExport.id);
     // i % 100 == 0 and floor(i/3) < 3600 → i < 10800
-    const expected = Array.from({ length: ROWS }, (_, n) => n + 1).filter((i) => i % 100 === 0 && Math.floor(i / 3) < 3600).length;
+    const expected = Array.from({ length: ROWS }, (_, n) => n + 1).filter(
+      (i) => i % 100 === 0 && Math.floor(i / 3) < 3600,
+    ).length;
     expect(expected).toBe(Math.min(107, Math.floor(ROWS / 100)));
     expect(done.rowCount).toBe(expected);
     const text = await (await fetch(`${h.url}${done.downloadUrl}`, { headers: { cookie: a.client.cookie! } })).text();
-    const rows = text.trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+    const rows = text
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(rows).toHaveLength(expected);
     for (const row of rows) {
       expect(Object.keys(row)).toEqual([...COLUMNS]);
       expect(row.status).toBe(429);
       expect(typeof row.amount).toBe("string");
     }
-    expect(rows[0]).toMatchObject({ request_id: "req_000100", prompt_tokens: 100, completion_tokens: 7, amount: "0.001", api_key_name: 'batch, "main"' });
+    expect(rows[0]).toMatchObject({
+      request_id: "req_000100",
+      prompt_tokens: 100,
+      completion_tokens: 7,
+      amount: "0.001",
+      api_key_name: 'batch, "main"',
+    });
   });
 
   it("lists exports per user and refuses bad ids", async () => {
     const mine = (await a.client.gql(`{ exports { id status format } }`)).exports as { format: string }[];
     expect(mine.map((e) => e.format).sort()).toEqual(["csv", "jsonl"].map((f) => f.toUpperCase()).sort());
     expect((await b.client.gql(`{ exports { id } }`)).exports).toEqual([]);
-    expect((await fetch(`${h.url}/api/exports/not-an-id/download`, { headers: { cookie: a.client.cookie! } })).status).toBe(404);
-    expect(await a.client.code(`mutation { startExport(format: CSV, filter: { from: "2026-05-01T00:00:00Z", to: "2026-04-01T00:00:00Z" }) { id } }`)).toBe(
-      "BAD_USER_INPUT",
-    );
+    expect(
+      (await fetch(`${h.url}/api/exports/not-an-id/download`, { headers: { cookie: a.client.cookie! } })).status,
+    ).toBe(404);
+    expect(
+      await a.client.code(
+        `mutation { startExport(format: CSV, filter: { from: "2026-05-01T00:00:00Z", to: "2026-04-01T00:00:00Z" }) { id } }`,
+      ),
+    ).toBe("BAD_USER_INPUT");
   });
 });

@@ -64,7 +64,9 @@ export async function startHarness(label: string): Promise<Harness> {
     snapshotChanges: () => changes,
     async outbox(to) {
       const files = (await readdir(join(dir, "outbox")).catch(() => [] as string[])).sort();
-      const all = await Promise.all(files.map(async (f) => JSON.parse(await readFile(join(dir, "outbox", f), "utf8")) as OutboxMessage));
+      const all = await Promise.all(
+        files.map(async (f) => JSON.parse(await readFile(join(dir, "outbox", f), "utf8")) as OutboxMessage),
+      );
       return to ? all.filter((m) => m.to === to) : all;
     },
     async close() {

@@ -14,8 +14,12 @@ beforeAll(async () => {
   ops = await operatorClient(h);
   a = await customer(h, ops, "Alpha");
   b = await customer(h, ops, "Beta");
-  await ops.gql(`mutation { upsertUpstream(input: { name: "up-a", protocol: openai, baseUrl: "http://127.0.0.1:9" }) { id } }`);
-  await ops.gql(`mutation { upsertUpstream(input: { name: "up-b", protocol: openai, baseUrl: "http://127.0.0.1:10" }) { id } }`);
+  await ops.gql(
+    `mutation { upsertUpstream(input: { name: "up-a", protocol: openai, baseUrl: "http://127.0.0.1:9" }) { id } }`,
+  );
+  await ops.gql(
+    `mutation { upsertUpstream(input: { name: "up-b", protocol: openai, baseUrl: "http://127.0.0.1:10" }) { id } }`,
+  );
   // A: 10 calls on up-a in the last minutes (latency 100..1000 ms, TTFT 10..100 ms, one 502); B: 4 calls on up-b, and
   // one old call on up-b outside the health window
   await h.app.prisma.$executeRawUnsafe(
@@ -37,20 +41,38 @@ afterAll(async () => {
 
 describe("operator statistics", () => {
   it("reports each upstream's recent calls, error rate, latency and TTFT", async () => {
-    const r = await ops.gql(`{ upstreamHealth(minutes: 15) { name breaker requests errors errorRate latencyAvgMs latencyP95Ms ttftAvgMs ttftP95Ms } }`);
-    const byName = Object.fromEntries((r.upstreamHealth as { name: string; ttftP95Ms: number }[]).map((u) => [u.name, u]));
+    const r = await ops.gql(
+      `{ upstreamHealth(minutes: 15) { name breaker requests errors errorRate latencyAvgMs latencyP95Ms ttftAvgMs ttftP95Ms } }`,
+    );
+    const byName = Object.fromEntries(
+      (r.upstreamHealth as { name: string; ttftP95Ms: number }[]).map((u) => [u.name, u]),
+    );
     // the harness runs no data plane: breaker states are not visible here
-    expect(byName["up-a"]).toEqual({ name: "up-a", breaker: null, requests: 10, errors: 1, errorRate: 0.1, latencyAvgMs: 550, latencyP95Ms: 955, ttftAvgMs: 55, ttftP95Ms: expect.any(Number) });
+    expect(byName["up-a"]).toEqual({
+      name: "up-a",
+      breaker: null,
+      requests: 10,
+      errors: 1,
+      errorRate: 0.1,
+      latencyAvgMs: 550,
+      latencyP95Ms: 955,
+      ttftAvgMs: 55,
+      ttftP95Ms: expect.any(Number),
+    });
     // p95 of 10..100 is 95.5, whose float rounds either way
     expect([95, 96]).toContain(byName["up-a"]?.ttftP95Ms);
     expect(byName["up-b"]).toMatchObject({ requests: 4, errors: 0, latencyAvgMs: 50, ttftAvgMs: null });
     const day = await ops.gql(`{ upstreamHealth(minutes: 1440) { name requests } }`);
-    expect((day.upstreamHealth as { name: string; requests: number }[]).find((u) => u.name === "up-b")!.requests).toBe(5);
+    expect((day.upstreamHealth as { name: string; requests: number }[]).find((u) => u.name === "up-b")!.requests).toBe(
+      5,
+    );
     expect(await ops.code(`{ upstreamHealth(minutes: 0) { name } }`)).toBe("BAD_USER_INPUT");
   });
 
   it("sums usage across customers by customer, model and upstream", async () => {
-    const r = await ops.gql(`{ operatorUsage { byAccount { key label requests errors amount } byModel { key requests amount } byUpstream { key requests errors promptTokens } } }`);
+    const r = await ops.gql(
+      `{ operatorUsage { byAccount { key label requests errors amount } byModel { key requests amount } byUpstream { key requests errors promptTokens } } }`,
+    );
     expect(r.operatorUsage.byAccount).toEqual([
       { key: a.accountId, label: "Alpha", requests: 10, errors: 1, amount: "0.01" },
       { key: b.accountId, label: "Beta", requests: 5, errors: 0, amount: "0.0025" },

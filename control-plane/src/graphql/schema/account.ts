@@ -13,7 +13,6 @@ import { UserRef, type UserRow } from "./user.ts";
 // Customer accounts: the Account type, the operators' list, opening a customer, limits, status and trial policy.
 // Membership (users, invitations) is in membership.ts; top-ups and corrections in wallet-operations.ts.
 
-
 const TrialPolicyRef = builder.objectRef<{ quotaMicro: bigint; expiresAt: Date }>("TrialPolicy").implement({
   description: "Every key of a trial account carries this quota and expiry; the customer cannot lift them.",
   fields: (t) => ({
@@ -31,7 +30,7 @@ export const AccountRef = builder.prismaObject("Account", {
     email: t.exposeString("email", { nullable: true }),
     kind: t.field({ type: AccountKindEnum, resolve: (a) => a.kind }),
     status: t.field({ type: AccountStatusEnum, resolve: (a) => a.status }),
-    balance: t.string({ description: "decimal text, e.g. \"12.5\"", resolve: (a) => money(a.balanceMicro) }),
+    balance: t.string({ description: 'decimal text, e.g. "12.5"', resolve: (a) => money(a.balanceMicro) }),
     balanceMicro: t.string({ resolve: (a) => a.balanceMicro.toString() }),
     currency: t.exposeString("currency"),
     rpm: t.exposeInt("rpm", { nullable: true, description: "default requests per minute per key (null: unlimited)" }),
@@ -60,7 +59,11 @@ builder.queryFields((t) => ({
     description: "Your account; operators may name any account.",
     args: { accountId: t.arg.id() },
     resolve: async (_r, args, ctx) => {
-      const id = accountIdFor(ctx, args.accountId === null || args.accountId === undefined ? null : String(args.accountId), "read");
+      const id = accountIdFor(
+        ctx,
+        args.accountId === null || args.accountId === undefined ? null : String(args.accountId),
+        "read",
+      );
       const a = await ctx.app.prisma.account.findUnique({ where: { id } });
       if (!a) throw notFound("account");
       return a;
@@ -131,9 +134,18 @@ builder.mutationFields((t) => ({
     resolve: async (_r, { input }, ctx) => {
       const balance = input.initialBalance ? amountArg(input.initialBalance, "initialBalance") : 0n;
       const kind = input.kind ?? "standard";
-      let account = await createAccount(ctx.app, { name: input.name, email: input.email ?? null, kind, balanceMicro: balance });
+      let account = await createAccount(ctx.app, {
+        name: input.name,
+        email: input.email ?? null,
+        kind,
+        balanceMicro: balance,
+      });
       if (input.rpm != null || input.tpm != null || input.concurrency != null) {
-        account = await setAccountLimits(ctx.app, account.id, { rpm: input.rpm, tpm: input.tpm, concurrency: input.concurrency });
+        account = await setAccountLimits(ctx.app, account.id, {
+          rpm: input.rpm,
+          tpm: input.tpm,
+          concurrency: input.concurrency,
+        });
       }
       if (kind === "trial" && (input.trialQuota || input.trialExpiresAt)) {
         const defaults = await getTrialPolicy(ctx.app, account);
@@ -154,7 +166,9 @@ builder.mutationFields((t) => ({
             accountId: account.id,
           });
         } else {
-          invitationToken = (await createInvitation(ctx.app, { accountId: account.id, email: input.owner.email, role: "owner" })).token;
+          invitationToken = (
+            await createInvitation(ctx.app, { accountId: account.id, email: input.owner.email, role: "owner" })
+          ).token;
         }
       }
       return { account, owner, invitationToken };
@@ -182,12 +196,21 @@ builder.mutationFields((t) => ({
     type: AccountRef,
     authScopes: { operator: true },
     description: "Trial accounts: the quota and expiry every key carries; applied to existing keys at once.",
-    args: { accountId: t.arg.id({ required: true }), quota: t.arg.string({ required: true }), expiresAt: t.arg({ type: "DateTime", required: true }) },
+    args: {
+      accountId: t.arg.id({ required: true }),
+      quota: t.arg.string({ required: true }),
+      expiresAt: t.arg({ type: "DateTime", required: true }),
+    },
     resolve: async (_r, args, ctx) => {
-      const account = await ctx.app.prisma.account.findUnique({ where: { id: checkId(String(args.accountId), "account") } });
+      const account = await ctx.app.prisma.account.findUnique({
+        where: { id: checkId(String(args.accountId), "account") },
+      });
       if (!account) throw notFound("account");
       if (account.kind !== "trial") throw badInput("this is not a trial account", "accountId");
-      await setTrialPolicy(ctx.app, account.id, { quotaMicro: amountArg(args.quota, "quota"), expiresAt: args.expiresAt });
+      await setTrialPolicy(ctx.app, account.id, {
+        quotaMicro: amountArg(args.quota, "quota"),
+        expiresAt: args.expiresAt,
+      });
       return account;
     },
   }),

@@ -1,6 +1,15 @@
 import type { AlertConfig, AlertEvent, AlertWebhook, WebhookDelivery } from "../../generated/prisma/client.ts";
 import { deliveryOptionsFromEnv } from "../../alerts/deliver.ts";
-import { addWebhook, alertConfig, type AlertSettingsChange, configIdOf, removeWebhook, setAlertSettings, testWebhook, webhookOf } from "../../alerts/settings.ts";
+import {
+  addWebhook,
+  alertConfig,
+  type AlertSettingsChange,
+  configIdOf,
+  removeWebhook,
+  setAlertSettings,
+  testWebhook,
+  webhookOf,
+} from "../../alerts/settings.ts";
 import { forbidden } from "../../services/errors.ts";
 import { builder, isOperator } from "../builder.ts";
 import type { GqlContext } from "../context.ts";
@@ -10,15 +19,25 @@ import { accountIdFor, amountArg, checkId, clampFirst, money } from "../common.t
 // operators, circuit breakers; delivered by e-mail and to signed webhooks with a delivery log.
 
 /** The settings' scope: the caller's (or the named) account, or the operators' own with `operators: true`. */
-function scope(ctx: GqlContext, args: { accountId?: string | number | null; operators?: boolean | null }, need: "read" | "manage"): string | null {
+function scope(
+  ctx: GqlContext,
+  args: { accountId?: string | number | null; operators?: boolean | null },
+  need: "read" | "manage",
+): string | null {
   if (args.operators) {
     if (!isOperator(ctx)) throw forbidden("only operators have operator alerts");
     return null;
   }
-  return accountIdFor(ctx, args.accountId === null || args.accountId === undefined ? null : String(args.accountId), need);
+  return accountIdFor(
+    ctx,
+    args.accountId === null || args.accountId === undefined ? null : String(args.accountId),
+    need,
+  );
 }
 
-const WebhookDeliveryStatusEnum = builder.enumType("WebhookDeliveryStatus", { values: ["pending", "delivered", "failed"] as const });
+const WebhookDeliveryStatusEnum = builder.enumType("WebhookDeliveryStatus", {
+  values: ["pending", "delivered", "failed"] as const,
+});
 
 const WebhookDeliveryRef = builder.objectRef<WebhookDelivery>("WebhookDelivery").implement({
   description: "One alert sent to one webhook, with the outcome of its last attempt (the delivery log).",
@@ -28,9 +47,16 @@ const WebhookDeliveryRef = builder.objectRef<WebhookDelivery>("WebhookDelivery")
     kind: t.exposeString("kind", { description: "budget, quota, balance, key_expiring, breaker_open or test" }),
     status: t.field({ type: WebhookDeliveryStatusEnum, resolve: (d) => d.status }),
     attempts: t.exposeInt("attempts"),
-    lastStatus: t.exposeInt("lastStatus", { nullable: true, description: "the receiver's HTTP status at the last attempt" }),
+    lastStatus: t.exposeInt("lastStatus", {
+      nullable: true,
+      description: "the receiver's HTTP status at the last attempt",
+    }),
     lastError: t.exposeString("lastError", { nullable: true }),
-    nextAttemptAt: t.field({ type: "DateTime", nullable: true, resolve: (d) => (d.status === "pending" ? d.nextAttemptAt : null) }),
+    nextAttemptAt: t.field({
+      type: "DateTime",
+      nullable: true,
+      resolve: (d) => (d.status === "pending" ? d.nextAttemptAt : null),
+    }),
     createdAt: t.expose("createdAt", { type: "DateTime" }),
     deliveredAt: t.expose("deliveredAt", { type: "DateTime", nullable: true }),
     body: t.exposeString("body", { description: "the JSON sent (and signed)" }),
@@ -38,7 +64,8 @@ const WebhookDeliveryRef = builder.objectRef<WebhookDelivery>("WebhookDelivery")
 });
 
 const AlertWebhookRef = builder.objectRef<AlertWebhook>("AlertWebhook").implement({
-  description: "A URL alerts are POSTed to, signed: x-modelgate-signature = v1=HMAC-SHA256(secret, \"<x-modelgate-timestamp>.<body>\") in hex.",
+  description:
+    'A URL alerts are POSTed to, signed: x-modelgate-signature = v1=HMAC-SHA256(secret, "<x-modelgate-timestamp>.<body>") in hex.',
   fields: (t) => ({
     id: t.exposeID("id"),
     url: t.exposeString("url"),
@@ -60,12 +87,27 @@ const AlertEventRef = builder.objectRef<AlertEvent>("AlertEvent").implement({
 const AlertSettingsRef = builder.objectRef<AlertConfig>("AlertSettings").implement({
   description: "When alerts fire and where they go.",
   fields: (t) => ({
-    percents: t.exposeIntList("percents", { description: "percent of each budget and quota that fires an alert (default 50, 80, 100)" }),
-    balanceBelow: t.string({ nullable: true, description: "an alert when the balance falls below this (once until the next top-up)", resolve: (c) => (c.balanceBelowMicro === null ? null : money(c.balanceBelowMicro)) }),
-    keyExpiryDays: t.exposeInt("keyExpiryDays", { nullable: true, description: "an alert when a key expires within this many days" }),
-    breakerOpen: t.exposeBoolean("breakerOpen", { description: "operators: an alert when an upstream's circuit breaker opens" }),
+    percents: t.exposeIntList("percents", {
+      description: "percent of each budget and quota that fires an alert (default 50, 80, 100)",
+    }),
+    balanceBelow: t.string({
+      nullable: true,
+      description: "an alert when the balance falls below this (once until the next top-up)",
+      resolve: (c) => (c.balanceBelowMicro === null ? null : money(c.balanceBelowMicro)),
+    }),
+    keyExpiryDays: t.exposeInt("keyExpiryDays", {
+      nullable: true,
+      description: "an alert when a key expires within this many days",
+    }),
+    breakerOpen: t.exposeBoolean("breakerOpen", {
+      description: "operators: an alert when an upstream's circuit breaker opens",
+    }),
     emails: t.exposeStringList("emails", { description: "addresses alerts are mailed to" }),
-    webhooks: t.field({ type: [AlertWebhookRef], resolve: (c, _a, ctx) => ctx.app.prisma.alertWebhook.findMany({ where: { configId: c.id }, orderBy: { createdAt: "asc" } }) }),
+    webhooks: t.field({
+      type: [AlertWebhookRef],
+      resolve: (c, _a, ctx) =>
+        ctx.app.prisma.alertWebhook.findMany({ where: { configId: c.id }, orderBy: { createdAt: "asc" } }),
+    }),
   }),
 });
 
@@ -100,13 +142,23 @@ builder.queryFields((t) => ({
     description: "Alerts that fired, newest first.",
     args: { accountId: t.arg.id(), operators: t.arg.boolean(), first: t.arg.int() },
     resolve: (_r, args, ctx) =>
-      ctx.app.prisma.alertEvent.findMany({ where: { configId: configIdOf(scope(ctx, args, "read")) }, orderBy: { firedAt: "desc" }, take: clampFirst(args.first, 50, 500) }),
+      ctx.app.prisma.alertEvent.findMany({
+        where: { configId: configIdOf(scope(ctx, args, "read")) },
+        orderBy: { firedAt: "desc" },
+        take: clampFirst(args.first, 50, 500),
+      }),
   }),
   webhookDeliveries: t.field({
     type: [WebhookDeliveryRef],
     authScopes: { authenticated: true },
     description: "The delivery log, newest first: every alert sent to the webhooks, with attempts and outcomes.",
-    args: { accountId: t.arg.id(), operators: t.arg.boolean(), webhookId: t.arg.id(), status: t.arg({ type: WebhookDeliveryStatusEnum }), first: t.arg.int() },
+    args: {
+      accountId: t.arg.id(),
+      operators: t.arg.boolean(),
+      webhookId: t.arg.id(),
+      status: t.arg({ type: WebhookDeliveryStatusEnum }),
+      first: t.arg.int(),
+    },
     resolve: (_r, args, ctx) =>
       ctx.app.prisma.webhookDelivery.findMany({
         where: {
@@ -124,15 +176,21 @@ builder.mutationFields((t) => ({
   setAlertSettings: t.field({
     type: AlertSettingsRef,
     authScopes: { authenticated: true },
-    description: "Owners (their account) and operators: alert thresholds and e-mail addresses. Answers once the settings were evaluated (what already holds has fired).",
-    args: { accountId: t.arg.id(), operators: t.arg.boolean(), input: t.arg({ type: AlertSettingsInput, required: true }) },
+    description:
+      "Owners (their account) and operators: alert thresholds and e-mail addresses. Answers once the settings were evaluated (what already holds has fired).",
+    args: {
+      accountId: t.arg.id(),
+      operators: t.arg.boolean(),
+      input: t.arg({ type: AlertSettingsInput, required: true }),
+    },
     resolve: async (_r, args, ctx) => {
       const accountId = scope(ctx, args, "manage");
       const i = args.input;
       const change: AlertSettingsChange = {};
       if (i.percents !== undefined) change.percents = i.percents ?? [];
       if (i.emails !== undefined) change.emails = i.emails ?? [];
-      if (i.balanceBelow !== undefined) change.balanceBelowMicro = i.balanceBelow === null ? null : amountArg(i.balanceBelow, "balanceBelow");
+      if (i.balanceBelow !== undefined)
+        change.balanceBelowMicro = i.balanceBelow === null ? null : amountArg(i.balanceBelow, "balanceBelow");
       if (i.keyExpiryDays !== undefined) change.keyExpiryDays = i.keyExpiryDays;
       if (i.breakerOpen !== undefined && i.breakerOpen !== null) change.breakerOpen = i.breakerOpen;
       const config = await setAlertSettings(ctx.app, accountId, change);
@@ -169,7 +227,8 @@ builder.mutationFields((t) => ({
   testAlertWebhook: t.field({
     type: WebhookDeliveryRef,
     authScopes: { authenticated: true },
-    description: "Sends a signed test alert now and returns its delivery (a failure is retried with backoff, like any).",
+    description:
+      "Sends a signed test alert now and returns its delivery (a failure is retried with backoff, like any).",
     args: { accountId: t.arg.id(), operators: t.arg.boolean(), id: t.arg.id({ required: true }) },
     resolve: async (_r, args, ctx) => {
       const w = await webhookOf(ctx.app, checkId(String(args.id), "webhook"), scope(ctx, args, "manage"));

@@ -10,7 +10,8 @@ import { ExportRef } from "./export.ts";
 // The audit log: operators read every row, owners their account's rows only; members not at all.
 
 const AuditEntryRef = builder.objectRef<AuditLog>("AuditEntry").implement({
-  description: "One audited change or sign-in: who, when, from where, what, and the values before and after (never a secret).",
+  description:
+    "One audited change or sign-in: who, when, from where, what, and the values before and after (never a secret).",
   fields: (t) => ({
     id: t.exposeID("id"),
     createdAt: t.expose("createdAt", { type: "DateTime" }),
@@ -23,8 +24,16 @@ const AuditEntryRef = builder.objectRef<AuditLog>("AuditEntry").implement({
     accountId: t.exposeID("accountId", { nullable: true, description: "the customer account concerned" }),
     subjectType: t.exposeString("subjectType"),
     subjectId: t.exposeString("subjectId", { nullable: true }),
-    before: t.string({ nullable: true, description: "JSON text", resolve: (r) => (r.before === null ? null : JSON.stringify(r.before)) }),
-    after: t.string({ nullable: true, description: "JSON text", resolve: (r) => (r.after === null ? null : JSON.stringify(r.after)) }),
+    before: t.string({
+      nullable: true,
+      description: "JSON text",
+      resolve: (r) => (r.before === null ? null : JSON.stringify(r.before)),
+    }),
+    after: t.string({
+      nullable: true,
+      description: "JSON text",
+      resolve: (r) => (r.after === null ? null : JSON.stringify(r.after)),
+    }),
   }),
 });
 
@@ -51,21 +60,28 @@ const AuditFilterInput = builder.inputType("AuditFilter", {
   }),
 });
 
-type FilterArg = {
-  accountId?: string | number | null;
-  actorUserId?: string | number | null;
-  actorType?: string | null;
-  action?: string | null;
-  subjectType?: string | null;
-  subjectId?: string | null;
-  from?: Date | null;
-  to?: Date | null;
-} | null | undefined;
+type FilterArg =
+  | {
+      accountId?: string | number | null;
+      actorUserId?: string | number | null;
+      actorType?: string | null;
+      action?: string | null;
+      subjectType?: string | null;
+      subjectId?: string | null;
+      from?: Date | null;
+      to?: Date | null;
+    }
+  | null
+  | undefined;
 
 /** The filter a caller may run: an owner's is pinned to their account; an operator's names one or none. */
 function scopedFilter(ctx: GqlContext, f: FilterArg): AuditFilter {
   const requested = f?.accountId === null || f?.accountId === undefined ? null : String(f.accountId);
-  const accountId = isOperator(ctx) ? (requested ? checkId(requested, "account") : null) : accountIdFor(ctx, requested, "manage");
+  const accountId = isOperator(ctx)
+    ? requested
+      ? checkId(requested, "account")
+      : null
+    : accountIdFor(ctx, requested, "manage");
   return {
     accountId,
     actorUserId: f?.actorUserId ? checkId(String(f.actorUserId), "user") : null,
@@ -84,7 +100,8 @@ builder.queryFields((t) => ({
     authScopes: { authenticated: true },
     description: "The audit log, newest first, with cursor pagination. Operators: every row; owners: their account's.",
     args: { filter: t.arg({ type: AuditFilterInput }), first: t.arg.int(), after: t.arg.string() },
-    resolve: (_r, args, ctx) => auditPage(ctx.app, scopedFilter(ctx, args.filter), clampFirst(args.first, 50, MAX_AUDIT_PAGE), args.after),
+    resolve: (_r, args, ctx) =>
+      auditPage(ctx.app, scopedFilter(ctx, args.filter), clampFirst(args.first, 50, MAX_AUDIT_PAGE), args.after),
   }),
 }));
 
@@ -92,11 +109,17 @@ builder.mutationFields((t) => ({
   startAuditExport: t.field({
     type: ExportRef,
     authScopes: { authenticated: true },
-    description: "Starts a background export of the audit log (as startExport does for usage); owners: their account's rows.",
+    description:
+      "Starts a background export of the audit log (as startExport does for usage); owners: their account's rows.",
     args: { format: t.arg({ type: ExportFormatEnum, required: true }), filter: t.arg({ type: AuditFilterInput }) },
     resolve: (_r, args, ctx) => {
       const filter = scopedFilter(ctx, args.filter);
-      return startAuditExport(ctx.app, { accountId: filter.accountId ?? null, userId: principalOf(ctx).user.id, format: args.format, filter });
+      return startAuditExport(ctx.app, {
+        accountId: filter.accountId ?? null,
+        userId: principalOf(ctx).user.id,
+        format: args.format,
+        filter,
+      });
     },
   }),
 }));

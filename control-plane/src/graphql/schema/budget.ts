@@ -1,6 +1,14 @@
 import { type BudgetPeriod, budgetPeriods } from "@modelgate/data-plane";
 import type { Account } from "../../generated/prisma/client.ts";
-import { type BudgetChange, budgetsOf, capOf, setAccountBudgets, setBudgetCaps, setKeyBudgets, setTimeZone } from "../../budgets/service.ts";
+import {
+  type BudgetChange,
+  budgetsOf,
+  capOf,
+  setAccountBudgets,
+  setBudgetCaps,
+  setKeyBudgets,
+  setTimeZone,
+} from "../../budgets/service.ts";
 import type { BudgetState } from "../../budgets/snapshot.ts";
 import { notFound } from "../../services/errors.ts";
 import { builder, isOperator } from "../builder.ts";
@@ -24,7 +32,10 @@ const BudgetRef = builder.objectRef<BudgetState>("Budget").implement({
     limitMicro: t.string({ resolve: (b) => b.limit.toString() }),
     spent: t.string({ resolve: (b) => money(b.spent) }),
     spentMicro: t.string({ resolve: (b) => b.spent.toString() }),
-    remaining: t.string({ description: "limit − spent, never below 0", resolve: (b) => money(b.limit > b.spent ? b.limit - b.spent : 0n) }),
+    remaining: t.string({
+      description: "limit − spent, never below 0",
+      resolve: (b) => money(b.limit > b.spent ? b.limit - b.spent : 0n),
+    }),
     remainingMicro: t.string({ resolve: (b) => (b.limit > b.spent ? b.limit - b.spent : 0n).toString() }),
     startsAt: t.field({ type: "DateTime", resolve: (b) => b.start }),
     resetsAt: t.field({ type: "DateTime", resolve: (b) => b.end }),
@@ -46,7 +57,11 @@ const BudgetsInput = builder.inputType("BudgetsInput", {
   fields: (t) => ({ daily: t.string(), weekly: t.string(), monthly: t.string() }),
 });
 
-const inputName: Record<BudgetPeriod, "daily" | "weekly" | "monthly"> = { day: "daily", week: "weekly", month: "monthly" };
+const inputName: Record<BudgetPeriod, "daily" | "weekly" | "monthly"> = {
+  day: "daily",
+  week: "weekly",
+  month: "monthly",
+};
 
 function changeOf(input: Record<string, string | null | undefined>): BudgetChange {
   const change: BudgetChange = {};
@@ -73,7 +88,10 @@ builder.objectFields(ApiKeyRef, (t) => ({
     type: [BudgetRef],
     description: "the key's budgets in their current periods (the account's time zone)",
     resolve: async (k, _args, ctx) => {
-      const account = await ctx.app.prisma.account.findUnique({ where: { id: k.accountId }, select: { id: true, timeZone: true } });
+      const account = await ctx.app.prisma.account.findUnique({
+        where: { id: k.accountId },
+        select: { id: true, timeZone: true },
+      });
       if (!account) throw notFound("account");
       return budgetsOf(ctx.app, account, k, k.id);
     },
@@ -84,7 +102,8 @@ builder.mutationFields((t) => ({
   setAccountBudgets: t.field({
     type: AccountRef,
     authScopes: { authenticated: true },
-    description: "Owners (within the operator's caps) and operators: the account's daily, weekly and monthly spend limits.",
+    description:
+      "Owners (within the operator's caps) and operators: the account's daily, weekly and monthly spend limits.",
     args: { accountId: t.arg.id(), input: t.arg({ type: BudgetsInput, required: true }) },
     resolve: async (_r, args, ctx) => {
       const accountId = accountIdFor(ctx, args.accountId ? String(args.accountId) : null, "manage");
@@ -104,15 +123,18 @@ builder.mutationFields((t) => ({
   setAccountBudgetCaps: t.field({
     type: AccountRef,
     authScopes: { operator: true },
-    description: "Operators: ceilings for the budgets owners set. Budgets above a new cap come down to it; an account without a budget for that period gets the cap.",
+    description:
+      "Operators: ceilings for the budgets owners set. Budgets above a new cap come down to it; an account without a budget for that period gets the cap.",
     args: { accountId: t.arg.id({ required: true }), input: t.arg({ type: BudgetsInput, required: true }) },
-    resolve: (_r, args, ctx) => setBudgetCaps(ctx.app, accountIdFor(ctx, String(args.accountId), "manage"), changeOf(args.input)),
+    resolve: (_r, args, ctx) =>
+      setBudgetCaps(ctx.app, accountIdFor(ctx, String(args.accountId), "manage"), changeOf(args.input)),
   }),
   setAccountTimeZone: t.field({
     type: AccountRef,
     authScopes: { authenticated: true },
     description: "Owners and operators: the IANA time zone budget periods follow. Changing it starts new periods.",
     args: { accountId: t.arg.id(), timeZone: t.arg.string({ required: true }) },
-    resolve: (_r, args, ctx) => setTimeZone(ctx.app, accountIdFor(ctx, args.accountId ? String(args.accountId) : null, "manage"), args.timeZone),
+    resolve: (_r, args, ctx) =>
+      setTimeZone(ctx.app, accountIdFor(ctx, args.accountId ? String(args.accountId) : null, "manage"), args.timeZone),
   }),
 }));

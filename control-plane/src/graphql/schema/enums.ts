@@ -4,13 +4,16 @@ export const UserRoleEnum = builder.enumType("UserRole", { values: ["member", "o
 export const AccountKindEnum = builder.enumType("AccountKind", { values: ["standard", "trial"] as const });
 export const AccountStatusEnum = builder.enumType("AccountStatus", { values: ["active", "disabled"] as const });
 export const ApiKeyStatusEnum = builder.enumType("ApiKeyStatus", { values: ["active", "revoked"] as const });
-export const LedgerKindEnum = builder.enumType("LedgerKind", { values: ["topup", "charge", "refund", "adjustment"] as const });
+export const LedgerKindEnum = builder.enumType("LedgerKind", {
+  values: ["topup", "charge", "refund", "adjustment"] as const,
+});
 export const UpstreamProtocolEnum = builder.enumType("UpstreamProtocol", {
   values: ["openai", "anthropic", "gemini", "openai_responses", "demo"] as const,
 });
 export const ConfigSourceEnum = builder.enumType("ConfigSource", { values: ["config", "api", "builtin"] as const });
 export const ModelTypeEnum = builder.enumType("ModelType", {
-  description: "chat: the generation endpoints; embedding: /v1/embeddings and Gemini's :embedContent, billed by input tokens",
+  description:
+    "chat: the generation endpoints; embedding: /v1/embeddings and Gemini's :embedContent, billed by input tokens",
   values: ["chat", "embedding"] as const,
 });
 export const ExportFormatEnum = builder.enumType("ExportFormat", {

@@ -29,7 +29,10 @@ export const ExportRef = builder.objectRef<Export>("Export").implement({
     error: t.exposeString("error", { nullable: true }),
     createdAt: t.expose("createdAt", { type: "DateTime" }),
     finishedAt: t.expose("finishedAt", { type: "DateTime", nullable: true }),
-    downloadUrl: t.string({ nullable: true, resolve: (e) => (e.status === "ready" ? `/api/exports/${e.id}/download` : null) }),
+    downloadUrl: t.string({
+      nullable: true,
+      resolve: (e) => (e.status === "ready" ? `/api/exports/${e.id}/download` : null),
+    }),
   }),
 });
 

@@ -14,7 +14,9 @@ builder.mutationFields((t) => ({
     description: "Owners (for their account) and operators revoke an invitation that was not accepted yet.",
     args: { id: t.arg.id({ required: true }) },
     resolve: async (_r, args, ctx) => {
-      const invitation = await ctx.app.prisma.invitation.findUnique({ where: { id: checkId(String(args.id), "invitation") } });
+      const invitation = await ctx.app.prisma.invitation.findUnique({
+        where: { id: checkId(String(args.id), "invitation") },
+      });
       if (!invitation) throw notFound("invitation");
       try {
         accountIdFor(ctx, invitation.accountId, "manage");

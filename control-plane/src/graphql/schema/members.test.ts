@@ -51,7 +51,13 @@ it("loads the members of 12 accounts in a fixed number of queries", async () => 
   const context = {
     app: { ...ctxBase, prisma: counted, mail: null, dataDir: dir, secureCookies: false, dev: true },
     auth: { principal: null, pending: null, error: null, clearCookie: false },
-    principal: { user: { ...operator, account: null }, via: "session", sessionId: null, tokenId: null, tokenScopes: null },
+    principal: {
+      user: { ...operator, account: null },
+      via: "session",
+      sessionId: null,
+      tokenId: null,
+      tokenScopes: null,
+    },
     setSessionCookie: () => {},
     clientIp: null,
   } as unknown as GqlContext;
@@ -62,9 +68,16 @@ it("loads the members of 12 accounts in a fixed number of queries", async () => 
     contextValue: context,
   });
   expect(result.errors).toBeUndefined();
-  const nodes = (result.data as { accounts: { nodes: { name: string; members: { email: string; role: string }[] }[] } }).accounts.nodes;
+  const nodes = (result.data as { accounts: { nodes: { name: string; members: { email: string; role: string }[] }[] } })
+    .accounts.nodes;
   expect(nodes).toHaveLength(12);
-  expect(nodes[3]).toEqual({ name: "acct-03", members: [{ email: "owner3@example.com", role: "owner" }, { email: "member3@example.com", role: "member" }] });
+  expect(nodes[3]).toEqual({
+    name: "acct-03",
+    members: [
+      { email: "owner3@example.com", role: "owner" },
+      { email: "member3@example.com", role: "member" },
+    ],
+  });
   // the list, the count, and the members of all twelve accounts (batched): not 2 + 12
   expect(queries).toBeLessThanOrEqual(4);
 });

@@ -37,7 +37,11 @@ builder.prismaObjectFields(AccountRef, (t) => ({
     description: "owners and operators only",
     resolve: (a, _args, ctx) => {
       accountIdFor(ctx, a.id, "manage");
-      return ctx.app.prisma.invitation.findMany({ where: { accountId: a.id }, orderBy: { createdAt: "desc" }, take: 100 });
+      return ctx.app.prisma.invitation.findMany({
+        where: { accountId: a.id },
+        orderBy: { createdAt: "desc" },
+        take: 100,
+      });
     },
   }),
 }));
@@ -91,7 +95,11 @@ builder.mutationFields((t) => ({
     type: CreatedInvitation,
     authScopes: { authenticated: true },
     description: "Owners (for their account) and operators invite a member or owner by e-mail.",
-    args: { email: t.arg.string({ required: true }), role: t.arg({ type: InviteRoleEnum, defaultValue: "member" }), accountId: t.arg.id() },
+    args: {
+      email: t.arg.string({ required: true }),
+      role: t.arg({ type: InviteRoleEnum, defaultValue: "member" }),
+      accountId: t.arg.id(),
+    },
     resolve: (_r, args, ctx) =>
       createInvitation(ctx.app, {
         accountId: accountIdFor(ctx, args.accountId ? String(args.accountId) : null, "manage"),

@@ -44,7 +44,10 @@ const priceFields = (t: PothosSchemaTypes.ObjectFieldBuilder<Types, PricedModel>
     description: "per 1M tokens written to a 1-hour prompt cache (2 × input unless set)",
     resolve: (m) => formatMicroText(effectivePrices(m).cacheWrite1h),
   }),
-  contracted: t.boolean({ description: "true when a contract price applies, false for list price", resolve: (m) => m.contract !== null }),
+  contracted: t.boolean({
+    description: "true when a contract price applies, false for list price",
+    resolve: (m) => m.contract !== null,
+  }),
 });
 
 const nullableText = (v: bigint | null) => (v === null ? null : v.toString());
@@ -96,7 +99,10 @@ const RouteRef = builder.objectRef<Route>("Route").implement({
     upstreamModel: t.exposeString("upstreamModel"),
     weight: t.exposeInt("weight"),
     priority: t.exposeInt("priority"),
-    upstream: t.field({ type: UpstreamRef, resolve: (r, _a, ctx) => ctx.app.prisma.upstream.findUniqueOrThrow({ where: { id: r.upstreamId } }) }),
+    upstream: t.field({
+      type: UpstreamRef,
+      resolve: (r, _a, ctx) => ctx.app.prisma.upstream.findUniqueOrThrow({ where: { id: r.upstreamId } }),
+    }),
   }),
 });
 
@@ -111,12 +117,27 @@ const ModelRef = builder.objectRef<Model>("Model").implement({
     source: t.field({ type: ConfigSourceEnum, resolve: (m) => m.source }),
     inputPrice: t.string({ resolve: (m) => money(m.inputPriceMicro) }),
     outputPrice: t.string({ resolve: (m) => money(m.outputPriceMicro) }),
-    cachedInputPrice: t.string({ nullable: true, resolve: (m) => (m.cachedInputPriceMicro === null ? null : money(m.cachedInputPriceMicro)) }),
-    cacheWrite5mPrice: t.string({ nullable: true, description: "null: 1.25 × input", resolve: (m) => optionalMoney(m.cacheWrite5mPriceMicro) }),
-    cacheWrite1hPrice: t.string({ nullable: true, description: "null: 2 × input", resolve: (m) => optionalMoney(m.cacheWrite1hPriceMicro) }),
+    cachedInputPrice: t.string({
+      nullable: true,
+      resolve: (m) => (m.cachedInputPriceMicro === null ? null : money(m.cachedInputPriceMicro)),
+    }),
+    cacheWrite5mPrice: t.string({
+      nullable: true,
+      description: "null: 1.25 × input",
+      resolve: (m) => optionalMoney(m.cacheWrite5mPriceMicro),
+    }),
+    cacheWrite1hPrice: t.string({
+      nullable: true,
+      description: "null: 2 × input",
+      resolve: (m) => optionalMoney(m.cacheWrite1hPriceMicro),
+    }),
     routes: t.field({
       type: [RouteRef],
-      resolve: (m, _a, ctx) => ctx.app.prisma.route.findMany({ where: { modelId: m.id }, orderBy: [{ priority: "desc" }, { weight: "desc" }] }),
+      resolve: (m, _a, ctx) =>
+        ctx.app.prisma.route.findMany({
+          where: { modelId: m.id },
+          orderBy: [{ priority: "desc" }, { weight: "desc" }],
+        }),
     }),
   }),
 });
@@ -128,9 +149,20 @@ const PriceContractRef = builder.objectRef<PriceContract>("PriceContract").imple
     modelId: t.exposeString("modelId"),
     inputPrice: t.string({ resolve: (c) => money(c.inputPriceMicro) }),
     outputPrice: t.string({ resolve: (c) => money(c.outputPriceMicro) }),
-    cachedInputPrice: t.string({ nullable: true, resolve: (c) => (c.cachedInputPriceMicro === null ? null : money(c.cachedInputPriceMicro)) }),
-    cacheWrite5mPrice: t.string({ nullable: true, description: "null: 1.25 × input", resolve: (c) => optionalMoney(c.cacheWrite5mPriceMicro) }),
-    cacheWrite1hPrice: t.string({ nullable: true, description: "null: 2 × input", resolve: (c) => optionalMoney(c.cacheWrite1hPriceMicro) }),
+    cachedInputPrice: t.string({
+      nullable: true,
+      resolve: (c) => (c.cachedInputPriceMicro === null ? null : money(c.cachedInputPriceMicro)),
+    }),
+    cacheWrite5mPrice: t.string({
+      nullable: true,
+      description: "null: 1.25 × input",
+      resolve: (c) => optionalMoney(c.cacheWrite5mPriceMicro),
+    }),
+    cacheWrite1hPrice: t.string({
+      nullable: true,
+      description: "null: 2 × input",
+      resolve: (c) => optionalMoney(c.cacheWrite1hPriceMicro),
+    }),
     updatedAt: t.expose("updatedAt", { type: "DateTime" }),
   }),
 });
@@ -166,7 +198,10 @@ builder.queryFields((t) => ({
     authScopes: { operator: true },
     args: { accountId: t.arg.id({ required: true }) },
     resolve: (_r, args, ctx) =>
-      ctx.app.prisma.priceContract.findMany({ where: { accountId: checkId(String(args.accountId), "account") }, orderBy: { modelId: "asc" } }),
+      ctx.app.prisma.priceContract.findMany({
+        where: { accountId: checkId(String(args.accountId), "account") },
+        orderBy: { modelId: "asc" },
+      }),
   }),
 }));
 
@@ -176,7 +211,7 @@ const ModelInput = builder.inputType("ModelInput", {
     displayName: t.string(),
     reasoning: t.boolean(),
     type: t.field({ type: ModelTypeEnum, description: "chat unless set" }),
-    inputPrice: t.string({ required: true, description: "per 1M tokens, decimal text; required (\"0\" for free)" }),
+    inputPrice: t.string({ required: true, description: 'per 1M tokens, decimal text; required ("0" for free)' }),
     outputPrice: t.string({ required: true }),
     cachedInputPrice: t.string({ description: "cache reads; omit to bill them at input" }),
     cacheWrite5mPrice: t.string({ description: "5-minute cache writes; omit for 1.25 × input" }),
@@ -255,7 +290,8 @@ builder.mutationFields((t) => ({
     type: RouteRef,
     authScopes: { operator: true },
     args: { input: t.arg({ type: RouteInput, required: true }) },
-    resolve: (_r, { input }, ctx) => upsertRoute(ctx.app, { ...input, upstreamId: checkId(String(input.upstreamId), "upstream") }),
+    resolve: (_r, { input }, ctx) =>
+      upsertRoute(ctx.app, { ...input, upstreamId: checkId(String(input.upstreamId), "upstream") }),
   }),
   deleteRoute: t.boolean({
     authScopes: { operator: true },
@@ -269,7 +305,8 @@ builder.mutationFields((t) => ({
     type: PriceContractRef,
     authScopes: { operator: true },
     args: { input: t.arg({ type: PriceContractInput, required: true }) },
-    resolve: (_r, { input }, ctx) => setPriceContract(ctx.app, { ...input, accountId: checkId(String(input.accountId), "account") }),
+    resolve: (_r, { input }, ctx) =>
+      setPriceContract(ctx.app, { ...input, accountId: checkId(String(input.accountId), "account") }),
   }),
   deletePriceContract: t.boolean({
     authScopes: { operator: true },

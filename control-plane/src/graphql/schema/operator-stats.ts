@@ -22,7 +22,11 @@ const OperatorUsageRef = builder
     fields: (t) => ({
       byAccount: t.field({ type: [GroupRef], resolve: (u) => u.byAccount }),
       byModel: t.field({ type: [GroupRef], resolve: (u) => u.byModel }),
-      byUpstream: t.field({ type: [GroupRef], description: "\"\" for calls that reached no upstream", resolve: (u) => u.byUpstream }),
+      byUpstream: t.field({
+        type: [GroupRef],
+        description: '"" for calls that reached no upstream',
+        resolve: (u) => u.byUpstream,
+      }),
     }),
   });
 
@@ -33,7 +37,8 @@ const HealthRef = builder.objectRef<UpstreamHealth>("UpstreamHealth").implement(
     enabled: t.exposeBoolean("enabled"),
     breaker: t.exposeString("breaker", {
       nullable: true,
-      description: "closed, open or half-open; in distributed mode the worst state any live replica reports (every 2 s); null where no breaker states are available",
+      description:
+        "closed, open or half-open; in distributed mode the worst state any live replica reports (every 2 s); null where no breaker states are available",
     }),
     requests: t.exposeInt("requests"),
     errors: t.exposeInt("errors"),
@@ -60,7 +65,8 @@ builder.queryFields((t) => ({
   upstreamHealth: t.field({
     type: [HealthRef],
     authScopes: { operator: true },
-    description: "Operators: each upstream's breaker state and its calls, errors, latency and TTFT over the last minutes.",
+    description:
+      "Operators: each upstream's breaker state and its calls, errors, latency and TTFT over the last minutes.",
     args: { minutes: t.arg.int({ defaultValue: 15 }) },
     resolve: (_r, args, ctx) => upstreamHealth(ctx.app, ctx.app.breakers, args.minutes ?? 15),
   }),

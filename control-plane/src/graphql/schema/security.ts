@@ -33,7 +33,11 @@ builder.mutationFields((t) => ({
     authScopes: { session: true },
     description:
       "Needs the current password, and a TOTP or recovery code when two-step verification is on; signs out every other session and revokes the user's access tokens. Throttled: TOO_MANY_REQUESTS after repeated failures.",
-    args: { currentPassword: t.arg.string({ required: true }), newPassword: t.arg.string({ required: true }), code: t.arg.string() },
+    args: {
+      currentPassword: t.arg.string({ required: true }),
+      newPassword: t.arg.string({ required: true }),
+      code: t.arg.string(),
+    },
     resolve: async (_r, args, ctx) => {
       const p = principalOf(ctx);
       await changePassword(ctx.app, p.user.id, p.sessionId, args.currentPassword, args.newPassword, args.code);

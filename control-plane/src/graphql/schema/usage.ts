@@ -21,7 +21,16 @@ export const UsageFilterInput = builder.inputType("UsageFilter", {
 
 export function toFilter(
   f:
-    | { from?: Date | null; to?: Date | null; apiKeyId?: string | number | null; model?: string | null; status?: number | null; success?: boolean | null; endUser?: string | null; tag?: string | null }
+    | {
+        from?: Date | null;
+        to?: Date | null;
+        apiKeyId?: string | number | null;
+        model?: string | null;
+        status?: number | null;
+        success?: boolean | null;
+        endUser?: string | null;
+        tag?: string | null;
+      }
     | null
     | undefined,
 ): UsageFilter {
@@ -39,9 +48,11 @@ export function toFilter(
 }
 
 const UsagePricesRef = builder.objectRef<UsageLog>("UsagePrices").implement({
-  description: "The unit prices a call was billed at, per 1M tokens (decimal text; derived cache-write prices can have more than 6 decimals).",
+  description:
+    "The unit prices a call was billed at, per 1M tokens (decimal text; derived cache-write prices can have more than 6 decimals).",
   fields: (t) => {
-    const price = (get: (u: UsageLog) => { toString(): string } | null) => t.string({ resolve: (u) => formatMicroText(get(u)?.toString() ?? "0") });
+    const price = (get: (u: UsageLog) => { toString(): string } | null) =>
+      t.string({ resolve: (u) => formatMicroText(get(u)?.toString() ?? "0") });
     return {
       input: price((u) => u.inputPrice),
       cachedInput: price((u) => u.cachedInputPrice),
@@ -66,17 +77,34 @@ const UsageEntryRef = builder.objectRef<UsageLog>("UsageEntry").implement({
     promptTokens: t.exposeInt("promptTokens"),
     completionTokens: t.exposeInt("completionTokens"),
     reasoningTokens: t.exposeInt("reasoningTokens"),
-    cachedTokens: t.exposeInt("cachedTokens", { description: "input tokens read from a prompt cache (part of promptTokens)" }),
-    inputTokens: t.exposeInt("inputTokens", { description: "input tokens neither read from nor written to a cache (part of promptTokens)" }),
-    cacheWrite5mTokens: t.exposeInt("cacheWrite5mTokens", { description: "input tokens written to a 5-minute prompt cache (part of promptTokens)" }),
-    cacheWrite1hTokens: t.exposeInt("cacheWrite1hTokens", { description: "input tokens written to a 1-hour prompt cache (part of promptTokens)" }),
+    cachedTokens: t.exposeInt("cachedTokens", {
+      description: "input tokens read from a prompt cache (part of promptTokens)",
+    }),
+    inputTokens: t.exposeInt("inputTokens", {
+      description: "input tokens neither read from nor written to a cache (part of promptTokens)",
+    }),
+    cacheWrite5mTokens: t.exposeInt("cacheWrite5mTokens", {
+      description: "input tokens written to a 5-minute prompt cache (part of promptTokens)",
+    }),
+    cacheWrite1hTokens: t.exposeInt("cacheWrite1hTokens", {
+      description: "input tokens written to a 1-hour prompt cache (part of promptTokens)",
+    }),
     totalTokens: t.int({ resolve: (u) => u.promptTokens + u.completionTokens }),
     amount: t.string({ resolve: (u) => money(u.costMicro) }),
     amountMicro: t.string({ resolve: (u) => u.costMicro.toString() }),
-    prices: t.field({ type: UsagePricesRef, nullable: true, description: "null when the call was not billed", resolve: (u) => (u.inputPrice === null ? null : u) }),
-    estimated: t.exposeBoolean("estimated", { description: "the counts are the gateway's estimate (a stream cut before the upstream reported usage)" }),
+    prices: t.field({
+      type: UsagePricesRef,
+      nullable: true,
+      description: "null when the call was not billed",
+      resolve: (u) => (u.inputPrice === null ? null : u),
+    }),
+    estimated: t.exposeBoolean("estimated", {
+      description: "the counts are the gateway's estimate (a stream cut before the upstream reported usage)",
+    }),
     endUser: t.exposeString("endUser", { nullable: true, description: "OpenAI user, Anthropic metadata.user_id" }),
-    tags: t.exposeStringList("tags", { description: "x-modelgate-tags, OpenAI metadata and Gemini labels as key=value" }),
+    tags: t.exposeStringList("tags", {
+      description: "x-modelgate-tags, OpenAI metadata and Gemini labels as key=value",
+    }),
     latencyMs: t.exposeInt("latencyMs"),
     ttftMs: t.exposeInt("ttftMs", { nullable: true }),
     stream: t.exposeBoolean("stream"),
@@ -127,43 +155,52 @@ const ByKeyRef = builder.objectRef<KeyTotals>("UsageByKey").implement({
 });
 
 const ByEndUserRef = builder.objectRef<Totals & { key: string | null }>("UsageByEndUser").implement({
-  fields: (t) => ({ endUser: t.string({ nullable: true, description: "null: calls without an end user", resolve: (r) => r.key }), ...totals(t) }),
+  fields: (t) => ({
+    endUser: t.string({ nullable: true, description: "null: calls without an end user", resolve: (r) => r.key }),
+    ...totals(t),
+  }),
 });
 const ByTagRef = builder.objectRef<Totals & { key: string | null }>("UsageByTag").implement({
   fields: (t) => ({ tag: t.string({ resolve: (r) => r.key ?? "" }), ...totals(t) }),
 });
 
-type StatsParent = Awaited<ReturnType<typeof usageStats>> & { byKeyNamed: KeyTotals[]; accountId: string; filter: StatsFilter };
+type StatsParent = Awaited<ReturnType<typeof usageStats>> & {
+  byKeyNamed: KeyTotals[];
+  accountId: string;
+  filter: StatsFilter;
+};
 
-const StatsRef = builder
-  .objectRef<StatsParent>(
-    "UsageStats",
-  )
-  .implement({
-    fields: (t) => ({
-      total: t.field({ type: TotalsRef, resolve: (s) => s.total }),
-      series: t.field({ type: [BucketRef], description: "buckets with no calls are left out", resolve: (s) => s.series }),
-      byModel: t.field({ type: [ByModelRef], resolve: (s) => s.byModel }),
-      byKey: t.field({ type: [ByKeyRef], resolve: (s) => s.byKeyNamed }),
-      byEndUser: t.field({
-        type: [ByEndUserRef],
-        description: "cost attribution: the 100 largest end users by cost (read from the usage log, so slower over long ranges)",
-        resolve: (s, _a, ctx) => usageByAttribution(ctx.app, s.accountId, s.filter, "endUser"),
-      }),
-      byTag: t.field({
-        type: [ByTagRef],
-        description: "cost attribution: the 100 largest tags by cost; a call with several tags counts under each",
-        resolve: (s, _a, ctx) => usageByAttribution(ctx.app, s.accountId, s.filter, "tag"),
-      }),
+const StatsRef = builder.objectRef<StatsParent>("UsageStats").implement({
+  fields: (t) => ({
+    total: t.field({ type: TotalsRef, resolve: (s) => s.total }),
+    series: t.field({ type: [BucketRef], description: "buckets with no calls are left out", resolve: (s) => s.series }),
+    byModel: t.field({ type: [ByModelRef], resolve: (s) => s.byModel }),
+    byKey: t.field({ type: [ByKeyRef], resolve: (s) => s.byKeyNamed }),
+    byEndUser: t.field({
+      type: [ByEndUserRef],
+      description:
+        "cost attribution: the 100 largest end users by cost (read from the usage log, so slower over long ranges)",
+      resolve: (s, _a, ctx) => usageByAttribution(ctx.app, s.accountId, s.filter, "endUser"),
     }),
-  });
+    byTag: t.field({
+      type: [ByTagRef],
+      description: "cost attribution: the 100 largest tags by cost; a call with several tags counts under each",
+      resolve: (s, _a, ctx) => usageByAttribution(ctx.app, s.accountId, s.filter, "tag"),
+    }),
+  }),
+});
 
 builder.queryFields((t) => ({
   usage: t.field({
     type: UsagePage,
     authScopes: { authenticated: true },
     description: "The usage log, newest first, with cursor pagination.",
-    args: { accountId: t.arg.id(), filter: t.arg({ type: UsageFilterInput }), first: t.arg.int(), after: t.arg.string() },
+    args: {
+      accountId: t.arg.id(),
+      filter: t.arg({ type: UsageFilterInput }),
+      first: t.arg.int(),
+      after: t.arg.string(),
+    },
     resolve: (_r, args, ctx) =>
       usagePage(
         ctx.app,
@@ -205,12 +242,19 @@ builder.queryFields((t) => ({
       const stats = await usageStats(ctx.app, accountId, filter);
       const ids = stats.byKey.map((k) => k.apiKeyId).filter((x): x is string => x !== null);
       const names = new Map(
-        (await ctx.app.prisma.apiKey.findMany({ where: { id: { in: ids }, accountId }, select: { id: true, name: true } })).map((k) => [
-          k.id,
-          k.name,
-        ]),
+        (
+          await ctx.app.prisma.apiKey.findMany({
+            where: { id: { in: ids }, accountId },
+            select: { id: true, name: true },
+          })
+        ).map((k) => [k.id, k.name]),
       );
-      return { ...stats, accountId, filter, byKeyNamed: stats.byKey.map((k) => ({ ...k, apiKeyName: k.apiKeyId ? (names.get(k.apiKeyId) ?? null) : null })) };
+      return {
+        ...stats,
+        accountId,
+        filter,
+        byKeyNamed: stats.byKey.map((k) => ({ ...k, apiKeyName: k.apiKeyId ? (names.get(k.apiKeyId) ?? null) : null })),
+      };
     },
   }),
 }));

@@ -1,7 +1,11 @@
 import type { Account, PersonalAccessToken, User } from "../../generated/prisma/client.ts";
 import { login, verifySecondStep } from "../../auth/login.ts";
 import { createSession, revokeSession } from "../../auth/sessions.ts";
-import { remainingRecoveryCodes, createPersonalAccessToken, revokePersonalAccessToken } from "../../services/security.ts";
+import {
+  remainingRecoveryCodes,
+  createPersonalAccessToken,
+  revokePersonalAccessToken,
+} from "../../services/security.ts";
 import { acceptInvitation } from "../../services/users.ts";
 import { AppError } from "../../services/errors.ts";
 import { builder } from "../builder.ts";
@@ -27,7 +31,11 @@ UserRef.implement({
       type: AccountRef,
       nullable: true,
       resolve: async (u, _a, ctx) =>
-        u.account !== undefined ? u.account : u.accountId ? ctx.app.prisma.account.findUnique({ where: { id: u.accountId } }) : null,
+        u.account !== undefined
+          ? u.account
+          : u.accountId
+            ? ctx.app.prisma.account.findUnique({ where: { id: u.accountId } })
+            : null,
     }),
   }),
 });
@@ -62,23 +70,28 @@ export const PatRef = builder.objectRef<PersonalAccessToken>("PersonalAccessToke
   }),
 });
 
-const LoginResult = builder
-  .objectRef<{ secondStepRequired: boolean; user: UserRow | null }>("LoginResult")
-  .implement({
-    fields: (t) => ({
-      secondStepRequired: t.exposeBoolean("secondStepRequired", {
-        description: "true: a pending session is set; complete it with verifySecondStep(code)",
-      }),
-      user: t.field({ type: UserRef, nullable: true, description: "null until the second step passes", resolve: (r) => r.user }),
-    }),
-  });
-
-const CreatedPat = builder.objectRef<{ token: string; accessToken: PersonalAccessToken }>("CreatedPersonalAccessToken").implement({
+const LoginResult = builder.objectRef<{ secondStepRequired: boolean; user: UserRow | null }>("LoginResult").implement({
   fields: (t) => ({
-    token: t.exposeString("token", { description: "the secret value; shown only now" }),
-    accessToken: t.field({ type: PatRef, resolve: (r) => r.accessToken }),
+    secondStepRequired: t.exposeBoolean("secondStepRequired", {
+      description: "true: a pending session is set; complete it with verifySecondStep(code)",
+    }),
+    user: t.field({
+      type: UserRef,
+      nullable: true,
+      description: "null until the second step passes",
+      resolve: (r) => r.user,
+    }),
   }),
 });
+
+const CreatedPat = builder
+  .objectRef<{ token: string; accessToken: PersonalAccessToken }>("CreatedPersonalAccessToken")
+  .implement({
+    fields: (t) => ({
+      token: t.exposeString("token", { description: "the secret value; shown only now" }),
+      accessToken: t.field({ type: PatRef, resolve: (r) => r.accessToken }),
+    }),
+  });
 
 builder.queryFields((t) => ({
   me: t.field({
@@ -91,20 +104,27 @@ builder.queryFields((t) => ({
     type: [PatRef],
     authScopes: { authenticated: true },
     resolve: (_r, _a, ctx) =>
-      ctx.app.prisma.personalAccessToken.findMany({ where: { userId: principalOf(ctx).user.id }, orderBy: { createdAt: "desc" } }),
+      ctx.app.prisma.personalAccessToken.findMany({
+        where: { userId: principalOf(ctx).user.id },
+        orderBy: { createdAt: "desc" },
+      }),
   }),
 }));
 
 builder.mutationFields((t) => ({
   login: t.field({
     type: LoginResult,
-    description: "Signs in with e-mail and password and sets the session cookie (pending when two-step verification is on).",
+    description:
+      "Signs in with e-mail and password and sets the session cookie (pending when two-step verification is on).",
     args: { email: t.arg.string({ required: true }), password: t.arg.string({ required: true }) },
     resolve: async (_r, { email, password }, ctx) => {
       const result = await login(ctx.app.prisma, email, password, ctx.clientIp);
       ctx.setSessionCookie(result.token);
       if (result.secondStepRequired) return { secondStepRequired: true, user: null };
-      const user = await ctx.app.prisma.user.findUniqueOrThrow({ where: { id: result.userId }, include: { account: true } });
+      const user = await ctx.app.prisma.user.findUniqueOrThrow({
+        where: { id: result.userId },
+        include: { account: true },
+      });
       return { secondStepRequired: false, user };
     },
   }),
@@ -115,7 +135,13 @@ builder.mutationFields((t) => ({
     args: { code: t.arg.string({ required: true }) },
     resolve: async (_r, { code }, ctx) => {
       const pending = ctx.auth.pending!;
-      const { token } = await verifySecondStep(ctx.app.prisma, ctx.app.masterKey, { sessionId: pending.sessionId, userId: pending.user.id }, code, ctx.clientIp);
+      const { token } = await verifySecondStep(
+        ctx.app.prisma,
+        ctx.app.masterKey,
+        { sessionId: pending.sessionId, userId: pending.user.id },
+        code,
+        ctx.clientIp,
+      );
       ctx.setSessionCookie(token);
       return ctx.app.prisma.user.findUniqueOrThrow({ where: { id: pending.user.id }, include: { account: true } });
     },
@@ -167,6 +193,7 @@ builder.mutationFields((t) => ({
     authScopes: { authenticated: true },
     description: "Revokes one of your tokens (a token may revoke itself).",
     args: { id: t.arg.id({ required: true }) },
-    resolve: (_r, { id }, ctx) => revokePersonalAccessToken(ctx.app, principalOf(ctx).user.id, checkId(String(id), "access token")),
+    resolve: (_r, { id }, ctx) =>
+      revokePersonalAccessToken(ctx.app, principalOf(ctx).user.id, checkId(String(id), "access token")),
   }),
 }));

@@ -23,13 +23,27 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "mg-validation-"));
   db = await openDatabase({ dataDir: dir });
   await migrate(db.sql);
-  const app = { prisma: db.prisma, snapshotChanged: () => {}, masterKey: Buffer.alloc(32, 1), mail: null, dataDir: dir, secureCookies: false, dev: true };
+  const app = {
+    prisma: db.prisma,
+    snapshotChanged: () => {},
+    masterKey: Buffer.alloc(32, 1),
+    mail: null,
+    dataDir: dir,
+    secureCookies: false,
+    dev: true,
+  };
   accountId = (await createAccount(app, { name: "acme" })).id;
   const operator = await db.prisma.user.create({ data: { email: "ops@example.com", role: "operator" } });
   context = {
     app,
     auth: { principal: null, pending: null, error: null, clearCookie: false },
-    principal: { user: { ...operator, account: null }, via: "session", sessionId: null, tokenId: null, tokenScopes: null },
+    principal: {
+      user: { ...operator, account: null },
+      via: "session",
+      sessionId: null,
+      tokenId: null,
+      tokenScopes: null,
+    },
     setSessionCookie: () => {},
     clientIp: null,
   } as unknown as GqlContext;
@@ -43,7 +57,9 @@ afterAll(async () => {
 const create = (input: Record<string, unknown>) =>
   execute({
     schema,
-    document: parse(`mutation($a: ID, $i: ApiKeyRestrictionsInput!) { createApiKey(accountId: $a, input: $i) { apiKey { name rpm ipAllowlist } } }`),
+    document: parse(
+      `mutation($a: ID, $i: ApiKeyRestrictionsInput!) { createApiKey(accountId: $a, input: $i) { apiKey { name rpm ipAllowlist } } }`,
+    ),
     variableValues: { a: accountId, i: input },
     contextValue: context,
   });
@@ -65,5 +81,7 @@ it("refuses a bad allowlist entry, name or limit with BAD_USER_INPUT and the fie
 it("accepts good values and null (no limit)", async () => {
   const r = await create({ name: "k", ipAllowlist: ["10.0.0.0/8", "::1"], rpm: null });
   expect(r.errors).toBeUndefined();
-  expect(r.data).toEqual({ createApiKey: { apiKey: expect.objectContaining({ name: "k", rpm: null, ipAllowlist: ["10.0.0.0/8", "::1"] }) } });
+  expect(r.data).toEqual({
+    createApiKey: { apiKey: expect.objectContaining({ name: "k", rpm: null, ipAllowlist: ["10.0.0.0/8", "::1"] }) },
+  });
 });

@@ -21,8 +21,12 @@ builder.mutationFields((t) => ({
   adjustBalance: t.field({
     type: AccountRef,
     authScopes: { operator: true },
-    description: "A signed correction (\"-2.5\" debits), with a note.",
-    args: { accountId: t.arg.id({ required: true }), amount: t.arg.string({ required: true }), note: t.arg.string({ required: true }) },
+    description: 'A signed correction ("-2.5" debits), with a note.',
+    args: {
+      accountId: t.arg.id({ required: true }),
+      amount: t.arg.string({ required: true }),
+      note: t.arg.string({ required: true }),
+    },
     resolve: (_r, args, ctx) =>
       adjustBalance(ctx.app, checkId(String(args.accountId), "account"), amountArg(args.amount, "amount"), args.note),
   }),

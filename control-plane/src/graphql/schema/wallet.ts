@@ -11,7 +11,10 @@ const LedgerEntryRef = builder.objectRef<LedgerEntry>("LedgerEntry").implement({
   fields: (t) => ({
     id: t.exposeID("id"),
     kind: t.field({ type: LedgerKindEnum, resolve: (e) => e.kind }),
-    amount: t.string({ description: "signed decimal text: positive credits, negative debits", resolve: (e) => money(e.amountMicro) }),
+    amount: t.string({
+      description: "signed decimal text: positive credits, negative debits",
+      resolve: (e) => money(e.amountMicro),
+    }),
     amountMicro: t.string({ resolve: (e) => e.amountMicro.toString() }),
     balanceAfter: t.string({ resolve: (e) => money(e.balanceAfterMicro) }),
     balanceAfterMicro: t.string({ resolve: (e) => e.balanceAfterMicro.toString() }),
@@ -58,20 +61,27 @@ const WalletRef = builder.objectRef<WalletShape>("Wallet").implement({
     spentToday: t.string({
       resolve: async (w, _a, ctx) => {
         const now = new Date();
-        return money((await spendBetween(ctx.app, w.accountId, startOfUtcDay(now), new Date(now.getTime() + 1))).costMicro);
+        return money(
+          (await spendBetween(ctx.app, w.accountId, startOfUtcDay(now), new Date(now.getTime() + 1))).costMicro,
+        );
       },
     }),
     spentThisMonth: t.string({
       resolve: async (w, _a, ctx) => {
         const now = new Date();
-        return money((await spendBetween(ctx.app, w.accountId, startOfUtcMonth(now), new Date(now.getTime() + 1))).costMicro);
+        return money(
+          (await spendBetween(ctx.app, w.accountId, startOfUtcMonth(now), new Date(now.getTime() + 1))).costMicro,
+        );
       },
     }),
     keys: t.field({
       type: [KeySpend],
       description: "every key with its lifetime spend, biggest first",
       resolve: (w, _a, ctx) =>
-        ctx.app.prisma.apiKey.findMany({ where: { accountId: w.accountId }, orderBy: [{ spentMicro: "desc" }, { createdAt: "asc" }] }),
+        ctx.app.prisma.apiKey.findMany({
+          where: { accountId: w.accountId },
+          orderBy: [{ spentMicro: "desc" }, { createdAt: "asc" }],
+        }),
     }),
   }),
 });
@@ -105,7 +115,11 @@ builder.queryFields((t) => ({
       });
       const nodes = rows.slice(0, first);
       const last = nodes[nodes.length - 1];
-      return { nodes, hasNextPage: rows.length > first, endCursor: last ? encodeCursor(last.createdAt, last.id) : null };
+      return {
+        nodes,
+        hasNextPage: rows.length > first,
+        endCursor: last ? encodeCursor(last.createdAt, last.id) : null,
+      };
     },
   }),
 }));

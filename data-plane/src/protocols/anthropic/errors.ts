@@ -19,7 +19,11 @@ const typeOfKind: Record<GatewayErrorKind, string> = {
 };
 
 /** The error object alone, as it also appears in a stream's `event: error`. */
-export const anthropicErrorPayload = (kind: GatewayErrorKind, message: string, requestId: string): Record<string, unknown> => ({
+export const anthropicErrorPayload = (
+  kind: GatewayErrorKind,
+  message: string,
+  requestId: string,
+): Record<string, unknown> => ({
   type: "error",
   error: { type: typeOfKind[kind], message: withRequestId(message, requestId) },
   request_id: requestId,

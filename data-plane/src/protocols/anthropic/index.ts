@@ -13,19 +13,24 @@ import { createAnthropicStreamDecoder, createAnthropicStreamEncoder } from "./st
 /** The Anthropic API version modelgate speaks to upstreams (the one whose wire format it implements). */
 export const ANTHROPIC_VERSION = "2023-06-01";
 
-const errorFrame = (err: Parameters<typeof renderAnthropicError>[0], requestId: string) => encodeSse(renderAnthropicError(err, requestId).body, "error");
+const errorFrame = (err: Parameters<typeof renderAnthropicError>[0], requestId: string) =>
+  encodeSse(renderAnthropicError(err, requestId).body, "error");
 
 export const anthropic: ProtocolAdapter = {
   name: "anthropic",
   endpoints: [exact("POST", "/v1/messages", "generate"), exact("POST", "/v1/messages/count_tokens", "count_tokens")],
   keySources: ["x-api-key"],
-  speaks: (headers, path) => path.startsWith("/v1/messages") || headers["anthropic-version"] !== undefined || headers["x-api-key"] !== undefined,
+  speaks: (headers, path) =>
+    path.startsWith("/v1/messages") || headers["anthropic-version"] !== undefined || headers["x-api-key"] !== undefined,
   parseClientRequest: (body) => parseAnthropicRequest(body),
   renderClientResponse: renderAnthropicResponse,
   createClientStreamEncoder: createAnthropicStreamEncoder,
   renderError: renderAnthropicError,
   errorFrame,
-  attributionFields: (body) => ({ endUser: (body.metadata as { user_id?: unknown } | null | undefined)?.user_id ?? null, tags: undefined }),
+  attributionFields: (body) => ({
+    endUser: (body.metadata as { user_id?: unknown } | null | undefined)?.user_id ?? null,
+    tags: undefined,
+  }),
   renderModelList: anthropicModelList,
   renderModel: anthropicModel,
   basePath: "/v1",
@@ -38,7 +43,8 @@ export const anthropic: ProtocolAdapter = {
   passthrough: ssePassthrough({
     path: () => "/messages",
     // Another model name: the client's body with only the name changed; the answer is translated back.
-    body: (raw, body, req, upstreamModel) => (upstreamModel === req.model ? raw : JSON.stringify({ ...body, model: upstreamModel })),
+    body: (raw, body, req, upstreamModel) =>
+      upstreamModel === req.model ? raw : JSON.stringify({ ...body, model: upstreamModel }),
     accepts: (req, upstreamModel) => upstreamModel === req.model,
     frame: (ev) => `event: ${ev.event ?? "message"}\ndata: ${ev.data}\n\n`,
     errorMessage: (ev) => (ev.event === "error" ? errorMessageOf(ev.data) : null),

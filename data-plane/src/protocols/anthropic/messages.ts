@@ -25,7 +25,11 @@ const toolResultBlock = z.looseObject({
   content: z.union([z.string(), z.array(z.union([textBlock, imageBlock]))]).optional(),
   is_error: z.boolean().optional(),
 });
-const thinkingBlock = z.looseObject({ type: z.literal("thinking"), thinking: z.string(), signature: z.string().optional() });
+const thinkingBlock = z.looseObject({
+  type: z.literal("thinking"),
+  thinking: z.string(),
+  signature: z.string().optional(),
+});
 const redactedThinkingBlock = z.looseObject({ type: z.literal("redacted_thinking"), data: z.string() });
 
 export const anthropicBlock = z.discriminatedUnion("type", [
@@ -57,13 +61,21 @@ export function messagesFromAnthropic(messages: z.infer<typeof anthropicMessage>
       blocks.forEach((b, j) => {
         if (b.type === "text") parts.push({ type: "text", text: b.text });
         else if (b.type === "thinking") {
-          parts.push(b.signature === undefined ? { type: "thinking", text: b.thinking } : { type: "thinking", text: b.thinking, signature: b.signature });
+          parts.push(
+            b.signature === undefined
+              ? { type: "thinking", text: b.thinking }
+              : { type: "thinking", text: b.thinking, signature: b.signature },
+          );
         } else if (b.type === "tool_use") {
           parts.push({ type: "tool_call", id: b.id, name: b.name, arguments: JSON.stringify(b.input) });
         } else if (b.type === "redacted_thinking") {
           // Encrypted reasoning only Anthropic can read; no other protocol can carry it.
         } else {
-          throw invalid("invalid_value", `A '${b.type}' block is not allowed in an assistant message.`, `messages[${i}].content[${j}]`);
+          throw invalid(
+            "invalid_value",
+            `A '${b.type}' block is not allowed in an assistant message.`,
+            `messages[${i}].content[${j}]`,
+          );
         }
       });
       out.push({ role: "assistant", content: parts });
@@ -85,7 +97,11 @@ export function messagesFromAnthropic(messages: z.infer<typeof anthropicMessage>
         if (b.is_error) tm.isError = true;
         out.push(tm);
       } else {
-        throw invalid("invalid_value", `A '${b.type}' block is not allowed in a user message.`, `messages[${i}].content[${j}]`);
+        throw invalid(
+          "invalid_value",
+          `A '${b.type}' block is not allowed in a user message.`,
+          `messages[${i}].content[${j}]`,
+        );
       }
     });
     if (user.length > 0 || blocks.length === 0) out.push({ role: "user", content: user });

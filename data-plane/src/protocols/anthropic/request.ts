@@ -2,7 +2,16 @@
 
 import { z } from "zod";
 import type { CanonicalRequest, ReasoningConfig, ResponseFormat, ToolChoice } from "../canonical.ts";
-import { DEFAULT_ANTHROPIC_MAX_TOKENS, type Json, always, budgetOf, invalid, refuseUntranslatable, unsupported, untranslatableOf } from "../shared.ts";
+import {
+  DEFAULT_ANTHROPIC_MAX_TOKENS,
+  type Json,
+  always,
+  budgetOf,
+  invalid,
+  refuseUntranslatable,
+  unsupported,
+  untranslatableOf,
+} from "../shared.ts";
 import type { UpstreamRequest } from "../types.ts";
 import { parseBody } from "../validate.ts";
 import { anthropicMessage, messagesFromAnthropic, messagesToAnthropic } from "./messages.ts";
@@ -73,15 +82,22 @@ export function parseAnthropicRequest(body: unknown): CanonicalRequest {
   };
   if (b.tools) {
     req.tools = b.tools.map((t) =>
-      t.description === undefined ? { name: t.name, parameters: t.input_schema } : { name: t.name, description: t.description, parameters: t.input_schema },
+      t.description === undefined
+        ? { name: t.name, parameters: t.input_schema }
+        : { name: t.name, description: t.description, parameters: t.input_schema },
     );
   }
   if (b.tool_choice) {
     const tc = b.tool_choice;
     const choice: ToolChoice =
-      tc.type === "any" ? { type: "required" } : tc.type === "tool" ? { type: "tool", name: (tc as { name: string }).name } : { type: tc.type };
+      tc.type === "any"
+        ? { type: "required" }
+        : tc.type === "tool"
+          ? { type: "tool", name: (tc as { name: string }).name }
+          : { type: tc.type };
     req.toolChoice = choice;
-    if ((tc as { disable_parallel_tool_use?: boolean }).disable_parallel_tool_use === true) req.parallelToolCalls = false;
+    if ((tc as { disable_parallel_tool_use?: boolean }).disable_parallel_tool_use === true)
+      req.parallelToolCalls = false;
   }
   if (b.stop_sequences && b.stop_sequences.length > 0) req.stop = b.stop_sequences;
   if (b.temperature !== undefined) req.temperature = b.temperature;
@@ -110,12 +126,20 @@ export function parseAnthropicRequest(body: unknown): CanonicalRequest {
 function outputConfigOut(rf: ResponseFormat | undefined): Json | undefined {
   if (!rf || rf.type === "text") return undefined;
   if (rf.type === "json_object") {
-    throw unsupported("response_format", "Anthropic", "Anthropic's structured outputs need a schema: send json_schema instead of json_object");
+    throw unsupported(
+      "response_format",
+      "Anthropic",
+      "Anthropic's structured outputs need a schema: send json_schema instead of json_object",
+    );
   }
   return { format: { type: "json_schema", schema: rf.schema } };
 }
 
-function thinkingOut(req: CanonicalRequest, maxTokens: number, explicitMax: boolean): { thinking: Json; maxTokens: number } | undefined {
+function thinkingOut(
+  req: CanonicalRequest,
+  maxTokens: number,
+  explicitMax: boolean,
+): { thinking: Json; maxTokens: number } | undefined {
   const r = req.reasoning;
   if (!r) return undefined;
   if (!r.enabled) return { thinking: { type: "disabled" }, maxTokens };
@@ -142,12 +166,17 @@ function thinkingOut(req: CanonicalRequest, maxTokens: number, explicitMax: bool
 function toolChoiceOut(tc: ToolChoice | undefined, parallel: boolean | undefined): Json | undefined {
   const disable = parallel === false;
   if (!tc) return disable ? { type: "auto", disable_parallel_tool_use: true } : undefined;
-  const out: Json = tc.type === "required" ? { type: "any" } : tc.type === "tool" ? { type: "tool", name: tc.name } : { type: tc.type };
+  const out: Json =
+    tc.type === "required" ? { type: "any" } : tc.type === "tool" ? { type: "tool", name: tc.name } : { type: tc.type };
   if (disable && tc.type !== "none") out.disable_parallel_tool_use = true;
   return out;
 }
 
-export function buildAnthropicRequest(req: CanonicalRequest, upstreamModel: string, opts: { stream: boolean }): UpstreamRequest {
+export function buildAnthropicRequest(
+  req: CanonicalRequest,
+  upstreamModel: string,
+  opts: { stream: boolean },
+): UpstreamRequest {
   refuseUntranslatable(req, "Anthropic");
   const outputConfig = outputConfigOut(req.responseFormat);
   if (req.n !== undefined && req.n > 1) throw unsupported("n", "Anthropic", "only one choice per request");

@@ -78,7 +78,12 @@ export function parseAnthropicResponse(body: unknown): CanonicalResponse {
       const text = str(block.thinking) ?? "";
       content.push(signature ? { type: "thinking", text, signature } : { type: "thinking", text });
     } else if (block.type === "tool_use") {
-      content.push({ type: "tool_call", id: str(block.id) ?? "", name: str(block.name) ?? "", arguments: JSON.stringify(block.input ?? {}) });
+      content.push({
+        type: "tool_call",
+        id: str(block.id) ?? "",
+        name: str(block.name) ?? "",
+        arguments: JSON.stringify(block.input ?? {}),
+      });
     }
   }
   return {

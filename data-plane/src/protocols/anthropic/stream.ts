@@ -27,7 +27,10 @@ function decodeEvent(ev: SseEvent, s: DecodeState, out: CanonicalStreamEvent[]):
     data = obj(JSON.parse(ev.data));
   } catch {
     s.closed = true;
-    out.push({ type: "error", error: upstreamStreamError("upstream", "malformed_stream", "The upstream sent a malformed stream event.") });
+    out.push({
+      type: "error",
+      error: upstreamStreamError("upstream", "malformed_stream", "The upstream sent a malformed stream event."),
+    });
     return;
   }
   // The event name and data.type agree in Anthropic's streams; data.type also covers a missing event line.
@@ -37,7 +40,13 @@ function decodeEvent(ev: SseEvent, s: DecodeState, out: CanonicalStreamEvent[]):
       const m = obj(data.message);
       s.started = true;
       s.usage = { ...obj(m.usage) };
-      out.push({ type: "start", id: str(m.id) ?? "", model: str(m.model) ?? "", created: nowSeconds(), usage: usageOfAnthropic(s.usage) });
+      out.push({
+        type: "start",
+        id: str(m.id) ?? "",
+        model: str(m.model) ?? "",
+        created: nowSeconds(),
+        usage: usageOfAnthropic(s.usage),
+      });
       return;
     }
     case "content_block_start": {
@@ -58,11 +67,13 @@ function decodeEvent(ev: SseEvent, s: DecodeState, out: CanonicalStreamEvent[]):
       const d = obj(data.delta);
       if (d.type === "text_delta") out.push({ type: "text", text: str(d.text) ?? "" });
       else if (d.type === "thinking_delta") out.push({ type: "thinking", text: str(d.thinking) ?? "" });
-      else if (d.type === "signature_delta") out.push({ type: "thinking_signature", signature: str(d.signature) ?? "" });
+      else if (d.type === "signature_delta")
+        out.push({ type: "thinking_signature", signature: str(d.signature) ?? "" });
       else if (d.type === "input_json_delta") {
         const tool = s.toolOfBlock.get(num(data.index));
         const partial = str(d.partial_json) ?? "";
-        if (tool !== undefined && partial !== "") out.push({ type: "tool_call_delta", index: tool, arguments: partial });
+        if (tool !== undefined && partial !== "")
+          out.push({ type: "tool_call_delta", index: tool, arguments: partial });
       }
       return;
     }
@@ -72,7 +83,11 @@ function decodeEvent(ev: SseEvent, s: DecodeState, out: CanonicalStreamEvent[]):
       for (const [k, v] of Object.entries(obj(data.usage))) if (typeof v === "number") s.usage[k] = v;
       if (d.stop_reason != null && !s.finished) {
         s.finished = true;
-        out.push({ type: "finish", reason: finishOfAnthropic(d.stop_reason), stopSequence: str(d.stop_sequence) ?? null });
+        out.push({
+          type: "finish",
+          reason: finishOfAnthropic(d.stop_reason),
+          stopSequence: str(d.stop_sequence) ?? null,
+        });
       }
       out.push({ type: "usage", usage: usageOfAnthropic(s.usage) });
       return;
@@ -84,7 +99,14 @@ function decodeEvent(ev: SseEvent, s: DecodeState, out: CanonicalStreamEvent[]):
     case "error": {
       const e = obj(data.error);
       s.closed = true;
-      out.push({ type: "error", error: new GatewayError(kindOfErrorName(str(e.type)), str(e.type) ?? "upstream_error", str(e.message) ?? "Upstream stream error.") });
+      out.push({
+        type: "error",
+        error: new GatewayError(
+          kindOfErrorName(str(e.type)),
+          str(e.type) ?? "upstream_error",
+          str(e.message) ?? "Upstream stream error.",
+        ),
+      });
       return;
     }
     default: // ping, content_block_stop, and event types added later
@@ -94,10 +116,14 @@ function decodeEvent(ev: SseEvent, s: DecodeState, out: CanonicalStreamEvent[]):
 
 // Anthropic ends with message_stop, which closes the state; a body that ends before it was cut off.
 export const createAnthropicStreamDecoder = (): StreamDecoder =>
-  sseStreamDecoder<DecodeState>({ started: false, finished: false, closed: false, toolOfBlock: new Map(), usage: {} }, decodeEvent, () => ({
-    type: "error",
-    error: upstreamStreamError("upstream", "stream_truncated", "The upstream stream ended before message_stop."),
-  }));
+  sseStreamDecoder<DecodeState>(
+    { started: false, finished: false, closed: false, toolOfBlock: new Map(), usage: {} },
+    decodeEvent,
+    () => ({
+      type: "error",
+      error: upstreamStreamError("upstream", "stream_truncated", "The upstream stream ended before message_stop."),
+    }),
+  );
 
 type OpenBlock = { kind: "text" } | { kind: "thinking" } | { kind: "tool"; tool: number };
 
@@ -113,7 +139,15 @@ interface EncodeState {
 }
 
 export function createAnthropicStreamEncoder(ctx: ClientResponseContext): StreamEncoder {
-  const s: EncodeState = { started: false, closed: false, blockIndex: -1, open: null, usage: emptyUsage(), finish: "stop", stopSequence: null };
+  const s: EncodeState = {
+    started: false,
+    closed: false,
+    blockIndex: -1,
+    open: null,
+    usage: emptyUsage(),
+    finish: "stop",
+    stopSequence: null,
+  };
   const emit = (data: Json): string => encodeSse(JSON.stringify(data), data.type as string);
   const start = (id: string, usage: Usage | undefined): string => {
     s.started = true;
@@ -157,17 +191,25 @@ export function createAnthropicStreamEncoder(ctx: ClientResponseContext): Stream
         case "start":
           return s.started ? "" : start(ev.id || `msg_${ctx.requestId}`, ev.usage);
         case "text": {
-          const head = ensure() + (s.open?.kind === "text" ? "" : openBlock({ kind: "text" }, { type: "text", text: "" }));
+          const head =
+            ensure() + (s.open?.kind === "text" ? "" : openBlock({ kind: "text" }, { type: "text", text: "" }));
           return head + delta({ type: "text_delta", text: ev.text });
         }
         case "thinking": {
-          const head = ensure() + (s.open?.kind === "thinking" ? "" : openBlock({ kind: "thinking" }, { type: "thinking", thinking: "", signature: "" }));
+          const head =
+            ensure() +
+            (s.open?.kind === "thinking"
+              ? ""
+              : openBlock({ kind: "thinking" }, { type: "thinking", thinking: "", signature: "" }));
           return head + delta({ type: "thinking_delta", thinking: ev.text });
         }
         case "thinking_signature":
           return s.open?.kind === "thinking" ? delta({ type: "signature_delta", signature: ev.signature }) : "";
         case "tool_call_start":
-          return ensure() + openBlock({ kind: "tool", tool: ev.index }, { type: "tool_use", id: ev.id, name: ev.name, input: {} });
+          return (
+            ensure() +
+            openBlock({ kind: "tool", tool: ev.index }, { type: "tool_use", id: ev.id, name: ev.name, input: {} })
+          );
         case "tool_call_delta":
           // A block cannot be reopened: fragments for a call whose block is closed cannot be placed.
           if (s.open?.kind !== "tool" || s.open.tool !== ev.index) return "";
@@ -181,7 +223,10 @@ export function createAnthropicStreamEncoder(ctx: ClientResponseContext): Stream
           return "";
         case "error":
           s.closed = true;
-          return encodeSse(JSON.stringify(anthropicErrorPayload(ev.error.kind, ev.error.message, ctx.requestId)), "error");
+          return encodeSse(
+            JSON.stringify(anthropicErrorPayload(ev.error.kind, ev.error.message, ctx.requestId)),
+            "error",
+          );
         case "end":
           s.closed = true;
           return (

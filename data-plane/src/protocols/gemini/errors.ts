@@ -19,7 +19,12 @@ const statusOfKind: Record<GatewayErrorKind, string> = {
 };
 
 /** The error object alone, as it also appears as a mid-stream `data:` event. */
-export const geminiErrorPayload = (status: number, kind: GatewayErrorKind, message: string, requestId: string): Record<string, unknown> => ({
+export const geminiErrorPayload = (
+  status: number,
+  kind: GatewayErrorKind,
+  message: string,
+  requestId: string,
+): Record<string, unknown> => ({
   error: { code: status, message: withRequestId(message, requestId), status: statusOfKind[kind] },
 });
 

@@ -19,7 +19,10 @@ const errorFrame = (err: Parameters<typeof renderGeminiError>[0], requestId: str
 export const gemini: ProtocolAdapter = {
   name: "gemini",
   endpoints: [
-    pattern("POST", "/v1beta/models/{model}:generateContent", generate, "generate", (m) => ({ model: decodePathSegment(m[1]!), stream: false })),
+    pattern("POST", "/v1beta/models/{model}:generateContent", generate, "generate", (m) => ({
+      model: decodePathSegment(m[1]!),
+      stream: false,
+    })),
     pattern("POST", "/v1beta/models/{model}:streamGenerateContent", streamGenerate, "generate", (m, query) => ({
       model: decodePathSegment(m[1]!),
       stream: true,
@@ -27,10 +30,12 @@ export const gemini: ProtocolAdapter = {
     })),
   ],
   keySources: ["x-goog-api-key", "query"],
-  speaks: (headers, path, query) => path.startsWith("/v1beta/") || headers["x-goog-api-key"] !== undefined || query?.has("key") === true,
+  speaks: (headers, path, query) =>
+    path.startsWith("/v1beta/") || headers["x-goog-api-key"] !== undefined || query?.has("key") === true,
   parseClientRequest: parseGeminiRequest,
   renderClientResponse: renderGeminiResponse,
-  createClientStreamEncoder: (ctx) => (ctx.jsonArray ? jsonArrayEncoder(createGeminiStreamEncoder(ctx)) : createGeminiStreamEncoder(ctx)),
+  createClientStreamEncoder: (ctx) =>
+    ctx.jsonArray ? jsonArrayEncoder(createGeminiStreamEncoder(ctx)) : createGeminiStreamEncoder(ctx),
   renderError: renderGeminiError,
   errorFrame,
   streamContentType: (route) => (route?.jsonArray ? "application/json; charset=utf-8" : undefined),
@@ -45,10 +50,12 @@ export const gemini: ProtocolAdapter = {
   parseUpstreamError: parseGeminiUpstreamError,
   passthrough: ssePassthrough({
     // Gemini names the model in the path: the client's body goes as it is, whatever the route's model name.
-    path: (model, stream) => `/models/${encodeURIComponent(model)}:${stream ? "streamGenerateContent?alt=sse" : "generateContent"}`,
+    path: (model, stream) =>
+      `/models/${encodeURIComponent(model)}:${stream ? "streamGenerateContent?alt=sse" : "generateContent"}`,
     accepts: (req, upstreamModel, route) => upstreamModel === req.model && route?.jsonArray !== true,
     frame: (ev) => `data: ${ev.data}\r\n\r\n`,
-    errorMessage: (ev) => (ev.data.startsWith('{"error"') || ev.data.includes('"error":{') ? errorMessageOf(ev.data) : null),
+    errorMessage: (ev) =>
+      ev.data.startsWith('{"error"') || ev.data.includes('"error":{') ? errorMessageOf(ev.data) : null,
     errorFrame,
     decoder: createGeminiStreamDecoder,
     parseResponse: parseGeminiResponse,
@@ -59,7 +66,9 @@ export const gemini: ProtocolAdapter = {
  * Gemini without `alt=sse` streams one JSON array, element by element. The encoder writes SSE frames
  * (`data: {...}\r\n\r\n`); this turns each into an array element, and closes the array last.
  */
-function jsonArrayEncoder(inner: ReturnType<typeof createGeminiStreamEncoder>): ReturnType<typeof createGeminiStreamEncoder> {
+function jsonArrayEncoder(
+  inner: ReturnType<typeof createGeminiStreamEncoder>,
+): ReturnType<typeof createGeminiStreamEncoder> {
   let started = false;
   return {
     encode(ev) {

@@ -29,7 +29,8 @@ export function assistantPartsOfGemini(parts: readonly unknown[]): AssistantPart
       out.push(part);
       calls++;
     } else if (typeof p.text === "string") {
-      if (p.thought === true) out.push(signature ? { type: "thinking", text: p.text, signature } : { type: "thinking", text: p.text });
+      if (p.thought === true)
+        out.push(signature ? { type: "thinking", text: p.text, signature } : { type: "thinking", text: p.text });
       else out.push({ type: "text", text: p.text });
     }
   }
@@ -42,7 +43,12 @@ export function geminiPartsOfAssistant(parts: readonly AssistantPart[], param: s
     if (p.type === "text") out.push({ text: p.text });
     else if (p.type === "thinking") {
       // Upstream: reasoning from history is not replayed (a foreign signature would be rejected).
-      if (!forUpstream) out.push(p.signature ? { text: p.text, thought: true, thoughtSignature: p.signature } : { text: p.text, thought: true });
+      if (!forUpstream)
+        out.push(
+          p.signature
+            ? { text: p.text, thought: true, thoughtSignature: p.signature }
+            : { text: p.text, thought: true },
+        );
     } else {
       const args = forUpstream ? parseArguments(p.arguments, `${param}[${j}]`) : lenientArgs(p.arguments);
       const part: Json = { functionCall: { name: p.name, args } };
@@ -82,9 +88,13 @@ export function userPartOfGemini(p: Json): ImagePart | UserPart | undefined {
   if (typeof p.text === "string") return { type: "text", text: p.text };
   if (p.inlineData !== undefined) {
     const d = obj(p.inlineData);
-    return { type: "image", source: { kind: "base64", mediaType: str(d.mimeType) ?? "application/octet-stream", data: str(d.data) ?? "" } };
+    return {
+      type: "image",
+      source: { kind: "base64", mediaType: str(d.mimeType) ?? "application/octet-stream", data: str(d.data) ?? "" },
+    };
   }
-  if (p.fileData !== undefined) return { type: "image", source: { kind: "url", url: str(obj(p.fileData).fileUri) ?? "" } };
+  if (p.fileData !== undefined)
+    return { type: "image", source: { kind: "url", url: str(obj(p.fileData).fileUri) ?? "" } };
   return undefined;
 }
 

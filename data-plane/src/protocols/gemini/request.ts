@@ -1,11 +1,34 @@
 // Gemini generateContent requests: client body → canonical, canonical → upstream body and path.
 
 import { z } from "zod";
-import type { CanonicalMessage, CanonicalRequest, ReasoningConfig, ResponseFormat, ToolChoice, ToolDefinition, UserPart } from "../canonical.ts";
-import { type Json, always, budgetOf, invalid, refuseUntranslatable, toolNameResolver, unsupported, untranslatableOf } from "../shared.ts";
+import type {
+  CanonicalMessage,
+  CanonicalRequest,
+  ReasoningConfig,
+  ResponseFormat,
+  ToolChoice,
+  ToolDefinition,
+  UserPart,
+} from "../canonical.ts";
+import {
+  type Json,
+  always,
+  budgetOf,
+  invalid,
+  refuseUntranslatable,
+  toolNameResolver,
+  unsupported,
+  untranslatableOf,
+} from "../shared.ts";
 import type { ClientRoute, UpstreamRequest } from "../types.ts";
 import { parseBody } from "../validate.ts";
-import { assistantPartsOfGemini, geminiFunctionResponse, geminiPartOfUser, geminiPartsOfAssistant, userPartOfGemini } from "./parts.ts";
+import {
+  assistantPartsOfGemini,
+  geminiFunctionResponse,
+  geminiPartOfUser,
+  geminiPartsOfAssistant,
+  userPartOfGemini,
+} from "./parts.ts";
 
 const part = z.looseObject({
   text: z.string().optional(),
@@ -13,8 +36,12 @@ const part = z.looseObject({
   thoughtSignature: z.string().optional(),
   inlineData: z.looseObject({ mimeType: z.string(), data: z.string() }).optional(),
   fileData: z.looseObject({ mimeType: z.string().optional(), fileUri: z.string() }).optional(),
-  functionCall: z.looseObject({ name: z.string(), args: z.record(z.string(), z.unknown()).optional(), id: z.string().optional() }).optional(),
-  functionResponse: z.looseObject({ name: z.string(), response: z.record(z.string(), z.unknown()), id: z.string().optional() }).optional(),
+  functionCall: z
+    .looseObject({ name: z.string(), args: z.record(z.string(), z.unknown()).optional(), id: z.string().optional() })
+    .optional(),
+  functionResponse: z
+    .looseObject({ name: z.string(), response: z.record(z.string(), z.unknown()), id: z.string().optional() })
+    .optional(),
 });
 const content = z.looseObject({ role: z.enum(["user", "model", "function"]).optional(), parts: z.array(part) });
 
@@ -102,9 +129,18 @@ function messagesFromGemini(contents: Body["contents"]): CanonicalMessage[] {
         const fr = p.functionResponse;
         const id = fr.id ?? pending.get(fr.name)?.shift();
         if (id === undefined) {
-          throw invalid("invalid_value", `functionResponse '${fr.name}' answers no earlier functionCall.`, `contents[${i}].parts[${j}].functionResponse`);
+          throw invalid(
+            "invalid_value",
+            `functionResponse '${fr.name}' answers no earlier functionCall.`,
+            `contents[${i}].parts[${j}].functionResponse`,
+          );
         }
-        out.push({ role: "tool", toolCallId: id, name: fr.name, content: [{ type: "text", text: JSON.stringify(fr.response) }] });
+        out.push({
+          role: "tool",
+          toolCallId: id,
+          name: fr.name,
+          content: [{ type: "text", text: JSON.stringify(fr.response) }],
+        });
         return;
       }
       const up = userPartOfGemini(p);
@@ -121,12 +157,16 @@ function lowerTypes(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(lowerTypes);
   if (v === null || typeof v !== "object") return v;
   const out: Json = {};
-  for (const [k, val] of Object.entries(v as Json)) out[k] = k === "type" && typeof val === "string" ? val.toLowerCase() : lowerTypes(val);
+  for (const [k, val] of Object.entries(v as Json))
+    out[k] = k === "type" && typeof val === "string" ? val.toLowerCase() : lowerTypes(val);
   return out;
 }
 
-function reasoningOf(tc: NonNullable<NonNullable<Body["generationConfig"]>["thinkingConfig"]>): ReasoningConfig | undefined {
-  if (tc.thinkingLevel !== undefined) return { enabled: true, effort: tc.thinkingLevel.toLowerCase() as "minimal" | "low" | "medium" | "high" };
+function reasoningOf(
+  tc: NonNullable<NonNullable<Body["generationConfig"]>["thinkingConfig"]>,
+): ReasoningConfig | undefined {
+  if (tc.thinkingLevel !== undefined)
+    return { enabled: true, effort: tc.thinkingLevel.toLowerCase() as "minimal" | "low" | "medium" | "high" };
   if (tc.thinkingBudget === undefined) return tc.includeThoughts ? { enabled: true } : undefined;
   if (tc.thinkingBudget === 0) return { enabled: false };
   if (tc.thinkingBudget === -1) return { enabled: true };
@@ -134,16 +174,31 @@ function reasoningOf(tc: NonNullable<NonNullable<Body["generationConfig"]>["thin
 }
 
 export function parseGeminiRequest(body: unknown, route: ClientRoute = {}): CanonicalRequest {
-  if (!route.model) throw invalid("missing_required_parameter", "The model is part of the URL: /v1beta/models/{model}:generateContent.", "model");
+  if (!route.model)
+    throw invalid(
+      "missing_required_parameter",
+      "The model is part of the URL: /v1beta/models/{model}:generateContent.",
+      "model",
+    );
   const b = parseBody(schema, body);
   const si = b.systemInstruction;
   const system =
-    si === undefined ? [] : typeof si === "string" ? [si] : si.parts.flatMap((p) => (typeof p.text === "string" && p.text !== "" ? [p.text] : []));
-  const req: CanonicalRequest = { model: geminiModelOf(route.model), system, messages: messagesFromGemini(b.contents), stream: route.stream === true };
+    si === undefined
+      ? []
+      : typeof si === "string"
+        ? [si]
+        : si.parts.flatMap((p) => (typeof p.text === "string" && p.text !== "" ? [p.text] : []));
+  const req: CanonicalRequest = {
+    model: geminiModelOf(route.model),
+    system,
+    messages: messagesFromGemini(b.contents),
+    stream: route.stream === true,
+  };
 
   const decls = (b.tools ?? []).flatMap((t, i) => {
     const extra = Object.keys(t).filter((k) => k !== "functionDeclarations");
-    if (extra.length > 0) throw invalid("invalid_value", `Tool '${extra[0]}' is not supported by this gateway.`, `tools[${i}].${extra[0]}`);
+    if (extra.length > 0)
+      throw invalid("invalid_value", `Tool '${extra[0]}' is not supported by this gateway.`, `tools[${i}].${extra[0]}`);
     return t.functionDeclarations ?? [];
   });
   let tools: ToolDefinition[] = decls.map((d) => {
@@ -204,7 +259,11 @@ function responseFormatOf(g: NonNullable<Body["generationConfig"]>): ResponseFor
     return schema ? { type: "json_schema", name: "response", schema } : { type: "json_object" };
   }
   if (g.responseMimeType === undefined || g.responseMimeType === "text/plain") return undefined;
-  throw invalid("invalid_value", `responseMimeType '${g.responseMimeType}' is not supported.`, "generationConfig.responseMimeType");
+  throw invalid(
+    "invalid_value",
+    `responseMimeType '${g.responseMimeType}' is not supported.`,
+    "generationConfig.responseMimeType",
+  );
 }
 
 // ---- canonical → Gemini upstream ----
@@ -228,9 +287,14 @@ function contentsOut(req: CanonicalRequest): Json[] {
     } else {
       const name = names.nameOf(m);
       if (name === undefined) {
-        throw invalid("invalid_value", `Tool result '${m.toolCallId}' answers no earlier tool call.`, `messages[${i}].tool_call_id`);
+        throw invalid(
+          "invalid_value",
+          `Tool result '${m.toolCallId}' answers no earlier tool call.`,
+          `messages[${i}].tool_call_id`,
+        );
       }
-      if (m.content.some((p) => p.type !== "text")) throw unsupported(`messages[${i}].content`, "Gemini", "tool results can only hold text");
+      if (m.content.some((p) => p.type !== "text"))
+        throw unsupported(`messages[${i}].content`, "Gemini", "tool results can only hold text");
       turn("user").push(geminiFunctionResponse(m, name));
     }
   });
@@ -256,7 +320,11 @@ function thinkingConfigOut(r: ReasoningConfig): Json {
   return { thinkingBudget: budgetOf(r) ?? -1, includeThoughts: true };
 }
 
-export function buildGeminiRequest(req: CanonicalRequest, upstreamModel: string, opts: { stream: boolean }): UpstreamRequest {
+export function buildGeminiRequest(
+  req: CanonicalRequest,
+  upstreamModel: string,
+  opts: { stream: boolean },
+): UpstreamRequest {
   refuseUntranslatable(req, "Gemini");
   if (req.n !== undefined && req.n > 1) throw unsupported("n", "Gemini", "only one candidate can be translated");
   if (req.logprobs === true) throw unsupported("logprobs", "Gemini");

@@ -5,7 +5,15 @@ import { type Json, arr, nowSeconds, num, obj, str } from "../shared.ts";
 import type { ClientResponseContext } from "../types.ts";
 import { assistantPartsOfGemini, geminiPartsOfAssistant } from "./parts.ts";
 
-const CONTENT_FILTER = new Set(["SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT"]);
+const CONTENT_FILTER = new Set([
+  "SAFETY",
+  "RECITATION",
+  "BLOCKLIST",
+  "PROHIBITED_CONTENT",
+  "SPII",
+  "IMAGE_SAFETY",
+  "IMAGE_PROHIBITED_CONTENT",
+]);
 
 /** Gemini says STOP for a turn that ends in function calls; the caller knows whether it did. */
 export function finishOfGemini(reason: unknown, hasToolCalls: boolean): FinishReason {

@@ -5,7 +5,18 @@ import { GatewayError } from "../../errors.ts";
 import type { CanonicalStreamEvent, FinishReason, Usage } from "../canonical.ts";
 import type { SseEvent } from "../sse.ts";
 import { sseStreamDecoder } from "../sse-decoder.ts";
-import { type Json, arr, kindOfErrorName, kindOfStatus, nowSeconds, num, obj, parseArgumentsLenient, str, upstreamStreamError } from "../shared.ts";
+import {
+  type Json,
+  arr,
+  kindOfErrorName,
+  kindOfStatus,
+  nowSeconds,
+  num,
+  obj,
+  parseArgumentsLenient,
+  str,
+  upstreamStreamError,
+} from "../shared.ts";
 import type { ClientResponseContext, StreamDecoder, StreamEncoder } from "../types.ts";
 import { geminiErrorPayload } from "./errors.ts";
 import { geminiCallId } from "./parts.ts";
@@ -26,7 +37,10 @@ function decodeEvent(ev: SseEvent, s: DecodeState, out: CanonicalStreamEvent[]):
     chunk = obj(JSON.parse(ev.data));
   } catch {
     s.closed = true;
-    out.push({ type: "error", error: upstreamStreamError("upstream", "malformed_stream", "The upstream sent a malformed stream event.") });
+    out.push({
+      type: "error",
+      error: upstreamStreamError("upstream", "malformed_stream", "The upstream sent a malformed stream event."),
+    });
     return;
   }
   if (chunk.error !== undefined) {
@@ -34,13 +48,21 @@ function decodeEvent(ev: SseEvent, s: DecodeState, out: CanonicalStreamEvent[]):
     s.closed = true;
     const status = str(e.status);
     const kind = num(e.code) ? kindOfStatus(num(e.code)) : kindOfErrorName(status);
-    out.push({ type: "error", error: new GatewayError(kind, status ?? "upstream_error", str(e.message) ?? "Upstream stream error.") });
+    out.push({
+      type: "error",
+      error: new GatewayError(kind, status ?? "upstream_error", str(e.message) ?? "Upstream stream error."),
+    });
     return;
   }
   const usage = chunk.usageMetadata === undefined ? undefined : usageOfGemini(chunk.usageMetadata);
   if (!s.started) {
     s.started = true;
-    const start: CanonicalStreamEvent = { type: "start", id: str(chunk.responseId) ?? "", model: str(chunk.modelVersion) ?? "", created: nowSeconds() };
+    const start: CanonicalStreamEvent = {
+      type: "start",
+      id: str(chunk.responseId) ?? "",
+      model: str(chunk.modelVersion) ?? "",
+      created: nowSeconds(),
+    };
     if (usage) start.usage = usage;
     out.push(start);
   }
@@ -51,7 +73,12 @@ function decodeEvent(ev: SseEvent, s: DecodeState, out: CanonicalStreamEvent[]):
       const fc = obj(p.functionCall);
       const name = str(fc.name) ?? "";
       const index = s.tools++;
-      const startCall: CanonicalStreamEvent = { type: "tool_call_start", index, id: str(fc.id) ?? geminiCallId(name, index), name };
+      const startCall: CanonicalStreamEvent = {
+        type: "tool_call_start",
+        index,
+        id: str(fc.id) ?? geminiCallId(name, index),
+        name,
+      };
       const sig = str(p.thoughtSignature);
       if (sig) startCall.signature = sig;
       // Gemini sends a call whole; it becomes one fragment carrying all the arguments.
@@ -77,7 +104,14 @@ export const createGeminiStreamDecoder = (): StreamDecoder =>
   sseStreamDecoder<DecodeState>({ started: false, finished: false, closed: false, tools: 0 }, decodeEvent, (state) =>
     state.finished
       ? { type: "end" }
-      : { type: "error", error: upstreamStreamError("upstream", "stream_truncated", "The upstream stream ended without a finish reason.") },
+      : {
+          type: "error",
+          error: upstreamStreamError(
+            "upstream",
+            "stream_truncated",
+            "The upstream stream ended without a finish reason.",
+          ),
+        },
   );
 
 interface PendingCall {

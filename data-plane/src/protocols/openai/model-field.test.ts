@@ -3,7 +3,8 @@ import { replaceModelField } from "./model-field.ts";
 
 describe("replaceModelField", () => {
   it("swaps the model and leaves every other byte as it was", () => {
-    const text = '{\n  "id": "x",\n  "model": "gpt-4o-mini-2024-07-18",\n  "choices": [{"message": {"content": "say \\"model\\": \\"gpt-4o-mini-2024-07-18\\""}}],\n  "n": 1.0\n}';
+    const text =
+      '{\n  "id": "x",\n  "model": "gpt-4o-mini-2024-07-18",\n  "choices": [{"message": {"content": "say \\"model\\": \\"gpt-4o-mini-2024-07-18\\""}}],\n  "n": 1.0\n}';
     const out = replaceModelField(text, "gpt-4o-mini-2024-07-18", "team-chat");
     expect(out).toBe(text.replace('"model": "gpt-4o-mini-2024-07-18"', '"model": "team-chat"'));
     expect(JSON.parse(out!).model).toBe("team-chat");

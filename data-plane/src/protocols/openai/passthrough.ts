@@ -30,7 +30,13 @@ const usageOf = (u: OpenAIUsage): Usage => ({
 interface Chunk {
   model?: string;
   usage?: OpenAIUsage | null;
-  choices?: { delta?: { content?: string | null; reasoning_content?: string | null; tool_calls?: { function?: { arguments?: string } }[] } }[];
+  choices?: {
+    delta?: {
+      content?: string | null;
+      reasoning_content?: string | null;
+      tool_calls?: { function?: { arguments?: string } }[];
+    };
+  }[];
 }
 
 export const openAIPassthrough: Passthrough = {
@@ -50,16 +56,31 @@ export const openAIPassthrough: Passthrough = {
       choices?: { message?: { content?: unknown; reasoning_content?: unknown } }[];
     };
     if (parsed.usage && typeof parsed.usage.prompt_tokens === "number") {
-      const body = parsed.model === clientModel ? text : typeof parsed.model === "string" ? replaceModelField(text, parsed.model, clientModel) : null;
-      return { body: body ?? JSON.stringify({ ...parsed, model: clientModel }), usage: usageOf(parsed.usage), exact: true, deliveredChars: 0 };
+      const body =
+        parsed.model === clientModel
+          ? text
+          : typeof parsed.model === "string"
+            ? replaceModelField(text, parsed.model, clientModel)
+            : null;
+      return {
+        body: body ?? JSON.stringify({ ...parsed, model: clientModel }),
+        usage: usageOf(parsed.usage),
+        exact: true,
+        deliveredChars: 0,
+      };
     }
     // Every successful response carries usage; when the upstream leaves it out the gateway counts it (the
     // prompt from the request's size, the output from the answer) and the row is flagged estimated.
     let chars = 0;
-    for (const c of parsed.choices ?? []) chars += String(c.message?.content ?? "").length + String(c.message?.reasoning_content ?? "").length;
+    for (const c of parsed.choices ?? [])
+      chars += String(c.message?.content ?? "").length + String(c.message?.reasoning_content ?? "").length;
     const completion = tokensFromChars(chars);
     const prompt = estimatedPromptTokens;
-    parsed.usage = { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion } as OpenAIUsage;
+    parsed.usage = {
+      prompt_tokens: prompt,
+      completion_tokens: completion,
+      total_tokens: prompt + completion,
+    } as OpenAIUsage;
     return {
       body: JSON.stringify({ ...parsed, model: clientModel }),
       usage: { promptTokens: prompt, completionTokens: completion, reasoningTokens: 0, cachedTokens: 0 },
@@ -89,7 +110,8 @@ export const openAIPassthrough: Passthrough = {
       }
       if (chunk.error) {
         // Re-shaped so that this error, too, carries the request id.
-        const message = typeof chunk.error.message === "string" ? chunk.error.message : "The upstream reported an error mid-stream.";
+        const message =
+          typeof chunk.error.message === "string" ? chunk.error.message : "The upstream reported an error mid-stream.";
         error = new GatewayError("upstream", "upstream_stream_error", `The upstream failed mid-stream: ${message}`);
         return `data: ${renderOpenAIError(error, requestId).body}\n\n`;
       }

@@ -10,7 +10,17 @@ import type {
   ToolChoice,
   UserPart,
 } from "../canonical.ts";
-import { always, dataUrlOf, effortOfBudget, imageSourceOfUrl, invalid, obj, refuseUntranslatable, unsupported, untranslatableOf } from "../shared.ts";
+import {
+  always,
+  dataUrlOf,
+  effortOfBudget,
+  imageSourceOfUrl,
+  invalid,
+  obj,
+  refuseUntranslatable,
+  unsupported,
+  untranslatableOf,
+} from "../shared.ts";
 import { parseBody } from "../validate.ts";
 import type { UpstreamRequest } from "../types.ts";
 
@@ -141,8 +151,11 @@ function reasoningOf(effort: z.infer<typeof schema>["reasoning_effort"]): Reason
 
 function responseFormatOf(rf: z.infer<typeof responseFormat>): ResponseFormat {
   if (rf.type !== "json_schema") return { type: rf.type };
-  const js = (rf as { json_schema: { name: string; description?: string; schema?: Record<string, unknown>; strict?: boolean | null } })
-    .json_schema;
+  const js = (
+    rf as {
+      json_schema: { name: string; description?: string; schema?: Record<string, unknown>; strict?: boolean | null };
+    }
+  ).json_schema;
   const out: ResponseFormat = { type: "json_schema", name: js.name, schema: js.schema ?? {} };
   if (js.strict != null) out.strict = js.strict;
   if (js.description !== undefined) out.description = js.description;
@@ -182,7 +195,11 @@ export function parseOpenAIRequest(body: unknown): CanonicalRequest {
         break;
       }
       case "tool":
-        messages.push({ role: "tool", toolCallId: m.tool_call_id, content: [{ type: "text", text: textOnly(m.content, param) }] });
+        messages.push({
+          role: "tool",
+          toolCallId: m.tool_call_id,
+          content: [{ type: "text", text: textOnly(m.content, param) }],
+        });
         break;
     }
   });
@@ -257,15 +274,21 @@ function messagesOut(req: CanonicalRequest): Record<string, unknown>[] {
       // Thinking is not sent back: OpenAI-style upstreams reject or ignore reasoning in the input.
       const text = m.content.flatMap((p) => (p.type === "text" ? [p.text] : [])).join("");
       const calls = m.content.flatMap((p) =>
-        p.type === "tool_call" ? [{ id: p.id, type: "function", function: { name: p.name, arguments: p.arguments } }] : [],
+        p.type === "tool_call"
+          ? [{ id: p.id, type: "function", function: { name: p.name, arguments: p.arguments } }]
+          : [],
       );
-      const msg: Record<string, unknown> = { role: "assistant", content: text === "" && calls.length > 0 ? null : text };
+      const msg: Record<string, unknown> = {
+        role: "assistant",
+        content: text === "" && calls.length > 0 ? null : text,
+      };
       if (calls.length > 0) msg.tool_calls = calls;
       out.push(msg);
     } else {
       const text = m.content
         .map((p, j) => {
-          if (p.type !== "text") throw unsupported(`messages[${i}].content[${j}]`, "OpenAI", "tool results can only hold text");
+          if (p.type !== "text")
+            throw unsupported(`messages[${i}].content[${j}]`, "OpenAI", "tool results can only hold text");
           return p.text;
         })
         .join("");
@@ -275,18 +298,29 @@ function messagesOut(req: CanonicalRequest): Record<string, unknown>[] {
   return out;
 }
 
-export function buildOpenAIRequest(req: CanonicalRequest, upstreamModel: string, opts: { stream: boolean }): UpstreamRequest {
+export function buildOpenAIRequest(
+  req: CanonicalRequest,
+  upstreamModel: string,
+  opts: { stream: boolean },
+): UpstreamRequest {
   refuseUntranslatable(req, "OpenAI");
   if (req.topK !== undefined) throw unsupported("top_k", "OpenAI");
   const body: Record<string, unknown> = { model: upstreamModel, messages: messagesOut(req) };
   if (req.tools) {
     body.tools = req.tools.map((t) => ({
       type: "function",
-      function: { name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), parameters: t.parameters ?? { type: "object", properties: {} } },
+      function: {
+        name: t.name,
+        ...(t.description !== undefined ? { description: t.description } : {}),
+        parameters: t.parameters ?? { type: "object", properties: {} },
+      },
     }));
   }
   if (req.toolChoice) {
-    body.tool_choice = req.toolChoice.type === "tool" ? { type: "function", function: { name: req.toolChoice.name } } : req.toolChoice.type;
+    body.tool_choice =
+      req.toolChoice.type === "tool"
+        ? { type: "function", function: { name: req.toolChoice.name } }
+        : req.toolChoice.type;
   }
   if (req.parallelToolCalls !== undefined) body.parallel_tool_calls = req.parallelToolCalls;
   if (req.stop) body.stop = req.stop;

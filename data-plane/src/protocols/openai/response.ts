@@ -4,7 +4,6 @@ import type { AssistantPart, CanonicalResponse, FinishReason, Usage } from "../c
 import { type Json, nowSeconds, num, obj, str } from "../shared.ts";
 import type { ClientResponseContext } from "../types.ts";
 
-
 export const finishOfOpenAI = (reason: unknown): FinishReason => {
   switch (reason) {
     case "length":
@@ -54,7 +53,12 @@ export function parseOpenAIResponse(body: unknown): CanonicalResponse {
     for (const tc of msg.tool_calls) {
       const t = obj(tc);
       const fn = obj(t.function);
-      content.push({ type: "tool_call", id: str(t.id) ?? "", name: str(fn.name) ?? "", arguments: str(fn.arguments) ?? "" });
+      content.push({
+        type: "tool_call",
+        id: str(t.id) ?? "",
+        name: str(fn.name) ?? "",
+        arguments: str(fn.arguments) ?? "",
+      });
     }
   }
   return {

@@ -30,19 +30,34 @@ function decodeEvent(ev: SseEvent, s: DecodeState, out: CanonicalStreamEvent[]):
     chunk = obj(JSON.parse(ev.data));
   } catch {
     s.closed = true;
-    out.push({ type: "error", error: upstreamStreamError("upstream", "malformed_stream", "The upstream sent a malformed stream event.") });
+    out.push({
+      type: "error",
+      error: upstreamStreamError("upstream", "malformed_stream", "The upstream sent a malformed stream event."),
+    });
     return;
   }
   if (chunk.error !== undefined) {
     const e = obj(chunk.error);
     s.closed = true;
     const name = str(e.code) ?? str(e.type);
-    out.push({ type: "error", error: new GatewayError(kindOfErrorName(name), name ?? "upstream_error", str(e.message) ?? "Upstream stream error.") });
+    out.push({
+      type: "error",
+      error: new GatewayError(
+        kindOfErrorName(name),
+        name ?? "upstream_error",
+        str(e.message) ?? "Upstream stream error.",
+      ),
+    });
     return;
   }
   if (!s.started) {
     s.started = true;
-    out.push({ type: "start", id: str(chunk.id) ?? "", model: str(chunk.model) ?? "", created: typeof chunk.created === "number" ? chunk.created : nowSeconds() });
+    out.push({
+      type: "start",
+      id: str(chunk.id) ?? "",
+      model: str(chunk.model) ?? "",
+      created: typeof chunk.created === "number" ? chunk.created : nowSeconds(),
+    });
   }
   const choice = obj(arr(chunk.choices)[0]);
   const delta = obj(choice.delta);
@@ -72,10 +87,20 @@ function decodeEvent(ev: SseEvent, s: DecodeState, out: CanonicalStreamEvent[]):
 
 // Some OpenAI-compatible servers omit [DONE]; a stream that reached its finish reason is complete.
 export const createOpenAIStreamDecoder = (): StreamDecoder =>
-  sseStreamDecoder<DecodeState>({ started: false, finished: false, closed: false, tools: new Map() }, decodeEvent, (state) =>
-    state.finished
-      ? { type: "end" }
-      : { type: "error", error: upstreamStreamError("upstream", "stream_truncated", "The upstream stream ended before the answer was complete.") },
+  sseStreamDecoder<DecodeState>(
+    { started: false, finished: false, closed: false, tools: new Map() },
+    decodeEvent,
+    (state) =>
+      state.finished
+        ? { type: "end" }
+        : {
+            type: "error",
+            error: upstreamStreamError(
+              "upstream",
+              "stream_truncated",
+              "The upstream stream ended before the answer was complete.",
+            ),
+          },
   );
 
 interface EncodeState {
@@ -118,7 +143,14 @@ export function createOpenAIStreamEncoder(ctx: ClientResponseContext & { include
         case "thinking_signature":
           return "";
         case "tool_call_start":
-          return ensure() + chunk({ tool_calls: [{ index: ev.index, id: ev.id, type: "function", function: { name: ev.name, arguments: "" } }] });
+          return (
+            ensure() +
+            chunk({
+              tool_calls: [
+                { index: ev.index, id: ev.id, type: "function", function: { name: ev.name, arguments: "" } },
+              ],
+            })
+          );
         case "tool_call_delta":
           return ensure() + chunk({ tool_calls: [{ index: ev.index, function: { arguments: ev.arguments } }] });
         case "usage":
@@ -137,7 +169,8 @@ export function createOpenAIStreamEncoder(ctx: ClientResponseContext & { include
           s.closed = true;
           let out = ensure();
           if (!s.finishSent) out += chunk({}, "stop");
-          if (includeUsage && s.usage) out += `data: ${s.prefix}"choices":[],"usage":${JSON.stringify(openAIUsage(s.usage))}}\n\n`;
+          if (includeUsage && s.usage)
+            out += `data: ${s.prefix}"choices":[],"usage":${JSON.stringify(openAIUsage(s.usage))}}\n\n`;
           return out + "data: [DONE]\n\n";
         }
       }

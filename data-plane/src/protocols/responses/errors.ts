@@ -7,8 +7,21 @@ import { encodeSse } from "../sse.ts";
 
 /** The code a failed Response carries: OpenAI's `server_error` / `rate_limit_exceeded` family. */
 export const errorCodeOf = (err: GatewayError): string =>
-  err.kind === "rate_limit" ? "rate_limit_exceeded" : err.kind === "invalid_request" ? "invalid_prompt" : "server_error";
+  err.kind === "rate_limit"
+    ? "rate_limit_exceeded"
+    : err.kind === "invalid_request"
+      ? "invalid_prompt"
+      : "server_error";
 
 /** One `error` event, as the Responses stream carries it (the SDKs surface its message). */
 export const responsesErrorFrame = (err: GatewayError, requestId: string): string =>
-  encodeSse(JSON.stringify({ type: "error", code: err.code, message: withRequestId(err.message, requestId), param: err.param, sequence_number: 0 }), "error");
+  encodeSse(
+    JSON.stringify({
+      type: "error",
+      code: err.code,
+      message: withRequestId(err.message, requestId),
+      param: err.param,
+      sequence_number: 0,
+    }),
+    "error",
+  );

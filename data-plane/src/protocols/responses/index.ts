@@ -21,7 +21,9 @@ export const responses: ProtocolAdapter = {
     exact("POST", "/v1/responses", "generate"),
     pattern("GET", "/v1/responses/{id}", one, "retrieve", (m) => ({ id: decodePathSegment(m[1]!) })),
     pattern("DELETE", "/v1/responses/{id}", one, "delete", (m) => ({ id: decodePathSegment(m[1]!) })),
-    pattern("GET", "/v1/responses/{id}/input_items", inputItems, "list_input", (m) => ({ id: decodePathSegment(m[1]!) })),
+    pattern("GET", "/v1/responses/{id}/input_items", inputItems, "list_input", (m) => ({
+      id: decodePathSegment(m[1]!),
+    })),
   ],
   keySources: [],
   parseClientRequest: (body) => parseResponsesRequest(body),

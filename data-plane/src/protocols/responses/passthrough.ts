@@ -23,19 +23,33 @@ const withModel = (text: string, parsed: Json, clientModel: string): string => {
 /** An event that carries the Response, with the client's model name in it (the few such events are re-serialised). */
 const renamed = (text: string, data: Json, clientModel: string): string => {
   const r = obj(data.response);
-  return str(r.model) === undefined || r.model === clientModel ? text : JSON.stringify({ ...data, response: { ...r, model: clientModel } });
+  return str(r.model) === undefined || r.model === clientModel
+    ? text
+    : JSON.stringify({ ...data, response: { ...r, model: clientModel } });
 };
 
 export const responsesPassthrough: Passthrough = {
   path: () => "/responses",
-  body: (raw, body, req, upstreamModel) => (upstreamModel === req.model ? raw : JSON.stringify({ ...body, model: upstreamModel })),
+  body: (raw, body, req, upstreamModel) =>
+    upstreamModel === req.model ? raw : JSON.stringify({ ...body, model: upstreamModel }),
   readJson(text, clientModel, estimatedPromptTokens) {
     const parsed = obj(parseUpstreamJson(text));
-    if (parsed.usage != null) return { body: withModel(text, parsed, clientModel), usage: usageOfResponses(parsed.usage), exact: true, deliveredChars: 0 };
+    if (parsed.usage != null)
+      return {
+        body: withModel(text, parsed, clientModel),
+        usage: usageOfResponses(parsed.usage),
+        exact: true,
+        deliveredChars: 0,
+      };
     // No usage: counted by the gateway (flagged estimated); the bytes go out as they came.
     let chars = 0;
     for (const item of Array.isArray(parsed.output) ? parsed.output : []) chars += JSON.stringify(item).length;
-    const usage = { promptTokens: estimatedPromptTokens, completionTokens: tokensFromChars(chars), reasoningTokens: 0, cachedTokens: 0 };
+    const usage = {
+      promptTokens: estimatedPromptTokens,
+      completionTokens: tokensFromChars(chars),
+      reasoningTokens: 0,
+      cachedTokens: 0,
+    };
     return { body: withModel(text, parsed, clientModel), usage, exact: false, deliveredChars: chars };
   },
   createStream(clientModel, requestId): PassthroughStream {
@@ -57,7 +71,11 @@ export const responsesPassthrough: Passthrough = {
       switch (type) {
         case "error": {
           const e = data.error !== undefined ? obj(data.error) : data;
-          error = new GatewayError("upstream", "upstream_stream_error", `The upstream failed mid-stream: ${str(e.message) ?? "unknown error"}`);
+          error = new GatewayError(
+            "upstream",
+            "upstream_stream_error",
+            `The upstream failed mid-stream: ${str(e.message) ?? "unknown error"}`,
+          );
           return responsesErrorFrame(error, requestId);
         }
         case "response.output_text.delta":
@@ -73,7 +91,11 @@ export const responsesPassthrough: Passthrough = {
           const r = obj(data.response);
           if (r.usage != null) usage = usageOfResponses(r.usage);
           if (type === "response.failed") {
-            error = new GatewayError("upstream", "upstream_stream_error", str(obj(r.error).message) ?? "The upstream failed to answer.");
+            error = new GatewayError(
+              "upstream",
+              "upstream_stream_error",
+              str(obj(r.error).message) ?? "The upstream failed to answer.",
+            );
           } else complete = true;
           return frame(renamed(ev.data, data, clientModel));
         }

@@ -5,7 +5,16 @@
 // encrypted_content as the thinking signature, so a vendor's signed reasoning survives the round trip.
 
 import { z } from "zod";
-import type { AssistantMessage, AssistantPart, CanonicalMessage, CanonicalRequest, ReasoningConfig, ResponseFormat, ToolChoice, UserPart } from "../canonical.ts";
+import type {
+  AssistantMessage,
+  AssistantPart,
+  CanonicalMessage,
+  CanonicalRequest,
+  ReasoningConfig,
+  ResponseFormat,
+  ToolChoice,
+  UserPart,
+} from "../canonical.ts";
 import { dataUrlOf, effortOfBudget, imageSourceOfUrl, invalid, unsupported } from "../shared.ts";
 import { formatPath, parseBody } from "../validate.ts";
 import type { UpstreamRequest } from "../types.ts";
@@ -37,10 +46,17 @@ const schema = z.looseObject({
   input: z.union([z.string(), z.array(z.record(z.string(), z.unknown()))]).nullish(),
   instructions: z.string().nullish(),
   tools: z.array(z.looseObject({ type: z.string() })).nullish(),
-  tool_choice: z.union([z.enum(["none", "auto", "required"]), z.looseObject({ type: z.string(), name: z.string().optional() })]).nullish(),
+  tool_choice: z
+    .union([z.enum(["none", "auto", "required"]), z.looseObject({ type: z.string(), name: z.string().optional() })])
+    .nullish(),
   parallel_tool_calls: z.boolean().nullish(),
   text: z.looseObject({ format: formatSchema.nullish() }).nullish(),
-  reasoning: z.looseObject({ effort: z.enum(["none", "minimal", "low", "medium", "high", "xhigh"]).nullish(), summary: z.string().nullish() }).nullish(),
+  reasoning: z
+    .looseObject({
+      effort: z.enum(["none", "minimal", "low", "medium", "high", "xhigh"]).nullish(),
+      summary: z.string().nullish(),
+    })
+    .nullish(),
   max_output_tokens: z.number().int().min(1).nullish(),
   temperature: z.number().min(0).max(2).nullish(),
   top_p: z.number().min(0).max(1).nullish(),
@@ -65,7 +81,10 @@ const messageItem = z.looseObject({
   content: z.union([z.string(), z.array(z.looseObject({ type: z.string() }))]),
 });
 const functionCallItem = z.looseObject({ call_id: z.string(), name: z.string(), arguments: z.string() });
-const functionOutputItem = z.looseObject({ call_id: z.string(), output: z.union([z.string(), z.array(z.looseObject({ type: z.string() }))]) });
+const functionOutputItem = z.looseObject({
+  call_id: z.string(),
+  output: z.union([z.string(), z.array(z.looseObject({ type: z.string() }))]),
+});
 const reasoningItem = z.looseObject({
   summary: z.array(z.looseObject({ text: z.string() })).nullish(),
   content: z.array(z.looseObject({ text: z.string() })).nullish(),
@@ -90,9 +109,15 @@ type Part = { type: string } & Record<string, unknown>;
 function userParts(content: string | Part[], param: string): UserPart[] {
   if (typeof content === "string") return [{ type: "text", text: content }];
   return content.map((p, i): UserPart => {
-    if ((p.type === "input_text" || p.type === "output_text") && typeof p.text === "string") return { type: "text", text: p.text };
+    if ((p.type === "input_text" || p.type === "output_text") && typeof p.text === "string")
+      return { type: "text", text: p.text };
     if (p.type === "input_image") {
-      if (typeof p.image_url !== "string") throw invalid("invalid_value", "Only images given by URL (image_url) can be used; file_id needs the vendor's file storage.", `${param}[${i}].image_url`);
+      if (typeof p.image_url !== "string")
+        throw invalid(
+          "invalid_value",
+          "Only images given by URL (image_url) can be used; file_id needs the vendor's file storage.",
+          `${param}[${i}].image_url`,
+        );
       const detail = typeof p.detail === "string" && p.detail !== "auto" ? p.detail : undefined;
       return { type: "image", source: imageSourceOfUrl(p.image_url, detail) };
     }
@@ -130,7 +155,11 @@ function formatOf(f: z.infer<typeof formatSchema>): ResponseFormat {
 function toolChoiceOf(tc: NonNullable<ResponsesBody["tool_choice"]>): ToolChoice {
   if (typeof tc === "string") return { type: tc };
   if (tc.type === "function" && tc.name) return { type: "tool", name: tc.name };
-  throw invalid("invalid_value", `tool_choice of type '${tc.type}' cannot be translated; only function tools can.`, "tool_choice");
+  throw invalid(
+    "invalid_value",
+    `tool_choice of type '${tc.type}' cannot be translated; only function tools can.`,
+    "tool_choice",
+  );
 }
 
 export function parseResponsesRequest(body: unknown): CanonicalRequest {
@@ -152,8 +181,10 @@ export function parseResponsesRequest(body: unknown): CanonicalRequest {
     switch (type) {
       case "message": {
         const m = at(messageItem, item, param);
-        if (m.role === "system" || m.role === "developer") system.push(textOf(m.content as string | Part[], `${param}.content`));
-        else if (m.role === "user") messages.push({ role: "user", content: userParts(m.content as string | Part[], `${param}.content`) });
+        if (m.role === "system" || m.role === "developer")
+          system.push(textOf(m.content as string | Part[], `${param}.content`));
+        else if (m.role === "user")
+          messages.push({ role: "user", content: userParts(m.content as string | Part[], `${param}.content`) });
         else {
           const text = textOf(m.content as string | Part[], `${param}.content`);
           if (text !== "") assistant().content.push({ type: "text", text });
@@ -175,7 +206,10 @@ export function parseResponsesRequest(body: unknown): CanonicalRequest {
       }
       case "function_call_output": {
         const o = at(functionOutputItem, item, param);
-        const content: UserPart[] = typeof o.output === "string" ? [{ type: "text", text: o.output }] : userParts(o.output as Part[], `${param}.output`);
+        const content: UserPart[] =
+          typeof o.output === "string"
+            ? [{ type: "text", text: o.output }]
+            : userParts(o.output as Part[], `${param}.output`);
         messages.push({ role: "tool", toolCallId: o.call_id, content });
         return;
       }
@@ -189,19 +223,37 @@ export function parseResponsesRequest(body: unknown): CanonicalRequest {
       }
       case "item_reference":
         // The session replaces references with the items they name before parsing, when state is kept.
-        throw invalid("invalid_value", "Item references need stored responses, which this gateway does not keep: send the full input instead.", `${param}.id`);
+        throw invalid(
+          "invalid_value",
+          "Item references need stored responses, which this gateway does not keep: send the full input instead.",
+          `${param}.id`,
+        );
       default:
-        throw invalid("invalid_value", `Input items of type '${type}' cannot be translated for this model's upstream.`, `${param}.type`);
+        throw invalid(
+          "invalid_value",
+          `Input items of type '${type}' cannot be translated for this model's upstream.`,
+          `${param}.type`,
+        );
     }
   });
-  if (messages.length === 0) throw invalid("missing_required_parameter", "Missing required parameter: 'input'.", "input");
+  if (messages.length === 0)
+    throw invalid("missing_required_parameter", "Missing required parameter: 'input'.", "input");
 
   const req: CanonicalRequest = { model: b.model, system, messages, stream: b.stream === true };
   if (b.tools) {
     req.tools = b.tools.map((t, i) => {
-      if (t.type !== "function") throw invalid("unsupported_parameter", `Tools of type '${t.type}' cannot be translated for this model's upstream; only function tools can.`, `tools[${i}].type`);
+      if (t.type !== "function")
+        throw invalid(
+          "unsupported_parameter",
+          `Tools of type '${t.type}' cannot be translated for this model's upstream; only function tools can.`,
+          `tools[${i}].type`,
+        );
       const f = at(functionTool, t, `tools[${i}]`);
-      return { name: f.name, ...(f.description != null ? { description: f.description } : {}), ...(f.parameters != null ? { parameters: f.parameters } : {}) };
+      return {
+        name: f.name,
+        ...(f.description != null ? { description: f.description } : {}),
+        ...(f.parameters != null ? { parameters: f.parameters } : {}),
+      };
     });
   }
   if (b.tool_choice != null) req.toolChoice = toolChoiceOf(b.tool_choice);
@@ -214,13 +266,16 @@ export function parseResponsesRequest(body: unknown): CanonicalRequest {
   if (reasoning) req.reasoning = reasoning;
   if (b.user != null) req.user = b.user;
   // What changes the answer and has no translation is refused, never dropped.
-  if (b.background === true) throw invalid("unsupported_parameter", "'background' is not supported by this model's upstream.", "background");
-  if (b.top_logprobs != null) throw invalid("unsupported_parameter", "'top_logprobs' is not supported by this model's upstream.", "top_logprobs");
+  if (b.background === true)
+    throw invalid("unsupported_parameter", "'background' is not supported by this model's upstream.", "background");
+  if (b.top_logprobs != null)
+    throw invalid("unsupported_parameter", "'top_logprobs' is not supported by this model's upstream.", "top_logprobs");
   if (b.service_tier != null && b.service_tier !== "auto" && b.service_tier !== "default") {
     throw invalid("unsupported_parameter", "'service_tier' is not supported by this model's upstream.", "service_tier");
   }
   for (const k of ["prompt", "conversation"]) {
-    if ((body as Record<string, unknown>)[k] != null) throw invalid("unsupported_parameter", `'${k}' is not supported by this model's upstream.`, k);
+    if ((body as Record<string, unknown>)[k] != null)
+      throw invalid("unsupported_parameter", `'${k}' is not supported by this model's upstream.`, k);
   }
   return req;
 }
@@ -261,7 +316,8 @@ function inputOut(req: CanonicalRequest): Record<string, unknown>[] {
     } else {
       const text = m.content
         .map((p, j) => {
-          if (p.type !== "text") throw unsupported(`messages[${i}].content[${j}]`, UPSTREAM, "tool results can only hold text");
+          if (p.type !== "text")
+            throw unsupported(`messages[${i}].content[${j}]`, UPSTREAM, "tool results can only hold text");
           return p.text;
         })
         .join("");
@@ -271,7 +327,11 @@ function inputOut(req: CanonicalRequest): Record<string, unknown>[] {
   return out;
 }
 
-export function buildResponsesRequest(req: CanonicalRequest, upstreamModel: string, opts: { stream: boolean }): UpstreamRequest {
+export function buildResponsesRequest(
+  req: CanonicalRequest,
+  upstreamModel: string,
+  opts: { stream: boolean },
+): UpstreamRequest {
   if (req.topK !== undefined) throw unsupported("top_k", UPSTREAM);
   if (req.stop) throw unsupported("stop", UPSTREAM);
   if (req.n !== undefined && req.n > 1) throw unsupported("n", UPSTREAM, "only one choice can be translated");
@@ -291,7 +351,9 @@ export function buildResponsesRequest(req: CanonicalRequest, upstreamModel: stri
       strict: false,
     }));
   }
-  if (req.toolChoice) body.tool_choice = req.toolChoice.type === "tool" ? { type: "function", name: req.toolChoice.name } : req.toolChoice.type;
+  if (req.toolChoice)
+    body.tool_choice =
+      req.toolChoice.type === "tool" ? { type: "function", name: req.toolChoice.name } : req.toolChoice.type;
   if (req.parallelToolCalls !== undefined) body.parallel_tool_calls = req.parallelToolCalls;
   if (req.temperature !== undefined) body.temperature = req.temperature;
   if (req.topP !== undefined) body.top_p = req.topP;

@@ -35,7 +35,10 @@ export function usageOfResponses(u: unknown): Usage {
 }
 
 /** The Response's status (and why it is incomplete) for a finish reason. */
-export function statusOf(reason: FinishReason): { status: "completed" | "incomplete" | "failed"; incomplete: Json | null } {
+export function statusOf(reason: FinishReason): {
+  status: "completed" | "incomplete" | "failed";
+  incomplete: Json | null;
+} {
   if (reason === "length") return { status: "incomplete", incomplete: { reason: "max_output_tokens" } };
   if (reason === "content_filter") return { status: "incomplete", incomplete: { reason: "content_filter" } };
   if (reason === "error") return { status: "failed", incomplete: null };
@@ -96,7 +99,13 @@ export const reasoningItem = (id: string, text: string, signature?: string): Jso
   ...(signature ? { encrypted_content: signature } : {}),
 });
 
-export const functionCallItem = (id: string, callId: string, name: string, args: string, status = "completed"): Json => ({
+export const functionCallItem = (
+  id: string,
+  callId: string,
+  name: string,
+  args: string,
+  status = "completed",
+): Json => ({
   type: "function_call",
   id,
   call_id: callId,
@@ -170,7 +179,12 @@ export function partsOfOutput(output: unknown): AssistantPart[] {
       const signature = str(item.encrypted_content);
       if (text || signature) content.push({ type: "thinking", text, ...(signature ? { signature } : {}) });
     } else if (item.type === "function_call") {
-      content.push({ type: "tool_call", id: str(item.call_id) ?? str(item.id) ?? "", name: str(item.name) ?? "", arguments: str(item.arguments) ?? "" });
+      content.push({
+        type: "tool_call",
+        id: str(item.call_id) ?? str(item.id) ?? "",
+        name: str(item.name) ?? "",
+        arguments: str(item.arguments) ?? "",
+      });
     }
   }
   return content;
@@ -184,7 +198,11 @@ export function parseResponsesResponse(body: unknown): CanonicalResponse {
     model: str(b.model) ?? "",
     created: typeof b.created_at === "number" ? b.created_at : nowSeconds(),
     content,
-    finishReason: finishOfResponses(b.status, b.incomplete_details, content.some((p) => p.type === "tool_call")),
+    finishReason: finishOfResponses(
+      b.status,
+      b.incomplete_details,
+      content.some((p) => p.type === "tool_call"),
+    ),
     usage: usageOfResponses(b.usage),
   };
 }

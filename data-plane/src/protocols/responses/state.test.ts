@@ -7,7 +7,11 @@ import { openResponsesSession } from "./state.ts";
 // references expand from the account's own records only, and store: false keeps nothing.
 
 const store = () => new MemoryConversationStore({ masterKey: Buffer.alloc(32, 7), ttlMs: 60_000 });
-const refusal = (p: Promise<unknown>) => p.then(() => null, (e: unknown) => e as GatewayError);
+const refusal = (p: Promise<unknown>) =>
+  p.then(
+    () => null,
+    (e: unknown) => e as GatewayError,
+  );
 
 describe("Responses conversation state", () => {
   it("with storing off, previous_response_id and item references are refused: send the full input", async () => {
@@ -36,16 +40,38 @@ describe("Responses conversation state", () => {
     const st = store();
     const first = openResponsesSession({ model: "m", input: "My name is Ada." }, st, "acc-1");
     await first.expand();
-    const output = [{ type: "message", id: "msg_aa01_0", role: "assistant", content: [{ type: "output_text", text: "Hello Ada." }] }];
+    const output = [
+      { type: "message", id: "msg_aa01_0", role: "assistant", content: [{ type: "output_text", text: "Hello Ada." }] },
+    ];
     await first.commit!({ id: "resp_aa01", output });
     const next = openResponsesSession({ model: "m", input: "Name?", previous_response_id: "resp_aa01" }, st, "acc-1");
     expect(next.withoutState).toEqual({ model: "m", input: [{ role: "user", content: "Name?" }] });
-    expect((await next.expand()).input).toEqual([{ role: "user", content: "My name is Ada." }, output[0], { role: "user", content: "Name?" }]);
-    const ref = openResponsesSession({ model: "m", input: [{ type: "item_reference", id: "msg_aa01_0" }] }, st, "acc-1");
+    expect((await next.expand()).input).toEqual([
+      { role: "user", content: "My name is Ada." },
+      output[0],
+      { role: "user", content: "Name?" },
+    ]);
+    const ref = openResponsesSession(
+      { model: "m", input: [{ type: "item_reference", id: "msg_aa01_0" }] },
+      st,
+      "acc-1",
+    );
     expect((await ref.expand()).input).toEqual([output[0]]);
     // Another account's id is not found, whether continued or referenced.
-    expect(await refusal(openResponsesSession({ model: "m", input: "x", previous_response_id: "resp_aa01" }, st, "acc-2").expand())).toMatchObject({ status: 404 });
-    expect(await refusal(openResponsesSession({ model: "m", input: [{ type: "item_reference", id: "msg_aa01_0" }] }, st, "acc-2").expand())).toMatchObject({ status: 404 });
+    expect(
+      await refusal(
+        openResponsesSession({ model: "m", input: "x", previous_response_id: "resp_aa01" }, st, "acc-2").expand(),
+      ),
+    ).toMatchObject({ status: 404 });
+    expect(
+      await refusal(
+        openResponsesSession(
+          { model: "m", input: [{ type: "item_reference", id: "msg_aa01_0" }] },
+          st,
+          "acc-2",
+        ).expand(),
+      ),
+    ).toMatchObject({ status: 404 });
   });
 
   it("store: false keeps nothing", () => {

@@ -22,7 +22,8 @@ interface StoredResponse {
 const notFound = (what: string, id: string, param: string) =>
   new GatewayError("not_found", "not_found", `${what} with id '${id}' not found.`, param);
 
-const inputItems = (input: unknown): Json[] => (typeof input === "string" ? [{ role: "user", content: input }] : arr(input).map(obj));
+const inputItems = (input: unknown): Json[] =>
+  typeof input === "string" ? [{ role: "user", content: input }] : arr(input).map(obj);
 
 export function openResponsesSession(body: Json, store: ConversationStore | null, accountId: string): ClientSession {
   const previousId = str(body.previous_response_id) ?? null;
@@ -84,7 +85,11 @@ export function openResponsesSession(body: Json, store: ConversationStore | null
   // store: false keeps nothing; with the store off nothing is kept either.
   if (store && body.store !== false) {
     session.commit = async (rendered) => {
-      const record: StoredResponse = { response: rendered, items: [...expanded, ...arr(rendered.output).map(obj)], input: own };
+      const record: StoredResponse = {
+        response: rendered,
+        items: [...expanded, ...arr(rendered.output).map(obj)],
+        input: own,
+      };
       await store.put(accountId, String(rendered.id), record as unknown as Json);
     };
   }
@@ -92,7 +97,12 @@ export function openResponsesSession(body: Json, store: ConversationStore | null
 }
 
 /** The Responses API's answers about a kept response: the Response, its deletion, its input items (a page). */
-export function renderStoredResponse(op: StoredOperation, id: string, record: Json, query: URLSearchParams | null): unknown {
+export function renderStoredResponse(
+  op: StoredOperation,
+  id: string,
+  record: Json,
+  query: URLSearchParams | null,
+): unknown {
   if (op === "delete") return { id, object: "response", deleted: true };
   const rec = record as unknown as StoredResponse;
   if (op === "retrieve") return rec.response;
@@ -104,5 +114,11 @@ export function renderStoredResponse(op: StoredOperation, id: string, record: Js
   if (after) items = items.slice(items.findIndex((i) => i.id === after) + 1);
   const limit = Math.min(100, Math.max(1, Number(query?.get("limit") ?? 20) || 20));
   const data = items.slice(0, limit);
-  return { object: "list", data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: items.length > limit };
+  return {
+    object: "list",
+    data,
+    first_id: data[0]?.id ?? null,
+    last_id: data.at(-1)?.id ?? null,
+    has_more: items.length > limit,
+  };
 }

@@ -47,12 +47,16 @@ export function createResponsesStreamEncoder(ctx: ClientResponseContext): Stream
   const calls = new Map<number, OpenCall>();
   let held: Json | null = null;
 
-  const frame = (type: string, payload: Json): string => `event: ${type}\ndata: ${JSON.stringify({ type, ...payload, sequence_number: seq++ })}\n\n`;
+  const frame = (type: string, payload: Json): string =>
+    `event: ${type}\ndata: ${JSON.stringify({ type, ...payload, sequence_number: seq++ })}\n\n`;
   const snapshot = (status: string): Json => ({ ...responseShell(ctx, id, createdAt, status), output: items.slice() });
   const ensure = (): string => {
     if (started) return "";
     started = true;
-    return frame("response.created", { response: snapshot("in_progress") }) + frame("response.in_progress", { response: snapshot("in_progress") });
+    return (
+      frame("response.created", { response: snapshot("in_progress") }) +
+      frame("response.in_progress", { response: snapshot("in_progress") })
+    );
   };
   const itemId = (prefix: string) => `${prefix}_${core}_${items.length}`;
   const closeMessage = (): string => {
@@ -64,7 +68,10 @@ export function createResponsesStreamEncoder(ctx: ClientResponseContext): Stream
     items[m.index] = done;
     return (
       frame("response.output_text.done", { ...at, text: m.text, logprobs: [] }) +
-      frame("response.content_part.done", { ...at, part: { type: "output_text", text: m.text, annotations: [], logprobs: [] } }) +
+      frame("response.content_part.done", {
+        ...at,
+        part: { type: "output_text", text: m.text, annotations: [], logprobs: [] },
+      }) +
       frame("response.output_item.done", { output_index: m.index, item: done })
     );
   };
@@ -87,7 +94,12 @@ export function createResponsesStreamEncoder(ctx: ClientResponseContext): Stream
     for (const c of calls.values()) {
       const done = functionCallItem(c.id, c.callId, c.name, c.text);
       items[c.index] = done;
-      out += frame("response.function_call_arguments.done", { item_id: c.id, output_index: c.index, name: c.name, arguments: c.text });
+      out += frame("response.function_call_arguments.done", {
+        item_id: c.id,
+        output_index: c.index,
+        name: c.name,
+        arguments: c.text,
+      });
       out += frame("response.output_item.done", { output_index: c.index, item: done });
     }
     calls.clear();
@@ -99,7 +111,10 @@ export function createResponsesStreamEncoder(ctx: ClientResponseContext): Stream
     const out = closeMessage() + closeCalls();
     reasoning = { index: items.length, id: itemId("rs"), text: "", summaryOpen: false };
     items.push(reasoningItem(reasoning.id, ""));
-    return out + frame("response.output_item.added", { output_index: reasoning.index, item: reasoningItem(reasoning.id, "") });
+    return (
+      out +
+      frame("response.output_item.added", { output_index: reasoning.index, item: reasoningItem(reasoning.id, "") })
+    );
   };
 
   return {
@@ -116,7 +131,10 @@ export function createResponsesStreamEncoder(ctx: ClientResponseContext): Stream
             out += closeReasoning() + closeCalls();
             message = { index: items.length, id: itemId("msg"), text: "" };
             items.push(messageItem(message.id, "", "in_progress"));
-            out += frame("response.output_item.added", { output_index: message.index, item: { ...messageItem(message.id, "", "in_progress"), content: [] } });
+            out += frame("response.output_item.added", {
+              output_index: message.index,
+              item: { ...messageItem(message.id, "", "in_progress"), content: [] },
+            });
             out += frame("response.content_part.added", {
               item_id: message.id,
               output_index: message.index,
@@ -125,7 +143,16 @@ export function createResponsesStreamEncoder(ctx: ClientResponseContext): Stream
             });
           }
           message.text += ev.text;
-          return out + frame("response.output_text.delta", { item_id: message.id, output_index: message.index, content_index: 0, delta: ev.text, logprobs: [] });
+          return (
+            out +
+            frame("response.output_text.delta", {
+              item_id: message.id,
+              output_index: message.index,
+              content_index: 0,
+              delta: ev.text,
+              logprobs: [],
+            })
+          );
         }
         case "thinking": {
           let out = ensure() + openReasoning();
@@ -150,7 +177,9 @@ export function createResponsesStreamEncoder(ctx: ClientResponseContext): Stream
             const rs = reasoningItem(itemId("rs"), "", ev.signature);
             const index = items.length;
             items.push(rs);
-            out += frame("response.output_item.added", { output_index: index, item: rs }) + frame("response.output_item.done", { output_index: index, item: rs });
+            out +=
+              frame("response.output_item.added", { output_index: index, item: rs }) +
+              frame("response.output_item.done", { output_index: index, item: rs });
           }
           const c: OpenCall = { index: items.length, id: itemId("fc"), text: "", callId: ev.id, name: ev.name };
           calls.set(ev.index, c);
@@ -163,7 +192,11 @@ export function createResponsesStreamEncoder(ctx: ClientResponseContext): Stream
           const c = calls.get(ev.index);
           if (!c) return "";
           c.text += ev.arguments;
-          return frame("response.function_call_arguments.delta", { item_id: c.id, output_index: c.index, delta: ev.arguments });
+          return frame("response.function_call_arguments.delta", {
+            item_id: c.id,
+            output_index: c.index,
+            delta: ev.arguments,
+          });
         }
         case "usage":
           usage = ev.usage;
@@ -207,9 +240,21 @@ export function createResponsesStreamEncoder(ctx: ClientResponseContext): Stream
       } catch {
         // Not kept: the client is not told it is complete, since a continuation of it would not be found.
         const message = withRequestId("The response could not be stored; send the request again.", ctx.requestId);
-        return frame("error", { code: "store_unavailable", message, param: null }) + frame("response.failed", { response: { ...final, status: "failed", error: { code: "server_error", message } } });
+        return (
+          frame("error", { code: "store_unavailable", message, param: null }) +
+          frame("response.failed", {
+            response: { ...final, status: "failed", error: { code: "server_error", message } },
+          })
+        );
       }
-      return frame(final.status === "completed" ? "response.completed" : final.status === "failed" ? "response.failed" : "response.incomplete", { response: final });
+      return frame(
+        final.status === "completed"
+          ? "response.completed"
+          : final.status === "failed"
+            ? "response.failed"
+            : "response.incomplete",
+        { response: final },
+      );
     },
   };
 }
@@ -232,7 +277,10 @@ function decodeEvent(ev: SseEvent, s: DecodeState, out: CanonicalStreamEvent[]):
   } catch {
     if (ev.data === "[DONE]") return;
     s.closed = true;
-    out.push({ type: "error", error: upstreamStreamError("upstream", "malformed_stream", "The upstream sent a malformed stream event.") });
+    out.push({
+      type: "error",
+      error: upstreamStreamError("upstream", "malformed_stream", "The upstream sent a malformed stream event."),
+    });
     return;
   }
   const type = str(data.type) ?? ev.event;
@@ -240,7 +288,12 @@ function decodeEvent(ev: SseEvent, s: DecodeState, out: CanonicalStreamEvent[]):
     case "response.created": {
       const r = obj(data.response);
       s.started = true;
-      out.push({ type: "start", id: str(r.id) ?? "", model: str(r.model) ?? "", created: typeof r.created_at === "number" ? r.created_at : nowSeconds() });
+      out.push({
+        type: "start",
+        id: str(r.id) ?? "",
+        model: str(r.model) ?? "",
+        created: typeof r.created_at === "number" ? r.created_at : nowSeconds(),
+      });
       return;
     }
     case "response.output_item.added": {
@@ -248,7 +301,12 @@ function decodeEvent(ev: SseEvent, s: DecodeState, out: CanonicalStreamEvent[]):
       if (item.type !== "function_call") return;
       const index = s.calls.size;
       s.calls.set(str(item.id) ?? String(data.output_index), { index, streamed: false });
-      out.push({ type: "tool_call_start", index, id: str(item.call_id) ?? str(item.id) ?? `call_${index}`, name: str(item.name) ?? "" });
+      out.push({
+        type: "tool_call_start",
+        index,
+        id: str(item.call_id) ?? str(item.id) ?? `call_${index}`,
+        name: str(item.name) ?? "",
+      });
       return;
     }
     case "response.function_call_arguments.delta": {
@@ -278,7 +336,8 @@ function decodeEvent(ev: SseEvent, s: DecodeState, out: CanonicalStreamEvent[]):
         // Some servers send a call's arguments only with the finished item.
         const call = s.calls.get(str(item.id) ?? String(data.output_index));
         const args = str(item.arguments) ?? "";
-        if (call && !call.streamed && args !== "") out.push({ type: "tool_call_delta", index: call.index, arguments: args });
+        if (call && !call.streamed && args !== "")
+          out.push({ type: "tool_call_delta", index: call.index, arguments: args });
       } else if (item.type === "reasoning" && str(item.encrypted_content)) {
         out.push({ type: "thinking_signature", signature: str(item.encrypted_content)! });
       }
@@ -290,7 +349,14 @@ function decodeEvent(ev: SseEvent, s: DecodeState, out: CanonicalStreamEvent[]):
       s.finished = true;
       s.closed = true;
       if (r.usage != null) out.push({ type: "usage", usage: usageOfResponses(r.usage) });
-      out.push({ type: "finish", reason: finishOfResponses(r.status ?? (type === "response.completed" ? "completed" : "incomplete"), r.incomplete_details, s.calls.size > 0) });
+      out.push({
+        type: "finish",
+        reason: finishOfResponses(
+          r.status ?? (type === "response.completed" ? "completed" : "incomplete"),
+          r.incomplete_details,
+          s.calls.size > 0,
+        ),
+      });
       out.push({ type: "end" });
       return;
     }
@@ -298,21 +364,43 @@ function decodeEvent(ev: SseEvent, s: DecodeState, out: CanonicalStreamEvent[]):
       const e = obj(obj(data.response).error);
       s.closed = true;
       const code = str(e.code);
-      out.push({ type: "error", error: new GatewayError(kindOfErrorName(code), code ?? "upstream_error", str(e.message) ?? "The upstream failed to answer.") });
+      out.push({
+        type: "error",
+        error: new GatewayError(
+          kindOfErrorName(code),
+          code ?? "upstream_error",
+          str(e.message) ?? "The upstream failed to answer.",
+        ),
+      });
       return;
     }
     case "error": {
       s.closed = true;
       const e = data.error !== undefined ? obj(data.error) : data;
       const code = str(e.code) ?? str(e.type);
-      out.push({ type: "error", error: new GatewayError(kindOfErrorName(code), code ?? "upstream_error", str(e.message) ?? "Upstream stream error.") });
+      out.push({
+        type: "error",
+        error: new GatewayError(
+          kindOfErrorName(code),
+          code ?? "upstream_error",
+          str(e.message) ?? "Upstream stream error.",
+        ),
+      });
       return;
     }
   }
 }
 
 export const createResponsesStreamDecoder = (): StreamDecoder =>
-  sseStreamDecoder<DecodeState>({ started: false, finished: false, closed: false, calls: new Map() }, decodeEvent, () => ({
-    type: "error",
-    error: upstreamStreamError("upstream", "stream_truncated", "The upstream stream ended before the answer was complete."),
-  }));
+  sseStreamDecoder<DecodeState>(
+    { started: false, finished: false, closed: false, calls: new Map() },
+    decodeEvent,
+    () => ({
+      type: "error",
+      error: upstreamStreamError(
+        "upstream",
+        "stream_truncated",
+        "The upstream stream ended before the answer was complete.",
+      ),
+    }),
+  );
