@@ -55,7 +55,7 @@ import type {
 //                         data-plane/dist, copied inside the repository (e.g. bench/results/base-dist.tmp), as the
 //                         target "baseline": an A/B comparison of two builds with the targets alternating in one run
 //   BENCH_OUT=path        where to write the Markdown report
-//   BENCH_SCENARIOS=a,b   a subset of c1,c64,c256,open,streams,anthropic,workers,hold,settle (for profiling one
+//   BENCH_SCENARIOS=a,b   a subset of c1,c64,c256,open,streams,anthropic,responses,workers,tracing,hold,settle (for one
 //                         of them; a partial run leaves the other columns empty). anthropic: an Anthropic client
 //                         through the OpenAI upstream (translation both ways), c=64, modelgate only. workers:
 //                         c=256 with 2 worker processes, modelgate (MODELGATE_WORKERS=2) against the floor with 2.
@@ -90,7 +90,7 @@ const REDIS_URL = env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
 const portkeyEntry = join(repoRoot, "bench/portkey/node_modules/@portkey-ai/gateway/build/start-server.js");
 const resultsDir = join(repoRoot, "bench/results");
 const scenarios = new Set(
-  (env.BENCH_SCENARIOS ?? "c1,c64,c256,open,streams,anthropic,workers,tracing,hold,settle")
+  (env.BENCH_SCENARIOS ?? "c1,c64,c256,open,streams,anthropic,responses,workers,tracing,hold,settle")
     .split(",")
     .map((s) => s.trim()),
 );
@@ -169,6 +169,7 @@ interface RoundResult {
   c64?: MeasuredClosed;
   /** an Anthropic client through the OpenAI upstream (modelgate only) */
   anthropic?: MeasuredClosed;
+  responses?: MeasuredClosed;
   /** c=256 with two worker processes (floor and modelgate) */
   workers2?: ClosedLoopResult;
   /** modelgate with OpenTelemetry tracing on (every call traced, exported to a local sink), c=64 */
@@ -582,6 +583,18 @@ const anthropicRequest = (t: Target): Request => ({
   }),
 });
 
+/** An OpenAI Responses client's request (translated to the OpenAI Chat Completions upstream and back). */
+const responsesRequest = (t: Target): Request => ({
+  url: `${t.origin}/v1/responses`,
+  headers: { ...t.headers, "content-type": "application/json" },
+  body: JSON.stringify({
+    model: MODEL,
+    max_output_tokens: 16,
+    store: false,
+    input: "Say hello in one short sentence.",
+  }),
+});
+
 async function runClosed(
   t: Target,
   connections: number,
@@ -829,6 +842,8 @@ async function main(): Promise<number> {
     const mgT = targets.find((t) => t.id === "modelgate");
     if (scenarios.has("anthropic") && mgT)
       rr.get("modelgate")!.anthropic = await runClosed(mgT, 64, cfg.duration, true, anthropicRequest(mgT));
+    if (scenarios.has("responses") && mgT)
+      rr.get("modelgate")!.responses = await runClosed(mgT, 64, cfg.duration, true, responsesRequest(mgT));
     for (const t of targets) results.get(t.id)!.push(rr.get(t.id)!);
   }
 
@@ -899,6 +914,8 @@ async function main(): Promise<number> {
     c1add: added(id, (r) => r.c1?.latencyMs.p50),
     anthRps: m(id, (r) => r.anthropic?.rps),
     anthCpu: m(id, (r) => r.anthropic?.proxyCpuMsPerReq),
+    respRps: m(id, (r) => r.responses?.rps),
+    respCpu: m(id, (r) => r.responses?.proxyCpuMsPerReq),
     rps256w2: m(id, (r) => r.workers2?.rps),
     tracedRps: m(id, (r) => r.traced?.rps),
     tracedCpu: m(id, (r) => r.traced?.proxyCpuMsPerReq),
@@ -995,6 +1012,12 @@ async function main(): Promise<number> {
   if (mgRow && Number.isFinite(mgRow.anthRps)) {
     lines.push(
       `Translation: an Anthropic Messages client through the OpenAI upstream (request and answer translated), c=64: ${fmtInt(mgRow.anthRps)} req/s${ratio(mgRow.anthRps, f("rps64"))} of the floor's OpenAI pass-through, ${fmt(mgRow.anthCpu, 3)} ms of data-plane CPU per request${ratio(mgRow.anthCpu, f("cpu"))}.`,
+      "",
+    );
+  }
+  if (mgRow && Number.isFinite(mgRow.respRps)) {
+    lines.push(
+      `Responses API: an OpenAI Responses client through the Chat Completions upstream (translated both ways, nothing stored), c=64: ${fmtInt(mgRow.respRps)} req/s${ratio(mgRow.respRps, f("rps64"))} of the floor's pass-through, ${fmt(mgRow.respCpu, 3)} ms of data-plane CPU per request${ratio(mgRow.respCpu, f("cpu"))}.`,
       "",
     );
   }
