@@ -32,9 +32,19 @@ export function createAdminRoute(ctx: ServiceContext, token: string) {
       return (json(res, 400, { error: `unknown command ${body.command}` }), true);
     try {
       const actor = { type: "admin_token" as const, address: requestOrigin(req).clientIp };
-      json(res, 200, {
-        result: await runAdminCommand({ ...ctx, actor }, body.command as CommandName, body.args ?? {}),
-      });
+      let changed = false;
+      const snapshotChanged = () => {
+        changed = true;
+        ctx.snapshotChanged();
+      };
+      const result = await runAdminCommand(
+        { ...ctx, snapshotChanged, actor },
+        body.command as CommandName,
+        body.args ?? {},
+      );
+      // Read your writes: a key the CLI just created (or revoked) is in force when the command returns.
+      if (changed) await ctx.policyPublished?.();
+      json(res, 200, { result });
     } catch (err) {
       const status =
         err instanceof UsageError

@@ -27,7 +27,12 @@ export async function bootControlPlane(settings: Settings, bus: PolicyBus, logge
       if (r.readMs + r.prepareMs + r.appendMs > 250) logger.warn(r, "slow policy round");
     },
   });
-  const ctx: ServiceContext = { prisma: db.prisma, snapshotChanged: publisher.changed, masterKey: settings.masterKey };
+  const ctx: ServiceContext = {
+    prisma: db.prisma,
+    snapshotChanged: publisher.changed,
+    policyPublished: () => publisher.flush(),
+    masterKey: settings.masterKey,
+  };
   if (settings.configPath) {
     await syncConfig(ctx, loadConfigFile(settings.configPath));
     await syncConfig(ctx, { upstreams: [], models: [] }, "builtin"); // a configured gateway has no demo model

@@ -6,6 +6,11 @@ export interface ServiceContext {
   prisma: Db;
   /** Schedules a snapshot publication; cheap to call after every write. */
   snapshotChanged(): void;
+  /**
+   * Resolves once every change scheduled so far is published (in embedded mode: in the data plane's own
+   * store, so a key just created answers at once). Absent where nothing publishes (tests of services).
+   */
+  policyPublished?(): Promise<void>;
   /** Master key for upstream credentials and TOTP secrets (AES-256-GCM). */
   masterKey: Buffer;
   /** who acts, for the audit log (absent: the system itself) */
