@@ -2,10 +2,16 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { RouteSnapshot } from "../contract/index.ts";
 import { GatewayError } from "../errors.ts";
 import { emptyUsage } from "../protocols/canonical.ts";
-import { protocols } from "../protocols/index.ts";
-import { parseJsonLoose, unsupported } from "../protocols/shared.ts";
+import {
+  type ClientRoute,
+  type EmbeddingResult,
+  type EmbeddingsAdapter,
+  type ProtocolAdapter,
+  embeddingsOf,
+} from "../protocols/index.ts";
+import { parseJsonLoose } from "../protocols/shared.ts";
 import { admit, cancelLimits, identify, startLimits } from "../server/admission.ts";
-import { type KeySource, keyHashFrom } from "../server/auth.ts";
+import { keyHashFrom } from "../server/auth.ts";
 import { declaredLength, parseJsonObject, readBody } from "../server/body.ts";
 import { Call } from "../server/call.ts";
 import type { DataPlaneOptions } from "../server/context.ts";
@@ -15,56 +21,24 @@ import { CallAbort } from "../upstreams/call-abort.ts";
 import { orderRoutes } from "../upstreams/pick-route.ts";
 import { type Outgoing, callUpstream } from "../upstreams/upstream-call.ts";
 import { tokensFromChars } from "../usage/record.ts";
-import {
-  type GeminiEmbedMethod,
-  buildGeminiEmbeddingRequest,
-  parseGeminiEmbeddingRequest,
-  parseGeminiEmbeddingResponse,
-  renamedGeminiBody,
-  renderGeminiEmbeddings,
-} from "./gemini.ts";
-import {
-  buildOpenAIEmbeddingRequest,
-  parseOpenAIEmbeddingRequest,
-  parseOpenAIEmbeddingResponse,
-  renamedOpenAIBody,
-  renderOpenAIEmbeddings,
-} from "./openai.ts";
-import type { EmbeddingProtocol, EmbeddingRequest, EmbeddingResult } from "./types.ts";
 
 // The embeddings endpoints, on the same path as generation: key → body → policy and limits → routes (retries,
-// failover, breaker) → answer → accounting. An upstream of the client's protocol gets the client's body (its
-// name for the model changed when the route renames it); another protocol gets a translation.
+// failover, breaker) → answer → accounting. Each protocol's adapter owns its embeddings (its routes with op
+// "embed", the client's shape, its upstream's shape; see protocols/embeddings.ts): an upstream of the client's
+// protocol gets the client's body (its name for the model changed when the route renames it); another
+// protocol gets a translation. This file names no protocol.
 
-export type EmbeddingEndpoint =
-  { protocol: "openai" } | { protocol: "gemini"; model: string; method: GeminiEmbedMethod; queryKey: string | null };
-
-const geminiEmbed = /^\/(v1|v1beta)\/models\/([^/:]+):(embedContent|batchEmbedContents)$/;
-
-/** The embeddings endpoint a path names, or null. */
-export function embeddingEndpoint(path: string, query: URLSearchParams | null): EmbeddingEndpoint | null {
-  if (path === "/v1/embeddings") return { protocol: "openai" };
-  const g = geminiEmbed.exec(path);
-  if (!g) return null;
-  let model: string;
-  try {
-    model = decodeURIComponent(g[2]!);
-  } catch {
-    model = g[2]!; // refused below as an unknown model
-  }
-  return {
-    protocol: "gemini",
-    model: model.replace(/^models\//, ""),
-    method: g[3] as GeminiEmbedMethod,
-    queryKey: query?.get("key") ?? null,
-  };
+export interface EmbeddingEndpoint {
+  /** the client's protocol: its adapter has `embeddings` (the endpoint is one of its "embed" routes) */
+  client: ProtocolAdapter;
+  route: ClientRoute;
+  queryKey?: string | null;
 }
 
-const KEY_SOURCES: Record<EmbeddingProtocol, KeySource[]> = { openai: [], gemini: ["x-goog-api-key", "query"] };
-
-/** The upstream protocol of a route, for embeddings: only OpenAI and Gemini upstreams make them. */
-function embeddingProtocolOf(route: RouteSnapshot): EmbeddingProtocol {
-  if (route.protocol === "openai" || route.protocol === "gemini") return route.protocol;
+/** The embeddings side of a route's upstream; a route to an upstream that makes none is the operator's error. */
+function upstreamEmbeddings(route: RouteSnapshot): EmbeddingsAdapter {
+  const e = embeddingsOf(route.protocol);
+  if (e) return e;
   throw new GatewayError(
     "upstream",
     "upstream_misconfigured",
@@ -79,38 +53,22 @@ export async function handleEmbeddings(
   requestId: string,
   ep: EmbeddingEndpoint,
 ): Promise<void> {
-  const client = protocols[ep.protocol];
+  const { client } = ep;
+  // An adapter declares "embed" routes only with its embeddings (the contract suite checks it).
+  const own = client.embeddings;
+  if (!own) throw new Error(`protocol ${client.name} has an embed route but no embeddings`);
   const startedAt = Date.now();
   let call: Call | null = null;
   let limits: Promise<AcquireResult> | undefined;
   let admitted = false;
   try {
-    if (req.method !== "POST") {
-      throw new GatewayError(
-        "invalid_request",
-        "method_not_allowed",
-        `Method ${req.method} is not allowed here; use POST.`,
-        null,
-        { allow: "POST" },
-        405,
-      );
-    }
-    const caller = identify(
-      opts,
-      keyHashFrom(req.headers, KEY_SOURCES[ep.protocol], ep.protocol === "gemini" ? ep.queryKey : null),
-      req,
-    );
+    const caller = identify(opts, keyHashFrom(req.headers, client.keySources, ep.queryKey), req);
     const declared = declaredLength(req, opts.maxBodyBytes);
     if (declared !== null) limits = startLimits(opts, caller, tokensFromChars(declared), startedAt);
     const raw = await readBody(req, opts.maxBodyBytes);
     const body = parseJsonObject(raw);
-    let base64 = false;
-    let canonical: EmbeddingRequest;
-    if (ep.protocol === "openai") {
-      const parsed = parseOpenAIEmbeddingRequest(body);
-      canonical = parsed.request;
-      base64 = parsed.base64;
-    } else canonical = parseGeminiEmbeddingRequest(body, ep.method, ep.model);
+    const clientCall = own.parseClientRequest(body, ep.route);
+    const canonical = clientCall.request;
     // What the input costs when the upstream does not say: its characters, as the rate limits estimate them.
     const inputChars = canonical.inputs.reduce((n, s) => n + s.length, 0);
     const admission = await admit(
@@ -128,7 +86,7 @@ export async function handleEmbeddings(
       keyId: caller.key.id,
       accountId: caller.account.id,
       model: admission.model.id,
-      protocol: ep.protocol,
+      protocol: client.name,
       upstream: null,
       stream: false,
       clientIp: caller.clientIp,
@@ -148,29 +106,15 @@ export async function handleEmbeddings(
     });
 
     const outgoing = (route: RouteSnapshot): Outgoing => {
-      const up = embeddingProtocolOf(route);
-      const renamed = route.upstreamModel !== canonical.model;
-      if (up === ep.protocol) {
-        if (ep.protocol === "openai")
-          return {
-            path: "/embeddings",
-            body: renamed ? JSON.stringify(renamedOpenAIBody(body, route.upstreamModel)) : raw,
-          };
-        const method = ep.protocol === "gemini" ? ep.method : "batchEmbedContents";
-        const path = `/models/${encodeURIComponent(route.upstreamModel)}:${method}`;
-        return { path, body: renamed ? JSON.stringify(renamedGeminiBody(body, method, route.upstreamModel)) : raw };
+      const up = upstreamEmbeddings(route);
+      if (up === own) {
+        const renamed = route.upstreamModel !== canonical.model;
+        return {
+          path: clientCall.passthroughPath(route.upstreamModel),
+          body: renamed ? JSON.stringify(clientCall.renamedBody(body, route.upstreamModel)) : raw,
+        };
       }
-      const first = canonical.untranslatable?.[0];
-      if (first !== undefined)
-        throw unsupported(
-          first,
-          up === "openai" ? "OpenAI" : "Gemini",
-          "only an upstream of the client's own protocol can honour it",
-        );
-      const built =
-        up === "openai"
-          ? buildOpenAIEmbeddingRequest(canonical, route.upstreamModel)
-          : buildGeminiEmbeddingRequest(canonical, route.upstreamModel);
+      const built = up.buildUpstreamRequest(canonical, route.upstreamModel);
       return { path: built.path, body: JSON.stringify(built.body) };
     };
 
@@ -186,10 +130,11 @@ export async function handleEmbeddings(
     call.firstByte();
     const parsed = parseJsonLoose(text);
     let result: EmbeddingResult;
-    const up = embeddingProtocolOf(answer.route);
+    const up = upstreamEmbeddings(answer.route);
+    const same = up === own;
     try {
       if (parsed === undefined) throw new Error("not JSON");
-      result = up === "openai" ? parseOpenAIEmbeddingResponse(parsed) : parseGeminiEmbeddingResponse(parsed);
+      result = up.parseUpstreamResponse(parsed);
     } catch {
       answer.settle(false);
       throw new GatewayError(
@@ -204,12 +149,10 @@ export async function handleEmbeddings(
     // Gemini's answers carry no count: the call is billed (and logged) as the gateway's estimate.
     call.usageComplete = result.promptTokens !== null;
     let out: string;
-    if (up === ep.protocol && answer.route.upstreamModel === canonical.model)
+    if (same && answer.route.upstreamModel === canonical.model)
       out = text; // the upstream's bytes, read for usage only
-    else if (ep.protocol === "openai") {
-      if (up === "openai") out = JSON.stringify({ ...(parsed as Record<string, unknown>), model: canonical.model });
-      else out = JSON.stringify(renderOpenAIEmbeddings(result, canonical.model, base64, promptTokens));
-    } else out = up === "gemini" ? text : JSON.stringify(renderGeminiEmbeddings(result, ep.method));
+    else if (same) out = clientCall.relayRenamed(text, parsed as Record<string, unknown>);
+    else out = JSON.stringify(clientCall.render(result, promptTokens));
     await call.finish(200); // the charge is durable before the answer goes out
     sendJson(res, 200, out, admission.headers);
   } catch (err) {

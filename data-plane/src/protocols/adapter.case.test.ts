@@ -13,7 +13,8 @@ import {
 // One contract every protocol adapter keeps (in the style of Hono's *.case.test.ts), run against each adapter
 // in the registry: a new protocol gets these checks by registering itself. What one adapter writes as a client
 // protocol, the same adapter reads back as an upstream protocol (requests, answers, streams), its errors carry
-// the request id, its routes are its own, and its same-protocol relay reads usage from its own answers.
+// the request id, its routes are its own, and its same-protocol relay reads usage from its own answers. A
+// protocol that makes embeddings owns its embeddings routes and reads back its own embeddings too.
 
 const REQUEST: CanonicalRequest = {
   model: "m-1",
@@ -223,5 +224,55 @@ describe.each(adapters.map((a) => [a.name, a] as const))("protocol adapter %s", 
     expect(reader.error).toBeNull();
     expect(reader.usage).toMatchObject({ promptTokens: 120, completionTokens: 30 });
     expect(out).toContain("sunny.");
+  });
+
+  it("names its OpenTelemetry provider", () => {
+    expect(a.providerName).toMatch(/^[a-z][a-z0-9._]*$/);
+  });
+
+  it("declares embeddings routes only with its embeddings, and reads back what it builds as an upstream", () => {
+    const routes = a.endpoints.filter((e) => e.op === "embed");
+    const e = a.embeddings;
+    if (!e) {
+      expect(routes).toEqual([]);
+      return;
+    }
+    expect(routes.length).toBeGreaterThan(0);
+    // The path an upstream of this protocol is sent (relative to its base URL) is one of its own routes.
+    const routeOf = (path: string) => {
+      for (const ep of routes) {
+        const r = ep.match(`${a.basePath}${path}`, null);
+        if (r) return r;
+      }
+      throw new Error(`no embed route of ${a.name} answers ${path}`);
+    };
+    const up = e.buildUpstreamRequest({ model: "m-1", inputs: ["a", "b c"], dimensions: 8 }, "m-1");
+    const call = e.parseClientRequest(JSON.parse(JSON.stringify(up.body)), routeOf(up.path));
+    expect(call.request).toEqual({ model: "m-1", inputs: ["a", "b c"], dimensions: 8 });
+    // The client's own body goes to a same-protocol upstream by one of its routes, renamed for another model.
+    expect(routeOf(call.passthroughPath("up-1"))).toBeTruthy();
+    expect(JSON.stringify(call.renamedBody(up.body, "up-1"))).toContain("up-1");
+    // What it renders for a client, it reads back as an upstream answer.
+    const vectors = [
+      [0.5, -1],
+      [2, 0.25],
+    ];
+    const rendered = call.render({ vectors, promptTokens: 7 }, 7);
+    const back = e.parseUpstreamResponse(JSON.parse(JSON.stringify(rendered)));
+    expect(back.vectors).toEqual(vectors);
+    if (back.promptTokens !== null) expect(back.promptTokens).toBe(7);
+    // A renamed same-protocol answer goes back readable, with the client's vectors.
+    const relayed = call.relayRenamed(JSON.stringify(rendered), rendered);
+    expect(e.parseUpstreamResponse(JSON.parse(relayed)).vectors).toEqual(vectors);
+    expect(relayed).not.toContain("up-1");
+    // A parameter only another protocol carries is refused by name, as a 400.
+    let refused: unknown;
+    try {
+      e.buildUpstreamRequest({ model: "m-1", inputs: ["a"], untranslatable: ["taskType"] }, "m-1");
+    } catch (err) {
+      refused = err;
+    }
+    expect(refused).toBeInstanceOf(GatewayError);
+    expect(refused).toMatchObject({ status: 400, param: "taskType" });
   });
 });

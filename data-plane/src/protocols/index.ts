@@ -17,10 +17,12 @@ import type { ProtocolName } from "./canonical.ts";
 import { gemini } from "./gemini/index.ts";
 import { openai } from "./openai/index.ts";
 import { responses } from "./responses/index.ts";
+import type { EmbeddingsAdapter } from "./embeddings.ts";
 import type { ProtocolAdapter } from "./types.ts";
 
 export type * from "./canonical.ts";
 export type * from "./types.ts";
+export type * from "./embeddings.ts";
 export { DEFAULT_ANTHROPIC_MAX_TOKENS, REASONING_BUDGET } from "./shared.ts";
 export { ANTHROPIC_VERSION } from "./anthropic/index.ts";
 export { openai, anthropic, gemini, responses };
@@ -37,3 +39,11 @@ export const adapters: readonly ProtocolAdapter[] = [gemini, anthropic, response
 
 /** The protocol a route's upstream speaks (the built-in demo upstream answers in OpenAI's). */
 export const upstreamProtocolOf = (p: UpstreamProtocol): ProtocolName => (p === "demo" ? "openai" : p);
+
+/** OpenTelemetry's `gen_ai.provider.name` for a route's upstream (the demo upstream is modelgate's own). */
+export const providerNameOf = (p: UpstreamProtocol): string =>
+  p === "demo" ? "modelgate.demo" : protocols[p].providerName;
+
+/** The embeddings side of a route's upstream protocol; null when it makes none (nor does the demo upstream). */
+export const embeddingsOf = (p: UpstreamProtocol): EmbeddingsAdapter | null =>
+  p === "demo" ? null : (protocols[p].embeddings ?? null);

@@ -5,6 +5,7 @@
 
 import type { ModelSnapshot } from "../contract/index.ts";
 import type { GatewayError, RenderedError } from "../errors.ts";
+import type { EmbeddingsAdapter } from "./embeddings.ts";
 import type {
   CanonicalRequest,
   CanonicalResponse,
@@ -29,6 +30,8 @@ export interface ClientRoute {
   jsonArray?: boolean;
   /** a resource id named in the path (GET /v1/responses/{id}) */
   id?: string;
+  /** the method named in the path (Gemini's `:embedContent` or `:batchEmbedContents`) */
+  method?: string;
 }
 
 /** Where a client protocol puts the API key besides `Authorization: Bearer`. */
@@ -38,7 +41,7 @@ export type KeySource = "authorization" | "x-api-key" | "x-goog-api-key" | "quer
  * What the server does for a client route. Generation is the request path every protocol shares;
  * the others are protocol-neutral operations that only some protocols expose.
  */
-export type ClientOperation = "generate" | "count_tokens" | StoredOperation;
+export type ClientOperation = "generate" | "count_tokens" | "embed" | StoredOperation;
 /** Operations on kept answers of a stateful protocol (the Responses API's /v1/responses/{id}…). */
 export type StoredOperation = "retrieve" | "delete" | "list_input";
 
@@ -173,4 +176,12 @@ export interface ProtocolAdapter {
   parseUpstreamError(status: number, body: string): UpstreamErrorInfo;
   /** Same protocol on both sides (absent: always translate). */
   readonly passthrough?: Passthrough;
+  /** OpenTelemetry's `gen_ai.provider.name` for an upstream of this protocol (the convention's well-known value). */
+  readonly providerName: string;
+  // embeddings
+  /**
+   * The protocol's embeddings, client side (its endpoints with op "embed") and upstream side; absent when the
+   * protocol makes none (a route of such an upstream cannot serve an embedding model).
+   */
+  readonly embeddings?: EmbeddingsAdapter;
 }

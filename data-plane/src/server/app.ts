@@ -19,7 +19,7 @@ import { parseJsonObject, readBody } from "./body.ts";
 import type { DataPlaneOptions } from "./context.ts";
 import { handleGenerate } from "./generate.ts";
 import { newRequestId } from "./request-id.ts";
-import { embeddingEndpoint, handleEmbeddings } from "../embeddings/handle.ts";
+import { handleEmbeddings } from "../embeddings/handle.ts";
 import { unknownPath } from "./endpoints.ts";
 import { sendError, sendJson, setRequestId } from "./respond.ts";
 import { tokensFromChars } from "../usage/record.ts";
@@ -136,18 +136,15 @@ export function createDataPlaneHandler(opts: DataPlaneOptions, strict: boolean) 
           case "count_tokens":
             await countTokens(opts, req, res, client);
             return true;
+          case "embed":
+            await handleEmbeddings(opts, req, res, requestId, { client, route: m.route, queryKey: query?.get("key") });
+            return true;
           case "retrieve":
           case "delete":
           case "list_input":
             await stored(opts, req, res, client, m.endpoint.op, m.route.id ?? "", query);
             return true;
         }
-      }
-      // Embeddings (OpenAI's /v1/embeddings, Gemini's :embedContent) have their own handler (data-plane/src/embeddings).
-      const embeddings = embeddingEndpoint(path, query);
-      if (embeddings) {
-        await handleEmbeddings(opts, req, res, requestId, embeddings);
-        return true;
       }
       const list = models.exec(path);
       client ??= protocolOf(req, path, query);

@@ -6,9 +6,6 @@ import { protocols } from "../protocols/index.ts";
 
 export const ENDPOINTS: readonly string[] = [
   ...Object.values(protocols).flatMap((p) => p.endpoints.map((e) => e.label)),
-  "POST /v1/embeddings",
-  "POST /v1beta/models/{model}:embedContent",
-  "POST /v1beta/models/{model}:batchEmbedContents",
   "GET /v1/models",
   "GET /v1/models/{model}",
   "GET /v1beta/models",

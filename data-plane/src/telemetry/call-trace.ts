@@ -1,21 +1,14 @@
 import type { IncomingMessage } from "node:http";
 import type { RouteSnapshot } from "../contract/index.ts";
 import { GatewayError } from "../errors.ts";
+import { providerNameOf } from "../protocols/index.ts";
 import { type Span, SpanKind, SpanStatusCode, type Tracing } from "./tracing.ts";
 
 // The trace of one data-plane call, following OpenTelemetry's GenAI semantic conventions: a SERVER span for
 // the call ("chat <model>"), child spans for the rate-limit decision, each upstream attempt (CLIENT spans, so
 // retries and failover show one by one, each carrying the traceparent it sent) and the relay of the answer.
-// No prompt or completion text is ever recorded. Created only when tracing is on.
-
-/** gen_ai.provider.name for each upstream protocol (the convention's well-known values) */
-const PROVIDER: Record<string, string> = {
-  openai: "openai",
-  "openai-responses": "openai",
-  anthropic: "anthropic",
-  gemini: "gcp.gemini",
-  demo: "modelgate.demo",
-};
+// No prompt or completion text is ever recorded. Created only when tracing is on. Each protocol's adapter names
+// its provider (`providerName`).
 
 export interface TracedUsage {
   promptTokens: number;
@@ -90,7 +83,7 @@ export class CallTrace {
       this.root,
       {
         "gen_ai.operation.name": this.operation,
-        "gen_ai.provider.name": PROVIDER[route.protocol] ?? route.protocol,
+        "gen_ai.provider.name": providerNameOf(route.protocol),
         "gen_ai.request.model": route.upstreamModel,
         "server.address": host,
         ...(port !== undefined ? { "server.port": port } : {}),
@@ -107,7 +100,7 @@ export class CallTrace {
   /** The answer is on its way to the client. */
   relay(route: RouteSnapshot): void {
     this.root.setAttributes({
-      "gen_ai.provider.name": PROVIDER[route.protocol] ?? route.protocol,
+      "gen_ai.provider.name": providerNameOf(route.protocol),
       "gen_ai.response.model": route.upstreamModel,
       "modelgate.upstream": route.upstream,
     });

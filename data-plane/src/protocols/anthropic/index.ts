@@ -52,4 +52,5 @@ export const anthropic: ProtocolAdapter = {
     decoder: createAnthropicStreamDecoder,
     parseResponse: parseAnthropicResponse,
   }),
+  providerName: "anthropic",
 };

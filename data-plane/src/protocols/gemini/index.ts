@@ -1,8 +1,9 @@
 // The Gemini protocol: POST /v1beta/models/{model}:generateContent and :streamGenerateContent (also under /v1/),
-// keys in `x-goog-api-key` or `?key=`. Streaming without `alt=sse` is one JSON array streamed element by element.
+// embeddings at :embedContent and :batchEmbedContents, keys in `x-goog-api-key` or `?key=`. Streaming without `alt=sse` is one JSON array streamed element by element.
 
 import { geminiModel, geminiModelList } from "../models.ts";
 import { errorMessageOf, ssePassthrough } from "../passthrough.ts";
+import { geminiEmbeddings } from "./embeddings.ts";
 import { decodePathSegment, pattern } from "../routes.ts";
 import type { ProtocolAdapter } from "../types.ts";
 import { geminiErrorPayload, parseGeminiUpstreamError, renderGeminiError } from "./errors.ts";
@@ -12,6 +13,12 @@ import { createGeminiStreamDecoder, createGeminiStreamEncoder } from "./stream.t
 
 const generate = /^\/(?:v1|v1beta)\/models\/([^/:]+):generateContent$/;
 const streamGenerate = /^\/(?:v1|v1beta)\/models\/([^/:]+):streamGenerateContent$/;
+const embed = /^\/(?:v1|v1beta)\/models\/([^/:]+):embedContent$/;
+const batchEmbed = /^\/(?:v1|v1beta)\/models\/([^/:]+):batchEmbedContents$/;
+const embedRoute = (method: string) => (m: RegExpExecArray) => ({
+  model: decodePathSegment(m[1]!).replace(/^models\//, ""),
+  method,
+});
 
 const errorFrame = (err: Parameters<typeof renderGeminiError>[0], requestId: string) =>
   `data: ${JSON.stringify(geminiErrorPayload(err.status, err.kind, err.message, requestId))}\r\n\r\n`;
@@ -28,6 +35,8 @@ export const gemini: ProtocolAdapter = {
       stream: true,
       jsonArray: query?.get("alt") !== "sse",
     })),
+    pattern("POST", "/v1beta/models/{model}:embedContent", embed, "embed", embedRoute("embedContent")),
+    pattern("POST", "/v1beta/models/{model}:batchEmbedContents", batchEmbed, "embed", embedRoute("batchEmbedContents")),
   ],
   keySources: ["x-goog-api-key", "query"],
   speaks: (headers, path, query) =>
@@ -60,6 +69,8 @@ export const gemini: ProtocolAdapter = {
     decoder: createGeminiStreamDecoder,
     parseResponse: parseGeminiResponse,
   }),
+  providerName: "gcp.gemini",
+  embeddings: geminiEmbeddings,
 };
 
 /**

@@ -1,8 +1,10 @@
-// The OpenAI Chat Completions protocol: POST /v1/chat/completions, keys as `Authorization: Bearer`.
+// The OpenAI Chat Completions protocol: POST /v1/chat/completions (and POST /v1/embeddings), keys as
+// `Authorization: Bearer`.
 
 import { encodeSse } from "../sse.ts";
 import { openaiModel, openaiModelList } from "../models.ts";
 import { exact } from "../routes.ts";
+import { openaiEmbeddings } from "./embeddings.ts";
 import type { ProtocolAdapter } from "../types.ts";
 import { parseOpenAIUpstreamError, renderOpenAIError } from "./errors.ts";
 import { openAIPassthrough } from "./passthrough.ts";
@@ -12,7 +14,7 @@ import { createOpenAIStreamDecoder, createOpenAIStreamEncoder } from "./stream.t
 
 export const openai: ProtocolAdapter = {
   name: "openai",
-  endpoints: [exact("POST", "/v1/chat/completions", "generate")],
+  endpoints: [exact("POST", "/v1/chat/completions", "generate"), exact("POST", "/v1/embeddings", "embed")],
   keySources: [],
   parseClientRequest: (body) => parseOpenAIRequest(body),
   renderClientResponse: renderOpenAIResponse,
@@ -29,4 +31,6 @@ export const openai: ProtocolAdapter = {
   createUpstreamStreamDecoder: createOpenAIStreamDecoder,
   parseUpstreamError: parseOpenAIUpstreamError,
   passthrough: openAIPassthrough,
+  providerName: "openai",
+  embeddings: openaiEmbeddings,
 };

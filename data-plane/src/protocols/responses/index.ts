@@ -43,4 +43,5 @@ export const responses: ProtocolAdapter = {
   createUpstreamStreamDecoder: createResponsesStreamDecoder,
   parseUpstreamError: parseOpenAIUpstreamError,
   passthrough: responsesPassthrough,
+  providerName: "openai",
 };

@@ -1,10 +1,15 @@
-// OpenAI /v1/embeddings: client body ↔ canonical, canonical ↔ upstream body.
+// OpenAI /v1/embeddings: client body ↔ canonical, canonical ↔ upstream body, as the adapter's `embeddings`.
 
 import { z } from "zod";
-import { badAnswer } from "./errors.ts";
-import { arr, num, obj } from "../protocols/shared.ts";
-import { parseBody } from "../protocols/validate.ts";
-import type { EmbeddingRequest, EmbeddingResult, EmbeddingUpstreamRequest } from "./types.ts";
+import {
+  type EmbeddingRequest,
+  type EmbeddingResult,
+  type EmbeddingUpstreamRequest,
+  type EmbeddingsAdapter,
+  badEmbeddingAnswer,
+} from "../embeddings.ts";
+import { arr, num, obj, refuseUntranslatable } from "../shared.ts";
+import { parseBody } from "../validate.ts";
 import { fromBase64Floats, toBase64Floats } from "./vectors.ts";
 
 const tokens = z.array(z.number().int().nonnegative());
@@ -74,14 +79,27 @@ export function parseOpenAIEmbeddingResponse(body: unknown): EmbeddingResult {
     const e = d.embedding;
     if (typeof e === "string") return fromBase64Floats(e);
     if (Array.isArray(e)) return e.map(num);
-    throw badAnswer();
+    throw badEmbeddingAnswer();
   });
   const usage = obj(b.usage);
   return { vectors, promptTokens: typeof usage.prompt_tokens === "number" ? num(usage.prompt_tokens) : null };
 }
 
-/** Usage of an OpenAI upstream's answer, read without re-rendering it (same-protocol passthrough). */
-export const openaiEmbeddingUsage = (body: unknown): number | null => {
-  const u = obj(obj(body).usage);
-  return typeof u.prompt_tokens === "number" ? num(u.prompt_tokens) : null;
+export const openaiEmbeddings: EmbeddingsAdapter = {
+  parseClientRequest(body) {
+    const { request, base64 } = parseOpenAIEmbeddingRequest(body);
+    return {
+      request,
+      passthroughPath: () => "/embeddings",
+      renamedBody: renamedOpenAIBody,
+      // The upstream's answer names its own model: the client's name goes back in, everything else kept.
+      relayRenamed: (_text, parsed) => JSON.stringify({ ...parsed, model: request.model }),
+      render: (result, promptTokens) => renderOpenAIEmbeddings(result, request.model, base64, promptTokens),
+    };
+  },
+  buildUpstreamRequest(req, upstreamModel) {
+    refuseUntranslatable(req, "OpenAI");
+    return buildOpenAIEmbeddingRequest(req, upstreamModel);
+  },
+  parseUpstreamResponse: parseOpenAIEmbeddingResponse,
 };

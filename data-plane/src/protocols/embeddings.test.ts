@@ -6,14 +6,14 @@ import {
   parseGeminiEmbeddingResponse,
   renamedGeminiBody,
   renderGeminiEmbeddings,
-} from "./gemini.ts";
+} from "./gemini/embeddings.ts";
 import {
   buildOpenAIEmbeddingRequest,
   parseOpenAIEmbeddingRequest,
   parseOpenAIEmbeddingResponse,
   renderOpenAIEmbeddings,
-} from "./openai.ts";
-import { fromBase64Floats, toBase64Floats } from "./vectors.ts";
+} from "./openai/embeddings.ts";
+import { fromBase64Floats, toBase64Floats } from "./openai/vectors.ts";
 
 describe("embeddings translation", () => {
   it("reads OpenAI input as one string, many, or token ids (which only OpenAI can take)", () => {

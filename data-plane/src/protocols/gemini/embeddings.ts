@@ -1,10 +1,16 @@
-// Gemini :embedContent and :batchEmbedContents: client body ↔ canonical, canonical ↔ upstream body.
+// Gemini :embedContent and :batchEmbedContents: client body ↔ canonical, canonical ↔ upstream body, as the
+// adapter's `embeddings`.
 
 import { z } from "zod";
-import { arr, invalid, num, obj } from "../protocols/shared.ts";
-import { parseBody } from "../protocols/validate.ts";
-import { badAnswer } from "./errors.ts";
-import type { EmbeddingRequest, EmbeddingResult, EmbeddingUpstreamRequest } from "./types.ts";
+import {
+  type EmbeddingRequest,
+  type EmbeddingResult,
+  type EmbeddingUpstreamRequest,
+  type EmbeddingsAdapter,
+  badEmbeddingAnswer,
+} from "../embeddings.ts";
+import { arr, invalid, num, obj, refuseUntranslatable } from "../shared.ts";
+import { parseBody } from "../validate.ts";
 
 export type GeminiEmbedMethod = "embedContent" | "batchEmbedContents";
 
@@ -93,9 +99,30 @@ export function parseGeminiEmbeddingResponse(body: unknown): EmbeddingResult {
   const list = b.embedding !== undefined ? [b.embedding] : arr(b.embeddings);
   const vectors = list.map((e) => {
     const values = obj(e).values;
-    if (!Array.isArray(values)) throw badAnswer();
+    if (!Array.isArray(values)) throw badEmbeddingAnswer();
     return values.map(num);
   });
   // Gemini's embedding answers carry no token count: the gateway counts the input itself.
   return { vectors, promptTokens: null };
 }
+
+export const geminiEmbeddings: EmbeddingsAdapter = {
+  parseClientRequest(body, route) {
+    const method: GeminiEmbedMethod = route.method === "embedContent" ? "embedContent" : "batchEmbedContents";
+    const request = parseGeminiEmbeddingRequest(body, method, route.model ?? "");
+    return {
+      request,
+      // Gemini names the model in the path: the client's method, toward the route's model.
+      passthroughPath: (upstreamModel) => `/models/${encodeURIComponent(upstreamModel)}:${method}`,
+      renamedBody: (b, upstreamModel) => renamedGeminiBody(b, method, upstreamModel),
+      // Gemini's embedding answers name no model: the upstream's bytes go back as they are.
+      relayRenamed: (text) => text,
+      render: (result) => renderGeminiEmbeddings(result, method),
+    };
+  },
+  buildUpstreamRequest(req, upstreamModel) {
+    refuseUntranslatable(req, "Gemini");
+    return buildGeminiEmbeddingRequest(req, upstreamModel);
+  },
+  parseUpstreamResponse: parseGeminiEmbeddingResponse,
+};
