@@ -22,6 +22,8 @@ export class Call {
   deliveredChars = 0;
   /** the relay is streaming the answer: a client leaving now cuts the stream (see cut) */
   streaming = false;
+  /** the client left a non-streamed call before its answer; the upstream's answer is still awaited (see leave) */
+  clientGone = false;
   private finished = false;
   /** the cost charged by estimate when the client cut the stream; the exact usage replaces it once */
   private estimatedCharge: bigint | null = null;
@@ -95,9 +97,14 @@ export class Call {
   finish(status: number, errorCode: string | null = null): Promise<void> | void {
     if (this.finished) return this.settleExact();
     this.finished = true;
+    if (this.drainTimer !== null) clearTimeout(this.drainTimer); // a non-streamed call the client left: answered
+    this.drainTimer = null;
     const ok = status >= 200 && status < 300;
     const { usage, estimated } = this.billedUsage();
-    const charge = ok || (this.record.firstByteAt !== null && (usage.completionTokens > 0 || this.deliveredChars > 0));
+    // A non-streamed answer read to its end after the client left is charged: the upstream did the work.
+    const answered = this.clientGone && this.record.firstByteAt !== null;
+    const charge =
+      ok || answered || (this.record.firstByteAt !== null && (usage.completionTokens > 0 || this.deliveredChars > 0));
     const event = usageEvent(this.record, usage, this.admission.price, status, errorCode, charge, estimated);
     const durable = this.opts.usage.emit(event);
     const cost = BigInt(event.cost);
@@ -136,6 +143,22 @@ export class Call {
       stop();
       return;
     }
+    this.drainTimer = setTimeout(stop, this.opts.cutStreamDrainMs ?? CUT_STREAM_DRAIN_MS);
+    this.drainTimer.unref();
+  }
+
+  /**
+   * The client left a non-streamed call before its answer. The upstream has the request and bills for it, so
+   * its answer is still awaited (at most the drain time, then `stop` aborts it) and, when it comes, the call
+   * is charged from its usage (by estimate, flagged, when it reports none): one usage event, status 499. An
+   * upstream that fails meanwhile is not retried, and the call costs nothing, as any failed call.
+   */
+  leave(stop: () => void): void {
+    if (this.finished || this.clientGone) {
+      if (this.finished) stop();
+      return;
+    }
+    this.clientGone = true;
     this.drainTimer = setTimeout(stop, this.opts.cutStreamDrainMs ?? CUT_STREAM_DRAIN_MS);
     this.drainTimer.unref();
   }

@@ -117,8 +117,10 @@ export async function handleGenerate(
     const abort = new CallAbort();
     res.on("close", () => {
       if (res.writableFinished) return;
-      // A stream the client left is still read for its exact usage (Call.cut); anything else stops now.
+      // A stream the client left is still read for its exact usage (Call.cut), and a non-streamed answer still
+      // awaited (Call.leave): the upstream bills the work either way.
       if (call?.streaming) call.cut(() => abort.abort());
+      else if (call) call.leave(() => abort.abort());
       else abort.abort();
     });
     const outgoing = (route: RouteSnapshot): Outgoing => {
@@ -136,7 +138,7 @@ export async function handleGenerate(
       return { path: up.path, body: JSON.stringify(up.body), headers: up.headers };
     };
 
-    const answer = await callUpstream(opts, routes, outgoing, abort, caller.account.id, trace);
+    const answer = await callUpstream(opts, routes, outgoing, abort, caller.account.id, trace, () => call!.clientGone);
     call.record.upstream = answer.route.upstream;
     trace?.relay(answer.route);
     const headers = admission.headers;

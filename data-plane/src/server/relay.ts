@@ -73,6 +73,16 @@ async function readAll(answer: Answer, call: Call): Promise<string> {
   }
 }
 
+/**
+ * Accounts a non-streamed answer read to its end; the charge is durable before the answer goes out. When the
+ * client left meanwhile (Call.leave) it is the same charge with status 499, and nothing is sent: returns false.
+ */
+async function finishJson(call: Call, res: ServerResponse): Promise<boolean> {
+  const gone = call.clientGone || res.destroyed;
+  await call.finish(gone ? 499 : 200, gone ? "client_closed" : null);
+  return !gone;
+}
+
 /** Non-streaming, translated: read the body, take usage from it, render it in the client's protocol. */
 export async function relayJson(
   call: Call,
@@ -112,8 +122,7 @@ export async function relayJson(
   }
   const rendered = render(canonical);
   await commit?.(rendered);
-  await call.finish(200); // the charge is durable before the answer goes out
-  sendJson(res, 200, JSON.stringify(rendered), headers);
+  if (await finishJson(call, res)) sendJson(res, 200, JSON.stringify(rendered), headers);
 }
 
 /** Non-streaming, same protocol: the upstream's bytes, read for usage, with the client's model name. */
@@ -137,8 +146,7 @@ export async function relayPassthroughJson(
   call.deliveredChars += read.deliveredChars;
   call.setUsage(read.usage);
   call.usageComplete = read.exact;
-  await call.finish(200); // the charge is durable before the answer goes out
-  sendJson(res, 200, read.body, headers);
+  if (await finishJson(call, res)) sendJson(res, 200, read.body, headers);
 }
 
 export interface StreamRelay {

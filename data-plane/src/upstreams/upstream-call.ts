@@ -71,6 +71,8 @@ export async function callUpstream(
   /** whose call this is: the breakers count failures per account as well as per upstream */
   accountId: string,
   trace: CallTrace | null = null,
+  /** the client left but the call goes on (a non-streamed answer still awaited): a failure is not retried */
+  clientGone: () => boolean = () => false,
 ): Promise<Answer> {
   let lastFailure: unknown = null;
   let skipped = 0;
@@ -85,6 +87,8 @@ export async function callUpstream(
     let tickets = 0;
     const outcome = await withRetry<Answer>(
       async () => {
+        // Nobody waits for another try: the client left (only the attempt under way is still awaited).
+        if (clientGone()) return { ok: false, retryable: false, failure: clientClosed() };
         const ticket = opts.breakers.acquire(route.upstream, accountId, Date.now());
         if (ticket === null) return { ok: false, retryable: false, failure: new BreakerOpen(route.upstream) };
         tickets++;
@@ -154,7 +158,7 @@ export async function callUpstream(
     lastFailure = outcome.failure;
     if (lastFailure instanceof UpstreamStatus) await lastFailure.drain();
     if (lastFailure instanceof BreakerOpen && tickets === 0) skipped++;
-    if (signal.aborted) throw clientClosed();
+    if (signal.aborted || clientGone()) throw clientClosed();
     if (lastFailure instanceof OwnFault) throw lastFailure.cause;
     // A request the upstream refused as invalid would be refused by the next route too.
     if (lastFailure instanceof UpstreamStatus && !isRetryableStatus(lastFailure.upstream.status)) break;
