@@ -1,5 +1,8 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import Anthropic from "@anthropic-ai/sdk";
-import { GoogleGenAI } from "@google/genai";
+import { ApiError as GeminiApiError, GoogleGenAI } from "@google/genai";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Gateway, startGateway, waitForKey } from "../helpers/gateway.ts";
@@ -20,7 +23,17 @@ import {
 // writes, reasoning) and some streams cut off by the client before the upstream reported usage (the upstream
 // finishes after the client left, so the exact count replaces the estimate). Afterwards the usage log, the
 // wallet, the ledger and the key's spend agree to the micro-unit, and with an amount this file computes on its
-// own from the usage the mocks reported and the prices it configured.
+// own from the usage the mocks reported and the prices it configured. The second part crosses a budget reset:
+// a key with a daily budget (account time zone Asia/Kolkata) is spent to 429 budget_exceeded, the test clock
+// moves past local midnight, calls go through again, and the same equalities hold across the boundary, with
+// the spend of each day equal to what was charged in it.
+
+// Every process of the gateway, and this one (the admin commands run here in distributed mode), reads the
+// budget clock's offset from this file.
+const clockDir = mkdtempSync(join(tmpdir(), "mg-recon-clock-"));
+const clockFile = join(clockDir, "offset");
+writeFileSync(clockFile, "0");
+process.env.MODELGATE_TEST_CLOCK_FILE = clockFile;
 
 type Proto = "openai" | "anthropic" | "gemini";
 const PROTOS: Proto[] = ["openai", "anthropic", "gemini"];
@@ -114,7 +127,7 @@ beforeAll(async () => {
   ]);
   mocks = { openai: o, anthropic: a, gemini: g };
   gw = await startGateway("distributed", {
-    env: { MOCK_UPSTREAM_KEY: DEFAULT_MOCK_KEY },
+    env: { MOCK_UPSTREAM_KEY: DEFAULT_MOCK_KEY, MODELGATE_TEST_CLOCK_FILE: clockFile },
     config: {
       upstreams: PROTOS.map((p) => ({
         name: `up-${p}`,
@@ -147,15 +160,23 @@ beforeAll(async () => {
 afterAll(async () => {
   await gw?.stop();
   await Promise.all(PROTOS.map((p) => mocks?.[p]?.close()));
+  rmSync(clockDir, { recursive: true, force: true });
 });
 
 type Mode = "json" | "stream" | "cut";
 
 /** One call from a client SDK; a cut stream leaves after its first text. */
-async function call(client: Proto, model: string, i: number, mode: Mode, base: string): Promise<void> {
+async function call(
+  client: Proto,
+  model: string,
+  i: number,
+  mode: Mode,
+  base: string,
+  key: string = apiKey,
+): Promise<void> {
   const text = `call #${i}: say something`;
   if (client === "openai") {
-    const sdk = new OpenAI({ baseURL: `${base}/v1`, apiKey, maxRetries: 0 });
+    const sdk = new OpenAI({ baseURL: `${base}/v1`, apiKey: key, maxRetries: 0 });
     if (mode === "json") {
       await sdk.chat.completions.create({ model, messages: [{ role: "user", content: text }] });
       return;
@@ -172,7 +193,7 @@ async function call(client: Proto, model: string, i: number, mode: Mode, base: s
     return;
   }
   if (client === "anthropic") {
-    const sdk = new Anthropic({ baseURL: base, apiKey, maxRetries: 0 });
+    const sdk = new Anthropic({ baseURL: base, apiKey: key, maxRetries: 0 });
     const params = { model, max_tokens: 256, messages: [{ role: "user" as const, content: text }] };
     if (mode === "json") {
       await sdk.messages.create(params);
@@ -184,7 +205,7 @@ async function call(client: Proto, model: string, i: number, mode: Mode, base: s
     }
     return;
   }
-  const ai = new GoogleGenAI({ apiKey, httpOptions: { baseUrl: base, apiVersion: "v1beta" } });
+  const ai = new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: base, apiVersion: "v1beta" } });
   if (mode === "json") {
     await ai.models.generateContent({ model, contents: text });
     return;
@@ -376,4 +397,268 @@ describe("reconciliation", () => {
       [MODEL.openai, "end-user-o", ["team=search", "canary", "feature=chat"]],
     ]);
   });
+});
+
+// ---------------------------------------------------------------------------------------------------------
+// Across a budget reset.
+
+const TZ = "Asia/Kolkata";
+/** Asia/Kolkata is UTC+05:30 all year (no daylight saving since 1945): its midnights, computed here on their own. */
+const TZ_OFFSET = 5.5 * 3_600_000;
+const DAY = 86_400_000;
+const localDayStart = (t: number) => Math.floor((t + TZ_OFFSET) / DAY) * DAY - TZ_OFFSET;
+const DAILY = "0.3"; // units
+const DAILY_MICRO = micro(DAILY);
+/** Call indices of this part start here (the first part used 0 … CALLS − 1); the mocks' usage follows the index. */
+const BUDGET_BASE = 300;
+
+/** What one call came to, as its client saw it. */
+type Outcome =
+  { ok: true } | { ok: false; client: Proto; status: number; code: string; message: string; requestId: string | null };
+
+/** A call that may be refused: the refusal read from each SDK's error, in its protocol's shape. */
+async function attempt(
+  client: Proto,
+  model: string,
+  i: number,
+  mode: Mode,
+  base: string,
+  key: string,
+): Promise<Outcome> {
+  try {
+    await call(client, model, i, mode, base, key);
+    return { ok: true };
+  } catch (e) {
+    if (e instanceof OpenAI.APIError)
+      return {
+        ok: false,
+        client,
+        status: e.status ?? 0,
+        code: e.code ?? "",
+        message: e.message,
+        requestId: e.headers?.get("x-gateway-request-id") ?? null,
+      };
+    if (e instanceof Anthropic.APIError) {
+      const body = e.error as { error?: { type?: string; message?: string } } | undefined;
+      return {
+        ok: false,
+        client,
+        status: e.status ?? 0,
+        code: body?.error?.type ?? "",
+        message: body?.error?.message ?? e.message,
+        requestId: e.headers?.get("x-gateway-request-id") ?? null,
+      };
+    }
+    if (e instanceof GeminiApiError) {
+      // The SDK's message is the error body as JSON.
+      const body = JSON.parse(e.message) as { error: { status: string; message: string } };
+      return {
+        ok: false,
+        client,
+        status: e.status,
+        code: body.error.status,
+        message: body.error.message,
+        requestId: null,
+      };
+    }
+    throw e;
+  }
+}
+
+/** Each protocol's way of saying budget_exceeded, naming the daily budget, when it resets, and the request id. */
+function expectDailyRefusal(o: Outcome, resetsAt: number): void {
+  if (o.ok) throw new Error("expected a refusal, the call went through");
+  expect(o.status).toBe(429);
+  expect(o.code).toBe(
+    { openai: "budget_exceeded", anthropic: "rate_limit_error", gemini: "RESOURCE_EXHAUSTED" }[o.client],
+  );
+  expect(o.message).toContain(`This API key has used up its daily budget of ${DAILY}`);
+  expect(o.message).toContain(`resets at ${new Date(resetsAt).toISOString()} (midnight ${TZ})`);
+  expect(o.message).toMatch(/\(request id: req_[^)]+\)/);
+  if (o.requestId !== null) expect(o.message).toContain(`(request id: ${o.requestId})`);
+}
+
+describe("reconciliation across a budget reset", () => {
+  it("spends a daily budget to budget_exceeded, crosses local midnight, and reconciles each day to the micro-unit", async () => {
+    const moveClock = (to: number) => writeFileSync(clockFile, String(to - Date.now()));
+    // Start at 01:00 in Kolkata (19:30 UTC the day before). The period ends at local midnight (18:30 UTC), which
+    // the refusals name and the settled spend per day is keyed by.
+    const day1 = localDayStart(Date.now()) + DAY;
+    const day2 = day1 + DAY;
+    moveClock(day1 + 3_600_000);
+
+    await gw.admin("account create", { name: "recon-budget", balance: "1000" });
+    await gw.admin("account update", { account: "recon-budget", "time-zone": TZ });
+    await gw.admin("contract set", {
+      account: "recon-budget",
+      model: MODEL.anthropic,
+      input: CONTRACT.input,
+      output: CONTRACT.output,
+      "cached-input": CONTRACT.cachedInput,
+      "cache-write-5m": CONTRACT.cacheWrite5m,
+    });
+    const k = await gw.admin<{ id: string; key: string }>("key create", { account: "recon-budget", name: "daily" });
+    await gw.admin("budget set", { account: "recon-budget", key: k.id, daily: DAILY });
+    await waitForKey(gw, k.key);
+    const before = await gw.balance("recon-budget");
+    const p = gw.prisma!;
+    const accountId = (await p.apiKey.findUniqueOrThrow({ where: { id: k.id } })).accountId;
+
+    // Every call this part makes, with its outcome and the local day it was made on.
+    const made: { i: number; upstream: Proto; phase: 1 | 2; outcome: Outcome }[] = [];
+    let next = BUDGET_BASE;
+    const planned = (i: number) => {
+      const n = i - BUDGET_BASE;
+      return {
+        upstream: PROTOS[n % 3]!,
+        client: PROTOS[Math.floor(n / 3) % 3]!,
+        mode: (["json", "stream", "cut"] as const)[Math.floor(n / 9) % 3]!,
+        base: gw.bases[n % gw.bases.length]!,
+      };
+    };
+    const run = async (phase: 1 | 2, over: Partial<ReturnType<typeof planned>> = {}): Promise<Outcome> => {
+      const i = next++;
+      const c = { ...planned(i), ...over };
+      const outcome = await attempt(c.client, MODEL[c.upstream], i, c.mode, c.base, k.key);
+      made.push({ i, upstream: c.upstream, phase, outcome });
+      return outcome;
+    };
+    const served = () => made.filter((m) => m.outcome.ok).length;
+    /** Every served call settled, and no estimate left (a cut stream's exact count replaced it). */
+    const settled = () =>
+      eventually(
+        async () => ({
+          rows: await p.usageLog.count({ where: { apiKeyId: k.id } }),
+          estimated: await p.usageLog.count({ where: { apiKeyId: k.id, estimated: true } }),
+        }),
+        (s) => s.rows === served() && s.estimated === 0,
+        60_000,
+        200,
+      );
+    /** A probe of each client protocol on each replica is refused (settlement and the snapshot reached them all). */
+    const refusedEverywhere = async (resetsAt: number) => {
+      for (const base of gw.bases)
+        for (const client of PROTOS) {
+          const o = await eventually(
+            () => run(1, { client, base, mode: "json" }),
+            (r) => !r.ok,
+            15_000,
+            100,
+          );
+          expectDailyRefusal(o, resetsAt);
+        }
+    };
+
+    // Day 1: six at a time over both replicas until the budget refuses. A burst may overrun the budget by the
+    // calls in flight (the documented bound); every call that went through is charged. A replica whose snapshot
+    // lags behind settlement counts recent spend twice for a moment (it errs on the safe side, see
+    // data-plane/src/billing/spend.ts), so a refusal is only taken as the budget's end once the settled spend
+    // of the day has reached the limit; until then the calls go on.
+    const daySpent = async () =>
+      (await p.usageLog.findMany({ where: { apiKeyId: k.id }, select: { costMicro: true } })).reduce(
+        (s, r) => s + r.costMicro,
+        0n,
+      );
+    for (;;) {
+      let refusals: Outcome[] = [];
+      while (refusals.length === 0) {
+        expect(next - BUDGET_BASE).toBeLessThan(400);
+        const batch = await Promise.all(Array.from({ length: 6 }, () => run(1)));
+        refusals = batch.filter((o) => !o.ok);
+      }
+      for (const o of refusals) expectDailyRefusal(o, day2);
+      await settled();
+      if ((await daySpent()) >= DAILY_MICRO) break;
+    }
+    await refusedEverywhere(day2);
+    await settled();
+
+    // Past local midnight: the budget is whole again on every replica.
+    const crossedAt = Date.now();
+    moveClock(day2 + 1_000);
+    for (const base of gw.bases)
+      await eventually(
+        () => run(2, { base, mode: "json" }),
+        (o) => o.ok,
+        15_000,
+        100,
+      );
+    // Day 2: the same mix, well within the budget, every call served.
+    const phase2 = Array.from({ length: 36 }, (_, n) => next + n);
+    const phase2Cost = phase2.reduce((s, i) => {
+      const up = planned(i).upstream;
+      return s + expectedCost(usageOf(up, i), up === "anthropic" ? CONTRACT : LIST[up]);
+    }, 0n);
+    expect(phase2Cost).toBeLessThan((DAILY_MICRO * 3n) / 4n);
+    for (let n = 0; n < phase2.length; n += 6) {
+      const batch = await Promise.all(Array.from({ length: 6 }, () => run(2)));
+      expect(batch.filter((o) => !o.ok)).toEqual([]);
+    }
+    await settled();
+
+    // The amounts: computed here from what the mocks reported for the requests they received, and from the
+    // calls the clients saw served; they must be the same calls.
+    const received = PROTOS.flatMap((up) =>
+      mocks[up].requests
+        .map(callIndex)
+        .filter((i) => i >= BUDGET_BASE)
+        .map((i) => ({ up, i })),
+    );
+    const servedCalls = made.filter((m) => m.outcome.ok);
+    expect(received.map((r) => r.i).sort((a, b) => a - b)).toEqual(servedCalls.map((m) => m.i).sort((a, b) => a - b));
+    const cost = (m: { i: number; upstream: Proto }) =>
+      expectedCost(usageOf(m.upstream, m.i), m.upstream === "anthropic" ? CONTRACT : LIST[m.upstream]);
+    const expectedDay = (phase: 1 | 2) =>
+      servedCalls.filter((m) => m.phase === phase).reduce((s, m) => s + cost(m), 0n);
+    const expected1 = expectedDay(1);
+    const expected2 = expectedDay(2);
+    const expected = expected1 + expected2;
+    // Day 1 ran out: its charges reached the budget (and overran it by less than one burst).
+    expect(expected1).toBeGreaterThanOrEqual(DAILY_MICRO);
+
+    const rows = await p.usageLog.findMany({ where: { apiKeyId: k.id } });
+    const sumOf = (l: typeof rows) => l.reduce((s, r) => s + r.costMicro, 0n);
+    const usageSum = sumOf(rows);
+    const ledger = await p.ledgerEntry.findMany({ where: { accountId } });
+    const ledgerSum = ledger
+      .filter((l) => l.kind === "charge" || l.kind === "refund")
+      .reduce((s, l) => s + l.amountMicro, 0n);
+    const after = await gw.balance("recon-budget");
+    const key = await p.apiKey.findUniqueOrThrow({ where: { id: k.id } });
+    const account = await p.account.findUniqueOrThrow({ where: { id: accountId } });
+    expect(usageSum).toBe(expected);
+    expect(before - after).toBe(expected);
+    expect(-ledgerSum).toBe(expected);
+    expect(key.spentMicro).toBe(expected);
+    expect(account.spentMicro).toBe(expected);
+    // Each day's usage rows (by when the call started) and its settled spend, for the key and for the account.
+    expect(sumOf(rows.filter((r) => r.startedAt.getTime() < crossedAt))).toBe(expected1);
+    expect(sumOf(rows.filter((r) => r.startedAt.getTime() >= crossedAt))).toBe(expected2);
+    const days = await p.spendPeriod.findMany({ where: { accountId, period: "day" }, orderBy: { periodStart: "asc" } });
+    expect(days.map((d) => [d.keyId, d.periodStart.toISOString(), d.spentMicro])).toEqual(
+      expect.arrayContaining([
+        ["", new Date(day1).toISOString(), expected1],
+        [k.id, new Date(day1).toISOString(), expected1],
+        ["", new Date(day2).toISOString(), expected2],
+        [k.id, new Date(day2).toISOString(), expected2],
+      ]),
+    );
+    expect(days).toHaveLength(4);
+    // What the budget shows for the new day: that day's charges, and the rest of the limit.
+    const shown = await gw.admin<{ budgets: { spent: string; remaining: string; resetsAt: string }[] }>("budget show", {
+      account: "recon-budget",
+      key: k.id,
+    });
+    expect(micro(shown.budgets[0]!.spent)).toBe(expected2);
+    expect(micro(shown.budgets[0]!.remaining)).toBe(DAILY_MICRO - expected2);
+    expect(shown.budgets[0]!.resetsAt).toBe(new Date(day2 + DAY).toISOString());
+    const cut = rows.filter((r) => r.status === 499 && r.errorCode === "client_closed").length;
+    expect(cut).toBeGreaterThan(0);
+
+    const refused = made.length - servedCalls.length;
+    const day1Served = servedCalls.filter((m) => m.phase === 1).length;
+    console.log(
+      `reconciliation across a daily budget reset (${TZ}): ${made.length} calls (${servedCalls.length} served, ${refused} refused with budget_exceeded, ${cut} streams cut); day 1: ${day1Served} served, ${expected1} micro-units (budget ${DAILY_MICRO}); day 2: ${servedCalls.length - day1Served} served, ${expected2} micro-units; total ${expected} micro-units; usage log, wallet, ledger, key and account spend, spend per day and the independent sum agree`,
+    );
+  }, 240_000);
 });
