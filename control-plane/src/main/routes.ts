@@ -4,6 +4,7 @@ import { join } from "node:path";
 import type { Logger } from "pino";
 import { ensureAdminToken } from "../admin/token.ts";
 import { deliveryOptionsFromEnv } from "../alerts/deliver.ts";
+import { startBillingRetention } from "../alerts/retention.ts";
 import { AlertRunner } from "../alerts/runner.ts";
 import { controlCalendar } from "../budgets/calendar.ts";
 import { ensureOperator } from "../auth/bootstrap.ts";
@@ -56,6 +57,12 @@ export async function controlPlaneRoutes(
   // Exports a previous process left unfinished start again from the beginning.
   void Promise.resolve(resumeExports(app)).catch((err) => logger.error({ err }, "could not resume exports"));
   startExportRetention(app, (err) => logger.error({ err }, "export retention failed"));
+  startBillingRetention(
+    ctx.prisma,
+    controlCalendar,
+    (err) => logger.error({ err }, "billing history retention failed"),
+    (pruned) => logger.info(pruned, "billing history pruned"),
+  );
   const graphql = createGraphqlHandler(app);
   const graphqlRoute: Route = async (req, res) => {
     const path = (req.url ?? "/").split("?")[0];
