@@ -18,9 +18,13 @@ export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.outp
   if (body === null || typeof body !== "object" || Array.isArray(body)) {
     throw invalid("invalid_json", "The request body must be a JSON object.");
   }
-  const result = schema.safeParse(body, { reportInput: true });
+  // Without reportInput: zod's compiled fast path for objects does not run with it, and a valid body paid
+  // ~4 µs (10× the plain parse, 4% of the data plane's CPU per call in a c=64 profile). The input is only
+  // needed to word a refusal, so a body that fails is parsed a second time to get it.
+  const result = schema.safeParse(body);
   if (result.success) return result.data;
-  throw issueError(result.error.issues[0]);
+  const reported = schema.safeParse(body, { reportInput: true });
+  throw issueError((reported.success ? result : reported).error.issues[0]);
 }
 
 function issueError(issue: z.core.$ZodIssue | undefined): GatewayError {
