@@ -10,7 +10,7 @@ import type {
 } from "../protocols/index.ts";
 import type { Answer } from "../upstreams/upstream-call.ts";
 import type { Call } from "./call.ts";
-import { sendJson } from "./respond.ts";
+import { sendJson, withRequestId } from "./respond.ts";
 import { tokensFromChars } from "../usage/record.ts";
 
 // Relaying an upstream answer to the client, for the two cases:
@@ -41,7 +41,7 @@ export interface EventStream {
  * one packet, not two; an upstream slower than HEAD_ALONE_AFTER_MS to send one gets it alone.
  */
 export function startEventStream(res: ServerResponse, headers: Record<string, string>): EventStream {
-  res.writeHead(200, headers);
+  res.writeHead(200, withRequestId(res, headers));
   const t = setTimeout(() => {
     if (!res.destroyed) res.flushHeaders();
   }, HEAD_ALONE_AFTER_MS);
