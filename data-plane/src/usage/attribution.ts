@@ -54,12 +54,19 @@ export function attributionOf(
   // Where each protocol carries them is its adapter's to say.
   const fields = protocols[protocol].attributionFields(body);
   const endUser = fields.endUser;
+  const header = headers[TAGS_HEADER];
+  // The common call has no tags at all: no arrays, Set and spreads built to arrive at [] (0.5% of the data
+  // plane's busy time at c=64).
+  if (header === undefined && !isRecord(fields.tags)) return { endUser: endUserOf(endUser), tags: [] };
   const bodyTags = mapTags(fields.tags);
   const tags = [
     ...new Set([...headerTags(headers), ...bodyTags.map((t) => t.slice(0, ATTRIBUTION_LIMITS.tagChars))]),
   ].slice(0, ATTRIBUTION_LIMITS.tags);
   return {
-    endUser: typeof endUser === "string" && endUser !== "" ? endUser.slice(0, ATTRIBUTION_LIMITS.endUserChars) : null,
+    endUser: endUserOf(endUser),
     tags,
   };
 }
+
+const endUserOf = (v: unknown): string | null =>
+  typeof v === "string" && v !== "" ? v.slice(0, ATTRIBUTION_LIMITS.endUserChars) : null;
