@@ -8,7 +8,7 @@ import { ChatOpenAI } from "@langchain/openai";
 import { generateText, jsonSchema, stepCountIs, streamText, tool } from "ai";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Gateway, startGateway } from "../helpers/gateway.ts";
+import { type Gateway, startGateway, waitForKey } from "../helpers/gateway.ts";
 import { eventually } from "../helpers/processes.ts";
 import { startAnthropicUpstream } from "../mocks/anthropic-upstream.ts";
 import { startGeminiUpstream } from "../mocks/gemini-upstream.ts";
@@ -450,6 +450,24 @@ describe("stored responses toward upstreams that keep no state", () => {
         .responses.retrieve(r1.id)
         .catch((e: unknown) => e),
     ).toBeInstanceOf(OpenAI.NotFoundError);
+  });
+
+  it("previous_response_id is admitted on the conversation it expands to, not the few bytes of its body", async () => {
+    // The first turn (an unlimited key) is long; the account's second key has a tpm the conversation exceeds.
+    const long = Array.from({ length: 800 }, (_, i) => `word${i}`).join(" "); // ~6,300 characters: ~1,600 tokens
+    const r1 = await sdk().responses.create({ model: MODEL.gemini, input: long });
+    const limited = await gw.admin<{ key: string }>("key create", { account: "resp", name: "tpm", tpm: "1000" });
+    await waitForKey(gw, limited.key);
+    // A short call of its own fits the limit.
+    await sdk(limited.key).responses.create({ model: MODEL.gemini, input: "Hi.", store: false });
+    const sent = mocks.gemini.requests.length;
+    // Its body is a few dozen bytes; the conversation it continues is not.
+    const refused = await sdk(limited.key)
+      .responses.create({ model: MODEL.gemini, input: "And then?", previous_response_id: r1.id, store: false })
+      .catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(OpenAI.RateLimitError);
+    expect((refused as InstanceType<typeof OpenAI.RateLimitError>).code).toBe("rate_limit_exceeded");
+    expect(mocks.gemini.requests.length).toBe(sent); // refused before it went upstream
   });
 
   it("store: false keeps nothing", async () => {

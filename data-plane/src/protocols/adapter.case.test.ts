@@ -224,6 +224,12 @@ describe.each(adapters.map((a) => [a.name, a] as const))("protocol adapter %s", 
     expect(reader.error).toBeNull();
     expect(reader.usage).toMatchObject({ promptTokens: 120, completionTokens: 30 });
     expect(out).toContain("sunny.");
+    // An error the gateway writes into the stream is this protocol's error frame, with the request id.
+    const broke = new GatewayError("upstream", "upstream_stream_error", "The upstream broke off.");
+    const frame = reader.errorFrame(broke);
+    expect(frame).toContain(ctx.requestId);
+    const dec = a.createUpstreamStreamDecoder();
+    expect([...dec.push(Buffer.from(frame)), ...dec.end()].some((e) => e.type === "error")).toBe(true);
   });
 
   it("names its OpenTelemetry provider", () => {

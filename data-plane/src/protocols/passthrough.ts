@@ -132,6 +132,7 @@ export function ssePassthrough(spec: SsePassthroughSpec): Passthrough {
         get complete() {
           return tally.complete && !replaced && !tally.error;
         },
+        errorFrame: (err) => spec.errorFrame(err, requestId),
       };
     },
   };

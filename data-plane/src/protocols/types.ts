@@ -93,6 +93,11 @@ export interface PassthroughStream {
   readonly error: GatewayError | null;
   /** the upstream's stream reached its proper end */
   readonly complete: boolean;
+  /**
+   * An error the gateway writes into this stream (the upstream broke off): the adapter's error frame, in the
+   * stream's own sequence where the protocol numbers its events (Responses: the next `sequence_number`).
+   */
+  errorFrame(err: GatewayError): string;
 }
 
 /** Client and upstream speak this protocol: the client's bytes go up, the upstream's come back, read for usage. */

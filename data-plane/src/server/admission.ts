@@ -135,6 +135,29 @@ export async function admit(
   };
 }
 
+/**
+ * Takes an admitted call's limits again for a larger prompt estimate: a Responses call whose
+ * previous_response_id the gateway expanded sends the whole conversation upstream, not the few bytes of its
+ * body, and tpm admits on what goes upstream. The first grant is given back before the second is taken, so a
+ * concurrency slot is never held twice; refused now, the call is a 429 like any other (the first grant is
+ * already given back, so its later release is a no-op).
+ */
+export async function retakeLimits(
+  opts: DataPlaneOptions,
+  caller: Caller,
+  admission: Admission,
+  estimatedTokens: number,
+  now: number,
+): Promise<void> {
+  if (estimatedTokens <= admission.estimatedPromptTokens) return;
+  await admission.grant.cancel(now);
+  const result = await startLimits(opts, caller, estimatedTokens, now);
+  if (!result.ok) throw rateLimitError(result);
+  admission.grant = result;
+  admission.headers = rateLimitHeaders(result.info);
+  admission.estimatedPromptTokens = estimatedTokens;
+}
+
 const wrongModelType = (modelId: string, purpose: "chat" | "embedding"): GatewayError =>
   new GatewayError(
     "invalid_request",

@@ -12,7 +12,7 @@ import { CallTrace } from "../telemetry/call-trace.ts";
 import { CallAbort } from "../upstreams/call-abort.ts";
 import { orderRoutes } from "../upstreams/pick-route.ts";
 import type { AcquireResult } from "../ratelimit/types.ts";
-import { admit, cancelLimits, identify, startLimits } from "./admission.ts";
+import { admit, cancelLimits, identify, retakeLimits, startLimits } from "./admission.ts";
 import { keyHashFrom } from "./auth.ts";
 import { declaredLength, parseJsonObject, readBody } from "./body.ts";
 import { Call } from "./call.ts";
@@ -112,6 +112,9 @@ export async function handleGenerate(
         if (!sameProtocol(routes[0]!)) throw err;
         stateError = err; // only the translated fallbacks fail on it
       }
+      // The limits were taken on the body's size; the conversation is what the call sends.
+      if (translated !== body)
+        await retakeLimits(opts, caller, admission, tokensFromChars(JSON.stringify(translated).length), startedAt);
     }
 
     const abort = new CallAbort();
@@ -146,15 +149,7 @@ export async function handleGenerate(
       const pt = client.passthrough!;
       if (canonical.stream) {
         const reader = pt.createStream(canonical.model, requestId, canonical);
-        await relayPassthroughStream(
-          call,
-          res,
-          answer,
-          reader,
-          (err) => client.errorFrame(err, requestId),
-          headers,
-          client.streamContentType?.(ep.route),
-        );
+        await relayPassthroughStream(call, res, answer, reader, headers, client.streamContentType?.(ep.route));
       } else await relayPassthroughJson(call, res, answer, pt, canonical.model, headers);
       return;
     }

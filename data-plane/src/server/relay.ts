@@ -222,7 +222,6 @@ export async function relayPassthroughStream(
   res: ServerResponse,
   answer: Answer,
   reader: PassthroughStream,
-  errorFrame: (err: GatewayError) => string,
   headers: Record<string, string>,
   contentType?: string,
 ): Promise<void> {
@@ -272,7 +271,7 @@ export async function relayPassthroughStream(
       errorCode = "upstream_stream_error";
       out(tail);
       tail = "";
-      out(errorFrame(streamBroke()));
+      out(reader.errorFrame(streamBroke()));
     }
   }
   call.deliveredChars = reader.deliveredChars;

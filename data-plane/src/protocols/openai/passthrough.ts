@@ -160,6 +160,7 @@ export const openAIPassthrough: Passthrough = {
       get error() {
         return error;
       },
+      errorFrame: (err) => `data: ${renderOpenAIError(err, requestId).body}\n\n`,
       get complete() {
         return !error && (sawDone || sawUsage);
       },

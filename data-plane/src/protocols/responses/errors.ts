@@ -13,15 +13,18 @@ export const errorCodeOf = (err: GatewayError): string =>
       ? "invalid_prompt"
       : "server_error";
 
-/** One `error` event, as the Responses stream carries it (the SDKs surface its message). */
-export const responsesErrorFrame = (err: GatewayError, requestId: string): string =>
+/**
+ * One `error` event, as the Responses stream carries it (the SDKs surface its message). `sequence` continues a
+ * stream already under way (a passthrough stream the gateway writes into); 0 is a stream's first event.
+ */
+export const responsesErrorFrame = (err: GatewayError, requestId: string, sequence = 0): string =>
   encodeSse(
     JSON.stringify({
       type: "error",
       code: err.code,
       message: withRequestId(err.message, requestId),
       param: err.param,
-      sequence_number: 0,
+      sequence_number: sequence,
     }),
     "error",
   );

@@ -58,6 +58,9 @@ export const responsesPassthrough: Passthrough = {
     let deliveredChars = 0;
     let error: GatewayError | null = null;
     let complete = false;
+    // The upstream numbers its events; an error the gateway writes into the stream takes the next number, so
+    // a client that checks the order (the openai SDK's stream helpers) sees one unbroken sequence.
+    let nextSequence = 0;
     const relay = (ev: { event: string | null; data: string }): string => {
       if (error || complete) return "";
       let data: Json;
@@ -67,6 +70,9 @@ export const responsesPassthrough: Passthrough = {
         return "";
       }
       const type = str(data.type) ?? ev.event ?? "message";
+      const seq = data.sequence_number;
+      const own = typeof seq === "number" && Number.isInteger(seq) ? seq : null;
+      if (own !== null) nextSequence = Math.max(nextSequence, own + 1);
       const frame = (d: string) => `event: ${type}\ndata: ${d}\n\n`;
       switch (type) {
         case "error": {
@@ -76,7 +82,7 @@ export const responsesPassthrough: Passthrough = {
             "upstream_stream_error",
             `The upstream failed mid-stream: ${str(e.message) ?? "unknown error"}`,
           );
-          return responsesErrorFrame(error, requestId);
+          return responsesErrorFrame(error, requestId, own ?? nextSequence++);
         }
         case "response.output_text.delta":
         case "response.refusal.delta":
@@ -126,6 +132,7 @@ export const responsesPassthrough: Passthrough = {
       get complete() {
         return complete;
       },
+      errorFrame: (err) => responsesErrorFrame(err, requestId, nextSequence++),
     };
   },
 };

@@ -89,19 +89,28 @@ export function createResponsesStreamEncoder(ctx: ClientResponseContext): Stream
     items[r.index] = done;
     return out + frame("response.output_item.done", { output_index: r.index, item: done });
   };
-  const closeCalls = (): string => {
-    let out = "";
-    for (const c of calls.values()) {
-      const done = functionCallItem(c.id, c.callId, c.name, c.text);
-      items[c.index] = done;
-      out += frame("response.function_call_arguments.done", {
+  const doneCall = (c: OpenCall): string => {
+    const done = functionCallItem(c.id, c.callId, c.name, c.text);
+    items[c.index] = done;
+    return (
+      frame("response.function_call_arguments.done", {
         item_id: c.id,
         output_index: c.index,
         name: c.name,
         arguments: c.text,
-      });
-      out += frame("response.output_item.done", { output_index: c.index, item: done });
-    }
+      }) + frame("response.output_item.done", { output_index: c.index, item: done })
+    );
+  };
+  /** Closes the call open under a canonical tool index (a new call reusing the index ends the old one). */
+  const closeCall = (index: number): string => {
+    const c = calls.get(index);
+    if (!c) return "";
+    calls.delete(index);
+    return doneCall(c);
+  };
+  const closeCalls = (): string => {
+    let out = "";
+    for (const c of calls.values()) out += doneCall(c);
     calls.clear();
     return out;
   };
@@ -171,7 +180,9 @@ export function createResponsesStreamEncoder(ctx: ClientResponseContext): Stream
           return out;
         }
         case "tool_call_start": {
-          let out = ensure() + closeMessage() + closeReasoning() + closeCalls();
+          // Other calls stay open: an upstream may interleave the argument deltas of parallel calls (each
+          // delta names its call by index), and each goes to its own item by output_index and item id.
+          let out = ensure() + closeMessage() + closeReasoning() + closeCall(ev.index);
           if (ev.signature) {
             // The call's signature as a reasoning item right before it (see outputItems in response.ts).
             const rs = reasoningItem(itemId("rs"), "", ev.signature);
@@ -265,9 +276,19 @@ interface DecodeState {
   started: boolean;
   finished: boolean;
   closed: boolean;
-  /** upstream item id → canonical tool index, and whether its arguments came as deltas */
+  /**
+   * upstream call → canonical tool index, and whether its arguments came as deltas; keyed by item id and by
+   * output index (`#3`), so an event that names its call either way finds it, interleaved with other calls
+   */
   calls: Map<string, { index: number; streamed: boolean }>;
+  /** canonical tool indexes handed out */
+  callCount: number;
 }
+
+/** The call an event names, by its item id or else its output index. */
+const callOf = (s: DecodeState, itemId: unknown, outputIndex: unknown) =>
+  (typeof itemId === "string" ? s.calls.get(itemId) : undefined) ??
+  (typeof outputIndex === "number" ? s.calls.get(`#${outputIndex}`) : undefined);
 
 function decodeEvent(ev: SseEvent, s: DecodeState, out: CanonicalStreamEvent[]): void {
   if (s.closed) return;
@@ -299,8 +320,10 @@ function decodeEvent(ev: SseEvent, s: DecodeState, out: CanonicalStreamEvent[]):
     case "response.output_item.added": {
       const item = obj(data.item);
       if (item.type !== "function_call") return;
-      const index = s.calls.size;
-      s.calls.set(str(item.id) ?? String(data.output_index), { index, streamed: false });
+      const index = s.callCount++;
+      const call = { index, streamed: false };
+      if (str(item.id)) s.calls.set(str(item.id)!, call);
+      if (typeof data.output_index === "number") s.calls.set(`#${data.output_index}`, call);
       out.push({
         type: "tool_call_start",
         index,
@@ -310,7 +333,7 @@ function decodeEvent(ev: SseEvent, s: DecodeState, out: CanonicalStreamEvent[]):
       return;
     }
     case "response.function_call_arguments.delta": {
-      const call = s.calls.get(str(data.item_id) ?? String(data.output_index));
+      const call = callOf(s, data.item_id, data.output_index);
       const delta = str(data.delta) ?? "";
       if (call && delta !== "") {
         call.streamed = true;
@@ -334,7 +357,7 @@ function decodeEvent(ev: SseEvent, s: DecodeState, out: CanonicalStreamEvent[]):
       const item = obj(data.item);
       if (item.type === "function_call") {
         // Some servers send a call's arguments only with the finished item.
-        const call = s.calls.get(str(item.id) ?? String(data.output_index));
+        const call = callOf(s, item.id, data.output_index);
         const args = str(item.arguments) ?? "";
         if (call && !call.streamed && args !== "")
           out.push({ type: "tool_call_delta", index: call.index, arguments: args });
@@ -354,7 +377,7 @@ function decodeEvent(ev: SseEvent, s: DecodeState, out: CanonicalStreamEvent[]):
         reason: finishOfResponses(
           r.status ?? (type === "response.completed" ? "completed" : "incomplete"),
           r.incomplete_details,
-          s.calls.size > 0,
+          s.callCount > 0,
         ),
       });
       out.push({ type: "end" });
@@ -393,7 +416,7 @@ function decodeEvent(ev: SseEvent, s: DecodeState, out: CanonicalStreamEvent[]):
 
 export const createResponsesStreamDecoder = (): StreamDecoder =>
   sseStreamDecoder<DecodeState>(
-    { started: false, finished: false, closed: false, calls: new Map() },
+    { started: false, finished: false, closed: false, calls: new Map(), callCount: 0 },
     decodeEvent,
     () => ({
       type: "error",
