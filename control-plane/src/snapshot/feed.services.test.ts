@@ -2,7 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import pg from "pg";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { redisNames, SnapshotStore } from "@modelgate/data-plane";
+import { redisNames, shardOf, SnapshotStore } from "@modelgate/data-plane";
 import { RedisPolicySource } from "../../../data-plane/src/snapshot/redis-feed.ts";
 import { freshDatabase } from "../../../test/helpers/postgres.ts";
 import { SnapshotPublisher } from "./publisher.ts";
@@ -132,6 +132,53 @@ describe("policy feed", () => {
     }
     await publish();
     expect(store.key(slow)?.name).toBe("slow-renamed");
+  });
+
+  it("a revocation that lands while a replica loads in full is applied at once, and the load does not undo it", async () => {
+    const hash = await newKey("revoked-mid-load");
+    await publish();
+    const epoch = (await redis.hget(names.policyMeta, "epoch"))!;
+    const held = names.policyShard(epoch, "key", shardOf(hash));
+    // A second replica starting up: its load reads the key's shard (the key still active) and is held there,
+    // before it puts what it read, until the revocation has landed.
+    let reached!: () => void;
+    const atShard = new Promise<void>((r) => (reached = r));
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const gated = new Proxy(redis, {
+      get(target, prop) {
+        if (prop === "hscanBuffer")
+          return async (key: string, ...rest: [string, "COUNT", number]) => {
+            const reply = await target.hscanBuffer(key, ...rest);
+            if (key === held) {
+              reached();
+              await gate;
+            }
+            return reply;
+          };
+        const v = Reflect.get(target, prop, target) as unknown;
+        return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    const replica = new SnapshotStore();
+    const follower = new RedisPolicySource(gated, sub, replica, names, 3_600_000, (err) => {
+      throw err;
+    });
+    const loaded = follower.sync();
+    await atShard;
+    expect(replica.loading).toBe(true);
+    await sql(`UPDATE api_keys SET status = 'revoked', revoked_at = now() WHERE key_hash = $1`, [hash]);
+    publisher.changed();
+    await publisher.flush();
+    await follower.follow();
+    expect(replica.loading).toBe(true);
+    expect(replica.key(hash)?.status).toBe("revoked");
+    release();
+    await loaded;
+    expect(replica.fullLoads).toBe(1);
+    expect(replica.key(hash)?.status).toBe("revoked");
+    expect(replica.size.keys).toBe(store.size.keys);
+    await follower.stop();
   });
 
   it("a deleted key is forgotten", async () => {

@@ -6,8 +6,8 @@ import type { SnapshotStore } from "./store.ts";
  * Keeps a SnapshotStore in step with the policy feed in Redis (docs/distributed.md). A replica follows the
  * current epoch's change stream, applying each change in O(1) in order of its seq; it loads in full only at start,
  * when the control plane started a new epoch, or when it sees a gap (a seq missing: the stream was trimmed past
- * it). A full load reads the shards a bounded piece at a time (HSCAN), puts entities into the live store as they
- * arrive and serves throughout. It hears of changes on a channel and also polls, in case a message was missed;
+ * it). A full load reads the shards a bounded piece at a time (HSCAN) and swaps each shard into the store when it
+ * is complete; the replica serves throughout and keeps applying the stream's changes while it loads. It hears of changes on a channel and also polls, in case a message was missed;
  * while Redis is down it keeps serving what it has.
  */
 export class RedisPolicySource {
@@ -17,6 +17,10 @@ export class RedisPolicySource {
   private epoch: string | null = null;
   private seq = 0;
   private lastId = "0-0";
+  /** the full load in progress (it runs beside the passes that follow the stream) */
+  private loading: { epoch: string; cancelled: boolean; run: Promise<void> } | null = null;
+  /** whether the epoch followed still needs a full load (at start, or after one failed) */
+  private needFull = true;
 
   constructor(
     private readonly redis: Redis,
@@ -38,8 +42,20 @@ export class RedisPolicySource {
     this.timer.unref();
   }
 
-  /** Catches up with the feed; one pass at a time (a request during a pass makes it run once more). */
-  sync(): Promise<void> {
+  /** Catches up with the feed, a full load included if one is running (passes keep following it meanwhile). */
+  async sync(): Promise<void> {
+    await this.follow();
+    while (this.loading) {
+      await this.loading.run;
+      await this.follow();
+    }
+  }
+
+  /**
+   * Applies what the change stream holds now, without waiting for a full load in progress (it keeps running).
+   * One pass at a time (a request during a pass makes it run once more).
+   */
+  follow(): Promise<void> {
     if (this.running) {
       this.again = true;
       return this.running;
@@ -82,19 +98,20 @@ export class RedisPolicySource {
       this.store.heardControlPlane(Number.isFinite(at) ? at : null);
       // Nothing published (yet, or Redis lost its data): keep serving until the control plane publishes again.
       if (!epoch) return;
-      if (epoch !== this.epoch) {
-        await this.fullLoad();
+      if (epoch !== this.epoch || (this.needFull && !this.loading)) {
+        await this.startFullLoad();
         continue;
       }
       const headSeq = Number(seqText);
       const entries = results[2]![1] as [string, string[]][];
       if (this.seq < headSeq && (entries.length === 0 || !this.applyAll(entries))) {
         // A gap: the changes after ours were trimmed from the stream. Load in full.
-        await this.fullLoad();
+        await this.startFullLoad();
         continue;
       }
       if (entries.length >= (this.opts.batch ?? 1_000)) continue;
-      if (this.seq >= headSeq) this.store.published(Number(versionText), Number(atText));
+      // Current: unless a full load is still filling in the rest of the epoch.
+      if (this.seq >= headSeq && !this.loading) this.store.published(Number(versionText), Number(atText));
       return;
     }
   }
@@ -116,11 +133,11 @@ export class RedisPolicySource {
   }
 
   /**
-   * Reads the current epoch in full: the head first (its seq and stream id are where following resumes), then
-   * the catalog, then every shard of accounts and keys a bounded piece at a time, a few shards in flight.
-   * Each piece is put straight into the live store, so no copy of the whole set is ever built.
+   * Starts loading the current epoch in full (abandoning a load already running): the head is read first, and
+   * its seq and stream id are where following resumes at once, so changes appended while the load runs are
+   * applied as they come (the store keeps them where they are newer than what the load reads).
    */
-  private async fullLoad(): Promise<void> {
+  private async startFullLoad(): Promise<void> {
     const [epoch, seq, lastId, version, at] = await this.redis.hmget(
       this.names.policyMeta,
       "epoch",
@@ -130,38 +147,56 @@ export class RedisPolicySource {
       "at",
     );
     if (!epoch) return;
+    if (this.loading) this.loading.cancelled = true;
+    this.epoch = epoch;
+    this.seq = Number(seq);
+    this.lastId = lastId ?? "0-0";
+    this.needFull = true;
+    const state = { epoch, cancelled: false, run: Promise.resolve() };
+    state.run = this.fullLoad(state, Number(version), Number(at))
+      .catch((err: unknown) => this.onError(err))
+      .finally(() => {
+        if (this.loading === state) this.loading = null;
+      });
+    this.loading = state;
+  }
+
+  /**
+   * Reads an epoch in full: the catalog, then every shard of accounts and keys a bounded piece at a time
+   * (HSCAN, as bytes: nothing per entity lands on the JavaScript heap), a few shards in flight. Each shard's
+   * table is swapped into the store when its last piece arrived, so no copy of the whole set is ever built.
+   */
+  private async fullLoad(state: { epoch: string; cancelled: boolean }, version: number, at: number): Promise<void> {
+    const { epoch } = state;
     const load = this.store.beginFullLoad();
     try {
       const catalog = await this.redis.get(this.names.policyCatalog(epoch));
       if (catalog) load.put({ kind: "catalog", id: "", v: versionOf(catalog), json: catalog });
-      const shards: [PolicyKind & ("key" | "account"), number][] = [];
+      const shards: ["key" | "account", number][] = [];
       for (const kind of ["account", "key"] as const) for (let s = 0; s < POLICY_SHARDS; s++) shards.push([kind, s]);
       let next = 0;
       const worker = async () => {
-        while (next < shards.length) {
+        while (next < shards.length && !state.cancelled) {
           const [kind, shard] = shards[next++]!;
           const key = this.names.policyShard(epoch, kind, shard);
           let cursor = "0";
           do {
-            const [c, flat] = await this.redis.hscan(key, cursor, "COUNT", this.opts.scanCount ?? 1_000);
-            cursor = c;
-            for (let i = 0; i + 1 < flat.length; i += 2) {
-              const json = flat[i + 1]!;
-              load.put({ kind, id: flat[i]!, v: versionOf(json), json });
-            }
+            const [c, flat] = await this.redis.hscanBuffer(key, cursor, "COUNT", this.opts.scanCount ?? 1_000);
+            if (state.cancelled) return;
+            cursor = c.toString();
+            for (let i = 0; i + 1 < flat.length; i += 2) load.putBytes(kind, flat[i]!, flat[i + 1]!);
           } while (cursor !== "0");
+          load.shardDone(kind, shard);
         }
       };
       await Promise.all(Array.from({ length: this.opts.parallel ?? 4 }, worker));
-      // A newer epoch appeared while loading: keep what was put (it is newer) and load that one instead.
-      if ((await this.redis.hget(this.names.policyMeta, "epoch")) !== epoch) {
+      // A newer epoch appeared while loading: keep what was put (it is newer); the next pass loads that one.
+      if (state.cancelled || (await this.redis.hget(this.names.policyMeta, "epoch")) !== epoch) {
         load.abandon();
         return;
       }
-      await load.finish(Number(version), Number(at));
-      this.epoch = epoch;
-      this.seq = Number(seq);
-      this.lastId = lastId ?? "0-0";
+      await load.finish(version, at);
+      if (!state.cancelled && this.epoch === epoch) this.needFull = false;
     } catch (err) {
       load.abandon();
       throw err;
@@ -170,6 +205,7 @@ export class RedisPolicySource {
 
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
+    if (this.loading) this.loading.cancelled = true;
     await this.subscriber.unsubscribe(this.names.policyChannel).catch(() => undefined);
   }
 }

@@ -115,9 +115,10 @@ describe("SnapshotStore full loads", () => {
     expect(store.loading).toBe(true);
     load.put(keyChange("kept", 3, { name: "renamed" }));
     load.put(keyChange("new", 4));
-    // mid-load: everything still answers, the loaded entities already newer
+    // mid-load: the previous state answers until a shard is complete
     expect(store.key("gone")?.id).toBe("k1");
-    expect(store.key("kept")?.name).toBe("renamed");
+    expect(store.key("kept")?.name).toBe("test");
+    expect(store.key("new")).toBeUndefined();
     await load.finish(4, Date.now());
     expect(store.loading).toBe(false);
     expect(store.key("gone")).toBeUndefined();
@@ -125,6 +126,62 @@ describe("SnapshotStore full loads", () => {
     expect(store.size.keys).toBe(2);
     expect(store.fullLoads).toBe(1);
     expect(store.version).toBe(4);
+  });
+
+  it("swaps each shard in whole once it is complete", async () => {
+    const store = new SnapshotStore();
+    store.applyChange(keyChange("a", 1));
+    const load = store.beginFullLoad();
+    load.put(keyChange("a", 2, { name: "from the load" }));
+    expect(store.key("a")?.name).toBe("test");
+    load.shardDone("key", shardOf("a"));
+    expect(store.key("a")?.name).toBe("from the load");
+    expect(store.loading).toBe(true);
+    await load.finish(2, Date.now());
+    expect(store.key("a")?.name).toBe("from the load");
+  });
+
+  it("a revocation that lands during a full load wins over the load's older copy", async () => {
+    const store = new SnapshotStore();
+    store.applyChange(keyChange("h", 1));
+    const load = store.beginFullLoad();
+    load.put(keyChange("h", 2)); // read from Redis before the revocation was written there
+    expect(store.applyChange(keyChange("h", 3, { status: "revoked" }))).toBe(true);
+    expect(store.key("h")?.status).toBe("revoked");
+    load.shardDone("key", shardOf("h"));
+    expect(store.key("h")?.status).toBe("revoked");
+    await load.finish(3, Date.now());
+    expect(store.key("h")?.status).toBe("revoked");
+    // and once a later load holds the revocation itself, the change gives way to the table
+    const next = store.beginFullLoad();
+    next.put(keyChange("h", 3, { status: "revoked", name: "loaded" }));
+    await next.finish(3, Date.now());
+    expect(store.key("h")).toMatchObject({ status: "revoked", name: "loaded" });
+  });
+
+  it("a deletion or a creation that lands during a full load is not undone by it", async () => {
+    const store = new SnapshotStore();
+    store.applyChange(keyChange("deleted", 1));
+    const load = store.beginFullLoad();
+    load.put(keyChange("deleted", 1));
+    store.applyChange(keyChange("deleted", 2, null));
+    store.applyChange(keyChange("created", 3)); // after its shard was read: the load does not contain it
+    await load.finish(3, Date.now());
+    expect(store.key("deleted")).toBeUndefined();
+    expect(store.key("created")?.status).toBe("active");
+    expect(store.size.keys).toBe(1);
+  });
+
+  it("keeps the newer of an entity the load returned twice", async () => {
+    const store = new SnapshotStore();
+    const enc = new TextEncoder();
+    const load = store.beginFullLoad();
+    load.putBytes("key", enc.encode("dup"), enc.encode(entityJson(5, key({ name: "newer" }))));
+    load.putBytes("key", enc.encode("dup"), enc.encode(entityJson(4, key({ name: "older" }))));
+    load.putBytes("key", enc.encode("other"), enc.encode(entityJson(4, key())));
+    await load.finish(5, Date.now());
+    expect(store.key("dup")).toMatchObject({ name: "newer", v: 5 });
+    expect(store.size.keys).toBe(2);
   });
 
   it("an abandoned load keeps what it put and drops nothing", () => {

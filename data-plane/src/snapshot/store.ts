@@ -6,26 +6,90 @@ import {
   keyEntrySchema,
   type PolicyChange,
   type PolicyKind,
-  versionOf,
+  POLICY_SHARDS,
 } from "../contract/index.ts";
+import { idHash, idHashBytes, PolicyTable, TableBuilder } from "./table.ts";
 
-type Held<T> = string | (T & { v: number });
+/** A change applied since the shard's table was built: newer than the table's entry, or a deletion. */
+interface Changed<T> {
+  v: number;
+  /** the entity's JSON until first use; null: deleted */
+  json: string | null;
+  parsed?: T & { v: number };
+  /** the full load that was running (or last begun) when it was applied; see Shard.swap */
+  gen: number;
+}
 
-const heldVersion = (e: Held<object>): number => (typeof e === "string" ? versionOf(e) : e.v);
+/** Parsed entities kept per shard, for the keys and accounts requests use; past this the shard's set starts over. */
+const CACHE_PER_SHARD = 512;
+
+/**
+ * One of POLICY_SHARDS shards of keys or accounts: the table the last full load built (bytes, off the heap,
+ * see table.ts), the changes applied since, and the entities parsed for requests. Looking an entity up takes
+ * the newest version of the three.
+ */
+class Shard<T extends object> {
+  table = PolicyTable.empty;
+  changes = new Map<string, Changed<T>>();
+  cache = new Map<string, T & { v: number }>();
+
+  /** The version held for an id (-1: none), whichever of the table and the changes has it. */
+  heldVersion(id: string, hash: number): number {
+    const c = this.changes.get(id);
+    const cached = this.cache.get(id);
+    let v = cached !== undefined ? cached.v : -1;
+    if (cached === undefined) {
+      const e = this.table.find(id, hash);
+      if (e >= 0) v = this.table.version(e);
+    }
+    return c !== undefined && c.v > v ? c.v : v;
+  }
+
+  /**
+   * Puts in the table a full load built. A change applied before that load began is in the table already
+   * (the control plane writes a shard's entry and the change's stream entry in one script), unless the table
+   * holds an older version; a change applied while the load ran stays, and wins wherever it is newer.
+   */
+  swap(table: PolicyTable, gen: number): void {
+    for (const [id, c] of this.changes) {
+      if (c.gen >= gen) continue;
+      const e = table.find(id, idHash(id));
+      if (e < 0 || table.version(e) >= c.v) this.changes.delete(id);
+    }
+    this.table = table;
+    this.cache = new Map();
+  }
+
+  /** How many entities this shard holds (the table's, plus changes that add, less deletions that apply). */
+  get size(): number {
+    let n = this.table.count;
+    for (const [id, c] of this.changes) {
+      const e = this.table.find(id, idHash(id));
+      const tv = e < 0 ? -1 : this.table.version(e);
+      if (c.json !== null && e < 0) n++;
+      else if (c.json === null && e >= 0 && c.v >= tv) n--;
+    }
+    return n;
+  }
+}
+
+const shards = <T extends object>() => Array.from({ length: POLICY_SHARDS }, () => new Shard<T>());
 
 /**
  * The data plane's only source of truth on the hot path: keys, accounts and the model catalog as the policy
  * feed delivered them (docs/distributed.md). A change replaces one entity in O(1), and only with a version at
  * least as new as the one held, so a late or duplicated change can never roll policy back.
  *
- * Keys and accounts are held as the JSON they arrived in and parsed (and validated) the first time a request
- * uses them: a full load of a million keys does no parsing at all, and memory holds one compact string per key
- * rather than an object graph. If the control plane or Redis goes away the store keeps serving what it has
- * (fail static) and reports its age, so /readyz and metrics can say how stale it is.
+ * Keys and accounts live in POLICY_SHARDS shards each (the feed's own sharding): what the last full load read,
+ * as bytes outside the JavaScript heap (table.ts), and the changes applied since. An entity is decoded, parsed
+ * and validated (zod) the first time a request uses it. A full load builds each shard's new table aside and
+ * swaps it in whole, so requests are served from the previous state until each shard is complete, and a
+ * million keys cost the garbage collector a few objects per shard. If the control plane or Redis goes away the
+ * store keeps serving what it has (fail static) and reports its age, so /readyz and metrics can say how stale.
  */
 export class SnapshotStore {
-  private readonly keys = new Map<string, Held<KeySnapshot>>();
-  private readonly accounts = new Map<string, Held<AccountSnapshot>>();
+  private readonly keys = shards<KeySnapshot>();
+  private readonly accounts = shards<AccountSnapshot>();
   private models: Record<string, ModelSnapshot> = {};
   private catalogVersion = -1;
   private highest = 0;
@@ -34,6 +98,8 @@ export class SnapshotStore {
   /** when the control plane was last heard from (its heartbeat); null: in the same process (embedded) */
   private controlPlaneAt: number | null = null;
   private loadingNow: FullLoad | null = null;
+  /** full loads begun: a change is tagged with the current one (see Shard.swap) */
+  private gen = 0;
   /** full loads completed (the first one included) and how long the last one took */
   fullLoads = 0;
   lastFullLoadMs: number | null = null;
@@ -60,7 +126,8 @@ export class SnapshotStore {
     return this.loadingNow !== null;
   }
   get size(): { keys: number; accounts: number; models: number } {
-    return { keys: this.keys.size, accounts: this.accounts.size, models: Object.keys(this.models).length };
+    const count = (all: Shard<object>[]) => all.reduce((n, s) => n + s.size, 0);
+    return { keys: count(this.keys), accounts: count(this.accounts), models: Object.keys(this.models).length };
   }
   /**
    * Milliseconds since the control plane last published or confirmed the policy in use (it does so at least every
@@ -95,11 +162,11 @@ export class SnapshotStore {
   /** Applies one change in O(1); false when the store holds a newer version of the entity already. */
   applyChange(c: PolicyChange): boolean {
     if (c.kind === "catalog") return this.applyCatalog(c.v, c.json);
-    const map = (c.kind === "key" ? this.keys : this.accounts) as Map<string, Held<object>>;
-    const held = map.get(c.id);
-    if (held !== undefined && heldVersion(held) > c.v) return false;
-    if (c.json === null) map.delete(c.id);
-    else map.set(c.id, c.json);
+    const hash = idHash(c.id);
+    const shard = (c.kind === "key" ? this.keys : this.accounts)[hash & 0xff] as Shard<object>;
+    if (shard.heldVersion(c.id, hash) > c.v) return false;
+    shard.changes.set(c.id, { v: c.v, json: c.json, gen: this.gen });
+    shard.cache.delete(c.id);
     if (c.v > this.highest) this.highest = c.v;
     return true;
   }
@@ -118,38 +185,34 @@ export class SnapshotStore {
   }
 
   /**
-   * Starts a full load: entities are put into the live maps as they arrive (each at least as new as what it
-   * replaces, so requests keep being served from a state that only gets fresher), and finish() then drops the
-   * entities the load did not contain. Only one load runs at a time; starting another abandons the first.
+   * Starts a full load: each shard's entities are collected aside and swapped in whole when the shard is
+   * complete (FullLoad.shardDone, or finish for the rest), so requests keep being served from the previous
+   * state of a shard until its new one is ready, and changes applied meanwhile still win where they are newer.
+   * Only one load runs at a time; starting another abandons the first.
    */
   beginFullLoad(): FullLoad {
-    this.loadingNow = new FullLoad(this, (l) => {
+    this.loadingNow?.abandon();
+    this.gen++;
+    this.loadingNow = new FullLoad(this, this.gen, (l) => {
       if (this.loadingNow === l) this.loadingNow = null;
     });
     return this.loadingNow;
   }
 
-  /** @internal FullLoad's access to the maps: drops unseen entities, pausing every 20,000 entries. */
-  *sweep(seenKeys: Set<string>, seenAccounts: Set<string>): Generator<void> {
-    for (const [map, seen] of [
-      [this.keys, seenKeys],
-      [this.accounts, seenAccounts],
-    ] as const) {
-      let n = 0;
-      for (const id of map.keys()) {
-        if (!seen.has(id)) map.delete(id);
-        if (++n % 20_000 === 0) yield;
-      }
-    }
+  /** @internal FullLoad's access to the shards. */
+  shard(kind: "key" | "account", n: number): Shard<object> {
+    return (kind === "key" ? this.keys : this.accounts)[n] as Shard<object>;
   }
 
   /** Replaces everything with one whole snapshot (tools and tests); older versions are ignored. */
   apply(next: Snapshot): boolean {
     if (this.loaded && next.version < this.highest) return false;
-    this.keys.clear();
-    this.accounts.clear();
-    for (const [hash, k] of Object.entries(next.keys)) this.keys.set(hash, entityJson(next.version, k));
-    for (const [id, a] of Object.entries(next.accounts)) this.accounts.set(id, entityJson(next.version, a));
+    const load = this.beginFullLoad();
+    for (const [hash, k] of Object.entries(next.keys))
+      load.put({ kind: "key", id: hash, v: next.version, json: entityJson(next.version, k) });
+    for (const [id, a] of Object.entries(next.accounts))
+      load.put({ kind: "account", id, v: next.version, json: entityJson(next.version, a) });
+    load.swapAll();
     this.models = next.models;
     this.catalogVersion = next.version;
     this.highest = next.version;
@@ -159,31 +222,56 @@ export class SnapshotStore {
   }
 
   key(hash: string): KeySnapshot | undefined {
-    const held = this.keys.get(hash);
-    if (typeof held !== "string") return held;
-    return this.parse(this.keys, "key", hash, held, keyEntrySchema);
+    return this.lookup(this.keys, "key", hash, keyEntrySchema);
   }
   account(id: string): AccountSnapshot | undefined {
-    const held = this.accounts.get(id);
-    if (typeof held !== "string") return held;
-    return this.parse(this.accounts, "account", id, held, accountEntrySchema);
+    return this.lookup(this.accounts, "account", id, accountEntrySchema);
   }
   model(id: string): ModelSnapshot | undefined {
     return this.models[id];
   }
 
-  /** First use of an entity: parse and validate it once, and keep the object in place of the string. */
+  /** The newest of an entity's change and table entry; parsed and validated once, on first use. */
+  private lookup<T extends object>(
+    all: Shard<T>[],
+    kind: PolicyKind,
+    id: string,
+    schema: { parse(x: unknown): T & { v: number } },
+  ): (T & { v: number }) | undefined {
+    const hash = idHash(id);
+    const shard = all[hash & 0xff]!;
+    const changed = shard.changes.get(id);
+    const cached = shard.cache.get(id);
+    let e = -1;
+    let tv = -1;
+    if (cached !== undefined) tv = cached.v;
+    else {
+      e = shard.table.find(id, hash);
+      if (e >= 0) tv = shard.table.version(e);
+    }
+    if (changed !== undefined && changed.v >= tv) {
+      if (changed.parsed !== undefined || changed.json === null) return changed.parsed;
+      changed.parsed = this.parse(kind, id, changed.json, schema);
+      return changed.parsed;
+    }
+    if (cached !== undefined) return cached;
+    if (e < 0) return undefined;
+    const parsed = this.parse(kind, id, shard.table.json(e), schema);
+    if (parsed !== undefined) {
+      if (shard.cache.size >= CACHE_PER_SHARD) shard.cache = new Map();
+      shard.cache.set(id, parsed);
+    }
+    return parsed;
+  }
+
   private parse<T extends object>(
-    map: Map<string, Held<T>>,
     kind: PolicyKind,
     id: string,
     json: string,
     schema: { parse(x: unknown): T & { v: number } },
   ): (T & { v: number }) | undefined {
     try {
-      const entity = schema.parse(JSON.parse(json));
-      map.set(id, entity);
-      return entity;
+      return schema.parse(JSON.parse(json));
     } catch (err) {
       this.onInvalid(kind, id, err);
       return undefined;
@@ -193,15 +281,27 @@ export class SnapshotStore {
 
 /** A full load in progress (see SnapshotStore.beginFullLoad). */
 export class FullLoad {
-  private readonly seenKeys = new Set<string>();
-  private readonly seenAccounts = new Set<string>();
+  private readonly builders: Record<"key" | "account", (TableBuilder | undefined)[]> = { key: [], account: [] };
+  private readonly swapped: Record<"key" | "account", Uint8Array> = {
+    key: new Uint8Array(POLICY_SHARDS),
+    account: new Uint8Array(POLICY_SHARDS),
+  };
   private readonly started = performance.now();
   private done = false;
 
   constructor(
     private readonly store: SnapshotStore,
+    private readonly gen: number,
     private readonly release: (l: FullLoad) => void,
   ) {}
+
+  get active(): boolean {
+    return !this.done;
+  }
+
+  private builder(kind: "key" | "account", shard: number): TableBuilder {
+    return (this.builders[kind][shard] ??= new TableBuilder(this.store.shard(kind, shard).table));
+  }
 
   put(c: PolicyChange): void {
     if (this.done || c.json === null) return;
@@ -209,17 +309,49 @@ export class FullLoad {
       this.store.applyChange(c);
       return;
     }
-    (c.kind === "key" ? this.seenKeys : this.seenAccounts).add(c.id);
-    this.store.applyChange(c);
+    this.builder(c.kind, idHash(c.id) & 0xff).addString(c.id, c.json, c.v);
+  }
+
+  /** One entity as the bytes Redis returned (id and JSON); its version is read from the JSON. */
+  putBytes(kind: "key" | "account", id: Uint8Array, json: Uint8Array): void {
+    if (this.done) return;
+    const hash = idHashBytes(id);
+    this.builder(kind, hash & 0xff).add(id, json, hash);
+  }
+
+  /** Every entity of the shard has been put: its table replaces the previous one now. */
+  shardDone(kind: "key" | "account", shard: number): void {
+    if (this.done || this.swapped[kind][shard]) return;
+    const table = this.builders[kind][shard]?.build() ?? PolicyTable.empty;
+    this.builders[kind][shard] = undefined;
+    this.swapped[kind][shard] = 1;
+    this.store.shard(kind, shard).swap(table, this.gen);
+  }
+
+  /** @internal Swaps every shard not swapped yet, at once, and ends (SnapshotStore.apply: not a feed load). */
+  swapAll(): void {
+    for (const kind of ["account", "key"] as const) for (let s = 0; s < POLICY_SHARDS; s++) this.shardDone(kind, s);
+    this.done = true;
+    this.release(this);
   }
 
   /**
-   * Drops what the load did not contain, yielding to the event loop every 20,000 entries, then confirms the
-   * load as current.
+   * Swaps in the shards not swapped yet (what the load did not contain is dropped with them), yielding to the
+   * event loop between every few, then confirms the load as current.
    */
   async finish(version: number, at: number): Promise<void> {
-    if (this.done) return;
-    for (const _ of this.store.sweep(this.seenKeys, this.seenAccounts)) await new Promise((r) => setImmediate(r));
+    let n = 0;
+    for (const kind of ["account", "key"] as const)
+      for (let s = 0; s < POLICY_SHARDS; s++) {
+        if (this.done) return;
+        if (this.swapped[kind][s]) continue;
+        this.shardDone(kind, s);
+        if (++n % 16 === 0) await new Promise((r) => setImmediate(r));
+      }
+    if (!this.done) this.complete(version, at);
+  }
+
+  private complete(version: number, at: number): void {
     this.done = true;
     this.store.fullLoads++;
     this.store.lastFullLoadMs = Math.round(performance.now() - this.started);
@@ -227,9 +359,20 @@ export class FullLoad {
     this.release(this);
   }
 
-  /** Gives up (Redis failed, or a newer epoch appeared): what was put stays, as it is newer; nothing is dropped. */
+  /**
+   * Gives up (Redis failed, or a newer epoch appeared): the shards swapped in stay, and what was put into the
+   * others is applied as changes where it is newer than what is held; nothing is dropped.
+   */
   abandon(): void {
+    if (this.done) return;
     this.done = true;
+    for (const kind of ["account", "key"] as const)
+      for (const b of this.builders[kind]) {
+        if (b === undefined) continue;
+        for (const [id, json, v] of b.entries()) this.store.applyChange({ kind, id, v, json });
+      }
+    this.builders.key = [];
+    this.builders.account = [];
     this.release(this);
   }
 }
