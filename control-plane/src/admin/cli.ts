@@ -28,6 +28,15 @@ const HELP = `modelgate-admin: operator commands
   usage list     --account NAME_OR_ID [--limit N]
   user create    --email E --password P [--role owner|member|operator] [--account NAME_OR_ID] [--name N]
                  (a console login; owners and members belong to an account)
+  alerts show    --account NAME_OR_ID | --operators
+  alerts set     --account NAME_OR_ID | --operators [--percents 50,80,100|none] [--balance-below AMOUNT|none]
+                 [--key-expiry-days N|none] [--breaker-open true|false] [--emails A,B|none]
+                 (alert rules; none removes one; --breaker-open is the operators' only)
+  alerts events  --account NAME_OR_ID | --operators [--limit N]
+  webhook add    --account NAME_OR_ID | --operators --url URL   (prints the signing secret, once)
+  webhook remove ID --account NAME_OR_ID | --operators
+  webhook test   ID --account NAME_OR_ID | --operators   (sends a signed test alert now)
+  webhook deliveries --account NAME_OR_ID | --operators [--status pending|delivered|failed] [--limit N]
 
 Add --json for machine-readable output. Amounts are decimal currency units (10 = 10.000000).
 Distributed mode (DATABASE_URL set): works on the database and asks the control plane, through REDIS_URL,
@@ -37,7 +46,11 @@ address it advertised there (or MODELGATE_URL), with the admin token kept there;
 opens the directory itself. It never opens a directory a live process holds.`;
 
 type Positional = "id";
-const positional: Partial<Record<CommandName, Positional>> = { "key revoke": "id" };
+const positional: Partial<Record<CommandName, Positional>> = {
+  "key revoke": "id",
+  "webhook remove": "id",
+  "webhook test": "id",
+};
 
 export function parseCli(argv: string[]): {
   command: CommandName;
@@ -78,6 +91,13 @@ export function parseCli(argv: string[]): {
       weekly: { type: "string" },
       monthly: { type: "string" },
       "time-zone": { type: "string" },
+      operators: { type: "boolean" },
+      percents: { type: "string" },
+      "balance-below": { type: "string" },
+      "key-expiry-days": { type: "string" },
+      "breaker-open": { type: "string" },
+      emails: { type: "string" },
+      url: { type: "string" },
     },
   });
   if (values.help || positionals.length < 2) throw new UsageError(HELP);

@@ -1,4 +1,15 @@
 import { z } from "zod";
+import { deliveryOptionsFromEnv } from "../alerts/deliver.ts";
+import {
+  addWebhook,
+  alertConfig,
+  type AlertSettingsChange,
+  configIdOf,
+  removeWebhook,
+  setAlertSettings,
+  testWebhook,
+  webhookOf,
+} from "../alerts/settings.ts";
 import {
   budgetsOf,
   budgetView,
@@ -9,6 +20,7 @@ import {
   type BudgetChange,
 } from "../budgets/service.ts";
 import { createAccount, resolveAccount, topUp } from "../services/accounts.ts";
+import { AppError } from "../services/errors.ts";
 import { listApiKeys, revokeApiKey } from "../services/api-keys.ts";
 import { setAccountLimits, setAccountStatus, setPriceContract } from "../services/catalog.ts";
 import { ipAllowlistSchema, nameSchema } from "../services/inputs.ts";
@@ -51,6 +63,17 @@ const positiveInt = z
   .regex(/^\d+$/, "must be a positive integer")
   .transform(Number)
   .refine((n) => n > 0, "must be a positive integer");
+/** "none" for a value that removes a setting */
+const none = <T>(v: T) => z.literal("none").transform(() => v);
+const percent = z.string().regex(/^\d+$/, "percents are whole numbers").transform(Number);
+const webhookId = z.string().uuid("must be a webhook id (UUID)");
+/** Whose alerts: an account's (--account) or the operators' own (--operators), exactly one. */
+const alertScope = z
+  .object({ account: z.string().min(1).optional(), operators: z.boolean().optional() })
+  .refine((a) => (a.account === undefined) !== (a.operators !== true), {
+    message: "name an account (--account) or the operators' own alerts (--operators), not both",
+    path: ["account"],
+  });
 const iso = z
   .string()
   .refine((s) => !Number.isNaN(Date.parse(s)), "must be an ISO 8601 date-time")
@@ -105,6 +128,26 @@ export const commandSchemas = {
     name: z.string().optional(),
   }),
   "usage list": z.object({ account: z.string().min(1), limit: positiveInt.optional() }),
+  "alerts show": alertScope,
+  "alerts set": alertScope.and(
+    z.object({
+      percents: z.union([none([] as number[]), list.pipe(z.array(percent))]).optional(),
+      "balance-below": budgetAmount.optional(),
+      "key-expiry-days": z.union([none(null), positiveInt]).optional(),
+      "breaker-open": z
+        .enum(["true", "false"])
+        .transform((v) => v === "true")
+        .optional(),
+      emails: z.union([none([] as string[]), list]).optional(),
+    }),
+  ),
+  "alerts events": alertScope.and(z.object({ limit: positiveInt.optional() })),
+  "webhook add": alertScope.and(z.object({ url: z.string().min(1) })),
+  "webhook remove": alertScope.and(z.object({ id: webhookId })),
+  "webhook test": alertScope.and(z.object({ id: webhookId })),
+  "webhook deliveries": alertScope.and(
+    z.object({ limit: positiveInt.optional(), status: z.enum(["pending", "delivered", "failed"]).optional() }),
+  ),
 } as const;
 
 export type CommandName = keyof typeof commandSchemas;
@@ -301,6 +344,70 @@ export async function runAdminCommand(
         latencyMs: r.latencyMs,
       }));
     }
+    case "alerts show": {
+      const accountId = await alertAccount(ctx, parseCommandArgs("alerts show", rawArgs));
+      return alertSettingsView(ctx, accountId);
+    }
+    case "alerts set": {
+      const a = parseCommandArgs("alerts set", rawArgs);
+      const accountId = await alertAccount(ctx, a);
+      // The same service (and its checks) as the setAlertSettings mutation; the control plane's timer
+      // evaluates the new settings within MODELGATE_ALERTS_INTERVAL_MS.
+      const change: AlertSettingsChange = {};
+      if (a.percents !== undefined) change.percents = a.percents;
+      if (a.emails !== undefined) change.emails = a.emails;
+      if (a["balance-below"] !== undefined) change.balanceBelowMicro = a["balance-below"];
+      if (a["key-expiry-days"] !== undefined) change.keyExpiryDays = a["key-expiry-days"];
+      if (a["breaker-open"] !== undefined) change.breakerOpen = a["breaker-open"];
+      await serviceCall(() => setAlertSettings(ctx, accountId, change));
+      return alertSettingsView(ctx, accountId);
+    }
+    case "alerts events": {
+      const a = parseCommandArgs("alerts events", rawArgs);
+      const events = await ctx.prisma.alertEvent.findMany({
+        where: { configId: configIdOf(await alertAccount(ctx, a)) },
+        orderBy: { firedAt: "desc" },
+        take: Math.min(a.limit ?? 50, 500),
+      });
+      return events.map((e) => ({
+        id: e.id,
+        kind: e.kind,
+        dedupeKey: e.dedupeKey,
+        firedAt: e.firedAt.toISOString(),
+        payload: e.payload,
+      }));
+    }
+    case "webhook add": {
+      const a = parseCommandArgs("webhook add", rawArgs);
+      const accountId = await alertAccount(ctx, a);
+      const { webhook, secret } = await serviceCall(() => addWebhook(ctx, accountId, a.url));
+      return { id: webhook.id, url: webhook.url, secret };
+    }
+    case "webhook remove": {
+      const a = parseCommandArgs("webhook remove", rawArgs);
+      const accountId = await alertAccount(ctx, a);
+      const w = await serviceCall(() => webhookOf(ctx, a.id, accountId));
+      await removeWebhook(ctx, w, accountId);
+      return { id: w.id, removed: true };
+    }
+    case "webhook test": {
+      const a = parseCommandArgs("webhook test", rawArgs);
+      const w = await serviceCall(async () => webhookOf(ctx, a.id, await alertAccount(ctx, a)));
+      // One attempt now, awaited; a failure stays pending and the control plane retries it with backoff.
+      return deliveryView(await testWebhook(ctx, w.id, deliveryOptionsFromEnv(ctx.masterKey)));
+    }
+    case "webhook deliveries": {
+      const a = parseCommandArgs("webhook deliveries", rawArgs);
+      const rows = await ctx.prisma.webhookDelivery.findMany({
+        where: {
+          webhook: { configId: configIdOf(await alertAccount(ctx, a)) },
+          ...(a.status ? { status: a.status } : {}),
+        },
+        orderBy: { createdAt: "desc" },
+        take: Math.min(a.limit ?? 50, 500),
+      });
+      return rows.map(deliveryView);
+    }
     case "key list": {
       const a = parseCommandArgs("key list", rawArgs);
       const account = await resolveAccount(ctx, a.account);
@@ -327,3 +434,57 @@ async function showBudgets(ctx: ServiceContext, accountId: string, keyId?: strin
     budgets: (await budgetsOf(ctx, account, subject, keyId ?? "")).map(budgetView),
   };
 }
+
+/** The account an alert command names (null: the operators' own alerts). */
+async function alertAccount(ctx: ServiceContext, a: { account?: string; operators?: boolean }): Promise<string | null> {
+  return a.operators ? null : (await resolveAccount(ctx, a.account!)).id;
+}
+
+/** A service's refusal of an input (BAD_USER_INPUT) as the CLI's usage error, naming the option. */
+async function serviceCall<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    if (!(err instanceof AppError) || err.code !== "BAD_USER_INPUT") throw err;
+    const field = typeof err.extra.field === "string" ? err.extra.field : null;
+    throw new UsageError(field ? `--${kebab(field)}: ${err.message}` : err.message);
+  }
+}
+const kebab = (s: string) => s.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+
+async function alertSettingsView(ctx: ServiceContext, accountId: string | null) {
+  const c = await alertConfig(ctx, accountId);
+  const webhooks = await ctx.prisma.alertWebhook.findMany({ where: { configId: c.id }, orderBy: { createdAt: "asc" } });
+  return {
+    account: accountId,
+    operators: accountId === null,
+    percents: c.percents,
+    balanceBelow: c.balanceBelowMicro === null ? null : formatAmount(c.balanceBelowMicro),
+    keyExpiryDays: c.keyExpiryDays,
+    breakerOpen: c.breakerOpen,
+    emails: c.emails,
+    webhooks: webhooks.map((w) => ({ id: w.id, url: w.url, createdAt: w.createdAt.toISOString() })),
+  };
+}
+
+const deliveryView = (d: {
+  id: string;
+  webhookId: string;
+  kind: string;
+  status: string;
+  attempts: number;
+  lastStatus: number | null;
+  lastError: string | null;
+  createdAt: Date;
+  deliveredAt: Date | null;
+}) => ({
+  id: d.id,
+  webhookId: d.webhookId,
+  kind: d.kind,
+  status: d.status,
+  attempts: d.attempts,
+  lastStatus: d.lastStatus,
+  lastError: d.lastError,
+  createdAt: d.createdAt.toISOString(),
+  deliveredAt: d.deliveredAt?.toISOString() ?? null,
+});
