@@ -12,12 +12,12 @@ export interface RenderedMetric {
   values: { metricName?: string; labels: Record<string, string | number>; value: number }[];
 }
 
-interface Series {
+export interface Series {
   labels: Record<string, string>;
   value: number;
 }
 
-interface HistogramSeries {
+export interface HistogramSeries {
   labels: Record<string, string>;
   counts: number[];
   sum: number;
@@ -32,9 +32,14 @@ export class FastCounter {
   ) {}
 
   inc(key: string, labels: () => Record<string, string>, by = 1): void {
+    this.at(key, labels).value += by;
+  }
+
+  /** The series itself, for a caller that keeps it and adds to `value` directly (no key built per update). */
+  at(key: string, labels: () => Record<string, string>): Series {
     let s = this.series.get(key);
     if (s === undefined) this.series.set(key, (s = { labels: labels(), value: 0 }));
-    s.value += by;
+    return s;
   }
 
   /** prom-client's metric interface: what the registry renders. */
@@ -53,12 +58,21 @@ export class FastHistogram {
   ) {}
 
   observe(key: string, labels: () => Record<string, string>, value: number): void {
+    this.observeIn(this.at(key, labels), value);
+  }
+
+  /** The series itself, for a caller that keeps it and passes it to observeIn (no key built per update). */
+  at(key: string, labels: () => Record<string, string>): HistogramSeries {
     let s = this.series.get(key);
     if (s === undefined)
       this.series.set(
         key,
         (s = { labels: labels(), counts: new Array<number>(this.buckets.length).fill(0), sum: 0, count: 0 }),
       );
+    return s;
+  }
+
+  observeIn(s: HistogramSeries, value: number): void {
     for (let i = 0; i < this.buckets.length; i++) {
       if (value <= this.buckets[i]!) {
         s.counts[i]!++;
