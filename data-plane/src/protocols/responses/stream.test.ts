@@ -37,13 +37,23 @@ describe("Responses streams", () => {
   });
 
   it("re-shapes an upstream error event in its own place of the sequence", () => {
-    const reader = responsesPassthrough.createStream("m", REQUEST_ID, { model: "m", system: [], messages: [], stream: true });
+    const reader = responsesPassthrough.createStream("m", REQUEST_ID, {
+      model: "m",
+      system: [],
+      messages: [],
+      stream: true,
+    });
     reader.push(Buffer.from(sse("response.created", { response: { id: "r", model: "m" }, sequence_number: 0 })));
     const withNumber = parse(reader.push(Buffer.from(sse("error", { message: "boom", sequence_number: 1 }))));
     expect(withNumber[0]).toMatchObject({ type: "error", sequence_number: 1 });
     expect(String(withNumber[0]!.message)).toContain(REQUEST_ID);
     // One without a number of its own gets the next one.
-    const other = responsesPassthrough.createStream("m", REQUEST_ID, { model: "m", system: [], messages: [], stream: true });
+    const other = responsesPassthrough.createStream("m", REQUEST_ID, {
+      model: "m",
+      system: [],
+      messages: [],
+      stream: true,
+    });
     other.push(Buffer.from(sse("response.created", { response: { id: "r", model: "m" }, sequence_number: 4 })));
     expect(parse(other.push(Buffer.from(sse("error", { message: "boom" }))))[0]).toMatchObject({ sequence_number: 5 });
   });
