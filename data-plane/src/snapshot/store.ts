@@ -30,8 +30,16 @@ const CACHE_PER_SHARD = 512;
  */
 class Shard<T extends object> {
   table = PolicyTable.empty;
-  changes = new Map<string, Changed<T>>();
+  readonly changes = new Map<string, Changed<T>>();
   cache = new Map<string, T & { v: number }>();
+  /** the size, counted when asked (readiness, metrics) and kept until a change or a swap */
+  private counted = -1;
+
+  change(id: string, c: Changed<T>): void {
+    this.changes.set(id, c);
+    this.cache.delete(id);
+    this.counted = -1;
+  }
 
   /** The version held for an id (-1: none), whichever of the table and the changes has it. */
   heldVersion(id: string, hash: number): number {
@@ -58,10 +66,12 @@ class Shard<T extends object> {
     }
     this.table = table;
     this.cache = new Map();
+    this.counted = -1;
   }
 
   /** How many entities this shard holds (the table's, plus changes that add, less deletions that apply). */
   get size(): number {
+    if (this.counted >= 0) return this.counted;
     let n = this.table.count;
     for (const [id, c] of this.changes) {
       const e = this.table.find(id, idHash(id));
@@ -69,6 +79,7 @@ class Shard<T extends object> {
       if (c.json !== null && e < 0) n++;
       else if (c.json === null && e >= 0 && c.v >= tv) n--;
     }
+    this.counted = n;
     return n;
   }
 }
@@ -165,8 +176,7 @@ export class SnapshotStore {
     const hash = idHash(c.id);
     const shard = (c.kind === "key" ? this.keys : this.accounts)[hash & 0xff] as Shard<object>;
     if (shard.heldVersion(c.id, hash) > c.v) return false;
-    shard.changes.set(c.id, { v: c.v, json: c.json, gen: this.gen });
-    shard.cache.delete(c.id);
+    shard.change(c.id, { v: c.v, json: c.json, gen: this.gen });
     if (c.v > this.highest) this.highest = c.v;
     return true;
   }
