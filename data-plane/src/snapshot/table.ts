@@ -151,8 +151,8 @@ export class TableBuilder {
    * each array once: fewer and smaller allocations outside the heap mean fewer garbage collections.
    */
   constructor(like?: { count: number; bytes: number }) {
-    const entries = Math.max(256, Math.ceil((like?.count ?? 0) * 1.05) + 2);
-    this.blob = new Uint8Array(Math.max(64 * 1024, Math.ceil((like?.bytes ?? 0) * 1.05)));
+    const entries = Math.max(32, Math.ceil((like?.count ?? 0) * 1.05) + 2);
+    this.blob = new Uint8Array(Math.max(4 * 1024, Math.ceil((like?.bytes ?? 0) * 1.05)));
     this.offs = new Uint32Array(entries);
     this.idLens = new Uint32Array(entries);
     this.vers = new Float64Array(entries);
