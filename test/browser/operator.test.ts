@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { chromium, type Browser, type Page } from "playwright-core";
+import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_MOCK_KEY, type MockUpstream } from "../mocks/script.ts";
 import { startOpenAIUpstream } from "../mocks/openai-upstream.ts";
@@ -11,7 +11,9 @@ import { admin, eventually, freePort, repoRoot, startTs, waitForHttp, type Proc 
 // The operator's console (issue 18 §1) in real Chromium against the embedded product: open a customer with an
 // owner, set a contract price, top up — the customer signs in and sees that price and balance; add an upstream
 // (a mock OpenAI provider) and a route — a call goes through it and shows in the health page and the audit log.
-// Screenshots of every operator page at 1280 and 375 px go to test/browser/screenshots/ (git-ignored).
+// Screenshots of every operator page at 1280 and 375 px go to test/browser/screenshots/ (git-ignored). Every
+// console page the browser loads must come with the console's Content-Security-Policy, and nothing may break
+// under it.
 
 const CHROMIUM = "/usr/bin/chromium";
 const OPERATOR = { email: "operator@modelgate.local", password: "operator-password-1" };
@@ -30,6 +32,20 @@ let browser: Browser;
 let page: Page;
 let mock: MockUpstream;
 let customerId = "";
+/** every console document the browser loaded, with its Content-Security-Policy header */
+const documents: { path: string; csp: string | undefined }[] = [];
+/** violations of the policy Chromium reported on any page */
+const cspViolations: string[] = [];
+
+function watchConsole(context: BrowserContext) {
+  context.on("response", (r) => {
+    if (r.request().resourceType() === "document" && r.url().startsWith(base))
+      documents.push({ path: new URL(r.url()).pathname, csp: r.headers()["content-security-policy"] });
+  });
+  context.on("console", (m) => {
+    if (/Content Security Policy/i.test(m.text())) cspViolations.push(m.text());
+  });
+}
 
 async function nav(p: Page, label: string) {
   const link = p.getByRole("navigation", { name: "Console" }).getByRole("link", { name: label, exact: true });
@@ -87,6 +103,7 @@ beforeAll(async () => {
     ],
   });
   const context = await browser.newContext({ viewport: DESKTOP, colorScheme: "light" });
+  watchConsole(context);
   page = await context.newPage();
   page.setDefaultTimeout(15_000);
 });
@@ -154,6 +171,7 @@ describe("operator console", () => {
 
   it("the customer signs in and sees the contract price and the balance", async () => {
     const context = await browser.newContext({ viewport: DESKTOP });
+    watchConsole(context);
     const customer = await context.newPage();
     customer.setDefaultTimeout(15_000);
     await signIn(customer, OWNER.email, OWNER.password);
@@ -274,5 +292,25 @@ describe("operator console", () => {
     await page.getByRole("button", { name: "Filter" }).click();
     await screenshots("audit");
     expect(customerId).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it("serves every console page it visited with the Content-Security-Policy, and nothing broke under it", async () => {
+    // Each operator page loaded as a document (a reload, a link opened anew), not only by the app's router.
+    const pages = ["/ops/customers", `/ops/customers/${customerId}`, "/ops/catalog", "/ops/health", "/ops/users"];
+    for (const path of [...pages, "/ops/audit"]) {
+      const res = await page.goto(`${base}${path}`);
+      expect(res?.status(), path).toBe(200);
+      await page.getByRole("heading", { level: 1 }).first().waitFor();
+    }
+    const visited = new Set(documents.map((d) => d.path));
+    for (const path of ["/login", "/keys", "/models", "/wallet", ...pages, "/ops/audit"])
+      expect(visited.has(path), `${path} was loaded`).toBe(true);
+    for (const d of documents) {
+      expect(d.csp, d.path).toContain("default-src 'self'");
+      expect(d.csp, d.path).toContain("script-src 'self'");
+      expect(d.csp, d.path).toContain("frame-ancestors 'none'");
+      expect(d.csp, d.path).not.toContain("'unsafe-eval'");
+    }
+    expect(cspViolations.slice(0, 3)).toEqual([]);
   });
 });

@@ -1,6 +1,7 @@
 import { createWriteStream, type WriteStream } from "node:fs";
 import { mkdir, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
+import { audit, type AuditDb } from "../audit/record.ts";
 import type { ExportFormat, Prisma } from "../generated/prisma/client.ts";
 import type { ServiceContext } from "../services/context.ts";
 import { AppError } from "../services/errors.ts";
@@ -93,13 +94,18 @@ export async function startExport(
       `this account keeps ${kept} exports, the most it may (${maxKeptPerAccount()}); each is deleted ${Math.round(retentionMs() / 3600_000)} h after it finished`,
     );
   }
-  const row = await ctx.prisma.export.create({
-    data: {
-      accountId: input.accountId,
-      userId: input.userId,
-      format: input.format,
-      filters: storeFilters(input.filter) as Prisma.InputJsonValue,
-    },
+  const filters = storeFilters(input.filter);
+  const row = await ctx.prisma.$transaction(async (tx) => {
+    const created = await tx.export.create({
+      data: {
+        accountId: input.accountId,
+        userId: input.userId,
+        format: input.format,
+        filters: filters as Prisma.InputJsonValue,
+      },
+    });
+    await auditStart(tx, ctx, created.id, input.accountId, "usage", input.format, filters);
+    return created;
   });
   schedule(ctx, row.id);
   return row;
@@ -129,17 +135,44 @@ export async function startAuditExport(
       `${kept} exports are kept, the most allowed (${maxKeptPerAccount()}); each is deleted ${Math.round(retentionMs() / 3600_000)} h after it finished`,
     );
   }
-  const row = await ctx.prisma.export.create({
-    data: {
-      accountId: input.accountId,
-      userId: input.userId,
-      kind: "audit",
-      format: input.format,
-      filters: storeAuditFilter(filter) as Prisma.InputJsonValue,
-    },
+  const filters = storeAuditFilter(filter);
+  const row = await ctx.prisma.$transaction(async (tx) => {
+    const created = await tx.export.create({
+      data: {
+        accountId: input.accountId,
+        userId: input.userId,
+        kind: "audit",
+        format: input.format,
+        filters: filters as Prisma.InputJsonValue,
+      },
+    });
+    await auditStart(tx, ctx, created.id, input.accountId, "audit", input.format, filters);
+    return created;
   });
   schedule(ctx, row.id);
   return row;
+}
+
+/**
+ * An export takes a copy of data out of the gateway: who started it, from where, of what (kind, format and
+ * filters), recorded with the export's row.
+ */
+function auditStart(
+  tx: AuditDb,
+  ctx: Ctx,
+  id: string,
+  accountId: string | null,
+  kind: "usage" | "audit",
+  format: ExportFormat,
+  filters: unknown,
+) {
+  return audit(tx, ctx.actor, {
+    action: "export.start",
+    subjectType: "export",
+    subjectId: id,
+    accountId,
+    after: { kind, format, filters },
+  });
 }
 
 function schedule(ctx: Ctx, id: string) {

@@ -3,6 +3,7 @@ import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "pino";
 import { ensureAdminToken } from "../admin/token.ts";
+import { startAuditRetention } from "../audit/retention.ts";
 import { deliveryOptionsFromEnv } from "../alerts/deliver.ts";
 import { startBillingRetention } from "../alerts/retention.ts";
 import { AlertRunner } from "../alerts/runner.ts";
@@ -62,6 +63,9 @@ export async function controlPlaneRoutes(
     controlCalendar,
     (err) => logger.error({ err }, "billing history retention failed"),
     (pruned) => logger.info(pruned, "billing history pruned"),
+  );
+  startAuditRetention(ctx.prisma, settings.auditRetentionDays, (err) =>
+    logger.error({ err }, "audit log retention failed"),
   );
   const graphql = createGraphqlHandler(app);
   const graphqlRoute: Route = async (req, res) => {

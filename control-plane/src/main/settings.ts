@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseMasterKey, usageShardCount } from "@modelgate/data-plane";
+import { auditRetentionDays } from "../audit/retention.ts";
 import { type OidcSettings, readOidcSettings } from "../auth/oidc.ts";
 import { secureDataDir } from "./data-dir.ts";
 
@@ -23,6 +24,8 @@ export interface Settings {
   operatorPassword?: string;
   /** console sign-in through OpenID Connect (null: off) */
   oidc: OidcSettings | null;
+  /** days an audit log row is kept (MODELGATE_AUDIT_RETENTION_DAYS; null: forever) */
+  auditRetentionDays: number | null;
   /** entries of the data directory that were readable or writable by others and have been made private */
   tightened: number;
 }
@@ -63,6 +66,7 @@ export function readSettings(env: NodeJS.ProcessEnv, defaultPort: number): Setti
     operatorEmail: env.MODELGATE_OPERATOR_EMAIL ?? "operator@modelgate.local",
     operatorPassword: env.MODELGATE_OPERATOR_PASSWORD || undefined,
     oidc: readOidcSettings(env),
+    auditRetentionDays: auditRetentionDays(env),
     tightened,
   };
 }

@@ -34,12 +34,17 @@ export async function changePassword(
   if (user.totpEnabledAt && !code)
     throw badInput("two-step verification is on: enter a code from your app or a recovery code", "code");
   const key = stepUpKey(userId);
-  await takeAttempt(ctx.prisma, key, STEP_UP_POLICY);
+  const refused = stepUpRefused(ctx, user, "user.password_change");
+  try {
+    await takeAttempt(ctx.prisma, key, STEP_UP_POLICY);
+  } catch (err) {
+    throw err instanceof AppError ? await refused("throttled", err) : err;
+  }
   if (!user.passwordHash || !(await verifyPassword(current, user.passwordHash))) {
-    throw badInput("the current password is wrong", "currentPassword");
+    throw await refused("wrong_password", badInput("the current password is wrong", "currentPassword"));
   }
   if (user.totpEnabledAt && !(await checkSecondFactor(ctx.prisma, ctx.masterKey, userId, code!)))
-    throw badInput("the code is not valid", "code");
+    throw await refused("wrong_code", badInput("the code is not valid", "code"));
   await succeeded(ctx.prisma, key);
   const problem = passwordProblem(next);
   if (problem) throw badInput(problem, "newPassword");
@@ -202,19 +207,47 @@ export async function confirmTotp(ctx: Ctx, userId: string, code: string) {
   });
 }
 
+/**
+ * A refused step-up check (the code or current password that guards a change), for the audit log: who, from
+ * where (the request's actor), for which change and why; never what was typed. Returns the error to throw.
+ */
+function stepUpRefused(ctx: Ctx, user: { id: string; accountId: string | null }, purpose: string) {
+  return async <E>(reason: "wrong_code" | "wrong_password" | "throttled", err: E): Promise<E> => {
+    await audit(ctx.prisma, ctx.actor, {
+      action: "auth.step_up_failed",
+      subjectType: "user",
+      subjectId: user.id,
+      accountId: user.accountId,
+      after: { purpose, reason },
+    });
+    return err;
+  };
+}
+
 /** A second-factor check that guards a change, throttled per user: a stolen session is no code oracle. */
-async function stepUp(ctx: Ctx, userId: string, code: string): Promise<void> {
-  const ok = await throttled(ctx.prisma, stepUpKey(userId), STEP_UP_POLICY, () =>
-    checkSecondFactor(ctx.prisma, ctx.masterKey, userId, code),
-  );
-  if (!ok) throw badInput("the code is not valid", "code");
+async function stepUp(
+  ctx: Ctx,
+  user: { id: string; accountId: string | null },
+  code: string,
+  purpose: string,
+): Promise<void> {
+  const refused = stepUpRefused(ctx, user, purpose);
+  let ok: boolean;
+  try {
+    ok = await throttled(ctx.prisma, stepUpKey(user.id), STEP_UP_POLICY, () =>
+      checkSecondFactor(ctx.prisma, ctx.masterKey, user.id, code),
+    );
+  } catch (err) {
+    throw err instanceof AppError ? await refused("throttled", err) : err;
+  }
+  if (!ok) throw await refused("wrong_code", badInput("the code is not valid", "code"));
 }
 
 /** Needs a current TOTP or recovery code. */
 export async function disableTotp(ctx: Ctx, userId: string, code: string) {
   const user = await ctx.prisma.user.findUniqueOrThrow({ where: { id: userId } });
   if (!user.totpEnabledAt) throw badInput("two-step verification is not on");
-  await stepUp(ctx, userId, code);
+  await stepUp(ctx, user, code, "totp.disable");
   await ctx.prisma.$transaction(async (tx) => {
     await tx.user.update({ where: { id: userId }, data: { totpEnabledAt: null, totpSecretEnc: null } });
     await tx.recoveryCode.deleteMany({ where: { userId } });
@@ -232,7 +265,7 @@ export async function disableTotp(ctx: Ctx, userId: string, code: string) {
 export async function regenerateRecoveryCodes(ctx: Ctx, userId: string, code: string) {
   const user = await ctx.prisma.user.findUniqueOrThrow({ where: { id: userId } });
   if (!user.totpEnabledAt) throw badInput("two-step verification is not on");
-  await stepUp(ctx, userId, code);
+  await stepUp(ctx, user, code, "totp.recovery_codes");
   return ctx.prisma.$transaction(async (tx) => {
     const codes = await issueRecoveryCodes(ctx, tx, userId);
     await audit(tx, ctx.actor, {

@@ -2,6 +2,7 @@ import { Secret, TOTP } from "otpauth";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runAdminCommand } from "../../../control-plane/src/admin/commands.ts";
 import { demoConfig, syncConfig } from "../../../control-plane/src/config/sync.ts";
+import { auditRetentionDays, pruneAuditLog } from "../../../control-plane/src/audit/retention.ts";
 import { Client, customer, OPERATOR, operatorClient, startHarness, type Harness } from "./harness.ts";
 
 // The audit log (issue 18 §2): every kind of change leaves one row with who, from where, what, before and after;
@@ -386,6 +387,11 @@ describe("audit log", () => {
   it("exports like the usage log, owners their own rows", async () => {
     const started = await b.client.gql(`mutation { startAuditExport(format: JSONL) { id kind status } }`);
     expect(started.startAuditExport).toMatchObject({ kind: "audit", status: "pending" });
+    expect(await one(b.client, "export.start", started.startAuditExport.id)).toMatchObject({
+      actorUserId: b.ownerId,
+      accountId: b.accountId,
+      after: { kind: "audit", format: "jsonl" },
+    });
     let e;
     for (let i = 0; i < 100; i++) {
       e = (
@@ -427,6 +433,71 @@ describe("audit log", () => {
     expect((await fetch(`${h.url}${e.downloadUrl}`, { headers: { cookie: b.client.cookie! } })).status).toBe(404);
   });
 
+  it("records sign-outs, refused step-ups (never the code or password tried) and export starts", async () => {
+    const c = await customer(h, ops, "Stepper");
+    secrets.push(c.password);
+    // two-step verification on, then a change guarded by it asked with a wrong code, and a wrong password
+    const secret = (await c.client.gql(`mutation { enrollTotp { secret } }`)).enrollTotp.secret as string;
+    secrets.push(secret);
+    const totp = new TOTP({ secret: Secret.fromBase32(secret), algorithm: "SHA1", digits: 6, period: 30 });
+    secrets.push(
+      ...((await c.client.gql(`mutation($c: String!) { confirmTotp(code: $c) }`, { c: totp.generate() }))
+        .confirmTotp as string[]),
+    );
+    const wrongCode = "ABCD-EFGH-IJKL";
+    secrets.push(wrongCode);
+    expect(await c.client.code(`mutation($c: String!) { disableTotp(code: $c) }`, { c: wrongCode })).toBe(
+      "BAD_USER_INPUT",
+    );
+    const wrongPassword = "not-my-password-77";
+    secrets.push(wrongPassword);
+    expect(
+      await c.client.code(
+        `mutation($p: String!, $n: String!, $c: String) { changePassword(currentPassword: $p, newPassword: $n, code: $c) }`,
+        { p: wrongPassword, n: "never-set-password-1", c: "000000" },
+      ),
+    ).toBe("BAD_USER_INPUT");
+    const refused = await rows(c.client, { action: "auth.step_up_failed", subjectId: c.ownerId });
+    expect(refused.map((r) => [r.actorUserId, r.accountId, JSON.parse(r.after!)])).toEqual([
+      [c.ownerId, c.accountId, { purpose: "user.password_change", reason: "wrong_password" }],
+      [c.ownerId, c.accountId, { purpose: "totp.disable", reason: "wrong_code" }],
+    ]);
+    expect(refused[0]!.actorAddress).toMatch(/127\.0\.0\.1/);
+
+    // an export started (the usage log's; the audit log's is checked with its export below)
+    const started = await c.client.gql(`mutation { startExport(format: CSV, filter: { model: "m-1" }) { id } }`);
+    const exported = await one(c.client, "export.start", started.startExport.id);
+    expect(exported).toMatchObject({
+      actorType: "user",
+      actorUserId: c.ownerId,
+      accountId: c.accountId,
+      subjectType: "export",
+      after: { kind: "usage", format: "csv", filters: expect.objectContaining({ model: "m-1" }) },
+    });
+    expect(exported.actorAddress).toMatch(/127\.0\.0\.1/);
+
+    // sign-out: the session ends, and the log says who and from where
+    await c.client.gql(`mutation { logout }`);
+    const out = await one(ops, "auth.logout", c.ownerId);
+    expect(out).toMatchObject({
+      actorType: "user",
+      actorUserId: c.ownerId,
+      actorEmail: c.email,
+      accountId: c.accountId,
+      after: { secondStepPending: false },
+    });
+    expect(out.actorAddress).toMatch(/127\.0\.0\.1/);
+    // a sign-in halfway through (password given, code not yet) that is abandoned is recorded too
+    const half = new Client(h.url);
+    await half.gql(`mutation($e: String!, $p: String!) { login(email: $e, password: $p) { secondStepRequired } }`, {
+      e: c.email,
+      p: c.password,
+    });
+    await half.gql(`mutation { logout }`);
+    const halfOut = (await rows(ops, { action: "auth.logout", subjectId: c.ownerId }))[0]!;
+    expect(JSON.parse(halfOut.after!)).toEqual({ secondStepPending: true });
+  });
+
   it("never holds a secret, and refuses UPDATE, DELETE and TRUNCATE", async () => {
     const dump = JSON.stringify(await h.app.prisma.auditLog.findMany());
     expect(secrets.length).toBeGreaterThan(20);
@@ -436,5 +507,41 @@ describe("audit log", () => {
     await expect(h.app.prisma.$executeRawUnsafe(`DELETE FROM audit_logs`)).rejects.toThrow(/append-only/);
     await expect(h.app.prisma.$executeRawUnsafe(`TRUNCATE audit_logs`)).rejects.toThrow(/append-only/);
     expect(await h.app.prisma.auditLog.count()).toBeGreaterThan(30);
+  });
+
+  // Last: it deletes every row older than the newest one.
+  it("retention deletes only rows past it, records that it did, and is the only deletion", async () => {
+    expect(auditRetentionDays({})).toBeNull();
+    expect(auditRetentionDays({ MODELGATE_AUDIT_RETENTION_DAYS: "0" })).toBeNull();
+    expect(auditRetentionDays({ MODELGATE_AUDIT_RETENTION_DAYS: "400" })).toBe(400);
+    expect(() => auditRetentionDays({ MODELGATE_AUDIT_RETENTION_DAYS: "a year" })).toThrow(/whole number of days/);
+    const prisma = h.app.prisma;
+    // The newest row's time is the cutoff: everything before it is "older than the retention".
+    const [row] = await prisma.$queryRaw<{ newest: Date }[]>`SELECT max(created_at) AS newest FROM audit_logs`;
+    const newest = row!.newest;
+    const older = await prisma.auditLog.count({ where: { createdAt: { lt: newest } } });
+    const kept = await prisma.auditLog.count({ where: { createdAt: { gte: newest } } });
+    expect(older).toBeGreaterThan(30);
+    expect(await pruneAuditLog(prisma, null)).toBe(0); // no retention set: nothing goes
+    expect(await pruneAuditLog(prisma, 90, new Date(newest.getTime() + 90 * 86_400_000))).toBe(older);
+    expect(await prisma.auditLog.count({ where: { createdAt: { lt: newest } } })).toBe(0);
+    // the newer rows stay, and the deletion is itself a row
+    expect(await prisma.auditLog.count({ where: { createdAt: { gte: newest } } })).toBe(kept + 1);
+    const pruned = await one(ops, "audit.prune");
+    expect(pruned).toMatchObject({
+      actorType: "system",
+      subjectType: "audit_log",
+      after: { retentionDays: 90, deletedBefore: newest.toISOString(), deleted: older },
+    });
+    // Naming a cutoff lets through nothing newer than it, and never an UPDATE or TRUNCATE.
+    const attempt = (sql: string) =>
+      prisma.$transaction(async (tx) => {
+        await tx.$queryRaw`SELECT set_config('modelgate.audit_prune_before', ${newest.toISOString()}, true)`;
+        await tx.$executeRawUnsafe(sql);
+      });
+    await expect(attempt(`DELETE FROM audit_logs`)).rejects.toThrow(/append-only/);
+    await expect(attempt(`UPDATE audit_logs SET action = 'x'`)).rejects.toThrow(/append-only/);
+    await expect(attempt(`TRUNCATE audit_logs`)).rejects.toThrow(/append-only/);
+    expect(await prisma.auditLog.count()).toBe(kept + 1);
   });
 });

@@ -1,4 +1,5 @@
 import type { Account, PersonalAccessToken, User } from "../../generated/prisma/client.ts";
+import { audit } from "../../audit/record.ts";
 import { login, verifySecondStep } from "../../auth/login.ts";
 import { createSession, revokeSession } from "../../auth/sessions.ts";
 import {
@@ -150,7 +151,24 @@ builder.mutationFields((t) => ({
     description: "Ends the current session (also a pending one) and clears the cookie.",
     resolve: async (_r, _a, ctx) => {
       const id = ctx.principal?.sessionId ?? ctx.auth.pending?.sessionId;
-      if (id) await revokeSession(ctx.app.prisma, id);
+      if (id) {
+        await revokeSession(ctx.app.prisma, id);
+        // Who signed out, from where; a sign-in halfway through (password given, code not yet) is the same user.
+        const user = ctx.principal?.user ?? ctx.auth.pending!.user;
+        await audit(
+          ctx.app.prisma,
+          ctx.app.actor?.type === "user"
+            ? ctx.app.actor
+            : { type: "user", userId: user.id, email: user.email, via: "session", address: ctx.clientIp },
+          {
+            action: "auth.logout",
+            subjectType: "user",
+            subjectId: user.id,
+            accountId: user.accountId,
+            after: { secondStepPending: ctx.principal === null },
+          },
+        );
+      }
       ctx.setSessionCookie(null);
       return true;
     },
