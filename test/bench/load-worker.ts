@@ -1,3 +1,4 @@
+import { appendFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 import autocannon from "autocannon";
 import { Pool } from "undici";
@@ -116,6 +117,8 @@ async function openLoop(
   let lastSent = 0;
   let unfinished = 0;
   const abort = new AbortController();
+  // BENCH_OPEN_TRACE=file: each request's send time (ms since the start) and latency, to see when slow ones happen
+  const trace: string[] | null = process.env.BENCH_OPEN_TRACE ? [] : null;
   const start = performance.now();
   await new Promise<void>((resolve) => {
     let sent = 0;
@@ -128,6 +131,7 @@ async function openLoop(
         .then(async (res) => {
           await res.body.dump({ limit: Infinity });
           const ms = performance.now() - t0;
+          if (trace) trace.push(`${(t0 - start).toFixed(3)} ${ms.toFixed(3)}`);
           if (res.statusCode >= 200 && res.statusCode < 300) latencies.push(ms);
           else non2xx++;
         })
@@ -151,6 +155,7 @@ async function openLoop(
     tick();
   });
   await pool.close();
+  if (trace) appendFileSync(process.env.BENCH_OPEN_TRACE!, `# ${r.url}\n${trace.join("\n")}\n`);
   return {
     sent: total,
     unfinished,

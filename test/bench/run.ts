@@ -51,6 +51,7 @@ import type {
 //                         is counted in the whole-system column.
 //   BENCH_CPU_PROF=1      run the data plane with --cpu-prof and summarise its hottest functions (the numbers
 //                         of such a run are skewed by the profiler, so it does not overwrite latest.md)
+//   BENCH_CP_PROF=1       run the control plane with --cpu-prof and summarise its hottest functions at the end
 //   BENCH_BASELINE=dir    also run a second modelgate data plane (same control plane and key) from another build of
 //                         data-plane/dist, copied inside the repository (e.g. bench/results/base-dist.tmp), as the
 //                         target "baseline": an A/B comparison of two builds with the targets alternating in one run
@@ -66,6 +67,7 @@ const env = process.env;
 const quick = env.BENCH_QUICK === "1";
 const cpuProf = env.BENCH_CPU_PROF === "1";
 const cpLive = env.BENCH_CP_PAUSE !== "1";
+const cpProf = env.BENCH_CP_PROF === "1";
 const num = (v: string | undefined, d: number) =>
   v !== undefined && v !== "" && Number.isFinite(Number(v)) ? Number(v) : d;
 const cfg = {
@@ -162,6 +164,12 @@ type MeasuredClosed = ClosedLoopResult & {
   proxyCpuMsPerReq: number;
   sideCpuMsPerReq: number;
   servicesCpuMsPerReq: number;
+  redisCpuMsPerReq: number;
+  pgCpuMsPerReq: number;
+  /** Redis commands per request (the whole server's: other clients count too), Postgres commits and rows written */
+  redisCmdsPerReq: number;
+  pgXactsPerReq: number;
+  pgRowsPerReq: number;
   settleMs: number;
 };
 interface RoundResult {
@@ -282,6 +290,13 @@ function plainJs(entry: string): string {
   return out;
 }
 
+/** modelgate's control plane, compiled as `npm run start:control-plane` runs it (control-plane/dist). */
+function buildControlPlane(): string {
+  execFileSync("npm", ["run", "build", "-w", "data-plane", "--silent"], { cwd: repoRoot, stdio: "inherit" });
+  execFileSync("npm", ["run", "build", "-w", "control-plane", "--silent"], { cwd: repoRoot, stdio: "inherit" });
+  return "control-plane/dist/main/control-plane.js";
+}
+
 /** modelgate's data plane, compiled as `npm run start:data-plane` runs it (data-plane/dist). */
 function buildDataPlane(): string {
   execFileSync("npm", ["run", "build", "-w", "data-plane", "--silent"], { cwd: repoRoot, stdio: "inherit" });
@@ -358,8 +373,14 @@ async function startModelgate(mockOrigin: string): Promise<Target> {
     LOG_LEVEL: "info",
   };
   const cpPort = await freePort();
-  controlPlane = spawnNode("control-plane", "control-plane/src/main/control-plane.ts", [], {
+  if (cpProf) {
+    rmSync(join(profileDir, "control-plane"), { recursive: true, force: true });
+    mkdirSync(join(profileDir, "control-plane"), { recursive: true });
+  }
+  // Compiled, as `npm run start:control-plane` runs it (under tsx every closure pays for keepNames, see plainJs).
+  controlPlane = spawnNode("control-plane", buildControlPlane(), [], {
     env: { ...mgEnv, PORT: String(cpPort) },
+    nodeArgs: cpProf ? ["--cpu-prof", `--cpu-prof-dir=${join(profileDir, "control-plane")}`] : [],
     logFile: join(workDir, "control-plane.log"),
   });
   await waitForUrl(`http://127.0.0.1:${cpPort}/healthz`, controlPlane).catch((e: unknown) => {
@@ -595,6 +616,117 @@ const responsesRequest = (t: Target): Request => ({
   }),
 });
 
+/** Redis's commands so far, by command (INFO commandstats): the whole server's, so other clients count too. */
+async function redisCommandCounts(): Promise<Map<string, number>> {
+  const redis = new Redis(REDIS_URL);
+  try {
+    const info = await redis.info("commandstats");
+    const out = new Map<string, number>();
+    for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) out.set(m[1]!, Number(m[2]));
+    return out;
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** This database's committed transactions and rows written so far (pg_stat_database). */
+async function postgresCounts(): Promise<{ xacts: number; rows: number }> {
+  if (!db) return { xacts: 0, rows: 0 };
+  const [r] = await db.db.prisma.$queryRawUnsafe<{ xacts: bigint; rows: bigint }[]>(
+    `SELECT xact_commit AS xacts, tup_inserted + tup_updated + tup_deleted AS rows FROM pg_stat_database WHERE datname = $1`,
+    db.name,
+  );
+  return { xacts: Number(r?.xacts ?? 0), rows: Number(r?.rows ?? 0) };
+}
+
+interface SideSnapshot {
+  redisPids: number[];
+  pgPids: number[];
+  counting: boolean;
+  cmds: Map<string, number>;
+  pgCounts: { xacts: number; rows: number };
+  side: number;
+  redis: number;
+  /** CPU so far of each of this database's backends */
+  pgCpu: Map<number, number>;
+}
+
+/** What modelgate costs outside its data plane from here on: control plane, Redis, Postgres (see sideEnd). */
+async function sideStart(t: Target, measureCpu: boolean): Promise<SideSnapshot> {
+  const mg = t.id === "modelgate" || t.id === "baseline";
+  const redisPids = mg ? servicePids : [];
+  const pgPids = mg && measureCpu ? await postgresBackendPids() : [];
+  const counting = mg && measureCpu;
+  return {
+    redisPids,
+    pgPids,
+    counting,
+    cmds: counting ? await redisCommandCounts() : new Map<string, number>(),
+    pgCounts: counting ? await postgresCounts() : { xacts: 0, rows: 0 },
+    side: cpuMsOf(t.sidePids),
+    redis: cpuMsOf(redisPids),
+    pgCpu: new Map(pgPids.map((pid) => [pid, cpuMs(pid)])),
+  };
+}
+
+interface SideCosts {
+  sideCpuMsPerReq: number;
+  redisCpuMsPerReq: number;
+  pgCpuMsPerReq: number;
+  redisCmdsPerReq: number;
+  pgXactsPerReq: number;
+  pgRowsPerReq: number;
+}
+
+/** Per request since `s`: CPU of the control plane, Redis and this database's backends, Redis commands, commits. */
+async function sideEnd(
+  t: Target,
+  s: SideSnapshot,
+  requests: number,
+  what: string,
+  proxyCpuMs: number,
+): Promise<SideCosts> {
+  const sideCpu = cpuMsOf(t.sidePids) - s.side;
+  const redisCpu = cpuMsOf(s.redisPids) - s.redis;
+  // Backends come and go with the pools: one that ended is counted up to the start (its last CPU is lost), one
+  // that started meanwhile in full.
+  let pgCpu = 0;
+  const pgNow = s.counting ? await postgresBackendPids() : [];
+  for (const pid of new Set([...s.pgPids, ...pgNow])) {
+    const now = cpuMs(pid);
+    if (now > 0) pgCpu += now - (s.pgCpu.get(pid) ?? 0);
+  }
+  const out: SideCosts = {
+    sideCpuMsPerReq: sideCpu / requests,
+    redisCpuMsPerReq: redisCpu / requests,
+    pgCpuMsPerReq: pgCpu / requests,
+    redisCmdsPerReq: NaN,
+    pgXactsPerReq: NaN,
+    pgRowsPerReq: NaN,
+  };
+  if (!s.counting) return out;
+  const cmds1 = await redisCommandCounts();
+  const pg1 = await postgresCounts();
+  const by: string[] = [];
+  let total = 0;
+  for (const [name, calls] of cmds1) {
+    const d = calls - (s.cmds.get(name) ?? 0);
+    if (d <= 0 || name === "info") continue;
+    total += d;
+    by.push(`${name} ${(d / requests).toFixed(3)}`);
+  }
+  out.redisCmdsPerReq = total / requests;
+  out.pgXactsPerReq = (pg1.xacts - s.pgCounts.xacts) / requests;
+  out.pgRowsPerReq = (pg1.rows - s.pgCounts.rows) / requests;
+  const us = (ms: number) => ((1000 * ms) / requests).toFixed(1);
+  console.log(
+    `    ${t.id} ${what}: ${requests} requests; per request: data plane ${us(proxyCpuMs)} µs CPU; control plane ${us(sideCpu)} µs CPU; ` +
+      `Redis ${us(redisCpu)} µs CPU, ${out.redisCmdsPerReq.toFixed(3)} commands (scripts' own included: ${by.join(", ")}); ` +
+      `Postgres ${us(pgCpu)} µs CPU, ${out.pgXactsPerReq.toFixed(4)} commits, ${out.pgRowsPerReq.toFixed(2)} rows written`,
+  );
+  return out;
+}
+
 async function runClosed(
   t: Target,
   connections: number,
@@ -603,21 +735,19 @@ async function runClosed(
   r: Request = request(t, false),
 ): Promise<MeasuredClosed> {
   await closed(r, connections, cfg.warmupSec);
-  const pg = measureCpu ? await postgresBackendPids() : [];
-  const services = t.id === "modelgate" ? [...servicePids, ...pg] : [];
-  const before = { proxy: cpuMsOf(t.proxyPids), side: cpuMsOf(t.sidePids), services: cpuMsOf(services) };
+  const side = await sideStart(t, measureCpu);
+  const proxy0 = cpuMsOf(t.proxyPids);
   const res = await closed(r, connections, durationSec);
-  const proxyCpu = cpuMsOf(t.proxyPids) - before.proxy;
+  const proxyCpu = cpuMsOf(t.proxyPids) - proxy0;
   // Usage settlement continues after the load stops: wait for it, and count it.
   const settleMs = t.sidePids.length && cpLive ? await waitIdle([...t.proxyPids, ...t.sidePids], 20_000) : 0;
-  const sideCpu = cpuMsOf(t.sidePids) - before.side;
-  const servicesCpu = cpuMsOf(services) - before.services;
   checkClosed(t, `c=${connections}`, res);
+  const costs = await sideEnd(t, side, res.requests, `c=${connections}`, proxyCpu);
   return {
     ...res,
+    ...costs,
     proxyCpuMsPerReq: proxyCpu / res.requests,
-    sideCpuMsPerReq: sideCpu / res.requests,
-    servicesCpuMsPerReq: servicesCpu / res.requests,
+    servicesCpuMsPerReq: costs.redisCpuMsPerReq + costs.pgCpuMsPerReq,
     settleMs,
   };
 }
@@ -625,8 +755,11 @@ async function runClosed(
 async function runOpen(t: Target): Promise<OpenLoopResult> {
   const r = request(t, false);
   await open(r, cfg.openRate, 1); // warm-up at the same rate
+  const side = await sideStart(t, true);
   const cpu0 = cpuMsOf(t.proxyPids);
   const res = await open(r, cfg.openRate, cfg.openDuration);
+  if (t.sidePids.length && cpLive) await waitIdle([...t.proxyPids, ...t.sidePids], 20_000);
+  if (res.sent) await sideEnd(t, side, res.sent, `open loop at ${cfg.openRate}/s`, cpuMsOf(t.proxyPids) - cpu0);
   // At a fixed rate every target batches alike (a closed loop's CPU per request falls as its throughput rises).
   if (t.proxyPids.length && res.sent)
     console.log(
@@ -1172,6 +1305,10 @@ async function main(): Promise<number> {
   if (cpuProf && dataPlane) {
     await dataPlane.stop(15_000); // the profile is written when the process exits
     console.log(`\n${summariseProfiles(profileDir, repoRoot)}`);
+  }
+  if (cpProf && controlPlane) {
+    await controlPlane.stop(15_000);
+    console.log(`\ncontrol plane:\n${summariseProfiles(join(profileDir, "control-plane"), repoRoot, 40)}`);
   }
   if (failures.length) {
     console.error(`\n${failures.length} measurement(s) saw errors:\n${failures.map((x) => `  - ${x}`).join("\n")}`);

@@ -15,6 +15,11 @@ export interface AlertRunnerOptions {
   logger: Logger;
   /** every account is evaluated this often (time-based alerts: expiring keys, a new period); default 60 s */
   intervalMs?: number;
+  /**
+   * the accounts settlement touched are evaluated at most this often; default 1 s (their settled figures are
+   * published as often: see Publisher.settled)
+   */
+  settledEveryMs?: number;
   /** the upstreams' circuit breakers (embedded: this process's; distributed: the replicas' reports) */
   breakers?: () => Record<string, string> | Promise<Record<string, string>>;
   /** how often breakers are looked at; default 5 s */
@@ -30,6 +35,13 @@ export class AlertRunner {
   private readonly dirty = new Set<string>();
   private all = false;
   private timer: NodeJS.Timeout | null = null;
+  /** when `timer` fires */
+  private timerAt = 0;
+  /**
+   * deliveries may be due: asked for, their timer fired, alerts were queued, or a full pass. A pass for settled
+   * accounts alone that fired nothing does not look (two queries for nothing, several times a second under load).
+   */
+  private deliveriesDue = true;
   private interval: NodeJS.Timeout | null = null;
   private breakerInterval: NodeJS.Timeout | null = null;
   private breakersDue = false;
@@ -57,21 +69,30 @@ export class AlertRunner {
   /** Settlement moved these accounts' spend. */
   settled(accountIds: Iterable<string>): void {
     for (const id of accountIds) this.dirty.add(id);
-    this.schedule(100);
+    this.schedule(this.o.settledEveryMs ?? 1_000);
   }
 
   evaluateAll(): void {
     this.all = true;
+    this.deliveriesDue = true;
     this.schedule(0);
   }
 
   /** A delivery was queued (or a test send asked for). */
   deliverSoon(): void {
+    this.deliveriesDue = true;
     this.schedule(0);
   }
 
+  /** A pass in `ms` at the latest: a pass already due sooner stands, a later one is brought forward. */
   private schedule(ms: number): void {
-    if (this.stopped || this.timer) return;
+    if (this.stopped) return;
+    const at = Date.now() + ms;
+    if (this.timer) {
+      if (this.timerAt <= at) return;
+      clearTimeout(this.timer);
+    }
+    this.timerAt = at;
     this.timer = setTimeout(() => {
       this.timer = null;
       void this.run();
@@ -106,6 +127,7 @@ export class AlertRunner {
     const all = this.all;
     const breakers = this.breakersDue || all;
     const ids = [...this.dirty];
+    let deliver = this.deliveriesDue || all || breakers;
     this.all = false;
     this.breakersDue = false;
     this.dirty.clear();
@@ -119,18 +141,22 @@ export class AlertRunner {
         if (c.accountId !== null) alerts = await accountAlerts(prisma, c, c.accountId, this.o.calendar);
         else if (c.id === OPERATORS_CONFIG && breakers) alerts = await this.breakerAlerts(c.breakerOpen);
         else continue;
-        if (alerts.length)
+        if (alerts.length) {
+          deliver = true;
           await fire(prisma, this.o.mail, c, c.account?.name ?? null, alerts, (err) =>
             this.o.logger.warn({ err }, "alert mail failed"),
           );
+        }
       }
     }
+    if (!deliver) return;
+    this.deliveriesDue = false;
     const next = await deliverDue(prisma, this.o.delivery);
     if (this.deliveryTimer) clearTimeout(this.deliveryTimer);
     this.deliveryTimer = null;
     if (next !== null && !this.stopped) {
       this.deliveryTimer = setTimeout(
-        () => this.schedule(0),
+        () => this.deliverSoon(),
         Math.max(0, Math.min(next.getTime() - Date.now(), 60_000)),
       );
       this.deliveryTimer.unref();
