@@ -284,6 +284,71 @@ describe("RedisRateLimiter across replicas", () => {
   });
 });
 
+describe("the rate-limit scripts", () => {
+  const { prefix, clients, replica } = replicas();
+
+  it("take and free a batch of calls exactly as one script call per call would, leases expiring midway", async () => {
+    replica(0); // defines the scripts on the client
+    const client = clients[0]!;
+    const keysOf = (tag: string) => [
+      `${tag}k:k:rpm`,
+      `${tag}k:k:tpm`,
+      `${tag}k:k:conc`,
+      `${tag}a:rpm`,
+      `${tag}a:tpm`,
+      `${tag}a:conc`,
+    ];
+    const limits = [5, 1000, 2, 6, 800, 3];
+    const t = Date.now();
+    const nows = [t, t + 10, t + 20, t + 60, t + 70, t + 80, t + 130, t + 131];
+    const calls = nows.map((now, i) => [now, 150, `lease-${i}`] as const);
+    const batch = `${prefix}{acct:batch}:`;
+    const single = `${prefix}{acct:single}:`;
+    // lease TTL 50 ms: leases taken early in the batch have expired for the later calls
+    const head = [50, 1000];
+    const batched = await client.modelgateRlAcquire(
+      6,
+      ...keysOf(batch),
+      ...head,
+      0,
+      ...limits,
+      calls.length,
+      ...calls.flat(),
+    );
+    const oneByOne: number[] = [];
+    for (const c of calls)
+      oneByOne.push(...(await client.modelgateRlAcquire(6, ...keysOf(single), ...head, 0, ...limits, 1, ...c)));
+    expect(batched).toEqual(oneByOne);
+    expect(batched.filter((_, i) => i % 15 === 0)).toContain(0); // some were refused
+
+    const state = async (tag: string) => {
+      const [rpm, tpm, conc, arpm, atpm, aconc] = keysOf(tag);
+      return {
+        tats: await Promise.all([rpm, tpm, arpm, atpm].map((k) => client.get(k!))),
+        leases: await Promise.all([conc, aconc].map((k) => client.zrange(k!, 0, -1, "WITHSCORES"))),
+      };
+    };
+    expect(await state(batch)).toEqual(await state(single));
+
+    // Free them: under and over their estimates, one cancelled (its request given back), in one script call
+    // against one per call.
+    const ends = calls.map(([, , id], i) => [id, i % 3 === 0 ? -100 : 40, i % 2 === 0 ? -20 : 300, i === 4 ? -1 : 0]);
+    const freeKeys = (tag: string) => [
+      `${tag}a:tpm`,
+      `${tag}a:conc`,
+      `${tag}a:rpm`,
+      `${tag}k:k:tpm`,
+      `${tag}k:k:conc`,
+      `${tag}k:k:rpm`,
+    ];
+    const end = t + 140;
+    await client.modelgateRlRelease(6, ...freeKeys(batch), end, 1000, 800, 5, 6, ends.length, ...ends.flat());
+    for (const e of ends) await client.modelgateRlRelease(6, ...freeKeys(single), end, 1000, 800, 5, 6, 1, ...e);
+    expect(await state(batch)).toEqual(await state(single));
+    for (const tag of [batch, single]) expect(await client.zcard(`${tag}k:k:conc`)).toBe(0);
+  });
+});
+
 describe("RedisRateLimiter local admission", () => {
   const { prefix, clients, replica } = replicas();
   const call = (

@@ -14,11 +14,46 @@
 -- Answers 15 numbers per call: status (0 refused, 1 taken, 2 forced past a limit), the refusing limit's index,
 -- retry, limit and remaining, then remaining and reset of key rpm, key tpm, account rpm, account tpm, then
 -- free slots of key and account concurrency (see infoFrom).
+-- Within one script each key is read once and written once: the calls go one after the other against local
+-- copies (a TAT, a lease count and how far expired leases were dropped), written back at the end, so a batch
+-- of many calls costs a few commands per key rather than a few per call.
 local P = 60000
 local EPS = 0.01
 local leaseTtl = tonumber(ARGV[1])
 local concRetry = tonumber(ARGV[2])
 local out = {}
+local tatOf, tatPx, tatOrder = {}, {}, {}
+local cardOf, prunedTo, leased, leaseOrder = {}, {}, {}, {}
+
+local function getTat(key)
+  local t = tatOf[key]
+  if t == nil then
+    t = tonumber(redis.call('GET', key) or '0')
+    tatOf[key] = t
+  end
+  return t
+end
+
+local function setTat(key, tat, now)
+  if tatPx[key] == nil then tatOrder[#tatOrder + 1] = key end
+  tatOf[key] = tat
+  tatPx[key] = math.ceil(tat - now) + 1000
+end
+
+-- Leases held now: expired ones dropped up to now (each once: later calls only drop what expired since).
+local function leases(key, now)
+  local card = cardOf[key]
+  if card == nil then
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+    card = redis.call('ZCARD', key)
+    prunedTo[key] = now
+  elseif now > prunedTo[key] then
+    card = card - redis.call('ZREMRANGEBYSCORE', key, '(' .. prunedTo[key], now)
+    prunedTo[key] = now
+  end
+  cardOf[key] = card
+  return card
+end
 
 local function gcra(now, tat, limit, cost)
   local interval = P / limit
@@ -46,13 +81,12 @@ local function acquire(kb, now, est, leaseId, limits, force)
     if limit > 0 then
       local key = KEYS[kb + i - 1]
       if i == 3 or i == 6 then
-        redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
-        cards[i] = redis.call('ZCARD', key)
+        cards[i] = leases(key, now)
         if cards[i] >= limit and concRetry > denyRetry then
           denyRetry, denyIdx, denyLimit, denyRem = concRetry, i, limit, 0
         end
       else
-        local tat = tonumber(redis.call('GET', key) or '0')
+        local tat = getTat(key)
         tats[i] = tat
         local ok, nt, retry, r, rs = gcra(now, tat, limit, costs[i])
         newTats[i], rem[i], reset[i] = nt, r, rs
@@ -82,10 +116,14 @@ local function acquire(kb, now, est, leaseId, limits, force)
       local key = KEYS[kb + i - 1]
       if i == 3 or i == 6 then
         redis.call('ZADD', key, now + leaseTtl, leaseId)
-        redis.call('PEXPIRE', key, leaseTtl * 2)
+        if not leased[key] then
+          leased[key] = true
+          leaseOrder[#leaseOrder + 1] = key
+        end
         cards[i] = cards[i] + 1
+        cardOf[key] = cards[i]
       else
-        redis.call('SET', key, string.format('%.17g', newTats[i]), 'PX', math.ceil(newTats[i] - now) + 1000)
+        setTat(key, newTats[i], now)
         if status == 2 then
           local ok, nt, retry, r, rs = gcra(now, newTats[i], limit, 0)
           rem[i], reset[i] = r, rs
@@ -108,5 +146,11 @@ while a <= #ARGV do
     a = a + 3
   end
   kb = kb + 6
+end
+for _, key in ipairs(tatOrder) do
+  redis.call('SET', key, string.format('%.17g', tatOf[key]), 'PX', tatPx[key])
+end
+for _, key in ipairs(leaseOrder) do
+  redis.call('PEXPIRE', key, leaseTtl * 2)
 end
 return out
