@@ -10,6 +10,7 @@ export default tseslint.config(
       "**/dist/**",
       "release/**",
       "control-plane/src/generated/**",
+      "console/src/graphql/generated/**",
       "data/**",
       "bench/results/**",
       "test/browser/screenshots/**",

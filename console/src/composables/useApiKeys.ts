@@ -1,7 +1,7 @@
 import { useMutation, useQuery } from "@urql/vue";
 import { computed } from "vue";
 import { ApiKeysQuery, CreateApiKeyMutation, RevokeApiKeyMutation, UpdateApiKeyMutation } from "../graphql/keys";
-import type { ApiKeyRestrictionsInput } from "../graphql/types";
+import type { ApiKeyRestrictionsInput } from "../graphql/generated/graphql";
 
 /** The account's keys, with create, update and revoke; the list refreshes after each change. */
 export function useApiKeys() {

@@ -1,7 +1,7 @@
 import type { Client } from "@urql/vue";
 import { computed, reactive } from "vue";
 import { MeQuery } from "../graphql/session";
-import type { User } from "../graphql/types";
+import type { UserFieldsFragment as User } from "../graphql/generated/graphql";
 
 interface SessionState {
   loaded: boolean;

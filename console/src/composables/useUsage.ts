@@ -8,11 +8,19 @@ import {
   UsageLogQuery,
   UsageStatsQuery,
 } from "../graphql/usage";
-import type { AttributionGroup, ExportJob, UsageFilter } from "../graphql/types";
+import type { ExportJobFieldsFragment as ExportJob, UsageFilter } from "../graphql/generated/graphql";
 import { browserTimeZone } from "./format";
 import { useCursorPages } from "./useCursorPages";
 
 export const USAGE_PAGE_SIZE = 25;
+
+/** Spend grouped by one attribution dimension (end user or tag): the page shows both groupings with one table. */
+export interface AttributionGroup {
+  key: string | null;
+  requests: number;
+  totalTokens: number;
+  amount: string;
+}
 
 /** One page of the usage log for a filter; changing the filter goes back to the first page. */
 export function useUsageLog(filter: Ref<UsageFilter>) {

@@ -1,33 +1,6 @@
-import { gql } from "@urql/vue";
-import type { Page } from "./types";
+import { graphql } from "./generated";
 
-export interface AuditEntry {
-  id: string;
-  createdAt: string;
-  actorType: string;
-  actorEmail: string | null;
-  actorVia: string | null;
-  actorAddress: string | null;
-  action: string;
-  accountId: string | null;
-  subjectType: string;
-  subjectId: string | null;
-  before: string | null;
-  after: string | null;
-}
-
-export interface AuditFilterInput {
-  action?: string | null;
-  accountId?: string | null;
-  subjectId?: string | null;
-  from?: string | null;
-  to?: string | null;
-}
-
-export const AuditLogQuery = gql<
-  { auditLog: Page<AuditEntry> },
-  { first: number; after: string | null; filter: AuditFilterInput }
->`
+export const AuditLogQuery = graphql(`
   query AuditLog($first: Int, $after: String, $filter: AuditFilter) {
     auditLog(first: $first, after: $after, filter: $filter) {
       endCursor
@@ -48,24 +21,18 @@ export const AuditLogQuery = gql<
       }
     }
   }
-`;
+`);
 
-export const StartAuditExportMutation = gql<
-  { startAuditExport: { id: string; status: string } },
-  { format: "CSV" | "JSONL"; filter: AuditFilterInput }
->`
+export const StartAuditExportMutation = graphql(`
   mutation StartAuditExport($format: ExportFormat!, $filter: AuditFilter) {
     startAuditExport(format: $format, filter: $filter) {
       id
       status
     }
   }
-`;
+`);
 
-export const AuditExportQuery = gql<
-  { export: { id: string; status: string; rowCount: number; downloadUrl: string | null; error: string | null } },
-  { id: string }
->`
+export const AuditExportQuery = graphql(`
   query AuditExport($id: ID!) {
     export(id: $id) {
       id
@@ -75,4 +42,4 @@ export const AuditExportQuery = gql<
       error
     }
   }
-`;
+`);

@@ -1,30 +1,71 @@
-import { gql } from "@urql/vue";
-import type { ApiKey, ApiKeyRestrictionsInput } from "./types";
+import { graphql } from "./generated";
 
-const KEY_FIELDS = `
-  id name prefix state status allowedModels ipAllowlist quotaCap spent expiresAt revokedAt lastUsedAt createdAt
-  rpm tpm concurrency budgets { period limit spent remaining startsAt resetsAt }
-`;
+export const BudgetFields = graphql(`
+  fragment BudgetFields on Budget {
+    period
+    limit
+    spent
+    remaining
+    startsAt
+    resetsAt
+  }
+`);
 
-export const ApiKeysQuery = gql<{ apiKeys: ApiKey[] }, Record<string, never>>`
-  query ApiKeys { apiKeys(includeRevoked: true) { ${KEY_FIELDS} } }
-`;
+export const ApiKeyFields = graphql(`
+  fragment ApiKeyFields on ApiKey {
+    id
+    name
+    prefix
+    state
+    status
+    allowedModels
+    ipAllowlist
+    quotaCap
+    spent
+    expiresAt
+    revokedAt
+    lastUsedAt
+    createdAt
+    rpm
+    tpm
+    concurrency
+    budgets {
+      ...BudgetFields
+    }
+  }
+`);
 
-export const CreateApiKeyMutation = gql<
-  { createApiKey: { key: string; apiKey: ApiKey } },
-  { input: ApiKeyRestrictionsInput }
->`
+export const ApiKeysQuery = graphql(`
+  query ApiKeys {
+    apiKeys(includeRevoked: true) {
+      ...ApiKeyFields
+    }
+  }
+`);
+
+export const CreateApiKeyMutation = graphql(`
   mutation CreateApiKey($input: ApiKeyRestrictionsInput!) {
-    createApiKey(input: $input) { key apiKey { ${KEY_FIELDS} } }
+    createApiKey(input: $input) {
+      key
+      apiKey {
+        ...ApiKeyFields
+      }
+    }
   }
-`;
+`);
 
-export const UpdateApiKeyMutation = gql<{ updateApiKey: ApiKey }, { id: string; input: ApiKeyRestrictionsInput }>`
+export const UpdateApiKeyMutation = graphql(`
   mutation UpdateApiKey($id: ID!, $input: ApiKeyRestrictionsInput!) {
-    updateApiKey(id: $id, input: $input) { ${KEY_FIELDS} }
+    updateApiKey(id: $id, input: $input) {
+      ...ApiKeyFields
+    }
   }
-`;
+`);
 
-export const RevokeApiKeyMutation = gql<{ revokeApiKey: ApiKey }, { id: string }>`
-  mutation RevokeApiKey($id: ID!) { revokeApiKey(id: $id) { ${KEY_FIELDS} } }
-`;
+export const RevokeApiKeyMutation = graphql(`
+  mutation RevokeApiKey($id: ID!) {
+    revokeApiKey(id: $id) {
+      ...ApiKeyFields
+    }
+  }
+`);

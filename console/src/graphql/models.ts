@@ -1,16 +1,21 @@
-import { gql } from "@urql/vue";
-import type { CustomerModel } from "./types";
+import { graphql } from "./generated";
 
-export const ModelsQuery = gql<{ models: CustomerModel[] }, Record<string, never>>`
+export const CustomerModelFields = graphql(`
+  fragment CustomerModelFields on CustomerModel {
+    id
+    displayName
+    reasoning
+    inputPrice
+    outputPrice
+    cachedInputPrice
+    contracted
+  }
+`);
+
+export const ModelsQuery = graphql(`
   query Models {
     models {
-      id
-      displayName
-      reasoning
-      inputPrice
-      outputPrice
-      cachedInputPrice
-      contracted
+      ...CustomerModelFields
     }
   }
-`;
+`);

@@ -1,163 +1,99 @@
-import { gql } from "@urql/vue";
-import type { LedgerEntry, Page } from "./types";
+import { graphql } from "./generated";
 
 // The operator's pages: customers, contracts, the catalogue (models, upstreams, routes), health, usage across
 // customers, users and invitations. Every change goes through the same GraphQL operations the CLI and scripts use.
 
-export interface OpsAccount {
-  id: string;
-  name: string;
-  email: string | null;
-  kind: "standard" | "trial";
-  status: "active" | "disabled";
-  balance: string;
-  currency: string;
-  rpm: number | null;
-  tpm: number | null;
-  concurrency: number | null;
-  createdAt: string;
-  trialPolicy: { quota: string; expiresAt: string } | null;
-}
-export interface OpsUser {
-  id: string;
-  email: string;
-  name: string | null;
-  role: "member" | "owner" | "operator";
-  twoStepEnabled: boolean;
-  createdAt: string;
-  account?: { id: string; name: string } | null;
-}
-export interface OpsInvitation {
-  id: string;
-  email: string;
-  role: string;
-  expiresAt: string;
-  acceptedAt: string | null;
-  revokedAt: string | null;
-}
-export interface OpsContract {
-  id: string;
-  modelId: string;
-  inputPrice: string;
-  outputPrice: string;
-  cachedInputPrice: string | null;
-  updatedAt: string;
-}
-export interface OpsUpstream {
-  id: string;
-  name: string;
-  protocol: string;
-  baseUrl: string;
-  hasApiKey: boolean;
-  enabled: boolean;
-  source: string;
-}
-export interface OpsRoute {
-  id: string;
-  modelId: string;
-  upstreamModel: string;
-  weight: number;
-  priority: number;
-  upstream: { id: string; name: string };
-}
-export interface OpsModel {
-  id: string;
-  displayName: string | null;
-  enabled: boolean;
-  reasoning: boolean;
-  source: string;
-  inputPrice: string;
-  outputPrice: string;
-  cachedInputPrice: string | null;
-  routes: OpsRoute[];
-}
-export interface UsageGroup {
-  key: string;
-  label: string | null;
-  requests: number;
-  errors: number;
-  promptTokens: number;
-  completionTokens: number;
-  amount: string;
-}
-export interface UpstreamHealthRow {
-  id: string;
-  name: string;
-  enabled: boolean;
-  breaker: string | null;
-  requests: number;
-  errors: number;
-  errorRate: number | null;
-  latencyAvgMs: number | null;
-  latencyP95Ms: number | null;
-  ttftAvgMs: number | null;
-  ttftP95Ms: number | null;
-  lastCallAt: string | null;
-}
-
-const ACCOUNT_FIELDS =
-  "id name email kind status balance currency rpm tpm concurrency createdAt trialPolicy { quota expiresAt }";
-
-export const AccountsQuery = gql<
-  { accounts: { total: number; nodes: OpsAccount[] } },
-  { search: string | null; first: number; offset: number }
->`
-  query OpsAccounts($search: String, $first: Int, $offset: Int) {
-    accounts(search: $search, first: $first, offset: $offset) { total nodes { ${ACCOUNT_FIELDS} } }
+export const OpsAccountFields = graphql(`
+  fragment OpsAccountFields on Account {
+    id
+    name
+    email
+    kind
+    status
+    balance
+    currency
+    rpm
+    tpm
+    concurrency
+    createdAt
+    trialPolicy {
+      quota
+      expiresAt
+    }
   }
-`;
+`);
 
-export const CustomerQuery = gql<
-  {
-    account: OpsAccount & { members: OpsUser[]; invitations: OpsInvitation[] };
-    priceContracts: OpsContract[];
-    catalogModels: { id: string }[];
-  },
-  { id: string }
->`
+export const AccountsQuery = graphql(`
+  query OpsAccounts($search: String, $first: Int, $offset: Int) {
+    accounts(search: $search, first: $first, offset: $offset) {
+      total
+      nodes {
+        ...OpsAccountFields
+      }
+    }
+  }
+`);
+
+export const InvitationFields = graphql(`
+  fragment InvitationFields on Invitation {
+    id
+    email
+    role
+    expiresAt
+    acceptedAt
+    revokedAt
+  }
+`);
+
+export const PriceContractFields = graphql(`
+  fragment PriceContractFields on PriceContract {
+    id
+    modelId
+    inputPrice
+    outputPrice
+    cachedInputPrice
+    updatedAt
+  }
+`);
+
+export const CustomerQuery = graphql(`
   query OpsCustomer($id: ID!) {
     account(accountId: $id) {
-      ${ACCOUNT_FIELDS}
-      members { id email name role twoStepEnabled createdAt }
-      invitations { id email role expiresAt acceptedAt revokedAt }
+      ...OpsAccountFields
+      members {
+        id
+        email
+        name
+        role
+        twoStepEnabled
+        createdAt
+      }
+      invitations {
+        ...InvitationFields
+      }
     }
-    priceContracts(accountId: $id) { id modelId inputPrice outputPrice cachedInputPrice updatedAt }
-    catalogModels { id }
+    priceContracts(accountId: $id) {
+      ...PriceContractFields
+    }
+    catalogModels {
+      id
+    }
   }
-`;
+`);
 
-export const CustomerLedgerQuery = gql<
-  { ledger: Page<LedgerEntry> },
-  { id: string; first: number; after: string | null }
->`
+export const CustomerLedgerQuery = graphql(`
   query OpsLedger($id: ID!, $first: Int, $after: String) {
     ledger(accountId: $id, first: $first, after: $after) {
       endCursor
       hasNextPage
       nodes {
-        id
-        createdAt
-        kind
-        amount
-        balanceAfter
-        note
-        requestId
-        apiKeyId
+        ...LedgerEntryFields
       }
     }
   }
-`;
+`);
 
-export const CreateCustomerMutation = gql<
-  {
-    createCustomer: {
-      account: { id: string; name: string };
-      owner: { id: string } | null;
-      invitationToken: string | null;
-    };
-  },
-  { input: Record<string, unknown> }
->`
+export const CreateCustomerMutation = graphql(`
   mutation OpsCreateCustomer($input: CreateCustomerInput!) {
     createCustomer(input: $input) {
       account {
@@ -170,24 +106,18 @@ export const CreateCustomerMutation = gql<
       invitationToken
     }
   }
-`;
+`);
 
-export const SetStatusMutation = gql<
-  { setAccountStatus: { id: string; status: string } },
-  { id: string; status: string }
->`
+export const SetStatusMutation = graphql(`
   mutation OpsSetStatus($id: ID!, $status: AccountStatus!) {
     setAccountStatus(accountId: $id, status: $status) {
       id
       status
     }
   }
-`;
+`);
 
-export const SetLimitsMutation = gql<
-  { setAccountLimits: { id: string } },
-  { id: string; rpm: number | null; tpm: number | null; concurrency: number | null }
->`
+export const SetLimitsMutation = graphql(`
   mutation OpsSetLimits($id: ID!, $rpm: Int, $tpm: Int, $concurrency: Int) {
     setAccountLimits(accountId: $id, rpm: $rpm, tpm: $tpm, concurrency: $concurrency) {
       id
@@ -196,12 +126,9 @@ export const SetLimitsMutation = gql<
       concurrency
     }
   }
-`;
+`);
 
-export const SetTrialPolicyMutation = gql<
-  { setTrialPolicy: { id: string } },
-  { id: string; quota: string; expiresAt: string }
->`
+export const SetTrialPolicyMutation = graphql(`
   mutation OpsSetTrial($id: ID!, $quota: String!, $expiresAt: DateTime!) {
     setTrialPolicy(accountId: $id, quota: $quota, expiresAt: $expiresAt) {
       id
@@ -211,86 +138,79 @@ export const SetTrialPolicyMutation = gql<
       }
     }
   }
-`;
+`);
 
-export const TopUpMutation = gql<
-  { topUp: { id: string; balance: string } },
-  { id: string; amount: string; note: string | null }
->`
+export const TopUpMutation = graphql(`
   mutation OpsTopUp($id: ID!, $amount: String!, $note: String) {
     topUp(accountId: $id, amount: $amount, note: $note) {
       id
       balance
     }
   }
-`;
+`);
 
-export const AdjustMutation = gql<
-  { adjustBalance: { id: string; balance: string } },
-  { id: string; amount: string; note: string }
->`
+export const AdjustMutation = graphql(`
   mutation OpsAdjust($id: ID!, $amount: String!, $note: String!) {
     adjustBalance(accountId: $id, amount: $amount, note: $note) {
       id
       balance
     }
   }
-`;
+`);
 
-export const SetContractMutation = gql<{ setPriceContract: OpsContract }, { input: Record<string, unknown> }>`
+export const SetContractMutation = graphql(`
   mutation OpsSetContract($input: PriceContractInput!) {
     setPriceContract(input: $input) {
-      id
-      modelId
-      inputPrice
-      outputPrice
-      cachedInputPrice
-      updatedAt
+      ...PriceContractFields
     }
   }
-`;
+`);
 
-export const DeleteContractMutation = gql<{ deletePriceContract: boolean }, { id: string; modelId: string }>`
+export const DeleteContractMutation = graphql(`
   mutation OpsDeleteContract($id: ID!, $modelId: String!) {
     deletePriceContract(accountId: $id, modelId: $modelId)
   }
-`;
+`);
 
-export const InviteMutation = gql<
-  { createInvitation: { token: string; invitation: OpsInvitation } },
-  { id: string; email: string; role: string }
->`
+export const InviteMutation = graphql(`
   mutation OpsInvite($id: ID, $email: String!, $role: InviteRole) {
     createInvitation(accountId: $id, email: $email, role: $role) {
       token
       invitation {
-        id
-        email
-        role
-        expiresAt
-        acceptedAt
-        revokedAt
+        ...InvitationFields
       }
     }
   }
-`;
+`);
 
-export const RevokeInvitationMutation = gql<{ revokeInvitation: { id: string } }, { id: string }>`
+export const RevokeInvitationMutation = graphql(`
   mutation OpsRevokeInvitation($id: ID!) {
     revokeInvitation(id: $id) {
       id
       revokedAt
     }
   }
-`;
+`);
 
-export const RemoveMemberMutation = gql<{ removeMember: boolean }, { id: string }>`
+export const RemoveMemberMutation = graphql(`
   mutation OpsRemoveMember($id: ID!) {
     removeMember(userId: $id)
   }
-`;
+`);
 
-export const CatalogQuery = gql<{ catalogModels: OpsModel[]; upstreams: OpsUpstream[] }, Record<string, never>>`
+export const UpstreamFields = graphql(`
+  fragment UpstreamFields on Upstream {
+    id
+    name
+    protocol
+    baseUrl
+    hasApiKey
+    enabled
+    source
+  }
+`);
+
+export const CatalogQuery = graphql(`
   query OpsCatalog {
     catalogModels {
       id
@@ -314,65 +234,62 @@ export const CatalogQuery = gql<{ catalogModels: OpsModel[]; upstreams: OpsUpstr
       }
     }
     upstreams {
-      id
-      name
-      protocol
-      baseUrl
-      hasApiKey
-      enabled
-      source
+      ...UpstreamFields
     }
   }
-`;
+`);
 
-export const UpsertModelMutation = gql<{ upsertModel: { id: string } }, { input: Record<string, unknown> }>`
+export const UpsertModelMutation = graphql(`
   mutation OpsUpsertModel($input: ModelInput!) {
     upsertModel(input: $input) {
       id
     }
   }
-`;
-export const DeleteModelMutation = gql<{ deleteModel: boolean }, { id: string }>`
+`);
+export const DeleteModelMutation = graphql(`
   mutation OpsDeleteModel($id: String!) {
     deleteModel(id: $id)
   }
-`;
-export const UpsertUpstreamMutation = gql<
-  { upsertUpstream: { id: string; hasApiKey: boolean } },
-  { input: Record<string, unknown> }
->`
+`);
+export const UpsertUpstreamMutation = graphql(`
   mutation OpsUpsertUpstream($input: UpstreamInput!) {
     upsertUpstream(input: $input) {
       id
       hasApiKey
     }
   }
-`;
-export const DeleteUpstreamMutation = gql<{ deleteUpstream: boolean }, { id: string }>`
+`);
+export const DeleteUpstreamMutation = graphql(`
   mutation OpsDeleteUpstream($id: ID!) {
     deleteUpstream(id: $id)
   }
-`;
-export const UpsertRouteMutation = gql<{ upsertRoute: { id: string } }, { input: Record<string, unknown> }>`
+`);
+export const UpsertRouteMutation = graphql(`
   mutation OpsUpsertRoute($input: RouteInput!) {
     upsertRoute(input: $input) {
       id
     }
   }
-`;
-export const DeleteRouteMutation = gql<{ deleteRoute: boolean }, { id: string }>`
+`);
+export const DeleteRouteMutation = graphql(`
   mutation OpsDeleteRoute($id: ID!) {
     deleteRoute(id: $id)
   }
-`;
+`);
 
-export const HealthQuery = gql<
-  {
-    upstreamHealth: UpstreamHealthRow[];
-    operatorUsage: { byAccount: UsageGroup[]; byModel: UsageGroup[]; byUpstream: UsageGroup[] };
-  },
-  { minutes: number; from: string; to: string }
->`
+export const UsageGroupFields = graphql(`
+  fragment UsageGroupFields on UsageGroup {
+    key
+    label
+    requests
+    errors
+    promptTokens
+    completionTokens
+    amount
+  }
+`);
+
+export const HealthQuery = graphql(`
   query OpsHealth($minutes: Int, $from: DateTime, $to: DateTime) {
     upstreamHealth(minutes: $minutes) {
       id
@@ -390,40 +307,19 @@ export const HealthQuery = gql<
     }
     operatorUsage(from: $from, to: $to) {
       byAccount {
-        key
-        label
-        requests
-        errors
-        promptTokens
-        completionTokens
-        amount
+        ...UsageGroupFields
       }
       byModel {
-        key
-        label
-        requests
-        errors
-        promptTokens
-        completionTokens
-        amount
+        ...UsageGroupFields
       }
       byUpstream {
-        key
-        label
-        requests
-        errors
-        promptTokens
-        completionTokens
-        amount
+        ...UsageGroupFields
       }
     }
   }
-`;
+`);
 
-export const UsersQuery = gql<
-  { users: (OpsUser & { account: { id: string; name: string } | null })[] },
-  Record<string, never>
->`
+export const UsersQuery = graphql(`
   query OpsUsers {
     users {
       id
@@ -438,15 +334,12 @@ export const UsersQuery = gql<
       }
     }
   }
-`;
+`);
 
-export const CreateUserMutation = gql<
-  { createUser: { id: string } },
-  { email: string; password: string; role: string; accountId: string | null; name: string | null }
->`
+export const CreateUserMutation = graphql(`
   mutation OpsCreateUser($email: String!, $password: String!, $role: UserRole!, $accountId: ID, $name: String) {
     createUser(email: $email, password: $password, role: $role, accountId: $accountId, name: $name) {
       id
     }
   }
-`;
+`);

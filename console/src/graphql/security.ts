@@ -1,28 +1,21 @@
-import { gql } from "@urql/vue";
-import type { User } from "./types";
+import { graphql } from "./generated";
 
-export const ChangePasswordMutation = gql<
-  { changePassword: boolean },
-  { currentPassword: string; newPassword: string; code: string | null }
->`
+export const ChangePasswordMutation = graphql(`
   mutation ChangePassword($currentPassword: String!, $newPassword: String!, $code: String) {
     changePassword(currentPassword: $currentPassword, newPassword: $newPassword, code: $code)
   }
-`;
+`);
 
-export const RequestEmailVerificationMutation = gql<
-  { requestEmailVerification: { email: string; expiresAt: string } },
-  { email: string | null }
->`
+export const RequestEmailVerificationMutation = graphql(`
   mutation RequestEmailVerification($email: String) {
     requestEmailVerification(email: $email) {
       email
       expiresAt
     }
   }
-`;
+`);
 
-export const VerifyEmailMutation = gql<{ verifyEmail: Pick<User, "id" | "email" | "emailVerified"> }, { code: string }>`
+export const VerifyEmailMutation = graphql(`
   mutation VerifyEmail($code: String!) {
     verifyEmail(code: $code) {
       id
@@ -30,31 +23,31 @@ export const VerifyEmailMutation = gql<{ verifyEmail: Pick<User, "id" | "email" 
       emailVerified
     }
   }
-`;
+`);
 
-export const EnrollTotpMutation = gql<{ enrollTotp: { secret: string; uri: string } }, Record<string, never>>`
+export const EnrollTotpMutation = graphql(`
   mutation EnrollTotp {
     enrollTotp {
       secret
       uri
     }
   }
-`;
+`);
 
-export const ConfirmTotpMutation = gql<{ confirmTotp: string[] }, { code: string }>`
+export const ConfirmTotpMutation = graphql(`
   mutation ConfirmTotp($code: String!) {
     confirmTotp(code: $code)
   }
-`;
+`);
 
-export const DisableTotpMutation = gql<{ disableTotp: boolean }, { code: string }>`
+export const DisableTotpMutation = graphql(`
   mutation DisableTotp($code: String!) {
     disableTotp(code: $code)
   }
-`;
+`);
 
-export const RegenerateRecoveryCodesMutation = gql<{ regenerateRecoveryCodes: string[] }, { code: string }>`
+export const RegenerateRecoveryCodesMutation = graphql(`
   mutation RegenerateRecoveryCodes($code: String!) {
     regenerateRecoveryCodes(code: $code)
   }
-`;
+`);

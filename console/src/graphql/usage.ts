@@ -1,80 +1,97 @@
-import { gql } from "@urql/vue";
-import type { ExportJob, Page, UsageEntry, UsageFilter, UsageStats } from "./types";
+import { graphql } from "./generated";
 
-type Group = { requests: number; totalTokens: number; amount: string };
+export const UsageEntryFields = graphql(`
+  fragment UsageEntryFields on UsageEntry {
+    id
+    requestId
+    startedAt
+    apiKeyId
+    model
+    protocol
+    status
+    errorCode
+    stream
+    promptTokens
+    completionTokens
+    reasoningTokens
+    cachedTokens
+    totalTokens
+    amount
+    latencyMs
+    ttftMs
+    inputTokens
+    cacheWrite5mTokens
+    cacheWrite1hTokens
+    estimated
+    endUser
+    tags
+    prices {
+      input
+      cachedInput
+      cacheWrite5m
+      cacheWrite1h
+      output
+    }
+  }
+`);
 
-export const UsageLogQuery = gql<
-  { usage: Page<UsageEntry> },
-  { filter: UsageFilter; first: number; after: string | null }
->`
+export const UsageLogQuery = graphql(`
   query UsageLog($filter: UsageFilter, $first: Int, $after: String) {
     usage(filter: $filter, first: $first, after: $after) {
       endCursor
       hasNextPage
       nodes {
-        id
-        requestId
-        startedAt
-        apiKeyId
-        model
-        protocol
-        status
-        errorCode
-        stream
-        promptTokens
-        completionTokens
-        reasoningTokens
-        cachedTokens
-        totalTokens
-        amount
-        latencyMs
-        ttftMs
-        inputTokens
-        cacheWrite5mTokens
-        cacheWrite1hTokens
-        estimated
-        endUser
-        tags
-        prices {
-          input
-          cachedInput
-          cacheWrite5m
-          cacheWrite1h
-          output
-        }
+        ...UsageEntryFields
       }
     }
   }
-`;
+`);
 
-const FIGURES = "requests totalTokens promptTokens completionTokens errors amount";
-
-export const UsageStatsQuery = gql<
-  { usageStats: UsageStats },
-  { from: string; granularity: "DAY" | "HOUR"; timeZone: string; model: string | null }
->`
+export const UsageStatsQuery = graphql(`
   query UsageStats($from: DateTime, $granularity: Granularity, $timeZone: String, $model: String) {
     usageStats(from: $from, granularity: $granularity, timeZone: $timeZone, model: $model) {
-      total { ${FIGURES} }
-      series { bucket ${FIGURES} }
-      byModel { model ${FIGURES} }
-      byKey { apiKeyId apiKeyName ${FIGURES} }
+      total {
+        requests
+        totalTokens
+        promptTokens
+        completionTokens
+        errors
+        amount
+      }
+      series {
+        bucket
+        requests
+        totalTokens
+        promptTokens
+        completionTokens
+        errors
+        amount
+      }
+      byModel {
+        model
+        requests
+        totalTokens
+        promptTokens
+        completionTokens
+        errors
+        amount
+      }
+      byKey {
+        apiKeyId
+        apiKeyName
+        requests
+        totalTokens
+        promptTokens
+        completionTokens
+        errors
+        amount
+      }
     }
   }
-`;
+`);
 
 /** Cost attribution for the usage page: spend by end user and by tag over the filter's range. */
-export const UsageAttributionQuery = gql<
-  { usageStats: { byEndUser: (Group & { endUser: string | null })[]; byTag: (Group & { tag: string })[] } },
-  {
-    from: string | null;
-    to: string | null;
-    apiKeyId: string | null;
-    model: string | null;
-    endUser: string | null;
-    tag: string | null;
-  }
->`
+export const UsageAttributionQuery = graphql(`
   query UsageAttribution(
     $from: DateTime
     $to: DateTime
@@ -98,20 +115,41 @@ export const UsageAttributionQuery = gql<
       }
     }
   }
-`;
+`);
 
-const EXPORT_FIELDS = "id status format rowCount error downloadUrl createdAt finishedAt";
-
-export const StartExportMutation = gql<{ startExport: ExportJob }, { format: "CSV" | "JSONL"; filter: UsageFilter }>`
-  mutation StartExport($format: ExportFormat!, $filter: UsageFilter) {
-    startExport(format: $format, filter: $filter) { ${EXPORT_FIELDS} }
+export const ExportJobFields = graphql(`
+  fragment ExportJobFields on Export {
+    id
+    status
+    format
+    rowCount
+    error
+    downloadUrl
+    createdAt
+    finishedAt
   }
-`;
+`);
 
-export const ExportQuery = gql<{ export: ExportJob }, { id: string }>`
-  query Export($id: ID!) { export(id: $id) { ${EXPORT_FIELDS} } }
-`;
+export const StartExportMutation = graphql(`
+  mutation StartExport($format: ExportFormat!, $filter: UsageFilter) {
+    startExport(format: $format, filter: $filter) {
+      ...ExportJobFields
+    }
+  }
+`);
 
-export const ExportsQuery = gql<{ exports: ExportJob[] }, Record<string, never>>`
-  query Exports { exports { ${EXPORT_FIELDS} } }
-`;
+export const ExportQuery = graphql(`
+  query Export($id: ID!) {
+    export(id: $id) {
+      ...ExportJobFields
+    }
+  }
+`);
+
+export const ExportsQuery = graphql(`
+  query Exports {
+    exports {
+      ...ExportJobFields
+    }
+  }
+`);

@@ -1,7 +1,6 @@
-import { gql } from "@urql/vue";
-import type { LedgerEntry, Page, Wallet } from "./types";
+import { graphql } from "./generated";
 
-export const WalletQuery = gql<{ wallet: Wallet }, Record<string, never>>`
+export const WalletQuery = graphql(`
   query Wallet {
     wallet {
       balance
@@ -19,23 +18,30 @@ export const WalletQuery = gql<{ wallet: Wallet }, Record<string, never>>`
       }
     }
   }
-`;
+`);
 
-export const LedgerQuery = gql<{ ledger: Page<LedgerEntry> }, { first: number; after: string | null }>`
+/** One ledger line: the customer's wallet page and the operator's customer page show the same columns. */
+export const LedgerEntryFields = graphql(`
+  fragment LedgerEntryFields on LedgerEntry {
+    id
+    createdAt
+    kind
+    amount
+    balanceAfter
+    note
+    requestId
+    apiKeyId
+  }
+`);
+
+export const LedgerQuery = graphql(`
   query Ledger($first: Int, $after: String) {
     ledger(first: $first, after: $after) {
       endCursor
       hasNextPage
       nodes {
-        id
-        createdAt
-        kind
-        amount
-        balanceAfter
-        note
-        requestId
-        apiKeyId
+        ...LedgerEntryFields
       }
     }
   }
-`;
+`);
