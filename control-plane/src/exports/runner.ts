@@ -17,8 +17,9 @@ import {
 } from "../audit/query.ts";
 import { csvCell, csvHeader, csvLine, jsonLine } from "./format.ts";
 
-// Exports run in the background: the usage log is read in keyset-paginated batches ordered by (started_at, id)
-// and streamed to a file with back-pressure, so memory stays flat however many rows there are.
+// Exports run in the background: the usage log (or the audit log) is read in keyset-paginated batches ordered by
+// (started_at, id) (or (created_at, id)) and streamed to a file with back-pressure, so memory stays flat however
+// many rows there are. One writer (writeExport) serves both kinds; a kind is only its rows and its lines.
 
 export const BATCH = 2_000;
 export const MAX_ACTIVE_PER_ACCOUNT = 2;
@@ -75,25 +76,32 @@ export const exportsIdle = async () => {
   while (running.size) await Promise.allSettled([...running]);
 };
 
+/**
+ * The caps every export shares, checked before one is stored: at most MAX_ACTIVE_PER_ACCOUNT running at once and
+ * maxKeptPerAccount() kept (after pruning what expired) for the account, or for the operators' exports across
+ * accounts (accountId null).
+ */
+async function admitExport(ctx: Ctx, accountId: string | null, whoKeeps: string) {
+  const active = await ctx.prisma.export.count({ where: { accountId, status: { in: ["pending", "running"] } } });
+  if (active >= MAX_ACTIVE_PER_ACCOUNT) {
+    throw new AppError("TOO_MANY_REQUESTS", "wait for the running exports to finish before starting another");
+  }
+  await pruneExports(ctx);
+  const kept = await ctx.prisma.export.count({ where: { accountId } });
+  if (kept >= maxKeptPerAccount()) {
+    throw new AppError(
+      "LIMIT_EXCEEDED",
+      `${whoKeeps} ${kept} exports, the most allowed (${maxKeptPerAccount()}); each is deleted ${Math.round(retentionMs() / 3600_000)} h after it finished`,
+    );
+  }
+}
+
 export async function startExport(
   ctx: Ctx,
   input: { accountId: string; userId: string; format: ExportFormat; filter: UsageFilter },
 ) {
   usageWhere(input.accountId, input.filter); // validates the filter before anything is stored
-  const active = await ctx.prisma.export.count({
-    where: { accountId: input.accountId, status: { in: ["pending", "running"] } },
-  });
-  if (active >= MAX_ACTIVE_PER_ACCOUNT) {
-    throw new AppError("TOO_MANY_REQUESTS", "wait for the running exports to finish before starting another");
-  }
-  await pruneExports(ctx);
-  const kept = await ctx.prisma.export.count({ where: { accountId: input.accountId } });
-  if (kept >= maxKeptPerAccount()) {
-    throw new AppError(
-      "LIMIT_EXCEEDED",
-      `this account keeps ${kept} exports, the most it may (${maxKeptPerAccount()}); each is deleted ${Math.round(retentionMs() / 3600_000)} h after it finished`,
-    );
-  }
+  await admitExport(ctx, input.accountId, "this account keeps");
   const filters = storeFilters(input.filter);
   const row = await ctx.prisma.$transaction(async (tx) => {
     const created = await tx.export.create({
@@ -121,20 +129,7 @@ export async function startAuditExport(
 ) {
   const filter = { ...input.filter, accountId: input.accountId ?? input.filter.accountId ?? null };
   auditWhere(filter); // validates the filter before anything is stored
-  const active = await ctx.prisma.export.count({
-    where: { accountId: input.accountId, status: { in: ["pending", "running"] } },
-  });
-  if (active >= MAX_ACTIVE_PER_ACCOUNT) {
-    throw new AppError("TOO_MANY_REQUESTS", "wait for the running exports to finish before starting another");
-  }
-  await pruneExports(ctx);
-  const kept = await ctx.prisma.export.count({ where: { accountId: input.accountId } });
-  if (kept >= maxKeptPerAccount()) {
-    throw new AppError(
-      "LIMIT_EXCEEDED",
-      `${kept} exports are kept, the most allowed (${maxKeptPerAccount()}); each is deleted ${Math.round(retentionMs() / 3600_000)} h after it finished`,
-    );
-  }
+  await admitExport(ctx, input.accountId, input.accountId ? "this account keeps" : "operators keep");
   const filters = storeAuditFilter(filter);
   const row = await ctx.prisma.$transaction(async (tx) => {
     const created = await tx.export.create({
@@ -257,14 +252,37 @@ export async function runExport(ctx: Ctx, id: string) {
   });
   if (claimed.count !== 1) return;
   const job = await ctx.prisma.export.findUniqueOrThrow({ where: { id } });
-  if (job.kind === "audit") return runAuditExport(ctx, job);
+  if (job.kind === "audit") await writeExport(ctx, job, auditSource(ctx, job));
+  else await writeExport(ctx, job, await usageSource(ctx, job));
+}
+
+type ExportJob = Awaited<ReturnType<Ctx["prisma"]["export"]["findUniqueOrThrow"]>>;
+/** Where a batch resumes: the last row written, by the (time, id) order both logs are read in. */
+type Cursor = { at: Date; id: string };
+
+/** What tells a usage export from an audit export: its rows (in (time, id) order) and how a row is written. */
+interface ExportSource<Row> {
+  /** the CSV header line, written before the first row */
+  csvHeader: string;
+  /** up to BATCH rows after the cursor (from the start when null) */
+  batch(after: Cursor | null): Promise<Row[]>;
+  cursorOf(row: Row): Cursor;
+  line(row: Row): string;
+}
+
+/** The rows of `base` after the cursor in (timeField, id) order: keyset pagination, no OFFSET. */
+function after<Where>(base: Where, timeField: string, cursor: Cursor | null): Where {
+  if (!cursor) return base;
+  // Prisma's where types are per model; the shape is the same for both logs, so it is built once and cast.
+  return {
+    AND: [base, { OR: [{ [timeField]: { gt: cursor.at } }, { [timeField]: cursor.at, id: { gt: cursor.id } }] }],
+  } as Where;
+}
+
+/** The account's usage log, filtered as stored with the job; each row carries its key's name. */
+async function usageSource(ctx: Ctx, job: ExportJob) {
   if (!job.accountId) throw new Error("a usage export needs an account");
   const accountId = job.accountId;
-  const dir = exportDir(ctx.dataDir);
-  await mkdir(dir, { recursive: true });
-  const fileName = `${job.id}.${job.format}`;
-  const final = join(dir, fileName);
-  const partial = `${final}.part`;
   const keyNames = new Map(
     (await ctx.prisma.apiKey.findMany({ where: { accountId }, select: { id: true, name: true } })).map((k) => [
       k.id,
@@ -273,87 +291,60 @@ export async function runExport(ctx: Ctx, id: string) {
   );
   const base = usageWhere(accountId, loadFilters(job.filters as StoredFilters));
   const line = job.format === "csv" ? csvLine : jsonLine;
-  const out = createWriteStream(partial, { mode: 0o600 });
-  let count = 0;
-  try {
-    if (job.format === "csv") await write(out, csvHeader());
-    let cursor: { startedAt: Date; id: string } | null = null;
-    for (;;) {
-      const rows: Awaited<ReturnType<typeof ctx.prisma.usageLog.findMany>> = await ctx.prisma.usageLog.findMany({
-        where: cursor
-          ? {
-              AND: [
-                base,
-                {
-                  OR: [{ startedAt: { gt: cursor.startedAt } }, { startedAt: cursor.startedAt, id: { gt: cursor.id } }],
-                },
-              ],
-            }
-          : base,
+  return {
+    csvHeader: csvHeader(),
+    batch: (cursor) =>
+      ctx.prisma.usageLog.findMany({
+        where: after(base, "startedAt", cursor),
         orderBy: [{ startedAt: "asc" }, { id: "asc" }],
         take: BATCH,
-      });
-      if (rows.length === 0) break;
-      let chunk = "";
-      for (const r of rows) chunk += line(r, r.apiKeyId ? (keyNames.get(r.apiKeyId) ?? null) : null);
-      await write(out, chunk);
-      count += rows.length;
-      const last = rows[rows.length - 1]!;
-      cursor = { startedAt: last.startedAt, id: last.id };
-      await ctx.prisma.export.update({ where: { id }, data: { rowCount: count } });
-      if (rows.length < BATCH) break;
-    }
-    await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
-    await rename(partial, final);
-  } catch (err) {
-    out.destroy();
-    await rm(partial, { force: true });
-    throw err;
-  }
-  await ctx.prisma.export.update({
-    where: { id },
-    data: { status: "ready", rowCount: count, filePath: fileName, finishedAt: new Date() },
-  });
+      }),
+    cursorOf: (r) => ({ at: r.startedAt, id: r.id }),
+    line: (r) => line(r, r.apiKeyId ? (keyNames.get(r.apiKeyId) ?? null) : null),
+  } satisfies ExportSource<Awaited<ReturnType<typeof ctx.prisma.usageLog.findMany>>[number]>;
 }
 
-/** The audit log in (created_at, id) order, keyset-paginated like the usage export; before/after as JSON text. */
-async function runAuditExport(ctx: Ctx, job: Awaited<ReturnType<Ctx["prisma"]["export"]["findUniqueOrThrow"]>>) {
+/** The audit log in (created_at, id) order; before/after as JSON text (in CSV, JSON inside the cell). */
+function auditSource(ctx: Ctx, job: ExportJob) {
+  const base = auditWhere(loadAuditFilter(job.filters as StoredAuditFilter));
+  return {
+    csvHeader: `${AUDIT_COLUMNS.join(",")}\r\n`,
+    batch: (cursor) =>
+      ctx.prisma.auditLog.findMany({
+        where: after(base, "createdAt", cursor),
+        orderBy: [{ createdAt: "asc" }, { id: "asc" }],
+        take: BATCH,
+      }),
+    cursorOf: (r) => ({ at: r.createdAt, id: r.id }),
+    line: (r) => {
+      const rec = auditRecord(r);
+      if (job.format !== "csv") return `${JSON.stringify(rec)}\n`;
+      return `${AUDIT_COLUMNS.map((c) => csvCell(c === "before" || c === "after" ? (rec[c] === null ? null : JSON.stringify(rec[c])) : rec[c])).join(",")}\r\n`;
+    },
+  } satisfies ExportSource<Awaited<ReturnType<typeof ctx.prisma.auditLog.findMany>>[number]>;
+}
+
+/**
+ * Streams the source to `<id>.<format>.part` batch by batch (recording the row count after each, so the console
+ * shows progress), then renames it into place and marks the job ready; on any failure the partial file goes.
+ */
+async function writeExport<Row>(ctx: Ctx, job: ExportJob, source: ExportSource<Row>) {
   const dir = exportDir(ctx.dataDir);
   await mkdir(dir, { recursive: true });
   const fileName = `${job.id}.${job.format}`;
   const final = join(dir, fileName);
   const partial = `${final}.part`;
-  const base = auditWhere(loadAuditFilter(job.filters as StoredAuditFilter));
-  const line = (r: Parameters<typeof auditRecord>[0]) => {
-    const rec = auditRecord(r);
-    if (job.format !== "csv") return `${JSON.stringify(rec)}\n`;
-    return `${AUDIT_COLUMNS.map((c) => csvCell(c === "before" || c === "after" ? (rec[c] === null ? null : JSON.stringify(rec[c])) : rec[c])).join(",")}\r\n`;
-  };
   const out = createWriteStream(partial, { mode: 0o600 });
   let count = 0;
   try {
-    if (job.format === "csv") await write(out, `${AUDIT_COLUMNS.join(",")}\r\n`);
-    let cursor: { createdAt: Date; id: string } | null = null;
+    if (job.format === "csv") await write(out, source.csvHeader);
+    let cursor: Cursor | null = null;
     for (;;) {
-      const rows: Awaited<ReturnType<typeof ctx.prisma.auditLog.findMany>> = await ctx.prisma.auditLog.findMany({
-        where: cursor
-          ? {
-              AND: [
-                base,
-                {
-                  OR: [{ createdAt: { gt: cursor.createdAt } }, { createdAt: cursor.createdAt, id: { gt: cursor.id } }],
-                },
-              ],
-            }
-          : base,
-        orderBy: [{ createdAt: "asc" }, { id: "asc" }],
-        take: BATCH,
-      });
+      const rows = await source.batch(cursor);
       if (rows.length === 0) break;
-      await write(out, rows.map(line).join(""));
+      await write(out, rows.map(source.line).join(""));
       count += rows.length;
-      const last = rows[rows.length - 1]!;
-      cursor = { createdAt: last.createdAt, id: last.id };
+      cursor = source.cursorOf(rows[rows.length - 1]!);
       await ctx.prisma.export.update({ where: { id: job.id }, data: { rowCount: count } });
       if (rows.length < BATCH) break;
     }
