@@ -18,3 +18,5 @@ export function useCursorPages() {
     },
   };
 }
+
+export type CursorPages = ReturnType<typeof useCursorPages>;

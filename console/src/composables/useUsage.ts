@@ -34,13 +34,11 @@ export function useUsageLog(filter: Ref<UsageFilter>) {
   return {
     entries: computed(() => page.value?.nodes ?? []),
     loaded: computed(() => page.value !== undefined),
-    hasNextPage: computed(() => page.value?.hasNextPage ?? false),
-    hasPreviousPage: pages.hasPrevious,
-    pageNumber: pages.pageNumber,
+    /** the connection (hasNextPage, endCursor) and the cursors seen, for CursorPager */
+    page,
+    pages,
     fetching: query.fetching,
     error: query.error,
-    next: () => pages.next(page.value?.endCursor ?? null),
-    previous: pages.previous,
     reset: pages.reset,
     refresh: () => query.executeQuery({ requestPolicy: "network-only" }),
   };
