@@ -40,3 +40,22 @@ describe("per-call metrics", () => {
     expect(text).not.toContain('modelgate_time_to_first_token_seconds_count{protocol="anthropic"}');
   });
 });
+
+describe("event-loop delay", () => {
+  const quantile = (text: string, q: string) =>
+    Number(new RegExp(`modelgate_event_loop_delay_seconds\\{quantile="${q}"\\} ([0-9.e+-]+)`).exec(text)?.[1]);
+
+  it("reports the lateness beyond the sampling interval: an idle loop reads near 0, a 60 ms block about 50 ms", async () => {
+    const m = createMetrics(store, breakers);
+    await m.registry.metrics(); // resets the histogram: what follows starts now
+    // The loop idles for ~20 samples (time itself is what is measured here), then one turn blocks it for 60 ms.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const until = performance.now() + 60;
+    while (performance.now() < until);
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    const text = await m.registry.metrics();
+    // perf_hooks records whole intervals (an idle loop ~10 ms); the series must not.
+    expect(quantile(text, "p50")).toBeLessThan(0.008);
+    expect(quantile(text, "max")).toBeGreaterThanOrEqual(0.045);
+  });
+});

@@ -86,14 +86,16 @@ export function createMetrics(
       this.set(store.fullLoads);
     },
   });
-  // Event-loop delay since the previous scrape (perf_hooks, 10 ms resolution): what a full load or anything
-  // else costs the calls waiting behind it.
-  const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+  // Event-loop delay since the previous scrape: what a full load or anything else costs the calls waiting
+  // behind it. perf_hooks samples with a timer every `resolution` ms and records the whole interval between
+  // two firings, so an idle loop reads ~10 ms, not 0; the series reports the lateness beyond the interval.
+  const LOOP_RESOLUTION_MS = 10;
+  const loopDelay = monitorEventLoopDelay({ resolution: LOOP_RESOLUTION_MS });
   loopDelay.enable();
-  const loopSeconds = (ns: number) => (Number.isFinite(ns) ? ns / 1e9 : 0);
+  const loopSeconds = (ns: number) => (Number.isFinite(ns) ? Math.max(0, ns / 1e6 - LOOP_RESOLUTION_MS) / 1e3 : 0);
   new Gauge({
     name: "modelgate_event_loop_delay_seconds",
-    help: "Event-loop delay since the previous scrape, by quantile (p50, p99, max)",
+    help: "Event-loop delay (lateness beyond the 10 ms sampling interval) since the previous scrape, by quantile (p50, p99, max)",
     labelNames: ["quantile"] as const,
     registers: [registry],
     collect() {
