@@ -214,6 +214,57 @@ describe("policy feed", () => {
     expect(store.fullLoads).toBe(2);
   });
 
+  it("paces a reload while serving (one piece in flight, then a pause as long as it took); the first load runs flat out", async () => {
+    // Every HSCAN the replica sends, timed, and how many were in flight at once.
+    let inFlight = 0;
+    let most = 0;
+    let pieces: { start: number; end: number }[] = [];
+    const counted = new Proxy(redis, {
+      get(target, prop) {
+        if (prop === "hscanBuffer")
+          return async (key: string, ...rest: [string, "COUNT", number]) => {
+            const start = performance.now();
+            most = Math.max(most, ++inFlight);
+            try {
+              return await target.hscanBuffer(key, ...rest);
+            } finally {
+              inFlight--;
+              pieces.push({ start, end: performance.now() });
+            }
+          };
+        const v = Reflect.get(target, prop, target) as unknown;
+        return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    const replica = new SnapshotStore();
+    const follower = new RedisPolicySource(counted, sub, replica, names, 3_600_000, (err) => {
+      throw err;
+    });
+    await follower.sync();
+    expect(replica.fullLoads).toBe(1);
+    expect(most).toBeGreaterThan(1); // the start-up load: several pieces in flight
+
+    // A change the follower has not read, then the stream trimmed past its position (the other store is at
+    // the head, so only the follower sees a gap): it reloads in full while it serves.
+    const added = await newKey("added-during-gap");
+    await publish();
+    const epoch = (await redis.hget(names.policyMeta, "epoch"))!;
+    await redis.xtrim(names.policyStream(epoch), "MAXLEN", 0);
+    most = 0;
+    pieces = [];
+    await follower.sync();
+    expect(replica.fullLoads).toBe(2);
+    expect(replica.key(added)).toBeDefined();
+    expect(most).toBe(1);
+    pieces.sort((a, b) => a.start - b.start);
+    expect(pieces.length).toBeGreaterThan(100);
+    // After each piece the next waits at least as long as the piece took (timers never fire early; 1 ms slack
+    // for timer granularity).
+    for (let i = 0; i + 1 < pieces.length; i++)
+      expect(pieces[i + 1]!.start - pieces[i]!.end).toBeGreaterThanOrEqual(pieces[i]!.end - pieces[i]!.start - 1);
+    await follower.stop();
+  });
+
   it("publishes in full when Redis lost the feed, and the replica loads the new epoch", async () => {
     const before = await redis.hget(names.policyMeta, "epoch");
     await redis.del(names.policyMeta);

@@ -29,7 +29,7 @@ export class RedisPolicySource {
     private readonly names: RedisNames,
     private readonly pollMs = 250,
     private readonly onError: (err: unknown) => void = () => undefined,
-    private readonly opts: { scanCount?: number; parallel?: number; batch?: number } = {},
+    private readonly opts: { scanCount?: number; parallel?: number; batch?: number; paceRatio?: number } = {},
   ) {}
 
   async start(): Promise<void> {
@@ -168,6 +168,12 @@ export class RedisPolicySource {
    */
   private async fullLoad(state: { epoch: string; cancelled: boolean }, version: number, at: number): Promise<void> {
     const { epoch } = state;
+    // A reload while serving is paced: one piece in flight, then a pause as long as that piece took (read,
+    // Redis's reply, putting it), so the load takes at most about half of the replica's and Redis's time and
+    // the calls it is serving meanwhile keep theirs. Measured at 1M keys on two cores, an unpaced reload
+    // (four pieces in flight) saturated both and calls overlapping it reached a p99 of ~0.9 s. The first load
+    // (nothing served yet) runs flat out.
+    const pace = this.store.fullLoads > 0 ? (this.opts.paceRatio ?? 1) : 0;
     const load = this.store.beginFullLoad();
     try {
       const catalog = await this.redis.get(this.names.policyCatalog(epoch));
@@ -181,15 +187,17 @@ export class RedisPolicySource {
           const key = this.names.policyShard(epoch, kind, shard);
           let cursor = "0";
           do {
+            const started = performance.now();
             const [c, flat] = await this.redis.hscanBuffer(key, cursor, "COUNT", this.opts.scanCount ?? 1_000);
             if (state.cancelled) return;
             cursor = c.toString();
             for (let i = 0; i + 1 < flat.length; i += 2) load.putBytes(kind, flat[i]!, flat[i + 1]!);
+            if (pace > 0) await pause((performance.now() - started) * pace);
           } while (cursor !== "0");
           load.shardDone(kind, shard);
         }
       };
-      await Promise.all(Array.from({ length: this.opts.parallel ?? 4 }, worker));
+      await Promise.all(Array.from({ length: pace > 0 ? 1 : (this.opts.parallel ?? 4) }, worker));
       // A newer epoch appeared while loading: keep what was put (it is newer); the next pass loads that one.
       if (state.cancelled || (await this.redis.hget(this.names.policyMeta, "epoch")) !== epoch) {
         load.abandon();
@@ -209,3 +217,5 @@ export class RedisPolicySource {
     await this.subscriber.unsubscribe(this.names.policyChannel).catch(() => undefined);
   }
 }
+
+const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
