@@ -123,7 +123,8 @@ async function measure(label: string, run: () => Promise<void>): Promise<void> {
 }
 
 const store = new SnapshotStore();
-const source = new RedisPolicySource(redis, sub, store, names, 3_600_000);
+const scanCount = process.env.BENCH_SCAN_COUNT ? Number(process.env.BENCH_SCAN_COUNT) : undefined;
+const source = new RedisPolicySource(redis, sub, store, names, 3_600_000, undefined, { scanCount });
 try {
   if (!kept || !(await redis.exists(names.policyMeta))) await fill();
   else await redis.hset(names.policyMeta, "seq", 0);

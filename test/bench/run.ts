@@ -55,6 +55,8 @@ import type {
 //   BENCH_BASELINE=dir    also run a second modelgate data plane (same control plane and key) from another build of
 //                         data-plane/dist, copied inside the repository (e.g. bench/results/base-dist.tmp), as the
 //                         target "baseline": an A/B comparison of two builds with the targets alternating in one run
+//   BENCH_BASELINE_NODE_ARGS="--flag …"  Node options for the baseline data plane only (an A/B of runtime flags,
+//                         e.g. BENCH_BASELINE=data-plane/dist with a GC setting)
 //   BENCH_OUT=path        where to write the Markdown report
 //   BENCH_SCENARIOS=a,b   a subset of c1,c64,c256,open,streams,anthropic,responses,workers,tracing,hold,settle (for one
 //                         of them; a partial run leaves the other columns empty). anthropic: an Anthropic client
@@ -462,6 +464,7 @@ async function startDataPlaneVariant(
   entry: string,
   extraEnv: NodeJS.ProcessEnv,
   processes = 1,
+  nodeArgs: string[] = [],
 ): Promise<Target & { proc: BenchProc }> {
   const port = await freePort();
   const proc = spawnNode(name, entry, [], {
@@ -473,7 +476,7 @@ async function startDataPlaneVariant(
       MODELGATE_SPOOL_DIR: join(workDir, `spool-${name}`),
       ...extraEnv,
     },
-    nodeArgs: [],
+    nodeArgs,
     logFile: join(workDir, `${name}.log`),
   });
   const origin = `http://127.0.0.1:${port}`;
@@ -926,6 +929,8 @@ async function main(): Promise<number> {
       "modelgate, baseline build",
       join(env.BENCH_BASELINE, "main.js"),
       {},
+      1,
+      env.BENCH_BASELINE_NODE_ARGS ? env.BENCH_BASELINE_NODE_ARGS.split(" ").filter(Boolean) : [],
     );
     targets.push({ ...base, id: "baseline" });
   }
