@@ -47,44 +47,36 @@ export const UsageLogQuery = graphql(`
   }
 `);
 
+/** The figures the dashboard and the usage page show for a total, a bucket, a model and a key. */
+export const UsageFiguresFields = graphql(`
+  fragment UsageFiguresFields on UsageFigures {
+    requests
+    totalTokens
+    promptTokens
+    completionTokens
+    errors
+    amount
+  }
+`);
+
 export const UsageStatsQuery = graphql(`
   query UsageStats($from: DateTime, $granularity: Granularity, $timeZone: String, $model: String) {
     usageStats(from: $from, granularity: $granularity, timeZone: $timeZone, model: $model) {
       total {
-        requests
-        totalTokens
-        promptTokens
-        completionTokens
-        errors
-        amount
+        ...UsageFiguresFields
       }
       series {
         bucket
-        requests
-        totalTokens
-        promptTokens
-        completionTokens
-        errors
-        amount
+        ...UsageFiguresFields
       }
       byModel {
         model
-        requests
-        totalTokens
-        promptTokens
-        completionTokens
-        errors
-        amount
+        ...UsageFiguresFields
       }
       byKey {
         apiKeyId
         apiKeyName
-        requests
-        totalTokens
-        promptTokens
-        completionTokens
-        errors
-        amount
+        ...UsageFiguresFields
       }
     }
   }

@@ -1,7 +1,7 @@
 import type { UsageLog } from "../../generated/prisma/client.ts";
 import { usageByAttribution, usageStats, type StatsFilter, type Totals } from "../../stats/aggregate.ts";
 import { usagePage, type UsageFilter } from "../../stats/usage-log.ts";
-import { builder, type Types } from "../builder.ts";
+import { builder } from "../builder.ts";
 import { formatMicroText } from "../../services/money.ts";
 import { accountIdFor, checkId, clampFirst, money } from "../common.ts";
 import { GranularityEnum } from "./enums.ts";
@@ -121,8 +121,11 @@ const UsagePage = builder
     }),
   });
 
-function totals<T extends Totals>(t: PothosSchemaTypes.ObjectFieldBuilder<Types, T>) {
-  return {
+// The figures every usage statistic has (a total, a bucket, a model's or a key's share, ...): defined once here and
+// inherited by each type that implements the interface, so clients can select them with one fragment.
+const UsageFiguresRef = builder.interfaceRef<Totals>("UsageFigures").implement({
+  description: "The figures of a set of calls: counts, tokens and cost.",
+  fields: (t) => ({
     requests: t.field({ type: "Long", resolve: (r) => r.requests }),
     errors: t.field({ type: "Long", description: "calls answered with a non-2xx status", resolve: (r) => r.errors }),
     promptTokens: t.field({ type: "Long", resolve: (r) => r.promptTokens }),
@@ -132,36 +135,39 @@ function totals<T extends Totals>(t: PothosSchemaTypes.ObjectFieldBuilder<Types,
     totalTokens: t.field({ type: "Long", resolve: (r) => r.promptTokens + r.completionTokens }),
     amount: t.string({ resolve: (r) => money(r.costMicro) }),
     amountMicro: t.string({ resolve: (r) => r.costMicro.toString() }),
-  };
-}
+  }),
+});
+const interfaces = [UsageFiguresRef];
 
-const TotalsRef = builder.objectRef<Totals>("UsageTotals").implement({ fields: (t) => totals(t) });
+const TotalsRef = builder.objectRef<Totals>("UsageTotals").implement({ interfaces });
 const BucketRef = builder.objectRef<Totals & { bucket: Date }>("UsageBucket").implement({
+  interfaces,
   fields: (t) => ({
     bucket: t.field({ type: "DateTime", description: "start of the hour or day", resolve: (r) => r.bucket }),
-    ...totals(t),
   }),
 });
 const ByModelRef = builder.objectRef<Totals & { model: string }>("UsageByModel").implement({
-  fields: (t) => ({ model: t.string({ resolve: (r) => r.model }), ...totals(t) }),
+  interfaces,
+  fields: (t) => ({ model: t.string({ resolve: (r) => r.model }) }),
 });
 type KeyTotals = Totals & { apiKeyId: string | null; apiKeyName: string | null };
 const ByKeyRef = builder.objectRef<KeyTotals>("UsageByKey").implement({
+  interfaces,
   fields: (t) => ({
     apiKeyId: t.id({ nullable: true, resolve: (r) => r.apiKeyId }),
     apiKeyName: t.string({ nullable: true, resolve: (r) => r.apiKeyName }),
-    ...totals(t),
   }),
 });
 
 const ByEndUserRef = builder.objectRef<Totals & { key: string | null }>("UsageByEndUser").implement({
+  interfaces,
   fields: (t) => ({
     endUser: t.string({ nullable: true, description: "null: calls without an end user", resolve: (r) => r.key }),
-    ...totals(t),
   }),
 });
 const ByTagRef = builder.objectRef<Totals & { key: string | null }>("UsageByTag").implement({
-  fields: (t) => ({ tag: t.string({ resolve: (r) => r.key ?? "" }), ...totals(t) }),
+  interfaces,
+  fields: (t) => ({ tag: t.string({ resolve: (r) => r.key ?? "" }) }),
 });
 
 type StatsParent = Awaited<ReturnType<typeof usageStats>> & {
