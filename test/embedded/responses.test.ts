@@ -470,6 +470,34 @@ describe("stored responses toward upstreams that keep no state", () => {
     expect(mocks.gemini.requests.length).toBe(sent); // refused before it went upstream
   });
 
+  it("a continuation that fits is topped up to the conversation it expands to, and settles on its usage", async () => {
+    const long = Array.from({ length: 800 }, (_, i) => `word${i}`).join(" "); // ~1,600 tokens
+    const r1 = await sdk().responses.create({ model: MODEL.gemini, input: long });
+    // Room for one conversation's estimate, not two; one call at a time.
+    const limited = await gw.admin<{ key: string }>("key create", {
+      account: "resp",
+      name: "tpm-fits",
+      tpm: "2500",
+      concurrency: "1",
+    });
+    await waitForKey(gw, limited.key);
+    const continuation = () =>
+      sdk(limited.key)
+        .responses.create({ model: MODEL.gemini, input: "And then?", previous_response_id: r1.id, store: false })
+        .withResponse();
+    const first = await continuation();
+    expect(first.data.output_text).toBeTruthy();
+    // Taken on the conversation (its body alone would leave about 2,480): the headers say so.
+    const remaining = Number(first.response.headers.get("x-ratelimit-remaining-tokens"));
+    expect(remaining).toBeGreaterThan(0);
+    expect(remaining).toBeLessThan(1000);
+    // It used 15 tokens (the mock's usage) and its release corrected the topped-up estimate to them, so a second
+    // continuation fits; corrected against its body's estimate, the conversation's tokens would still be held.
+    const second = await continuation();
+    expect(second.data.output_text).toBeTruthy();
+    expect(Number(second.response.headers.get("x-ratelimit-remaining-tokens"))).toBeGreaterThanOrEqual(remaining - 15);
+  });
+
   it("store: false keeps nothing", async () => {
     const r = await sdk().responses.create({ model: MODEL.gemini, input: "x", store: false });
     expect((r as unknown as { store: boolean }).store).toBe(false);

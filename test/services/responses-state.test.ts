@@ -72,3 +72,37 @@ it("previous_response_id works across replicas, streamed and not, and the stored
     redis.disconnect();
   }
 });
+
+it("a continuation is topped up in Redis to the conversation it expands to: admitted where it fits, a 429 giving all back where not", async () => {
+  const long = Array.from({ length: 800 }, (_, i) => `word${i}`).join(" "); // ~1,600 tokens
+  const first = await client(0).responses.create({ model: MODEL, input: long });
+  const fits = await gw.admin<{ key: string }>("key create", { account: "state", tpm: "2500", concurrency: "1" });
+  const tight = await gw.admin<{ key: string }>("key create", { account: "state", tpm: "1000", concurrency: "1" });
+  await waitForKey(gw, fits.key);
+  await waitForKey(gw, tight.key);
+  const as = (k: string) => new OpenAI({ baseURL: `${gw.bases[1]}/v1`, apiKey: k, maxRetries: 0 });
+  const continuation = (k: string) =>
+    as(k)
+      .responses.create({ model: MODEL, input: "And then?", previous_response_id: first.id, store: false })
+      .withResponse();
+
+  // Taken on the conversation, not the body's few dozen tokens; released on its usage (15 tokens), so a second
+  // continuation fits as well.
+  const one = await continuation(fits.key);
+  const remaining = Number(one.response.headers.get("x-ratelimit-remaining-tokens"));
+  expect(remaining).toBeGreaterThan(0);
+  expect(remaining).toBeLessThan(1000);
+  const two = await continuation(fits.key);
+  expect(Number(two.response.headers.get("x-ratelimit-remaining-tokens"))).toBeGreaterThanOrEqual(remaining - 15);
+
+  // The conversation does not fit 1,000 a minute next to a call of its own: refused before it goes upstream.
+  await as(tight.key).responses.create({ model: MODEL, input: "Hi.", store: false });
+  const sent = mock.requests.length;
+  const refused = await continuation(tight.key).catch((e: unknown) => e);
+  expect(refused).toBeInstanceOf(OpenAI.RateLimitError);
+  expect(mock.requests.length).toBe(sent);
+  // Its slot and tokens came back: the key's one slot takes a short call at once.
+  await expect(
+    as(tight.key).responses.create({ model: MODEL, input: "Hi again.", store: false }),
+  ).resolves.toBeTruthy();
+});

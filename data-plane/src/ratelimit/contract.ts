@@ -182,6 +182,85 @@ export function rateLimiterContract(name: string, setup: () => Promise<RateLimit
       ).toBe("rpm");
     });
 
+    it("tops up a call's tokens by the difference only, keeping its request and slot", async () => {
+      const id = ids();
+      const lim = { rpm: 2, tpm: 1000, concurrency: 1 };
+      const g = grant(await acquire(req(id, lim, {}, T0, 100)));
+      const up = await g.topUp(400, T0);
+      if (!up.ok) throw new Error(`expected the top-up granted: ${JSON.stringify(up)}`);
+      // 400 tokens taken in all, not 500; one request; the headers say so
+      expect(up.info.tokens).toEqual({ limit: 1000, remaining: 600, resetMs: 24_000 });
+      expect(up.info.requests).toEqual({ limit: 2, remaining: 1, resetMs: 30_000 });
+      expect(g.info).toEqual(up.info);
+      // the slot is still this call's, and a smaller estimate changes nothing
+      expect(denial(await acquire(req(id, lim, {}, T0, 1))).kind).toBe("concurrency");
+      expect(await g.topUp(300, T0)).toEqual({ ok: true, info: up.info });
+      // The release corrects against the topped-up estimate: 250 used of 400, so 750 free after it.
+      await g.release(250, T0);
+      const next = grant(await acquire(req(id, lim, {}, T0, 750)));
+      expect(next.info.tokens?.remaining).toBe(0);
+      expect(next.info.requests?.remaining).toBe(0); // two requests in all
+    });
+
+    it("refuses a top-up that does not fit as acquire refuses tpm, and changes nothing", async () => {
+      const accountId = `a-${randomUUID()}`;
+      const k1 = { keyId: `k-${randomUUID()}`, accountId };
+      const k2 = { keyId: `k-${randomUUID()}`, accountId };
+      const other = grant(await acquire(req(k2, {}, { tpm: 1000 }, T0, 500)));
+      const g = grant(await acquire(req(k1, { tpm: 2000, rpm: 5 }, { tpm: 1000 }, T0, 100)));
+      const d = await g.topUp(600, T0 + 1000);
+      if (d.ok) throw new Error("expected the top-up refused");
+      // 500 more do not fit the account's 1000 (600 taken, 16⅔ refilled in the second since): 83⅓ short, 5 s
+      // at 1000 a minute, the wait a fresh call of 600 would be told once this one gave its 100 back
+      expect([d.kind, d.scope, d.limit, d.remaining, d.retryAfterMs]).toEqual(["tpm", "account", 1000, 416, 5_000]);
+      expect(d.info.tokens).toEqual({ limit: 1000, remaining: 416, resetMs: 35_000 });
+      expect(d.info.requests).toEqual({ limit: 5, remaining: 4, resetMs: 11_000 });
+      await other.cancel(T0 + 1000);
+      // Nothing changed: the call holds 100 tokens (the key's 1900 free, the account's 916 after the cancel),
+      // and its release settles against its first estimate.
+      const probe = grant(await acquire(req(k1, { tpm: 2000, rpm: 5 }, { tpm: 1000 }, T0 + 1000, 0)));
+      expect(probe.info.tokens).toEqual({ limit: 1000, remaining: 916, resetMs: 5_000 });
+      await g.release(100, T0 + 1000);
+      await probe.release(0, T0 + 1000);
+      expect(grant(await acquire(req(k1, { tpm: 2000 }, { tpm: 1000 }, T0 + 1000, 916))).info.tokens?.remaining).toBe(
+        0,
+      );
+    });
+
+    it("gives all of a topped-up call back on cancel", async () => {
+      const id = ids();
+      const lim = { rpm: 1, tpm: 1000, concurrency: 1 };
+      const g = grant(await acquire(req(id, lim, lim, T0, 100)));
+      expect((await g.topUp(900, T0)).ok).toBe(true);
+      await g.cancel(T0);
+      expect(await g.topUp(1000, T0)).toEqual({ ok: true, info: g.info }); // ended: nothing more
+      const again = grant(await acquire(req(id, lim, lim, T0, 1000)));
+      expect(again.info).toEqual({
+        requests: { limit: 1, remaining: 0, resetMs: 60_000 },
+        tokens: { limit: 1000, remaining: 0, resetMs: 60_000 },
+      });
+    });
+
+    it("tops up past a minute's tokens only as far as acquire would charge", async () => {
+      const id = ids();
+      const g = grant(await acquire(req(id, { tpm: 1000 }, {}, T0, 100)));
+      // 5000 tokens charge a full minute (1000), as acquire would: the bucket holds nothing else
+      const up = await g.topUp(5000, T0);
+      expect(up.ok && up.info.tokens).toEqual({ limit: 1000, remaining: 0, resetMs: 60_000 });
+      await g.release(1000, T0);
+      expect((await acquire(req(id, { tpm: 1000 }, {}, T0 + 59_000, 1000))).ok).toBe(false);
+      expect((await acquire(req(id, { tpm: 1000 }, {}, T0 + 60_000, 1000))).ok).toBe(true);
+    });
+
+    it("lets exactly one of two top-ups racing for the last tokens through", async () => {
+      const id = ids();
+      const a = grant(await acquire(req(id, { tpm: 1000 }, {}, T0, 100)));
+      const b = grant(await acquire(req(id, { tpm: 1000 }, {}, T0, 100)));
+      const results = await Promise.all([a.topUp(600, T0), b.topUp(600, T0)]);
+      expect(results.map((r) => r.ok).sort()).toEqual([false, true]);
+      expect(results.find((r) => !r.ok)).toMatchObject({ kind: "tpm", remaining: 300 });
+    });
+
     it("reports the refusal with the longest wait when several refuse", async () => {
       const id = ids();
       grant(await acquire(req(id, { rpm: 1, tpm: 100 }, {}, T0, 100)));

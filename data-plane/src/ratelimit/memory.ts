@@ -12,6 +12,7 @@ import {
   type RateLimiter,
   type RateLimitInfo,
   type RateLimitRequest,
+  type TopUpResult,
 } from "./types.ts";
 
 interface ScopeState {
@@ -26,7 +27,13 @@ export interface MemoryRateLimiterOptions {
   concurrencyRetryMs?: number;
 }
 
-const UNLIMITED_GRANT: RateLimitGrant = Object.freeze({ ok: true as const, info: NO_INFO, release() {}, cancel() {} });
+const UNLIMITED_GRANT: RateLimitGrant = Object.freeze({
+  ok: true as const,
+  info: NO_INFO,
+  release() {},
+  cancel() {},
+  topUp: () => ({ ok: true as const, info: NO_INFO }),
+});
 const SWEEP_EVERY = 4096;
 
 const newCheck = (): GcraCheck => ({ allowed: true, newTat: 0, retryAfterMs: 0, remaining: 0, resetMs: 0 });
@@ -38,12 +45,13 @@ class MemoryGrant implements RateLimitGrant {
   readonly ok = true as const;
   private released = false;
   constructor(
-    readonly info: RateLimitInfo,
+    public info: RateLimitInfo,
     private readonly key: ScopeState,
     private readonly account: ScopeState,
     private readonly keyTpm: number | null,
     private readonly accountTpm: number | null,
-    private readonly estimatedTokens: number,
+    /** raised by topUp; release() corrects against it */
+    private estimatedTokens: number,
     private readonly keyRpm: number | null,
     private readonly accountRpm: number | null,
   ) {}
@@ -69,6 +77,70 @@ class MemoryGrant implements RateLimitGrant {
       this.account.tpmTat = correctTat(this.account.tpmTat, now, this.accountTpm, delta);
     }
   }
+
+  topUp(estimatedTokens: number, now: number = Date.now()): TopUpResult {
+    if (this.released || estimatedTokens <= this.estimatedTokens) return { ok: true, info: this.info };
+    const { keyTpm, accountTpm, key: k, account: a } = this;
+    // Only the difference, each limit's charge clamped as at acquire (a call bigger than a minute's budget
+    // still passes when the bucket holds nothing but this call).
+    const kExtra =
+      keyTpm === null ? 0 : chargedUnits(keyTpm, estimatedTokens) - chargedUnits(keyTpm, this.estimatedTokens);
+    const aExtra =
+      accountTpm === null
+        ? 0
+        : chargedUnits(accountTpm, estimatedTokens) - chargedUnits(accountTpm, this.estimatedTokens);
+    // A difference of 0 is never refused (a TAT a forced call left past a minute ahead would refuse even that).
+    const kt = keyTpm === null || kExtra === 0 ? null : gcra(k.tpmTat, now, keyTpm, kExtra, newCheck());
+    const at = accountTpm === null || aExtra === 0 ? null : gcra(a.tpmTat, now, accountTpm, aExtra, newCheck());
+    const requests = this.requestsInfo(now);
+    // Both checked before either is taken; on equal waits the key's refusal is reported (as in acquire).
+    const deny =
+      kt !== null && !kt.allowed && (at === null || at.allowed || kt.retryAfterMs >= at.retryAfterMs)
+        ? { scope: "key" as const, limit: keyTpm!, check: kt }
+        : at !== null && !at.allowed
+          ? { scope: "account" as const, limit: accountTpm!, check: at }
+          : null;
+    if (deny !== null) {
+      return {
+        ok: false,
+        retryAfterMs: deny.check.retryAfterMs,
+        limit: deny.limit,
+        remaining: deny.check.remaining,
+        scope: deny.scope,
+        kind: "tpm",
+        info: { requests, tokens: tighterTokens(keyTpm, k, accountTpm, a, now) },
+      };
+    }
+    if (kt !== null) k.tpmTat = kt.newTat;
+    if (at !== null) a.tpmTat = at.newTat;
+    this.estimatedTokens = estimatedTokens;
+    this.info = { requests, tokens: tighterTokens(keyTpm, k, accountTpm, a, now) };
+    return { ok: true, info: this.info };
+  }
+
+  private requestsInfo(now: number): LimitState | null {
+    const { keyRpm, accountRpm } = this;
+    const kr = newCheck();
+    const ar = newCheck();
+    if (keyRpm !== null) gcra(this.key.rpmTat, now, keyRpm, 0, kr);
+    if (accountRpm !== null) gcra(this.account.rpmTat, now, accountRpm, 0, ar);
+    return tighter(keyRpm, kr, accountRpm, ar);
+  }
+}
+
+/** The tpm header state as it is now (nothing taken). */
+function tighterTokens(
+  keyTpm: number | null,
+  k: ScopeState,
+  accountTpm: number | null,
+  a: ScopeState,
+  now: number,
+): LimitState | null {
+  const kt = newCheck();
+  const at = newCheck();
+  if (keyTpm !== null) gcra(k.tpmTat, now, keyTpm, 0, kt);
+  if (accountTpm !== null) gcra(a.tpmTat, now, accountTpm, 0, at);
+  return tighter(keyTpm, kt, accountTpm, at);
 }
 
 /**

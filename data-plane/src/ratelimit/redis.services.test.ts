@@ -349,6 +349,133 @@ describe("the rate-limit scripts", () => {
   });
 });
 
+describe("RedisRateLimiter top-up", () => {
+  const { prefix, clients, replica } = replicas();
+  const call = (keyId: string, accountId: string, accountLimits: Partial<RateLimits>, now: number, est: number) => ({
+    keyId,
+    accountId,
+    keyLimits: none,
+    accountLimits: { ...none, ...accountLimits },
+    estimatedTokens: est,
+    now,
+  });
+
+  it("lets exactly one of two replicas' top-ups racing for an account's last tokens through, every time", async () => {
+    const a = replica(0);
+    const b = replica(1);
+    const now = Date.now();
+    for (let round = 0; round < 20; round++) {
+      const accountId = randomUUID();
+      const ga = await a.acquire(call("ka", accountId, { tpm: 1000 }, now, 100));
+      const gb = await b.acquire(call("kb", accountId, { tpm: 1000 }, now, 100));
+      if (!ga.ok || !gb.ok) throw new Error("expected both admitted");
+      // on two connections, in the same turn: Redis runs one script, then the other
+      const results = await Promise.all([ga.topUp(600, now), gb.topUp(600, now)]);
+      expect(results.map((r) => r.ok).sort()).toEqual([false, true]);
+      // 700 taken on the account's TPM: the winner's 600 and the loser's 100, nothing of the refused 500
+      const tat = Number(await clients[2]!.get(`${prefix}{acct:${accountId}}:a:tpm`));
+      expect(tat).toBeCloseTo(now + 700 * 60, 6);
+    }
+  });
+
+  it("tops up the calls of one account of one turn in one script call (after the turn's first), in arrival order", async () => {
+    const l = replica(2, { localFreeShare: 1 });
+    const client = clients[2]!;
+    const accountId = randomUUID();
+    const now = Date.now();
+    const grants = [];
+    for (const keyId of ["k1", "k2", "k2", "k1"])
+      grants.push(await l.acquire(call(keyId, accountId, { tpm: 1000 }, now, 100)));
+    const spy = vi.spyOn(client, "modelgateRlTopUp");
+    let sent: number[] = [];
+    let results;
+    try {
+      results = await Promise.all(grants.map((g) => (g.ok ? g.topUp(300, now) : null)));
+    } finally {
+      sent = spy.mock.calls.map((c) => Number(c[0])); // numkeys of each call
+      spy.mockRestore();
+    }
+    // The first goes out at once on its own; the other three in one call, four keys per run of one key (k2, k1).
+    expect(sent).toEqual([4, 8]);
+    // 400 held, then +200 each: the first three fit (1000), the fourth does not
+    expect(results.map((r) => r?.ok)).toEqual([true, true, true, false]);
+    const tat = Number(await client.get(`${prefix}{acct:${accountId}}:a:tpm`));
+    expect(tat).toBeCloseTo(now + 1000 * 60, 6);
+  });
+
+  it("tops up a call admitted locally once Redis has taken it", async () => {
+    const l = replica(0);
+    const accountId = randomUUID();
+    const now = Date.now();
+    const first = await l.acquire(call("k", accountId, { tpm: 100_000, concurrency: 50 }, now, 100));
+    const second = await l.acquire(call("k", accountId, { tpm: 100_000, concurrency: 50 }, now, 100));
+    expect(first.ok && second.ok).toBe(true);
+    expect(l.local.granted).toBe(1);
+    // in the turn it was granted in, before its acquire reached Redis
+    const up = second.ok ? await second.topUp(5_000, now) : null;
+    expect(up?.ok && up.info.tokens).toEqual({ limit: 100_000, remaining: 100_000 - 5_100, resetMs: 3_060 });
+    if (second.ok) await second.release(5_000, now);
+    if (first.ok) await first.release(100, now);
+    const seen = await replica(1).acquire(call("k", accountId, { tpm: 100_000 }, now, 0));
+    expect(seen.ok && seen.info.tokens?.remaining).toBe(100_000 - 5_100);
+  });
+
+  it("top up a batch of calls exactly as one script call per call would, refusing some", async () => {
+    replica(0);
+    const client = clients[0]!;
+    const keysOf = (tag: string, key: string) => [
+      `${tag}k:${key}:rpm`,
+      `${tag}k:${key}:tpm`,
+      `${tag}a:rpm`,
+      `${tag}a:tpm`,
+    ];
+    const t = Date.now();
+    const batch = `${prefix}{acct:topup-batch}:`;
+    const single = `${prefix}{acct:topup-single}:`;
+    // the same state under both tags: some tokens and requests taken already
+    for (const tag of [batch, single]) {
+      for (const key of ["x", "y"]) {
+        await client.set(`${tag}k:${key}:tpm`, String(t + 200 * 60), "PX", 120_000);
+        await client.set(`${tag}k:${key}:rpm`, String(t + 6_000), "PX", 120_000);
+      }
+      await client.set(`${tag}a:tpm`, String(t + 300 * 75), "PX", 120_000);
+    }
+    // runs: x (three calls), y (two), x again (one); limits key rpm 10, key tpm 1000, account rpm 0, account tpm 800
+    const limits = [10, 1000, 0, 800];
+    const runs: [string, [number, number, number][]][] = [
+      [
+        "x",
+        [
+          [t, 300, 300],
+          [t + 10, 400, 400],
+          [t + 20, 100, 100],
+        ],
+      ],
+      [
+        "y",
+        [
+          [t + 30, 900, 200],
+          [t + 40, 50, 50],
+        ],
+      ],
+      ["x", [[t + 50, 0, 100]]],
+    ];
+    const keys = runs.flatMap(([key]) => keysOf(batch, key));
+    const args = runs.flatMap(([, calls]) => [...limits, calls.length, ...calls.flat()]);
+    const batched = await client.modelgateRlTopUp(keys.length, ...keys, ...args);
+    const oneByOne: number[] = [];
+    for (const [key, calls] of runs)
+      for (const c of calls)
+        oneByOne.push(...(await client.modelgateRlTopUp(4, ...keysOf(single, key), ...limits, 1, ...c)));
+    expect(batched).toEqual(oneByOne);
+    const status = batched.filter((_, i) => i % 13 === 0);
+    expect(status).toContain(0);
+    expect(status).toContain(1);
+    const state = (tag: string) => Promise.all([...keysOf(tag, "x"), ...keysOf(tag, "y")].map((k) => client.get(k)));
+    expect(await state(batch)).toEqual(await state(single));
+  });
+});
+
 describe("RedisRateLimiter local admission", () => {
   const { prefix, clients, replica } = replicas();
   const call = (

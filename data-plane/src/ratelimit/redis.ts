@@ -19,19 +19,22 @@ import {
   type RateLimiter,
   type RateLimitInfo,
   type RateLimitRequest,
+  type TopUpResult,
 } from "./types.ts";
 
-// The three scripts live in lua/ beside this file (copied into dist/ by the build), each with its KEYS and ARGV.
+// The four scripts live in lua/ beside this file (copied into dist/ by the build), each with its KEYS and ARGV.
 const script = (name: string) => readFileSync(new URL(`./lua/${name}.lua`, import.meta.url), "utf8");
 const ACQUIRE_LUA = script("acquire");
 const RELEASE_LUA = script("release");
 const RENEW_LUA = script("renew");
+const TOPUP_LUA = script("topup");
 
 declare module "ioredis" {
   interface RedisCommander<Context> {
     modelgateRlAcquire(...args: (string | number)[]): Result<number[], Context>;
     modelgateRlRelease(...args: (string | number)[]): Result<number, Context>;
     modelgateRlRenew(...args: (string | number)[]): Result<number, Context>;
+    modelgateRlTopUp(...args: (string | number)[]): Result<number[], Context>;
   }
 }
 
@@ -83,6 +86,8 @@ const sameLimits = (
 
 /** Numbers the acquire script answers per call. */
 const REPLY = 15;
+/** Numbers the top-up script answers per call (the acquire script's first 13). */
+const TOPUP_REPLY = 13;
 
 function infoFrom(r: number[], kl: RateLimits, al: RateLimits): RateLimitInfo {
   return {
@@ -108,6 +113,14 @@ interface PendingAcquire {
   force: boolean;
 }
 
+interface PendingTopUp {
+  grant: RedisGrantState;
+  /** tokens to add to the key's and the account's tpm charge (each clamped as acquire's charge is) */
+  kExtra: number;
+  aExtra: number;
+  now: number;
+}
+
 interface PendingRelease {
   grant: RedisGrantState;
   kDelta: number;
@@ -123,6 +136,7 @@ interface RedisGrantState {
   tag: string;
   keyLimits: RateLimits;
   accountLimits: RateLimits;
+  /** the token estimate charged: acquire's, raised by a granted top-up */
   estimated: number;
   /** a call admitted locally: settles when Redis has taken it (true) or could not (false); null: taken already */
   taken: Promise<boolean> | null;
@@ -158,6 +172,10 @@ export class RedisRateLimiter implements RateLimiter {
   // Calls admitted locally are told to Redis once per window: nobody waits for them (see syncMs).
   private readonly localAcquires: TurnBatcher<PendingAcquire, number[]>;
   private readonly releases: TurnBatcher<PendingRelease>;
+  // eager as the acquires: the caller waits on a top-up before it goes upstream
+  private readonly topUps = new TurnBatcher<PendingTopUp, number[]>((tag, calls) => this.sendTopUps(tag, calls), {
+    eager: true,
+  });
   private readonly heartbeat: NodeJS.Timeout;
   private readonly headroom: Headroom;
   private readonly onLocalOverrun: () => void;
@@ -194,6 +212,8 @@ export class RedisRateLimiter implements RateLimiter {
     redis.defineCommand("modelgateRlRelease", { lua: RELEASE_LUA });
     // numberOfKeys left open: one lease key per concurrency limit of the group
     redis.defineCommand("modelgateRlRenew", { lua: RENEW_LUA });
+    // numberOfKeys left open: four keys per run of one key's calls
+    redis.defineCommand("modelgateRlTopUp", { lua: TOPUP_LUA });
     this.heartbeat = setInterval(
       () => {
         void this.renewLeases();
@@ -338,6 +358,72 @@ export class RedisRateLimiter implements RateLimiter {
     return out;
   }
 
+  /**
+   * @internal Raises a granted call's tpm charge to a larger estimate (RateLimitGrant.topUp): always decided
+   * by Redis, after everything this replica has not told it yet (as for an acquire Redis decides). Null when
+   * nothing was asked of Redis: no tpm limit moves, Redis never took the call, or Redis failed (the call is
+   * already admitted and goes on; the difference goes uncounted, as a lost release correction would).
+   */
+  async topUp(g: RedisGrantState, estimatedTokens: number, now: number): Promise<TopUpResult | null> {
+    if (estimatedTokens <= g.estimated) return null;
+    const kl = g.keyLimits;
+    const al = g.accountLimits;
+    const kExtra = kl.tpm === null ? 0 : chargedUnits(kl.tpm, estimatedTokens) - chargedUnits(kl.tpm, g.estimated);
+    const aExtra = al.tpm === null ? 0 : chargedUnits(al.tpm, estimatedTokens) - chargedUnits(al.tpm, g.estimated);
+    if (kExtra === 0 && aExtra === 0) {
+      g.estimated = estimatedTokens;
+      return null;
+    }
+    // A call admitted locally is topped up only once Redis has taken it, and not at all if Redis never did.
+    if (g.taken !== null) {
+      void this.localAcquires.flush();
+      if (!(await g.taken)) return null;
+    }
+    void this.localAcquires.flush();
+    void this.releases.flush();
+    let r: number[];
+    try {
+      r = await this.topUps.add(g.tag, { grant: g, kExtra, aExtra, now });
+    } catch (err) {
+      this.onError(err);
+      return null;
+    }
+    const info = infoFrom(r, kl, al);
+    if (r[0] !== 1) {
+      const [scope, kind] = KINDS[r[1]!]!;
+      return { ok: false, retryAfterMs: r[2]!, limit: r[3]!, remaining: r[4]!, scope, kind, info };
+    }
+    g.estimated = estimatedTokens;
+    // Less is free than the last answer said: local admission must know (as for a call bigger than its estimate).
+    this.headroom.charge(g.keyBase, kExtra);
+    this.headroom.charge(g.tag, aExtra);
+    return { ok: true, info };
+  }
+
+  /** One script call for the top-ups of one account in this batch; TOPUP_REPLY numbers back per call. */
+  private async sendTopUps(tag: string, calls: PendingTopUp[]): Promise<number[][]> {
+    const keys: string[] = [];
+    const args: (string | number)[] = [];
+    let run: RedisGrantState | null = null;
+    let countAt = 0;
+    for (const { grant: g, kExtra, aExtra, now } of calls) {
+      if (run === null || run.keyBase !== g.keyBase || !sameLimits(run, g)) {
+        run = g;
+        keys.push(`${g.keyBase}rpm`, `${g.keyBase}tpm`, `${tag}a:rpm`, `${tag}a:tpm`);
+        args.push(lim(g.keyLimits.rpm), lim(g.keyLimits.tpm), lim(g.accountLimits.rpm), lim(g.accountLimits.tpm), 0);
+        countAt = args.length - 1;
+      }
+      (args[countAt] as number)++;
+      args.push(now, kExtra, aExtra);
+    }
+    const flat = await this.redis.modelgateRlTopUp(keys.length, ...keys, ...args);
+    if (!Array.isArray(flat) || flat.length !== calls.length * TOPUP_REPLY)
+      throw new Error("rate limiter: unexpected reply from Redis");
+    const out: number[][] = [];
+    for (let i = 0; i < calls.length; i++) out.push(flat.slice(i * TOPUP_REPLY, i * TOPUP_REPLY + TOPUP_REPLY));
+    return out;
+  }
+
   /** @internal Queued for the end of the turn; a call with no lease and nothing to correct costs nothing. */
   release(grant: RedisGrantState, actual: number, now: number, cancel: boolean): Promise<void> {
     const held = this.leases.delete(grant.leaseId);
@@ -409,21 +495,48 @@ export class RedisRateLimiter implements RateLimiter {
     clearInterval(this.heartbeat);
     await this.localAcquires.flush();
     await this.acquires.flush();
+    await this.topUps.flush();
     await this.releases.flush();
     await this.fallback.close();
   }
 }
 
-const UNLIMITED_GRANT: RateLimitGrant = Object.freeze({ ok: true as const, info: NO_INFO, release() {}, cancel() {} });
+const UNLIMITED_GRANT: RateLimitGrant = Object.freeze({
+  ok: true as const,
+  info: NO_INFO,
+  release() {},
+  cancel() {},
+  topUp: () => ({ ok: true as const, info: NO_INFO }),
+});
 
 class RedisGrant implements RateLimitGrant {
   readonly ok = true as const;
   private released = false;
+  /** a top-up on its way: the call ends after it, so its release corrects against the estimate it settled on */
+  private toppingUp: Promise<unknown> | null = null;
   constructor(
     private readonly limiter: RedisRateLimiter,
-    readonly info: RateLimitInfo,
+    public info: RateLimitInfo,
     private readonly state: RedisGrantState,
   ) {}
+
+  topUp(estimatedTokens: number, now: number = Date.now()): Promise<TopUpResult> {
+    if (this.released || estimatedTokens <= this.state.estimated) return Promise.resolve({ ok: true, info: this.info });
+    // Sent at once (a call after it in this turn is decided after it), or after the top-up before it.
+    const p =
+      this.toppingUp === null
+        ? this.limiter.topUp(this.state, estimatedTokens, now)
+        : this.toppingUp.then(() => this.limiter.topUp(this.state, estimatedTokens, now));
+    this.toppingUp = p.then(
+      () => undefined,
+      () => undefined,
+    );
+    return p.then((r): TopUpResult => {
+      if (r === null) return { ok: true, info: this.info };
+      if (r.ok) this.info = r.info;
+      return r;
+    });
+  }
 
   release(actualTokens: number, now: number = Date.now()): Promise<void> {
     return this.end(actualTokens, now, false);
@@ -436,6 +549,11 @@ class RedisGrant implements RateLimitGrant {
   private end(actualTokens: number, now: number, cancel: boolean): Promise<void> {
     if (this.released) return Promise.resolve();
     this.released = true;
+    if (this.toppingUp !== null) return this.toppingUp.then(() => this.settle(actualTokens, now, cancel));
+    return this.settle(actualTokens, now, cancel);
+  }
+
+  private settle(actualTokens: number, now: number, cancel: boolean): Promise<void> {
     const taken = this.state.taken;
     // A call admitted locally is freed only once Redis has taken it, and not at all if Redis never did.
     if (taken === null) return this.limiter.release(this.state, actualTokens, now, cancel);

@@ -43,7 +43,26 @@ export interface RateLimitGrant {
    * together with release(): whichever comes first counts.
    */
   cancel(now?: number): void | Promise<void>;
+  /**
+   * Raises the call's token estimate to `estimatedTokens` once it is known to be larger (a Responses call whose
+   * previous_response_id expands to the stored conversation): takes only the difference from the tpm limits,
+   * atomically, leaving the call's request and concurrency slot as they are (it already counts once for those).
+   * Refused (the difference does not fit the key's or the account's tpm), nothing changes and the answer is a
+   * tpm refusal as acquire would give (retryAfterMs: the wait until the difference fits, which is the wait for
+   * the whole new estimate once this call's take is given back); the grant stays held, and what becomes of the
+   * call is the caller's (see topUpLimits). Granted, release() and cancel() settle against the new estimate.
+   * An estimate not above the current one, or a grant already ended, changes nothing and is granted.
+   */
+  topUp(estimatedTokens: number, now?: number): TopUpResult | Promise<TopUpResult>;
 }
+
+/** A granted top-up: the call's header info after it. */
+export interface TopUpGrant {
+  ok: true;
+  info: RateLimitInfo;
+}
+
+export type TopUpResult = TopUpGrant | RateLimitDenial;
 
 export interface RateLimitDenial {
   ok: false;

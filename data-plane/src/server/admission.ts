@@ -136,24 +136,22 @@ export async function admit(
 }
 
 /**
- * Takes an admitted call's limits again for a larger prompt estimate: a Responses call whose
- * previous_response_id the gateway expanded sends the whole conversation upstream, not the few bytes of its
- * body, and tpm admits on what goes upstream. The first grant is given back before the second is taken, so a
- * concurrency slot is never held twice; refused now, the call is a 429 like any other (the first grant is
- * already given back, so its later release is a no-op).
+ * Raises an admitted call's token estimate: a Responses call whose previous_response_id the gateway expanded
+ * sends the whole conversation upstream, not the few bytes of its body, and tpm admits on what goes upstream.
+ * The limiter adds only the difference to the call's tpm take, atomically (the call keeps its request and its
+ * concurrency slot throughout, so no other call can take them, or the tokens, in between). Refused, the call
+ * ends exactly as one the limiter refused at admission: its grant is cancelled (request, tokens and slot given
+ * back, as admit() does for a call the late policy check refuses and handleGenerate for any call refused before
+ * it goes upstream: refusals cost no rate-limit budget) and it is a 429 with the tpm refusal's Retry-After,
+ * which is also the wait for the whole new estimate once that take is given back. Its later release is a no-op.
  */
-export async function retakeLimits(
-  opts: DataPlaneOptions,
-  caller: Caller,
-  admission: Admission,
-  estimatedTokens: number,
-  now: number,
-): Promise<void> {
+export async function topUpLimits(admission: Admission, estimatedTokens: number, now: number): Promise<void> {
   if (estimatedTokens <= admission.estimatedPromptTokens) return;
-  await admission.grant.cancel(now);
-  const result = await startLimits(opts, caller, estimatedTokens, now);
-  if (!result.ok) throw rateLimitError(result);
-  admission.grant = result;
+  const result = await admission.grant.topUp(estimatedTokens, now);
+  if (!result.ok) {
+    await admission.grant.cancel(now);
+    throw rateLimitError(result);
+  }
   admission.headers = rateLimitHeaders(result.info);
   admission.estimatedPromptTokens = estimatedTokens;
 }

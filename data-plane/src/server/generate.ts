@@ -12,7 +12,7 @@ import { CallTrace } from "../telemetry/call-trace.ts";
 import { CallAbort } from "../upstreams/call-abort.ts";
 import { orderRoutes } from "../upstreams/pick-route.ts";
 import type { AcquireResult } from "../ratelimit/types.ts";
-import { admit, cancelLimits, identify, retakeLimits, startLimits } from "./admission.ts";
+import { admit, cancelLimits, identify, startLimits, topUpLimits } from "./admission.ts";
 import { keyHashFrom } from "./auth.ts";
 import { declaredLength, parseJsonObject, readBody } from "./body.ts";
 import { Call } from "./call.ts";
@@ -114,7 +114,7 @@ export async function handleGenerate(
       }
       // The limits were taken on the body's size; the conversation is what the call sends.
       if (translated !== body)
-        await retakeLimits(opts, caller, admission, tokensFromChars(JSON.stringify(translated).length), startedAt);
+        await topUpLimits(admission, tokensFromChars(JSON.stringify(translated).length), startedAt);
     }
 
     const abort = new CallAbort();
