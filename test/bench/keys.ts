@@ -20,6 +20,10 @@ import { type BenchProc, cpuMs, memoryMb, spawnNode, stopAll, waitForUrl } from 
 //   reload   the feed's head moved past what the stream holds (a gap), so the replica loads everything in full
 //            under load.
 // Writes bench/results/keys-latest.md.
+//
+//   BENCH_PIN=1  a diagnostic: the data plane alone on CPU 1, the control plane, load generator and mock on
+//                CPU 0 (taskset; Redis and Postgres stay where the system runs them), to tell the replica's own
+//                event-loop stalls from time it waits for a core the other processes hold
 
 const RATE = Number(process.env.BENCH_RATE ?? 300);
 const PHASE_MS = Number(process.env.BENCH_PHASE_MS ?? 20_000);
@@ -32,6 +36,11 @@ const sizes = process.argv
   .filter((n) => n > 0);
 if (sizes.length === 0) sizes.push(10_000, 100_000, 1_000_000);
 
+const PIN = process.env.BENCH_PIN === "1";
+/** Pins every thread of a process to one CPU (BENCH_PIN). */
+const pin = (proc: BenchProc, cpu: number) => {
+  if (PIN) execFileSync("taskset", ["-a", "-p", "-c", String(cpu), String(proc.pid)], { stdio: "ignore" });
+};
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const pct = (values: number[], q: number) => {
   const s = Float64Array.from(values).sort();
@@ -142,6 +151,7 @@ async function runSize(n: number, dpEntry: string): Promise<Row> {
       env: { PORT: String(mockPort), MOCK_API_KEY: UPSTREAM_KEY },
     });
     procs.push(mock);
+    pin(mock, 0);
     await waitForUrl(`http://127.0.0.1:${mockPort}/stats`, mock);
     const config = join(work, "gateway.json");
     writeFileSync(
@@ -202,6 +212,7 @@ async function runSize(n: number, dpEntry: string): Promise<Row> {
       logFile: join(work, "cp.log"),
     });
     procs.push(cp);
+    pin(cp, 0);
     while (!(await redis.hget(names.policyMeta, "epoch"))) {
       if (cp.child.exitCode !== null) throw new Error(`control plane exited; see ${work}/cp.log`);
       await sleep(50);
@@ -221,6 +232,7 @@ async function runSize(n: number, dpEntry: string): Promise<Row> {
       logFile: join(work, "dp.log"),
     });
     procs.push(dp);
+    pin(dp, 1);
     await waitForUrl(`${origin}/readyz`, dp, 600_000);
     const dpStartLoadMs = (await readyz(origin)).policy.lastFullLoadMs ?? NaN;
     console.log(`[${n}] data plane loaded ${(await readyz(origin)).policy.keys} keys in ${dpStartLoadMs} ms`);
@@ -230,6 +242,7 @@ async function runSize(n: number, dpEntry: string): Promise<Row> {
       env: { TARGET: origin, RATE: String(RATE), KEY_TOTAL: String(n), MODEL },
     });
     procs.push(load);
+    pin(load, 0);
     await sleep(5_000); // warm-up: JIT, connections, each key's first use
 
     // steady
@@ -412,7 +425,7 @@ function report(rows: Row[]): string {
   const lines = [
     `# bench:keys (issue 13)`,
     ``,
-    `${new Date().toISOString()}, ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, Node ${process.version}; ${RATE} req/s of chat completions throughout, phases of ${PHASE_MS / 1000} s. One control plane (tsx) and one data plane (compiled), Postgres and Redis on the same machine.`,
+    `${new Date().toISOString()}, ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, Node ${process.version}; ${RATE} req/s of chat completions throughout, phases of ${PHASE_MS / 1000} s. One control plane (tsx) and one data plane (compiled), Postgres and Redis on the same machine.${PIN ? " **Pinned (BENCH_PIN=1, a diagnostic):** the data plane alone on CPU 1; control plane, load generator and mock on CPU 0." : ""}`,
     ``,
     `| | ${rows.map((r) => `${k(r.n)} keys`).join(" | ")} |`,
     `|---|${rows.map(() => "---").join("|")}|`,
@@ -447,7 +460,7 @@ try {
     rows.push(await runSize(n, dpEntry));
     const md = report(rows);
     mkdirSync(join(repoRoot, "bench/results"), { recursive: true });
-    writeFileSync(join(repoRoot, "bench/results/keys-latest.md"), md);
+    writeFileSync(join(repoRoot, PIN ? "bench/results/keys-pinned.md" : "bench/results/keys-latest.md"), md);
     console.log(md);
   }
 } finally {
