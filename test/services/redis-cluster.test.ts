@@ -2,7 +2,8 @@ import { hostname } from "node:os";
 import { Redis } from "ioredis";
 import OpenAI from "openai";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { usageShard, usageShardFor } from "../../data-plane/src/contract/redis-names.ts";
+import { POLICY_SHARDS } from "../../data-plane/src/contract/policy-feed.ts";
+import { redisNames, usageShard, usageShardFor } from "../../data-plane/src/contract/redis-names.ts";
 import { type Gateway, startGateway, waitForKey } from "../helpers/gateway.ts";
 import { eventually } from "../helpers/processes.ts";
 import { startRedisCluster, type TestRedisCluster } from "../helpers/redis-cluster.ts";
@@ -11,7 +12,8 @@ import { startOpenAIMock, type OpenAIMock } from "../mocks/openai-upstream.ts";
 // Issue 13, part 3: both planes on a Redis Cluster (three masters with a replica each, started for this
 // file) through `REDIS_URL=redis+cluster://…`, the usage stream in three shards. Policy reaches both
 // replicas, they hold one rate limit, and usage settles exactly once; then a master is killed under load
-// (its replica takes over): every answered call is charged once, none is lost, none twice.
+// (its replica takes over): every answered call is charged once, none is lost, none twice. The policy feed's
+// shards (keys and accounts) spread over all three masters; its head and stream stay in `{ctl}`.
 
 const MODEL = "gpt-4o-mini-2024-07-18";
 const UPSTREAM_KEY = "sk-upstream-cluster";
@@ -94,6 +96,58 @@ it("serves, limits and settles on a cluster: one rpm limit over two replicas, a 
       20,
     );
   }
+});
+
+it("spreads the policy feed's shards over all three masters, its head and stream in one slot", async () => {
+  const names = redisNames(gw.cliEnv.MODELGATE_REDIS_PREFIX!);
+  // 200 accounts at once (so their shards are many): the triggers record them, the control plane publishes them.
+  const ACCOUNTS = 200;
+  await gw.prisma!.$executeRawUnsafe(
+    `INSERT INTO accounts (id, name, balance_micro, updated_at) SELECT gen_random_uuid(), 'spread-' || n, 1000, now() FROM generate_series(1, ${ACCOUNTS}) n`,
+  );
+  await cluster.client.publish(names.changedChannel, "test");
+  const masters = cluster.client.nodes("master");
+  expect(masters.length).toBe(3);
+  /** every shard hash of the feed (any epoch) held by each master, and how many accounts they hold in all */
+  const perMaster = async () => {
+    const found = await Promise.all(
+      masters.map(async (m) => {
+        const keys: string[] = [];
+        let cursor = "0";
+        do {
+          const [next, batch] = await m.scan(cursor, "MATCH", `${names.prefix}{policy:*`, "COUNT", 1000);
+          cursor = next;
+          keys.push(...batch);
+        } while (cursor !== "0");
+        return keys;
+      }),
+    );
+    const epoch = (await cluster.client.hget(names.policyMeta, "epoch"))!;
+    const accountShards = found.flat().filter((k) => k.startsWith(`${names.prefix}{policy:${epoch}:a:`));
+    let accounts = 0;
+    for (const k of accountShards) accounts += await cluster.client.hlen(k);
+    return { counts: found.map((keys) => keys.length), accounts, epoch };
+  };
+  const { counts, epoch } = await eventually(perMaster, (r) => r.accounts >= ACCOUNTS, 20_000, 100);
+  // ~200 accounts fill ~140 of the 256 account shards: each master holds about a third (none holds them all).
+  for (const n of counts) expect(n).toBeGreaterThan(10);
+
+  // Every shard name of the epoch, by the master serving its slot: about a third each.
+  const slots = await cluster.client.cluster("SLOTS");
+  const byMaster = new Map<number, number>();
+  for (const kind of ["key", "account"] as const)
+    for (let s = 0; s < POLICY_SHARDS; s++) {
+      const slot = Number(await cluster.client.cluster("KEYSLOT", names.policyShard(epoch, kind, s)));
+      const port = slots.find(([from, to]) => slot >= from && slot <= to)![2]![1];
+      byMaster.set(port, (byMaster.get(port) ?? 0) + 1);
+    }
+  expect(byMaster.size).toBe(3);
+  for (const n of byMaster.values()) expect(n).toBeGreaterThan(100);
+
+  // The head, the stream and the catalog share one slot: `{ctl}`.
+  const ctl = await cluster.client.cluster("KEYSLOT", names.policyMeta);
+  for (const key of [names.policyStream(epoch), names.policyCatalog(epoch), names.controlHeartbeat])
+    expect(await cluster.client.cluster("KEYSLOT", key)).toBe(ctl);
 });
 
 it("a master killed under load: its replica takes over, and every answered call is charged exactly once", async () => {

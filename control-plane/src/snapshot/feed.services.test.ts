@@ -2,7 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import pg from "pg";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { redisNames, shardOf, SnapshotStore } from "@modelgate/data-plane";
+import { redisNames, shardOf, SnapshotStore, versionOf } from "@modelgate/data-plane";
 import { RedisPolicySource } from "../../../data-plane/src/snapshot/redis-feed.ts";
 import { freshDatabase } from "../../../test/helpers/postgres.ts";
 import { SnapshotPublisher } from "./publisher.ts";
@@ -303,5 +303,123 @@ describe("policy feed", () => {
     const head = (await bus.head())!;
     expect(await bus.append({ ...head, cursor: "1:1:" }, [], head.cursor, 0)).toBe(false);
     expect(await bus.append(head, [], head.cursor, 0)).toBe(true);
+  });
+  it("a change already in its shard whose stream entry is not appended yet when a replica loads in full: the replica keeps the newest version and never goes back", async () => {
+    const hash = await newKey("early");
+    await publish();
+    const epoch = (await redis.hget(names.policyMeta, "epoch"))!;
+    const shardKey = names.policyShard(epoch, "key", shardOf(hash));
+    const older = (await redis.hget(shardKey, hash))!;
+    // A second control plane whose step 2 (the `{ctl}` script: stream entries and head) is held, once armed,
+    // after its step 1 (the shard writes) is done.
+    let hold = false;
+    let reached!: () => void;
+    const atAppend = new Promise<void>((r) => (reached = r));
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const held = new Proxy(redis, {
+      get(target, prop) {
+        const v = Reflect.get(target, prop, target) as unknown;
+        if (prop === "policyAppend" && hold)
+          return async (...args: string[]) => {
+            reached();
+            await gate;
+            return (v as (...a: string[]) => Promise<unknown>).apply(target, args);
+          };
+        return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    const second = new SnapshotPublisher(db.db, new RedisPolicyBus(held, names), 1, (err) => {
+      throw err;
+    });
+    await second.start();
+    hold = true;
+    await sql(`UPDATE api_keys SET name = 'early-renamed' WHERE key_hash = $1`, [hash]);
+    second.changed();
+    const flushed = second.flush();
+    await atAppend;
+    const newer = (await redis.hget(shardKey, hash))!;
+    expect(newer).toContain('"name":"early-renamed"');
+    expect(versionOf(newer)).toBeGreaterThan(versionOf(older));
+
+    // A replica starting now reads the head (no entry for the rename yet) and then the shard (the rename).
+    const replica = new SnapshotStore();
+    const follower = new RedisPolicySource(redis, sub, replica, names, 3_600_000, (err) => {
+      throw err;
+    });
+    await follower.sync();
+    expect(replica.fullLoads).toBe(1);
+    expect(replica.key(hash)?.name).toBe("early-renamed");
+    await source.sync();
+    expect(store.key(hash)?.name).toBe("early");
+
+    // The stream entry lands: the same version, in seq order (no gap, no second load); the other replica gets it.
+    release();
+    await flushed;
+    await follower.sync();
+    expect(replica.key(hash)?.name).toBe("early-renamed");
+    expect(replica.fullLoads).toBe(1);
+    await source.sync();
+    expect(store.key(hash)?.name).toBe("early-renamed");
+
+    // A late entry with the older version (appended, since step 2 always appends) changes neither the shard
+    // nor a replica.
+    const bus = new RedisPolicyBus(redis, names);
+    const head = (await bus.head())!;
+    expect(await bus.append(head, [{ kind: "key", id: hash, v: versionOf(older), json: older }], head.cursor, 0)).toBe(
+      true,
+    );
+    expect(await redis.hget(shardKey, hash)).toBe(newer);
+    await follower.sync();
+    await source.sync();
+    expect(replica.key(hash)?.name).toBe("early-renamed");
+    expect(store.key(hash)?.name).toBe("early-renamed");
+    expect(replica.fullLoads).toBe(1);
+    second.stop();
+    await follower.stop();
+  });
+
+  it("a stale publisher cannot write a deleted key back into its shard (the deletion stays as a tombstone)", async () => {
+    const hash = await newKey("deleted-then-stale");
+    await publish();
+    const bus = new RedisPolicyBus(redis, names);
+    const stale = (await bus.head())!;
+    const shardKey = names.policyShard(stale.epoch, "key", shardOf(hash));
+    const alive = (await redis.hget(shardKey, hash))!;
+    await sql(`DELETE FROM api_keys WHERE key_hash = $1`, [hash]);
+    await publish();
+    expect(store.key(hash)).toBeUndefined();
+    const tombstone = (await redis.hget(shardKey, hash))!;
+    expect(tombstone).toMatch(/^\{"v":\d+\}$/);
+    expect(versionOf(tombstone)).toBeGreaterThan(versionOf(alive));
+    // A control plane that read the key before its deletion appends it now: refused (the head moved on), and
+    // its shard write (step 1, before the head is checked) did not undo the deletion.
+    const change = { kind: "key" as const, id: hash, v: versionOf(alive), json: alive };
+    expect(await bus.append(stale, [change], "1:1:", versionOf(alive))).toBe(false);
+    expect(await redis.hget(shardKey, hash)).toBe(tombstone);
+    const replica = new SnapshotStore();
+    const follower = new RedisPolicySource(redis, sub, replica, names, 3_600_000, (err) => {
+      throw err;
+    });
+    await follower.sync();
+    expect(replica.key(hash)).toBeUndefined();
+    expect(replica.size.keys).toBe(store.size.keys);
+    await follower.stop();
+  });
+
+  it("after an upgrade, publishes in full under the new names and lets the older release's feed expire", async () => {
+    // What a release before the shards had hash tags of their own left: its head and its epoch, all in `{ctl}`.
+    const legacyHead = `${names.prefix}{ctl}:policy:meta`;
+    const legacyShard = `${names.prefix}{ctl}:policy:0ld:k:7`;
+    await redis.hset(legacyHead, { epoch: "0ld", cursor: "1:1:", seq: 0, lastId: "0-0", version: 1, at: 1 });
+    await redis.hset(legacyShard, "x", '{"v":1}');
+    await redis.del(names.policyMeta);
+    const full = publisher.fullPublications;
+    const hash = await newKey("after-upgrade");
+    await publish();
+    expect(publisher.fullPublications).toBe(full + 1);
+    expect(store.key(hash)).toBeDefined();
+    expect(await redis.ttl(legacyHead)).toBeGreaterThan(0);
+    expect(await redis.ttl(legacyShard)).toBeGreaterThan(0);
   });
 });

@@ -3,9 +3,39 @@ import type { Redis } from "ioredis";
 import { POLICY_SHARDS, shardOf, type PolicyChange, type RedisNames } from "@modelgate/data-plane";
 import type { FeedHead, FullWriter, PolicyBus } from "./publisher.ts";
 
-// Appends changes to the current epoch in one script per chunk: each change writes its entity into its shard
-// (unless the shard holds a newer version) and adds one stream entry numbered seq+1; then the head moves. The
-// script compares the head first, so two control planes never interleave older data after newer.
+// Appending a chunk of changes takes two steps, because on a Redis Cluster a change's shard and the stream live
+// in different slots (RedisNames: each shard hash has a hash tag of its own, so the feed's bulk spreads over the
+// masters, while the head, the stream and the catalog share `{ctl}`):
+//
+// 1. SHARD_WRITE, one call per shard the chunk touches (all sent at once): each change is written into its
+//    shard unless the shard holds a newer version. A deletion writes a tombstone `{"v":<version>}` instead of
+//    removing the field, so no older version can be written over it later (a full load leaves tombstones out).
+// 2. APPEND, in `{ctl}`: checks that the head's epoch and cursor are still the ones this control plane read
+//    (fencing), writes the catalog if it changed (it lives in `{ctl}`), adds one stream entry numbered seq+1 per
+//    change (with the entity's JSON, whether or not step 1 wrote it: a replica ignores an older version) and
+//    moves the head.
+//
+// Why the order is safe: a replica's full load reads the head's seq before it reads any shard, and a change's
+// shard write is done before its stream entry is appended, so every change numbered up to that seq is in the
+// shards when they are read; the changes after it the replica applies from the stream. A shard may hold a
+// version newer than the stream has reached (step 1 done, step 2 not yet, or another control plane's step 1):
+// that is harmless, since versions only grow and a replica never applies an older version over a newer one;
+// the stream entry that follows brings the same version or a newer one. A stale control plane (one that step 2
+// then refuses) can have written in step 1 only versions it read committed from Postgres and only over older
+// ones (the version check, tombstones included), so the shards never go back; the current control plane
+// appends those changes when its cursor reaches them.
+const SHARD_WRITE = `
+for i = 1, #ARGV, 3 do
+  local id, v, json = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  local cur = redis.call('HGET', KEYS[1], id)
+  local cv = cur and tonumber(string.match(cur, '^{"v":(%d+)'))
+  if not cv or cv <= tonumber(v) then
+    if json == '' then json = '{"v":' .. v .. '}' end
+    redis.call('HSET', KEYS[1], id, json)
+  end
+end
+return 0`;
+
 const APPEND = `
 local m = redis.call('HMGET', KEYS[1], 'epoch', 'cursor', 'seq', 'lastId', 'version')
 if m[1] ~= ARGV[1] or m[2] ~= ARGV[2] then return -1 end
@@ -14,68 +44,98 @@ local last = m[4] or '0-0'
 local n = (#ARGV - 7) / 4
 for i = 0, n - 1 do
   local kind, id, v, json = ARGV[8 + i * 4], ARGV[9 + i * 4], ARGV[10 + i * 4], ARGV[11 + i * 4]
-  local key = KEYS[3 + i]
-  local cur
-  if kind == 'catalog' then cur = redis.call('GET', key) else cur = redis.call('HGET', key, id) end
-  local cv = cur and tonumber(string.match(cur, '^{"v":(%d+)'))
-  if not cv or cv <= tonumber(v) then
-    if kind == 'catalog' then redis.call('SET', key, json)
-    elseif json == '' then redis.call('HDEL', key, id)
-    else redis.call('HSET', key, id, json) end
-    seq = seq + 1
-    last = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[6], '*', 's', seq, 'k', kind, 'i', id, 'v', v, 'd', json)
+  if kind == 'catalog' then
+    local cur = redis.call('GET', KEYS[3])
+    local cv = cur and tonumber(string.match(cur, '^{"v":(%d+)'))
+    if not cv or cv <= tonumber(v) then redis.call('SET', KEYS[3], json) end
   end
+  seq = seq + 1
+  last = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[6], '*', 's', seq, 'k', kind, 'i', id, 'v', v, 'd', json)
 end
 local version = math.max(tonumber(m[5]) or 0, tonumber(ARGV[4]))
 redis.call('HSET', KEYS[1], 'cursor', ARGV[3], 'seq', seq, 'lastId', last, 'version', string.format('%d', version), 'at', ARGV[5])
 if n > 0 then redis.call('PUBLISH', ARGV[7], seq) end
 return seq`;
 
+/** How long an epoch's keys stay after a newer epoch became current (a replica may be loading it). */
+const OLD_EPOCH_TTL_S = 120;
+
+type Scripted = Redis & {
+  policyShardWrite(key: string, ...args: string[]): Promise<unknown>;
+  policyAppend(...keysAndArgs: string[]): Promise<unknown>;
+};
+
+/** One command and its arguments (see sendAll). */
+type Op = [command: string, ...args: (string | number)[]];
+
 /**
- * The feed in Redis (see RedisNames): per epoch, keys and accounts in POLICY_SHARDS hashes each, the catalog
- * as one small value, and a change stream; the head (policyMeta) names the current epoch. Nothing here grows
- * with the key count except the number of hash fields, and a change costs Redis a few microseconds.
+ * Sends independent commands together: in one pipeline on a plain Redis; on a cluster, whose pipelines must keep
+ * to one node, each on its own but all in flight at once (ioredis writes them without waiting for replies).
+ */
+async function sendAll(redis: Redis, ops: Op[]): Promise<void> {
+  if (ops.length === 0) return;
+  if (redis.isCluster) {
+    await Promise.all(ops.map(([command, ...args]) => redis.call(command, ...args)));
+    return;
+  }
+  const results = await redis.pipeline(ops).exec();
+  const failed = results?.find(([err]) => err);
+  if (failed) throw failed[0];
+}
+
+/**
+ * The feed in Redis (see RedisNames): per epoch, keys and accounts in POLICY_SHARDS hashes each (each in a slot
+ * of its own on a cluster), the catalog as one small value, and a change stream; the head (policyMeta) names the
+ * current epoch. Nothing here grows with the key count except the number of hash fields, and a change costs
+ * Redis a few microseconds.
  */
 export class RedisPolicyBus implements PolicyBus {
+  private readonly redis: Scripted;
+
   constructor(
-    private readonly redis: Redis,
+    redis: Redis,
     private readonly names: RedisNames,
     private readonly opts: { streamMaxLen?: number; chunk?: number } = {},
-  ) {}
+  ) {
+    // Defined commands run by EVALSHA (EVAL once per node that lacks the script), on a plain Redis and a cluster.
+    redis.defineCommand("policyShardWrite", { numberOfKeys: 1, lua: SHARD_WRITE });
+    redis.defineCommand("policyAppend", { numberOfKeys: 3, lua: APPEND });
+    this.redis = redis as Scripted;
+  }
 
   async head(): Promise<FeedHead | null> {
     const [epoch, cursor] = await this.redis.hmget(this.names.policyMeta, "epoch", "cursor");
     return epoch && cursor ? { epoch, cursor } : null;
   }
 
-  private keyOf(epoch: string, c: PolicyChange): string {
-    return c.kind === "catalog"
-      ? this.names.policyCatalog(epoch)
-      : this.names.policyShard(epoch, c.kind, shardOf(c.id));
+  /** Every key of an epoch (shards, catalog, stream): what expires once another epoch is current. */
+  private epochKeys(epoch: string): string[] {
+    const keys = [this.names.policyCatalog(epoch), this.names.policyStream(epoch)];
+    for (let s = 0; s < POLICY_SHARDS; s++)
+      keys.push(this.names.policyShard(epoch, "key", s), this.names.policyShard(epoch, "account", s));
+    return keys;
   }
 
   async beginFull(): Promise<FullWriter> {
     const epoch = randomBytes(6).toString("hex");
     return {
       put: async (changes) => {
-        // One HSET per shard touched by the page, pipelined: a page costs Redis a few milliseconds in all.
+        // One HSET per shard touched by the page, sent together: a page costs Redis a few milliseconds in all.
         const byKey = new Map<string, string[]>();
-        const p = this.redis.pipeline();
+        const ops: Op[] = [];
         for (const c of changes) {
           if (c.json === null) continue;
           if (c.kind === "catalog") {
-            p.set(this.names.policyCatalog(epoch), c.json);
+            ops.push(["set", this.names.policyCatalog(epoch), c.json]);
             continue;
           }
-          const key = this.keyOf(epoch, c);
+          const key = this.names.policyShard(epoch, c.kind, shardOf(c.id));
           const fields = byKey.get(key);
           if (fields) fields.push(c.id, c.json);
           else byKey.set(key, [c.id, c.json]);
         }
-        for (const [key, fields] of byKey) p.hset(key, ...fields);
-        const results = await p.exec();
-        const failed = results?.find(([err]) => err);
-        if (failed) throw failed[0];
+        for (const [key, fields] of byKey) ops.push(["hset", key, ...fields]);
+        await sendAll(this.redis, ops);
       },
       commit: async (cursor, version) => {
         const old = await this.redis.hget(this.names.policyMeta, "epoch");
@@ -86,18 +146,31 @@ export class RedisPolicyBus implements PolicyBus {
           .publish(this.names.policyChannel, "0")
           .exec();
         // The old epoch stays readable a while for a replica in the middle of loading it, then goes.
-        if (old && old !== epoch) {
-          const p = this.redis.pipeline();
-          for (let s = 0; s < POLICY_SHARDS; s++) {
-            p.expire(this.names.policyShard(old, "key", s), 120);
-            p.expire(this.names.policyShard(old, "account", s), 120);
-          }
-          p.expire(this.names.policyCatalog(old), 120);
-          p.expire(this.names.policyStream(old), 120);
-          await p.exec();
-        }
+        if (old && old !== epoch)
+          await sendAll(
+            this.redis,
+            this.epochKeys(old).map((key): Op => ["expire", key, OLD_EPOCH_TTL_S]),
+          );
+        else if (!old) await this.expireLegacy();
       },
     };
+  }
+
+  /**
+   * A feed an older release wrote (head `{ctl}:policy:meta`, every part of it under `{ctl}`) expires like an old
+   * epoch once this release published its first: replicas of that release keep serving what they hold.
+   */
+  private async expireLegacy(): Promise<void> {
+    const head = `${this.names.prefix}{ctl}:policy:meta`;
+    const epoch = await this.redis.hget(head, "epoch");
+    if (!epoch) return;
+    const base = `${this.names.prefix}{ctl}:policy:${epoch}`;
+    const keys = [head, `${base}:catalog`, `${base}:changes`];
+    for (let s = 0; s < POLICY_SHARDS; s++) keys.push(`${base}:k:${s}`, `${base}:a:${s}`);
+    await sendAll(
+      this.redis,
+      keys.map((key): Op => ["expire", key, OLD_EPOCH_TTL_S]),
+    );
   }
 
   async append(
@@ -114,6 +187,17 @@ export class RedisPolicyBus implements PolicyBus {
       const part = changes.slice(at, at + chunk);
       at += chunk;
       const last = at >= changes.length;
+      // Step 1: each change into its shard (see SHARD_WRITE), one call per shard touched, all in flight at once.
+      const byShard = new Map<string, string[]>();
+      for (const c of part) {
+        if (c.kind === "catalog") continue;
+        const key = this.names.policyShard(from.epoch, c.kind, shardOf(c.id));
+        const args = byShard.get(key);
+        if (args) args.push(c.id, String(c.v), c.json ?? "");
+        else byShard.set(key, [c.id, String(c.v), c.json ?? ""]);
+      }
+      await Promise.all([...byShard].map(([key, args]) => this.redis.policyShardWrite(key, ...args)));
+      // Step 2: the stream entries and the head, if the head is still `from` (see APPEND).
       const args: string[] = [
         from.epoch,
         from.cursor,
@@ -124,12 +208,14 @@ export class RedisPolicyBus implements PolicyBus {
         this.names.policyChannel,
       ];
       for (const c of part) args.push(c.kind, c.id, String(c.v), c.json ?? "");
-      const keys = [
-        this.names.policyMeta,
-        this.names.policyStream(from.epoch),
-        ...part.map((c) => this.keyOf(from.epoch, c)),
-      ];
-      const seq = Number(await this.redis.eval(APPEND, keys.length, ...keys, ...args));
+      const seq = Number(
+        await this.redis.policyAppend(
+          this.names.policyMeta,
+          this.names.policyStream(from.epoch),
+          this.names.policyCatalog(from.epoch),
+          ...args,
+        ),
+      );
       if (seq < 0) return false;
     } while (at < changes.length);
     return true;

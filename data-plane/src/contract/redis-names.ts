@@ -2,11 +2,19 @@
 // deployments or test runs can share one Redis without seeing each other.
 //
 // Redis Cluster: the keys one command or script touches must share a hash slot, so each group carries a
-// hash tag (the part in braces decides the slot): the policy feed's keys and channels `{ctl}` (one script writes
-// a change's shard entry, its stream entry and the head together; replicas read the head, the heartbeat and the
-// stream in one pipeline), each
-// usage stream shard after the first its own `{usage-<n>}` (so the shards spread over the masters), and the rate-limit and
-// spend keys `{acct:<id>}` (ratelimit/redis.ts, billing/spend-redis.ts).
+// hash tag (the part in braces decides the slot). The policy feed's head, channels, change stream, catalog and
+// the control plane's heartbeat share `{ctl}`: one script moves the head and appends the stream entries (and
+// writes the catalog) together, and replicas read the head, the heartbeat and the stream in one pipeline. The
+// feed's shard hashes, which hold every key and account (the bulk of the feed), each carry a tag of their own,
+// `{policy:<epoch>:<k|a>:<shard>}`, so the 512 of an epoch spread over all the masters;
+// a change is written into its shard by a small script of that shard's own before its stream entry is appended
+// (control-plane/src/snapshot/redis-bus.ts says why that order is safe). Each usage stream shard after the
+// first has its own `{usage-<n>}` (so the shards spread over the masters), and the rate-limit and spend keys
+// `{acct:<id>}` (ratelimit/redis.ts, billing/spend-redis.ts).
+//
+// The head is `policy:head` (it was `policy:meta` while the shards lived in `{ctl}`): a control plane of this
+// version finds no head under the new name and publishes a new epoch in full, and a replica of an older version
+// never sees an epoch whose shards it would look for under the old names.
 
 export interface RedisNames {
   /**
@@ -17,7 +25,10 @@ export interface RedisNames {
   policyMeta: string;
   /** a change was appended (message: its seq); replicas also poll, in case a message was missed */
   policyChannel: string;
-  /** the hash of one shard of keys or accounts in an epoch */
+  /**
+   * the hash of one shard of keys or accounts in an epoch (a hash tag of its own: the shards spread over a
+   * cluster's masters); a deleted entity stays as a tombstone `{"v":<version>}` until the next epoch
+   */
   policyShard(epoch: string, kind: "key" | "account", shard: number): string;
   /** the model catalog of an epoch (one small JSON value) */
   policyCatalog(epoch: string): string;
@@ -38,9 +49,9 @@ export interface RedisNames {
 
 export const redisNames = (prefix = process.env.MODELGATE_REDIS_PREFIX ?? "modelgate:"): RedisNames => ({
   prefix,
-  policyMeta: `${prefix}{ctl}:policy:meta`,
+  policyMeta: `${prefix}{ctl}:policy:head`,
   policyChannel: `${prefix}{ctl}:policy:changed`,
-  policyShard: (epoch, kind, shard) => `${prefix}{ctl}:policy:${epoch}:${kind === "key" ? "k" : "a"}:${shard}`,
+  policyShard: (epoch, kind, shard) => `${prefix}{policy:${epoch}:${kind === "key" ? "k" : "a"}:${shard}}`,
   policyCatalog: (epoch) => `${prefix}{ctl}:policy:${epoch}:catalog`,
   policyStream: (epoch) => `${prefix}{ctl}:policy:${epoch}:changes`,
   changedChannel: `${prefix}{ctl}:control:changed`,

@@ -165,6 +165,8 @@ export class RedisPolicySource {
    * Reads an epoch in full: the catalog, then every shard of accounts and keys a bounded piece at a time
    * (HSCAN, as bytes: nothing per entity lands on the JavaScript heap), a few shards in flight. Each shard's
    * table is swapped into the store when its last piece arrived, so no copy of the whole set is ever built.
+   * Every command here names one key (on a Redis Cluster each shard is read from the master holding its slot);
+   * a tombstone in a shard (an entity deleted in this epoch) is left out (FullLoad.putBytes).
    */
   private async fullLoad(state: { epoch: string; cancelled: boolean }, version: number, at: number): Promise<void> {
     const { epoch } = state;

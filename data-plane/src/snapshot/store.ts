@@ -8,7 +8,7 @@ import {
   type PolicyKind,
   POLICY_SHARDS,
 } from "../contract/index.ts";
-import { idHash, idHashBytes, PolicyTable, TableBuilder } from "./table.ts";
+import { idHash, idHashBytes, isTombstoneBytes, PolicyTable, TableBuilder } from "./table.ts";
 
 /** A change applied since the shard's table was built: newer than the table's entry, or a deletion. */
 interface Changed<T> {
@@ -54,9 +54,10 @@ class Shard<T extends object> {
   }
 
   /**
-   * Puts in the table a full load built. A change applied before that load began is in the table already
-   * (the control plane writes a shard's entry and the change's stream entry in one script), unless the table
-   * holds an older version; a change applied while the load ran stays, and wins wherever it is newer.
+   * Puts in the table a full load built. A change applied before that load began is in the table already, or
+   * a newer version of its entity is, or (a tombstone, left out) its deletion: the control plane writes a change
+   * into its shard before it appends the change's stream entry, and the load read the head before the shards.
+   * A change applied while the load ran stays, and wins wherever it is newer.
    */
   swap(table: PolicyTable, gen: number): void {
     for (const [id, c] of this.changes) {
@@ -322,9 +323,12 @@ export class FullLoad {
     this.builder(c.kind, idHash(c.id) & 0xff).addString(c.id, c.json, c.v);
   }
 
-  /** One entity as the bytes Redis returned (id and JSON); its version is read from the JSON. */
+  /**
+   * One entity as the bytes Redis returned (id and JSON); its version is read from the JSON. A tombstone (a
+   * deletion, see isTombstoneBytes) is left out: the shard's new table does not hold the entity.
+   */
   putBytes(kind: "key" | "account", id: Uint8Array, json: Uint8Array): void {
-    if (this.done) return;
+    if (this.done || isTombstoneBytes(json)) return;
     const hash = idHashBytes(id);
     this.builder(kind, hash & 0xff).add(id, json, hash);
   }

@@ -50,6 +50,17 @@ export function versionOfBytes(json: Uint8Array): number {
   return i === 5 ? -1 : v;
 }
 
+/**
+ * Whether an entity's JSON is a tombstone, `{"v":<digits>}`: what a shard hash holds for an entity deleted
+ * since its epoch began (control-plane/src/snapshot/redis-bus.ts), so that no older version can be written
+ * over the deletion. A full load leaves it out: the entity is gone.
+ */
+export function isTombstoneBytes(json: Uint8Array): boolean {
+  if (json.length < 7 || json[json.length - 1] !== 125 || versionOfBytes(json) < 0) return false;
+  for (let i = 5; i < json.length - 1; i++) if (json[i]! < 48 || json[i]! > 57) return false;
+  return true;
+}
+
 /** An immutable shard: find an id, read its version, decode its JSON. */
 export class PolicyTable {
   static readonly empty = new PolicyTable(
