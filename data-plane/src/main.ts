@@ -17,7 +17,7 @@ import { UsageSpool } from "./usage/spool.ts";
 // A data-plane replica (distributed mode): stateless; policy from the Redis policy feed, usage to the Redis stream.
 
 const logger = createLogger("modelgate-data-plane");
-const tracing = initTracing("modelgate-data-plane");
+const tracing = await initTracing("modelgate-data-plane");
 // The spool holds usage events: what this process writes is private to its user.
 process.umask(0o077);
 const env = process.env;

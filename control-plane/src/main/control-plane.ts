@@ -23,7 +23,7 @@ import { onShutdown } from "./shutdown.ts";
 // The control plane (distributed mode): Postgres is the record; policy changes out and usage in through Redis.
 
 const logger = createLogger("modelgate-control-plane");
-const tracing = initTracing("modelgate-control-plane");
+const tracing = await initTracing("modelgate-control-plane");
 const settings = readSettings(process.env, 8081);
 if (!settings.databaseUrl || !settings.redisUrl) {
   console.error(

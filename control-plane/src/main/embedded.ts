@@ -24,7 +24,7 @@ import { onShutdown } from "./shutdown.ts";
 // Embedded mode: control plane, data plane and console in one process, PGlite under ./data, in-process bus.
 
 const logger = createLogger("modelgate");
-const tracing = initTracing("modelgate");
+const tracing = await initTracing("modelgate");
 const settings = readSettings(process.env, 8080);
 settings.databaseUrl = undefined; // embedded mode always uses PGlite; DATABASE_URL selects distributed mode
 if (settings.tightened > 0)
