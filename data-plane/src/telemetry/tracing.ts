@@ -10,6 +10,7 @@ import {
   trace,
   type Tracer,
 } from "@opentelemetry/api";
+import type * as SdkTrace from "@opentelemetry/sdk-trace";
 import type { Sampler } from "@opentelemetry/sdk-trace";
 
 // OpenTelemetry traces, exported over OTLP/HTTP with the official packages and configured with the standard
@@ -39,7 +40,7 @@ export function tracingConfigured(env: NodeJS.ProcessEnv = process.env): boolean
 }
 
 /** OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG, as the specification names them (default parentbased_always_on). */
-function samplerFrom(env: NodeJS.ProcessEnv, sdk: typeof import("@opentelemetry/sdk-trace")): Sampler {
+function samplerFrom(env: NodeJS.ProcessEnv, sdk: typeof SdkTrace): Sampler {
   const { AlwaysOffSampler, AlwaysOnSampler, ParentBasedSampler, TraceIdRatioBasedSampler } = sdk;
   const ratio = Number(env.OTEL_TRACES_SAMPLER_ARG ?? 1);
   const r = Number.isFinite(ratio) && ratio >= 0 && ratio <= 1 ? ratio : 1;
