@@ -220,4 +220,12 @@ export class RedisPolicySource {
   }
 }
 
-const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+/**
+ * Waits at least `ms` of real time. A timer alone may fire early: libuv measures its start from the loop's
+ * cached clock (stale by however long the current turn has run) in whole milliseconds.
+ */
+async function pause(ms: number): Promise<void> {
+  const until = performance.now() + ms;
+  for (let left = ms; left > 0; left = until - performance.now())
+    await new Promise<void>((resolve) => setTimeout(resolve, Math.max(1, Math.ceil(left))));
+}
