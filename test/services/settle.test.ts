@@ -201,6 +201,17 @@ describe("settleUsageBatch", () => {
     ).toEqual(["1000001", "100000", "1250001.25", "2000002", "3000000"]);
   });
 
+  it("stores any tag text as given (quotes, backslashes, braces, commas, NULL, empty)", async () => {
+    const a = await accountWithKeys(1000n, 1);
+    const tags = ['say "hi"', "back\\slash", "{a,b}", "NULL", " spaced ", "", "ünï=cödé"];
+    const e = event(a.accountId, a.keyIds[0]!, "1", "2026-11-23T03:30:00.000Z", { tags });
+    const plain = event(a.accountId, a.keyIds[0]!, "1", "2026-11-23T03:30:00.000Z");
+    expect(await settleUsageBatch(fx.db, [e, plain])).toBe(2);
+    const rows = await fx.db.prisma.usageLog.findMany({ where: { requestId: { in: [e.requestId, plain.requestId] } } });
+    expect(rows.find((r) => r.requestId === e.requestId)!.tags).toEqual(tags);
+    expect(rows.find((r) => r.requestId === plain.requestId)!.tags).toEqual([]);
+  });
+
   it("replaces an estimate with the exact count once, settling the difference in wallet, ledger, key and rollup", async () => {
     const a = await accountWithKeys(10_000n, 1);
     const estimate = event(a.accountId, a.keyIds[0]!, "300", "2026-11-23T04:10:00.000Z", {

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { type BudgetCalendar, budgetPeriods, type UsageEvent } from "@modelgate/data-plane";
 import { controlCalendar } from "../budgets/calendar.ts";
 import type { Database, SqlTx } from "../db/client.ts";
@@ -11,20 +12,20 @@ INSERT INTO usage_logs (id, request_id, account_id, api_key_id, model, protocol,
   prompt_tokens, completion_tokens, reasoning_tokens, cached_tokens, cost_micro, latency_ms, ttft_ms, stream,
   client_ip, started_at, input_tokens, cache_write_5m_tokens, cache_write_1h_tokens, input_price,
   cached_input_price, cache_write_5m_price, cache_write_1h_price, output_price, estimated, end_user, tags)
-SELECT gen_random_uuid(), u.request_id, u.account_id, u.api_key_id, u.model, u.protocol, u.upstream, u.status,
+SELECT u.id, u.request_id, u.account_id, u.api_key_id, u.model, u.protocol, u.upstream, u.status,
   u.error_code, u.prompt_tokens, u.completion_tokens, u.reasoning_tokens, u.cached_tokens, u.cost_micro,
   u.latency_ms, u.ttft_ms, u.stream, u.client_ip, u.started_at, u.input_tokens, u.cache_write_5m_tokens,
   u.cache_write_1h_tokens, u.input_price, u.cached_input_price, u.cache_write_5m_price, u.cache_write_1h_price,
   u.output_price, u.estimated, u.end_user,
-  COALESCE((SELECT array_agg(t) FROM jsonb_array_elements_text(u.tags) AS t), ARRAY[]::text[])
+  u.tags::text[]
 FROM unnest($1::text[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::text[],
   $7::int[], $8::text[], $9::int[], $10::int[], $11::int[], $12::int[], $13::bigint[], $14::int[], $15::int[],
   $16::bool[], $17::text[], $18::timestamptz[], $19::int[], $20::int[], $21::int[], $22::numeric[], $23::numeric[],
-  $24::numeric[], $25::numeric[], $26::numeric[], $27::bool[], $28::text[], $29::jsonb[])
+  $24::numeric[], $25::numeric[], $26::numeric[], $27::bool[], $28::text[], $29::text[], $30::uuid[])
   AS u(request_id, account_id, api_key_id, model, protocol, upstream, status, error_code, prompt_tokens,
        completion_tokens, reasoning_tokens, cached_tokens, cost_micro, latency_ms, ttft_ms, stream, client_ip,
        started_at, input_tokens, cache_write_5m_tokens, cache_write_1h_tokens, input_price, cached_input_price,
-       cache_write_5m_price, cache_write_1h_price, output_price, estimated, end_user, tags)
+       cache_write_5m_price, cache_write_1h_price, output_price, estimated, end_user, tags, id)
 ON CONFLICT (request_id) DO NOTHING
 RETURNING request_id`;
 
@@ -66,23 +67,41 @@ UPDATE usage_hourly SET prompt_tokens = prompt_tokens + $5::bigint, completion_t
 WHERE account_id = $1::uuid AND hour = date_trunc('hour', $2::timestamptz)
   AND api_key_id = COALESCE($3::uuid, '00000000-0000-0000-0000-000000000000'::uuid) AND model = $4`;
 
-const DEBIT_ACCOUNT = `
-UPDATE accounts SET balance_micro = balance_micro - $2::bigint, spent_micro = spent_micro + $2::bigint,
+// The batch's debits, one statement for all its accounts (a statement fires the accounts' policy-feed trigger
+// once). The rows are locked first, in id order (FOR NO KEY UPDATE, the lock an UPDATE takes: it does not wait
+// for the key-share locks that foreign keys to the account hold), so concurrent settlers cannot deadlock.
+const DEBIT_ACCOUNTS = `
+WITH d AS (
+  SELECT * FROM unnest($1::uuid[], $2::bigint[]) WITH ORDINALITY AS d(id, total, n)
+), locked AS (
+  SELECT a.id FROM accounts a JOIN d ON d.id = a.id ORDER BY a.id FOR NO KEY UPDATE OF a
+)
+UPDATE accounts a SET balance_micro = a.balance_micro - d.total, spent_micro = a.spent_micro + d.total,
   updated_at = CURRENT_TIMESTAMP
-WHERE id = $1::uuid
-RETURNING balance_micro::text AS balance, time_zone`;
+FROM d, locked
+WHERE a.id = locked.id AND d.id = a.id
+RETURNING d.n::int AS n, a.balance_micro::text AS balance, a.time_zone`;
 
 // A charge's ledger request id is the call's; the difference settled when an exact count replaces an estimate
 // has "<request id>:exact" (still unique, so it is written once), and is a refund when the estimate was higher.
 const INSERT_LEDGER = `
 INSERT INTO ledger_entries (id, account_id, kind, amount_micro, balance_after_micro, api_key_id, request_id)
-SELECT gen_random_uuid(), $1::uuid, u.kind::"LedgerKind", u.amount, u.balance_after, u.api_key_id, u.request_id
-FROM unnest($2::bigint[], $3::bigint[], $4::uuid[], $5::text[], $6::text[]) AS u(amount, balance_after, api_key_id, request_id, kind)`;
+SELECT u.id, u.account_id, u.kind::"LedgerKind", u.amount, u.balance_after, u.api_key_id, u.request_id
+FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::uuid[], $5::text[], $6::text[], $7::uuid[])
+  AS u(account_id, amount, balance_after, api_key_id, request_id, kind, id)`;
 
-const UPDATE_KEY = `
-UPDATE api_keys SET spent_micro = spent_micro + $2::bigint, last_used_at = GREATEST(last_used_at, $3::timestamptz),
+// The batch's key spend, one statement for all its keys (one firing of the keys' policy-feed trigger), locked in
+// id order as the accounts are. A key deleted meanwhile is simply not there.
+const UPDATE_KEYS = `
+WITH k AS (
+  SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::timestamptz[]) AS k(id, cost, last)
+), locked AS (
+  SELECT a.id FROM api_keys a JOIN k ON k.id = a.id ORDER BY a.id FOR NO KEY UPDATE OF a
+)
+UPDATE api_keys a SET spent_micro = a.spent_micro + k.cost, last_used_at = GREATEST(a.last_used_at, k.last),
   updated_at = CURRENT_TIMESTAMP
-WHERE id = $1::uuid`;
+FROM k, locked
+WHERE a.id = locked.id AND k.id = a.id`;
 
 // Settled spend per calendar period, for budgets (see addPeriodSpend).
 const ADD_PERIODS = `
@@ -111,6 +130,26 @@ function pick(a: UsageEvent | undefined, b: UsageEvent): UsageEvent {
   return a.estimated && !b.estimated ? b : a;
 }
 
+/**
+ * A list of text as one Postgres array literal, each element quoted: a row's tags travel as one element of a
+ * text[] parameter and are cast per row (cheaper for Postgres than JSON taken apart per row).
+ */
+const arrayLiteral = (items: readonly string[]): string =>
+  items.length === 0 ? "{}" : `{${items.map((t) => `"${t.replace(/["\\]/g, "\\$&")}"`).join(",")}}`;
+
+/**
+ * A time-ordered id (UUID version 7: milliseconds since the epoch, then random bits) for a new row: new rows'
+ * ids land at the end of the primary-key index instead of on a random leaf page each, which on a large table
+ * costs a full-page image in the WAL for most rows after every checkpoint (npm run bench:settle with
+ * SETTLE_PREFILL). crypto.randomUUID() is a version 4 UUID: its first 48 bits become the time, its version
+ * digit 7; the variant bits stay.
+ */
+export const timeOrderedId = (now = Date.now()): string => {
+  const random = randomUUID();
+  const t = now.toString(16).padStart(12, "0");
+  return `${t.slice(0, 8)}-${t.slice(8, 12)}-7${random.slice(15)}`;
+};
+
 const inputOf = (e: UsageEvent) =>
   Math.max(0, e.promptTokens - e.cachedTokens - e.cacheWrite5mTokens - e.cacheWrite1hTokens);
 
@@ -119,8 +158,8 @@ const inputOf = (e: UsageEvent) =>
  * one transaction keyed by request id. An event whose row exists already (a redelivery, a replay from a
  * data plane's spool) changes nothing, so nothing is ever charged twice, with one exception: an exact event
  * for a row still flagged estimated replaces its counts and settles the difference, once. A batch costs one
- * transaction and one UPDATE per account and per key, however many events it holds. Returns how many events
- * were new.
+ * transaction of six statements (usage rows, debits, ledger rows, key spend, period spend, commit) however
+ * many events, accounts and keys it holds, plus two per replaced estimate. Returns how many events were new.
  */
 export async function settleUsageBatch(
   db: Database,
@@ -162,7 +201,8 @@ export async function settleUsageBatch(
       col(unique, (e) => e.prices?.output ?? null),
       col(unique, (e) => e.estimated),
       col(unique, (e) => e.endUser),
-      col(unique, (e) => JSON.stringify(e.tags)),
+      col(unique, (e) => arrayLiteral(e.tags)),
+      col(unique, () => timeOrderedId()),
     ]);
     const fresh = new Set(inserted.map((r) => r.request_id));
     const settled = unique.filter((e) => fresh.has(e.requestId));
@@ -240,31 +280,46 @@ export async function settleUsageBatch(
       else byAccount.set(c.accountId, [c]);
     }
     // Sorted ids: concurrent settlers lock rows in the same order, so they cannot deadlock.
+    const accountIds = [...byAccount.keys()].sort();
     const timeZones = new Map<string, string>();
-    for (const accountId of [...byAccount.keys()].sort()) {
-      const list = byAccount.get(accountId)!;
-      const total = list.reduce((s, c) => s + c.cost, 0n);
-      const [row] = await tx.query<{ balance: string; time_zone: string }>(DEBIT_ACCOUNT, [
-        accountId,
-        total.toString(),
+    if (accountIds.length > 0) {
+      const totals = accountIds.map((id) => byAccount.get(id)!.reduce((s, c) => s + c.cost, 0n));
+      const debited = await tx.query<{ n: number; balance: string; time_zone: string }>(DEBIT_ACCOUNTS, [
+        accountIds,
+        totals.map(String),
       ]);
-      if (row === undefined) throw new Error(`settlement: account ${accountId} does not exist`);
-      timeZones.set(accountId, row.time_zone);
-      let balance = BigInt(row.balance) + total;
-      const amounts: string[] = [];
-      const after: string[] = [];
-      for (const c of list) {
-        balance -= c.cost;
-        amounts.push((-c.cost).toString());
-        after.push(balance.toString());
-      }
+      const byPosition = new Map(debited.map((r) => [r.n - 1, r]));
+      const ledger = {
+        account: [] as string[],
+        amount: [] as string[],
+        after: [] as string[],
+        key: [] as (string | null)[],
+        id: [] as string[],
+        kind: [] as string[],
+      };
+      accountIds.forEach((accountId, i) => {
+        const row = byPosition.get(i);
+        if (row === undefined) throw new Error(`settlement: account ${accountId} does not exist`);
+        timeZones.set(accountId, row.time_zone);
+        let balance = BigInt(row.balance) + totals[i]!;
+        for (const c of byAccount.get(accountId)!) {
+          balance -= c.cost;
+          ledger.account.push(accountId);
+          ledger.amount.push((-c.cost).toString());
+          ledger.after.push(balance.toString());
+          ledger.key.push(c.keyId);
+          ledger.id.push(c.ledgerId);
+          ledger.kind.push(c.kind);
+        }
+      });
       await tx.query(INSERT_LEDGER, [
-        accountId,
-        amounts,
-        after,
-        list.map((c) => c.keyId),
-        list.map((c) => c.ledgerId),
-        list.map((c) => c.kind),
+        ledger.account,
+        ledger.amount,
+        ledger.after,
+        ledger.key,
+        ledger.id,
+        ledger.kind,
+        ledger.id.map(() => timeOrderedId()),
       ]);
     }
 
@@ -279,9 +334,13 @@ export async function settleUsageBatch(
         if (Date.parse(last) > Date.parse(k.last)) k.last = last;
       } else byKey.set(c.keyId, { cost: c.cost, last });
     }
-    for (const keyId of [...byKey.keys()].sort()) {
-      const k = byKey.get(keyId)!;
-      await tx.query(UPDATE_KEY, [keyId, k.cost.toString(), k.last]);
+    const keyIds = [...byKey.keys()].sort();
+    if (keyIds.length > 0) {
+      await tx.query(UPDATE_KEYS, [
+        keyIds,
+        keyIds.map((id) => byKey.get(id)!.cost.toString()),
+        keyIds.map((id) => byKey.get(id)!.last),
+      ]);
     }
     await addPeriodSpend(tx, byAccount, timeZones, calendar);
     return settled.length;
