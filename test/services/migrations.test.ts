@@ -41,6 +41,16 @@ const models = dmmf.datamodel.models;
 const tableOf = (m: Model) => m.dbName ?? m.name;
 const columnOf = (f: Field) => f.dbName ?? f.name;
 const modelByName = new Map(models.map((m) => [m.name, m]));
+// The DMMF does not carry an index's predicate: the partial indexes are read from the schema's text,
+// "Model(field,field)" for each @@index([…], …, where: raw(…)).
+const partialIndexes = new Set(
+  [...readFileSync("prisma/schema.prisma", "utf8").matchAll(/^model (\w+) \{([\s\S]*?)^\}/gm)].flatMap(
+    ([, model, body]) =>
+      [...body!.matchAll(/@@index\(\[([^\]]*)\][^\n]*\bwhere:/g)].map(
+        ([, fields]) => `${model}(${fields!.replace(/\s/g, "")})`,
+      ),
+  ),
+);
 
 function expectedType(f: Field): string {
   if (f.kind === "enum") return f.isList ? `_${f.type}` : f.type;
@@ -134,18 +144,18 @@ describe("migrations agree with schema.prisma", () => {
     );
     const actual = rows
       .map((r) => {
-        const cols = /\((.*)\)$/
-          .exec(r.indexdef)![1]!
-          .split(", ")
-          .map((c) => c.replace(/"/g, ""));
-        return `${r.tablename}(${cols.join(",")})${/UNIQUE/.test(r.indexdef) ? " unique" : ""}`;
+        // a partial index ends with its predicate: "… (cols) WHERE (…)"
+        const [, colList, where] = /\(([^()]*)\)(?: WHERE (.*))?$/.exec(r.indexdef)!;
+        const cols = colList!.split(", ").map((c) => c.replace(/"/g, ""));
+        return `${r.tablename}(${cols.join(",")})${/UNIQUE/.test(r.indexdef) ? " unique" : ""}${where ? " partial" : ""}`;
       })
       .sort();
     const expected = dmmf.datamodel.indexes
       .map((i) => {
         const m = modelByName.get(i.model)!;
         const cols = i.fields.map((f) => columnOf(m.fields.find((x) => x.name === f.name)!));
-        return `${tableOf(m)}(${cols.join(",")})${i.type === "normal" ? "" : " unique"}`;
+        const partial = partialIndexes.has(`${i.model}(${i.fields.map((f) => f.name).join(",")})`);
+        return `${tableOf(m)}(${cols.join(",")})${i.type === "normal" ? "" : " unique"}${partial ? " partial" : ""}`;
       })
       .sort();
     expect(actual).toEqual(expected);

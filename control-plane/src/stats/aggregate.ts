@@ -74,7 +74,7 @@ function usageSource(accountId: string, f: Omit<StatsFilter, "granularity" | "ti
     hourFilters.push(Prisma.sql`model = ${f.model}`);
   }
   if (f.endUser) logFilters.push(Prisma.sql`end_user = ${f.endUser}`);
-  if (f.tag) logFilters.push(Prisma.sql`tags @> ARRAY[${f.tag}]::text[]`);
+  if (f.tag) logFilters.push(Prisma.sql`tags @> ARRAY[${f.tag}]::text[] AND tags <> '{}'`);
   const fromLog = (from: Date, to: Date) => Prisma.sql`
     SELECT started_at AS ts, model, api_key_id, 1 AS requests, (status < 200 OR status >= 300)::int AS errors,
            prompt_tokens, completion_tokens, reasoning_tokens, cached_tokens, cost_micro
@@ -165,7 +165,7 @@ export async function usageByAttribution(
   if (f.apiKeyId) filters.push(Prisma.sql`api_key_id = ${f.apiKeyId}::uuid`);
   if (f.model) filters.push(Prisma.sql`model = ${f.model}`);
   if (f.endUser) filters.push(Prisma.sql`end_user = ${f.endUser}`);
-  if (f.tag) filters.push(Prisma.sql`tags @> ARRAY[${f.tag}]::text[]`);
+  if (f.tag) filters.push(Prisma.sql`tags @> ARRAY[${f.tag}]::text[] AND tags <> '{}'`);
   const key = by === "endUser" ? Prisma.sql`end_user` : Prisma.sql`t.tag`;
   const from =
     by === "endUser" ? Prisma.sql`usage_logs` : Prisma.sql`usage_logs CROSS JOIN LATERAL unnest(tags) AS t(tag)`;

@@ -30,7 +30,8 @@ export function usageWhere(accountId: string, f: UsageFilter): Prisma.UsageLogWh
   if (f.apiKeyId) where.apiKeyId = f.apiKeyId;
   if (f.model) where.model = f.model;
   if (f.endUser) where.endUser = f.endUser;
-  if (f.tag) where.tags = { has: f.tag };
+  // tags <> '{}' as well: the tags index is partial (calls without tags are not in it)
+  if (f.tag) where.AND = [{ tags: { has: f.tag } }, { tags: { isEmpty: false } }];
   if (f.status !== null && f.status !== undefined) where.status = f.status;
   else if (f.success === true) where.status = { gte: 200, lt: 300 };
   else if (f.success === false) where.OR = [{ status: { lt: 200 } }, { status: { gte: 300 } }];
