@@ -2,7 +2,7 @@ import type { RateLimits } from "../contract/snapshot.ts";
 import { gcra, chargedUnits, correctTat, type GcraCheck } from "./gcra.ts";
 import {
   hasAnyLimit,
-  NO_INFO,
+  UNLIMITED_GRANT,
   tighterLimit,
   type AcquireResult,
   type LimitKind,
@@ -27,13 +27,6 @@ export interface MemoryRateLimiterOptions {
   concurrencyRetryMs?: number;
 }
 
-const UNLIMITED_GRANT: RateLimitGrant = Object.freeze({
-  ok: true as const,
-  info: NO_INFO,
-  release() {},
-  cancel() {},
-  topUp: () => ({ ok: true as const, info: NO_INFO }),
-});
 const SWEEP_EVERY = 4096;
 
 const newCheck = (): GcraCheck => ({ allowed: true, newTat: 0, retryAfterMs: 0, remaining: 0, resetMs: 0 });

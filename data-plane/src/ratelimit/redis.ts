@@ -9,7 +9,7 @@ import { chargedUnits } from "./gcra.ts";
 import { type Free, Headroom, resetMsOf } from "./headroom.ts";
 import {
   hasAnyLimit,
-  NO_INFO,
+  UNLIMITED_GRANT,
   sameRateLimits,
   tighterLimit,
   type AcquireResult,
@@ -24,10 +24,12 @@ import {
 
 // The four scripts live in lua/ beside this file (copied into dist/ by the build), each with its KEYS and ARGV.
 const script = (name: string) => readFileSync(new URL(`./lua/${name}.lua`, import.meta.url), "utf8");
-const ACQUIRE_LUA = script("acquire");
+// acquire and topup share the GCRA state and its write-back (gcra-state.lua), in front of each
+const GCRA_STATE_LUA = script("gcra-state");
+const ACQUIRE_LUA = GCRA_STATE_LUA + script("acquire");
 const RELEASE_LUA = script("release");
 const RENEW_LUA = script("renew");
-const TOPUP_LUA = script("topup");
+const TOPUP_LUA = GCRA_STATE_LUA + script("topup");
 
 declare module "ioredis" {
   interface RedisCommander<Context> {
@@ -500,14 +502,6 @@ export class RedisRateLimiter implements RateLimiter {
     await this.fallback.close();
   }
 }
-
-const UNLIMITED_GRANT: RateLimitGrant = Object.freeze({
-  ok: true as const,
-  info: NO_INFO,
-  release() {},
-  cancel() {},
-  topUp: () => ({ ok: true as const, info: NO_INFO }),
-});
 
 class RedisGrant implements RateLimitGrant {
   readonly ok = true as const;

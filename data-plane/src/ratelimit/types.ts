@@ -84,6 +84,15 @@ export interface RateLimiter {
 
 export const NO_INFO: RateLimitInfo = Object.freeze({ requests: null, tokens: null });
 
+/** The grant of a call with no limit set anywhere: nothing was taken, so nothing is given back or topped up. */
+export const UNLIMITED_GRANT: RateLimitGrant = Object.freeze({
+  ok: true as const,
+  info: NO_INFO,
+  release() {},
+  cancel() {},
+  topUp: () => ({ ok: true as const, info: NO_INFO }),
+});
+
 export const hasAnyLimit = (l: RateLimits): boolean => l.rpm !== null || l.tpm !== null || l.concurrency !== null;
 
 export const sameRateLimits = (a: RateLimits, b: RateLimits): boolean =>

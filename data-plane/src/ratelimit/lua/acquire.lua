@@ -17,28 +17,9 @@
 -- Within one script each key is read once and written once: the calls go one after the other against local
 -- copies (a TAT, a lease count and how far expired leases were dropped), written back at the end, so a batch
 -- of many calls costs a few commands per key rather than a few per call.
-local P = 60000
-local EPS = 0.01
 local leaseTtl = tonumber(ARGV[1])
 local concRetry = tonumber(ARGV[2])
-local out = {}
-local tatOf, tatPx, tatOrder = {}, {}, {}
 local cardOf, prunedTo, leased, leaseOrder = {}, {}, {}, {}
-
-local function getTat(key)
-  local t = tatOf[key]
-  if t == nil then
-    t = tonumber(redis.call('GET', key) or '0')
-    tatOf[key] = t
-  end
-  return t
-end
-
-local function setTat(key, tat, now)
-  if tatPx[key] == nil then tatOrder[#tatOrder + 1] = key end
-  tatOf[key] = tat
-  tatPx[key] = math.ceil(tat - now) + 1000
-end
 
 -- Leases held now: expired ones dropped up to now (each once: later calls only drop what expired since).
 local function leases(key, now)
@@ -53,19 +34,6 @@ local function leases(key, now)
   end
   cardOf[key] = card
   return card
-end
-
-local function gcra(now, tat, limit, cost)
-  local interval = P / limit
-  if cost > limit then cost = limit end
-  local base = tat
-  if now > base then base = now end
-  local newTat = base + cost * interval
-  local allowAt = newTat - P
-  if allowAt - now > EPS then
-    return false, newTat, math.ceil(allowAt - now - EPS), math.max(0, math.floor((P - (base - now)) / interval + EPS)), math.ceil(base - now - EPS)
-  end
-  return true, newTat, 0, math.max(0, math.floor((P - (newTat - now)) / interval + EPS)), math.ceil(newTat - now - EPS)
 end
 
 local function push(...)
@@ -147,9 +115,7 @@ while a <= #ARGV do
   end
   kb = kb + 6
 end
-for _, key in ipairs(tatOrder) do
-  redis.call('SET', key, string.format('%.17g', tatOf[key]), 'PX', tatPx[key])
-end
+writeTats()
 for _, key in ipairs(leaseOrder) do
   redis.call('PEXPIRE', key, leaseTtl * 2)
 end

@@ -10,39 +10,8 @@
 -- Answers 13 numbers per call, laid out as the acquire script's first 13: status (0 refused, 1 taken), the
 -- refusing limit's index (2 key tpm, 5 account tpm), retry, limit and remaining, then remaining and reset of
 -- key rpm, key tpm, account rpm, account tpm.
--- Each key is read once and written once per script: the calls go against local copies of the TATs.
-local P = 60000
-local EPS = 0.01
-local out = {}
-local tatOf, tatPx, tatOrder = {}, {}, {}
-
-local function getTat(key)
-  local t = tatOf[key]
-  if t == nil then
-    t = tonumber(redis.call('GET', key) or '0')
-    tatOf[key] = t
-  end
-  return t
-end
-
-local function setTat(key, tat, now)
-  if tatPx[key] == nil then tatOrder[#tatOrder + 1] = key end
-  tatOf[key] = tat
-  tatPx[key] = math.ceil(tat - now) + 1000
-end
-
-local function gcra(now, tat, limit, cost)
-  local interval = P / limit
-  if cost > limit then cost = limit end
-  local base = tat
-  if now > base then base = now end
-  local newTat = base + cost * interval
-  local allowAt = newTat - P
-  if allowAt - now > EPS then
-    return false, newTat, math.ceil(allowAt - now - EPS), math.max(0, math.floor((P - (base - now)) / interval + EPS)), math.ceil(base - now - EPS)
-  end
-  return true, newTat, 0, math.max(0, math.floor((P - (newTat - now)) / interval + EPS)), math.ceil(newTat - now - EPS)
-end
+-- Each key is read once and written once per script: the calls go against local copies of the TATs
+-- (gcra-state.lua, loaded in front of this script).
 
 local function topUp(kb, now, limits, extra)
   local key = {[1] = KEYS[kb], [2] = KEYS[kb + 1], [4] = KEYS[kb + 2], [5] = KEYS[kb + 3]}
@@ -96,7 +65,5 @@ while a <= #ARGV do
   end
   kb = kb + 4
 end
-for _, key in ipairs(tatOrder) do
-  redis.call('SET', key, string.format('%.17g', tatOf[key]), 'PX', tatPx[key])
-end
+writeTats()
 return out
