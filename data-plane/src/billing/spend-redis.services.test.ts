@@ -1,19 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
+import { dropPrefix, TEST_REDIS_URL as REDIS_URL } from "../redis/test-fixture.ts";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { RedisSpendCounter } from "./spend-redis.ts";
 import { makeAccount, makeKey, spendCounterContract } from "./spend-contract.ts";
-
-const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
-
-async function dropPrefix(redis: Redis, prefix: string): Promise<void> {
-  let cursor = "0";
-  do {
-    const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
-    cursor = next;
-    if (keys.length > 0) await redis.del(...keys);
-  } while (cursor !== "0");
-}
 
 spendCounterContract("redis", async () => {
   const redis = new Redis(REDIS_URL);

@@ -1,34 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
+import { dropPrefix, redisLimiterFixture, TEST_REDIS_URL as REDIS_URL } from "../redis/test-fixture.ts";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { rateLimiterContract } from "./contract.ts";
 import { RedisRateLimiter } from "./redis.ts";
 import type { RateLimits } from "../contract/snapshot.ts";
 
-const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
-
-async function dropPrefix(redis: Redis, prefix: string): Promise<void> {
-  let cursor = "0";
-  do {
-    const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
-    cursor = next;
-    if (keys.length > 0) await redis.del(...keys);
-  } while (cursor !== "0");
-}
-
-rateLimiterContract("redis", async () => {
-  const redis = new Redis(REDIS_URL);
-  const prefix = `mgtest:rl:${randomUUID()}:`;
-  const limiter = new RedisRateLimiter(redis, { prefix });
-  return {
-    limiter,
-    cleanup: async () => {
-      await limiter.close();
-      await dropPrefix(redis, prefix);
-      redis.disconnect();
-    },
-  };
-});
+rateLimiterContract("redis", async () => redisLimiterFixture());
 
 const none: RateLimits = { rpm: null, tpm: null, concurrency: null };
 
