@@ -24,6 +24,8 @@ import { type BenchProc, cpuMs, memoryMb, spawnNode, stopAll, waitForUrl } from 
 //   BENCH_PIN=1  a diagnostic: the data plane alone on CPU 1, the control plane, load generator and mock on
 //                CPU 0 (taskset; Redis and Postgres stay where the system runs them), to tell the replica's own
 //                event-loop stalls from time it waits for a core the other processes hold
+//   BENCH_DP_NODE_ARGS="--flag …"  Node options for the measured replica (diagnostics: --trace-gc-nvp, --inspect=…)
+//   BENCH_KEEP_LOGS=1  keep the work directory with every process's log (its path is printed)
 
 const RATE = Number(process.env.BENCH_RATE ?? 300);
 const PHASE_MS = Number(process.env.BENCH_PHASE_MS ?? 20_000);
@@ -228,7 +230,8 @@ async function runSize(n: number, dpEntry: string): Promise<Row> {
     const dpPort = await freePort();
     const origin = `http://127.0.0.1:${dpPort}`;
     const dp = spawnNode("data-plane", dpEntry, [], {
-      nodeArgs: [],
+      // BENCH_DP_NODE_ARGS: V8 flags for the measured replica (e.g. --trace-gc-nvp, --heap-prof), a diagnostic.
+      nodeArgs: (process.env.BENCH_DP_NODE_ARGS ?? "").split(" ").filter(Boolean),
       env: { ...env, PORT: String(dpPort), DATABASE_URL: "", MODELGATE_SPOOL_DIR: join(work, "spool") },
       logFile: join(work, "dp.log"),
     });

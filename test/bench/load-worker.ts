@@ -200,11 +200,20 @@ async function streams(r: Request, sequential: number, concurrent: number, perCl
   await seqPool.close();
   const conPool = poolFor(r.url, concurrent);
   const con: StreamTiming[] = [];
+  const c0 = performance.now();
+  const trace: string[] = [];
   await Promise.all(
-    Array.from({ length: concurrent }, async () => {
-      for (let i = 0; i < perClient; i++) con.push(await oneStream(conPool, path, r));
+    Array.from({ length: concurrent }, async (_, c) => {
+      for (let i = 0; i < perClient; i++) {
+        const at = performance.now() - c0;
+        const s = await oneStream(conPool, path, r);
+        trace.push(`${c}\t${i}\t${at.toFixed(2)}\t${s.ttfb.toFixed(2)}\t${s.total.toFixed(2)}`);
+        con.push(s);
+      }
     }),
   );
+  if (process.env.BENCH_STREAM_TRACE)
+    appendFileSync(process.env.BENCH_STREAM_TRACE, `# ${r.url}\n${trace.join("\n")}\n`);
   await conPool.close();
   const good = (xs: StreamTiming[]) => xs.filter((x) => x.ok);
   return {

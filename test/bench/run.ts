@@ -58,6 +58,9 @@ import type {
 //   BENCH_BASELINE_NODE_ARGS="--flag …"  Node options for the baseline data plane only (an A/B of runtime flags,
 //                         e.g. BENCH_BASELINE=data-plane/dist with a GC setting)
 //   BENCH_OUT=path        where to write the Markdown report
+//   BENCH_DP_NODE_ARGS="--flag …"  Node options for modelgate's data plane (diagnostics: --inspect=…, --trace-gc)
+//   BENCH_KEEP_LOGS=1     keep the work directory with every process's log (its path is printed)
+//   BENCH_STREAM_TRACE=f  append each concurrent stream's client, start, TTFB and total (ms) to file f
 //   BENCH_SCENARIOS=a,b   a subset of c1,c64,c256,open,streams,anthropic,responses,workers,tracing,hold,settle (for one
 //                         of them; a partial run leaves the other columns empty). anthropic: an Anthropic client
 //                         through the OpenAI upstream (translation both ways), c=64, modelgate only. workers:
@@ -247,7 +250,9 @@ async function cleanup(): Promise<void> {
   } finally {
     redis.disconnect();
   }
-  rmSync(workDir, { recursive: true, force: true });
+  // BENCH_KEEP_LOGS=1 keeps the work directory (the processes' logs) for a look afterwards.
+  if (env.BENCH_KEEP_LOGS) console.error(`logs kept in ${workDir}`);
+  else rmSync(workDir, { recursive: true, force: true });
 }
 
 for (const sig of ["SIGINT", "SIGTERM"] as const) {
@@ -397,7 +402,8 @@ async function startModelgate(mockOrigin: string): Promise<Target> {
   }
   dataPlane = spawnNode("data-plane", buildDataPlane(), [], {
     env: { ...mgEnv, PORT: String(dpPort), DATABASE_URL: "", MODELGATE_DRAIN_MS: "3000" },
-    nodeArgs: profArgs,
+    // BENCH_DP_NODE_ARGS: V8 flags for the data plane (e.g. --inspect=127.0.0.1:9339, --trace-gc), a diagnostic.
+    nodeArgs: [...profArgs, ...(env.BENCH_DP_NODE_ARGS ?? "").split(" ").filter(Boolean)],
     logFile: join(workDir, "data-plane.log"),
   });
   const origin = `http://127.0.0.1:${dpPort}`;
