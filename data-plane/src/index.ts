@@ -3,6 +3,8 @@
 export type { ModelSnapshot, PolicyChange, RedisNames, Snapshot, UsageEvent } from "./contract/index.ts";
 export {
   entityJson,
+  entityOfMoney,
+  isMoneyKind,
   POLICY_SHARDS,
   redisNames,
   shardOf,

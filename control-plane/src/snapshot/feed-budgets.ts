@@ -1,4 +1,4 @@
-import type { BudgetCalendar, PolicyChange } from "@modelgate/data-plane";
+import { type BudgetCalendar, isMoneyKind, type PolicyChange } from "@modelgate/data-plane";
 import { budgetSnapshots } from "../budgets/snapshot.ts";
 import type { Db } from "../db/client.ts";
 import type { ReadChange } from "./feed-sql.ts";
@@ -20,7 +20,8 @@ const big = (s: string | null) => (s === null ? null : BigInt(s));
  * Adds what Postgres could not serialise alone to the entities that need it: an account's time zone (when not
  * UTC) and the current periods' budgets with their settled spend (budgets/snapshot.ts), one query for the whole
  * batch. Entities without a budget pass through untouched. Also returns the time zones seen, whose day turning
- * over means these entities must be published again (their periods changed though their rows did not).
+ * over means these entities must be published again (their periods changed though their rows did not). A money
+ * change (kind key.money or account.money) gets the budgets too: their period spend is what settlement moves.
  */
 export async function withBudgets(
   prisma: Db,
@@ -72,7 +73,8 @@ export async function withBudgets(
       const b = sides.get(c);
       if (!b) return strip(c);
       const extra: Record<string, unknown> = {};
-      if (b.kind === "account" && b.tz !== "UTC") extra.timeZone = b.tz;
+      // a money change carries the budgets (their settled spend) alone: the time zone is the entity's
+      if (b.kind === "account" && b.tz !== "UTC" && !isMoneyKind(c.kind)) extra.timeZone = b.tz;
       const own = budgets.get(b.id);
       if (own && Object.keys(own).length) {
         extra.budgets = own;

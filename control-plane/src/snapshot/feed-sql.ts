@@ -42,6 +42,17 @@ const ACCOUNT_BUDGET = `CASE WHEN a.time_zone <> 'UTC' OR a.budget_day_micro IS 
 // and from the cost it then expects, spend a second on JIT compilation: per round. Index look-ups, no JIT.
 const PLAN = "SET LOCAL enable_seqscan = off; SET LOCAL jit = off";
 
+// An entity's version is its state's: the newest of its entity and money changes (policy_changes has a row of
+// each kind per entity), so a payload read in one snapshot carries the version of everything it reflects. The
+// money kinds' payloads hold the settled figures alone (see MONEY_*); the budgets' period figures are added by
+// withBudgets. The version of the other kind of row, for the one read:
+const STATE_VERSION = (kind: string, entity: string, version: string) => `GREATEST(${version}, (SELECT o.version
+  FROM policy_changes o WHERE o.entity = ${entity} AND o.kind = CASE ${kind} WHEN 'key' THEN 'key.money'
+  WHEN 'key.money' THEN 'key' WHEN 'account' THEN 'account.money' WHEN 'account.money' THEN 'account' END))`;
+
+const MONEY_KEY = (v: string) => `${v} AS "v", k.spent_micro::text AS "spent"`;
+const MONEY_ACCOUNT = (v: string) => `${v} AS "v", a.balance_micro::text AS "balance", a.spent_micro::text AS "spent"`;
+
 // One statement, so one snapshot: the changed entities, their data, and the cursor to continue from.
 const CHANGES = `
 WITH ch AS (
@@ -50,17 +61,23 @@ WITH ch AS (
       OR xid = ANY (ARRAY(SELECT x::text::bigint FROM pg_snapshot_xip($1::pg_snapshot) x)))
     AND NOT pg_visible_in_snapshot(xid::text::xid8, $1::pg_snapshot)
   LIMIT $2)
-SELECT s.snap, ch.kind, ch.entity AS id, ch.version::text AS v,
+SELECT s.snap, ch.kind, ch.entity AS id, sv.v::text AS v,
   CASE ch.kind
-    WHEN 'key' THEN (SELECT row_to_json(x)::text FROM (SELECT ${KEY_FIELDS("ch.version")} FROM api_keys k WHERE k.key_hash = ch.entity) x)
-    WHEN 'account' THEN (SELECT row_to_json(x)::text FROM (SELECT ${ACCOUNT_FIELDS("ch.version")} FROM accounts a
+    WHEN 'key' THEN (SELECT row_to_json(x)::text FROM (SELECT ${KEY_FIELDS("sv.v")} FROM api_keys k WHERE k.key_hash = ch.entity) x)
+    WHEN 'account' THEN (SELECT row_to_json(x)::text FROM (SELECT ${ACCOUNT_FIELDS("sv.v")} FROM accounts a
       WHERE a.id = (CASE WHEN ch.kind = 'account' THEN ch.entity::uuid END)) x)
+    WHEN 'key.money' THEN (SELECT row_to_json(x)::text FROM (SELECT ${MONEY_KEY("sv.v")} FROM api_keys k WHERE k.key_hash = ch.entity) x)
+    WHEN 'account.money' THEN (SELECT row_to_json(x)::text FROM (SELECT ${MONEY_ACCOUNT("sv.v")} FROM accounts a
+      WHERE a.id = (CASE WHEN ch.kind = 'account.money' THEN ch.entity::uuid END)) x)
   END AS json,
   CASE ch.kind
     WHEN 'key' THEN (SELECT ${KEY_BUDGET} FROM api_keys k WHERE k.key_hash = ch.entity)
+    WHEN 'key.money' THEN (SELECT ${KEY_BUDGET} FROM api_keys k WHERE k.key_hash = ch.entity)
     WHEN 'account' THEN (SELECT ${ACCOUNT_BUDGET} FROM accounts a WHERE a.id = (CASE WHEN ch.kind = 'account' THEN ch.entity::uuid END))
+    WHEN 'account.money' THEN (SELECT ${ACCOUNT_BUDGET} FROM accounts a WHERE a.id = (CASE WHEN ch.kind = 'account.money' THEN ch.entity::uuid END))
   END AS budget
-FROM (SELECT pg_current_snapshot()::text AS snap) s LEFT JOIN ch ON true`;
+FROM (SELECT pg_current_snapshot()::text AS snap) s LEFT JOIN ch ON true
+  LEFT JOIN LATERAL (SELECT ${STATE_VERSION("ch.kind", "ch.entity", "ch.version")} AS v) sv ON true`;
 
 /** A change as read, with what its budgets need (see withBudgets) when it has any. */
 export type ReadChange = PolicyChange & { budget?: string | null };
@@ -76,7 +93,7 @@ export interface ChangeRead {
   overflow: boolean;
 }
 
-type Kind = "key" | "account" | "catalog";
+type Kind = "key" | "account" | "catalog" | "key.money" | "account.money";
 
 /** What changed since `cursor` (a pg_snapshot's text), at most `limit` entities. */
 export async function readChanges(db: Database, cursor: string, limit: number): Promise<ChangeRead> {
@@ -92,10 +109,17 @@ export async function readChanges(db: Database, cursor: string, limit: number): 
     }>(CHANGES, [cursor, limit + 1]);
   });
   const read: ChangeRead = { cursor: rows[0]!.snap, changes: [], catalogVersion: -1, overflow: rows.length > limit };
+  const whole = new Set<string>();
+  for (const r of rows) if (r.kind === "key" || r.kind === "account") whole.add(`${r.kind} ${r.id}`);
   for (const r of rows) {
     if (r.kind === null) continue;
     if (r.kind === "catalog") read.catalogVersion = Number(r.v);
-    else read.changes.push({ kind: r.kind, id: r.id!, v: Number(r.v), json: r.json, budget: r.budget });
+    else if (r.kind === "key.money" || r.kind === "account.money") {
+      // The entity itself changed too (its payload, of the same snapshot, carries the same figures), or it is
+      // gone (its deletion is a change of the entity): nothing to say apart.
+      if (r.json === null || whole.has(`${r.kind === "key.money" ? "key" : "account"} ${r.id}`)) continue;
+      read.changes.push({ kind: r.kind, id: r.id!, v: Number(r.v), json: r.json, budget: r.budget });
+    } else read.changes.push({ kind: r.kind, id: r.id!, v: Number(r.v), json: r.json, budget: r.budget });
   }
   return read;
 }
@@ -111,16 +135,21 @@ export async function cursorFromElsewhere(db: Database, cursor: string): Promise
   return row!.ahead;
 }
 
+// An entity read whole: the state version of its two policy_changes rows (c: the entity's, cm: its money's).
+const FULL_VERSION = "COALESCE(GREATEST(c.version, cm.version), 0)";
+
 const KEYS_PAGE = `
-SELECT k.key_hash AS id, (SELECT row_to_json(x)::text FROM (SELECT ${KEY_FIELDS("COALESCE(c.version, 0)")}) x) AS json,
+SELECT k.key_hash AS id, (SELECT row_to_json(x)::text FROM (SELECT ${KEY_FIELDS(FULL_VERSION)}) x) AS json,
   ${KEY_BUDGET} AS budget
 FROM api_keys k LEFT JOIN policy_changes c ON c.kind = 'key' AND c.entity = k.key_hash
+  LEFT JOIN policy_changes cm ON cm.kind = 'key.money' AND cm.entity = k.key_hash
 WHERE k.key_hash > $1 ORDER BY k.key_hash LIMIT $2`;
 
 const ACCOUNTS_PAGE = `
-SELECT a.id::text AS id, (SELECT row_to_json(x)::text FROM (SELECT ${ACCOUNT_FIELDS("COALESCE(c.version, 0)")}) x) AS json,
+SELECT a.id::text AS id, (SELECT row_to_json(x)::text FROM (SELECT ${ACCOUNT_FIELDS(FULL_VERSION)}) x) AS json,
   ${ACCOUNT_BUDGET} AS budget
 FROM accounts a LEFT JOIN policy_changes c ON c.kind = 'account' AND c.entity = a.id::text
+  LEFT JOIN policy_changes cm ON cm.kind = 'account.money' AND cm.entity = a.id::text
 WHERE a.id > $1::uuid ORDER BY a.id LIMIT $2`;
 
 export interface FullRead {
@@ -178,12 +207,14 @@ export async function readBudgeted(
   const rows = await db.sql.transaction(async (tx) => {
     await tx.exec("SET LOCAL jit = off");
     return tx.query<{ kind: "key" | "account"; id: string; json: string; budget: string | null }>(
-      `SELECT 'account' AS kind, a.id::text AS id, (SELECT row_to_json(x)::text FROM (SELECT ${ACCOUNT_FIELDS("COALESCE(c.version, 0)")}) x) AS json, ${ACCOUNT_BUDGET} AS budget
+      `SELECT 'account' AS kind, a.id::text AS id, (SELECT row_to_json(x)::text FROM (SELECT ${ACCOUNT_FIELDS(FULL_VERSION)}) x) AS json, ${ACCOUNT_BUDGET} AS budget
        FROM accounts a LEFT JOIN policy_changes c ON c.kind = 'account' AND c.entity = a.id::text
+         LEFT JOIN policy_changes cm ON cm.kind = 'account.money' AND cm.entity = a.id::text
        WHERE a.time_zone = $1 AND (a.budget_day_micro IS NOT NULL OR a.budget_week_micro IS NOT NULL OR a.budget_month_micro IS NOT NULL)
        UNION ALL
-       SELECT 'key', k.key_hash, (SELECT row_to_json(x)::text FROM (SELECT ${KEY_FIELDS("COALESCE(c.version, 0)")}) x), ${KEY_BUDGET}
+       SELECT 'key', k.key_hash, (SELECT row_to_json(x)::text FROM (SELECT ${KEY_FIELDS(FULL_VERSION)}) x), ${KEY_BUDGET}
        FROM api_keys k JOIN accounts ka ON ka.id = k.account_id LEFT JOIN policy_changes c ON c.kind = 'key' AND c.entity = k.key_hash
+         LEFT JOIN policy_changes cm ON cm.kind = 'key.money' AND cm.entity = k.key_hash
        WHERE ka.time_zone = $1 AND k.status = 'active' AND (k.budget_day_micro IS NOT NULL OR k.budget_week_micro IS NOT NULL OR k.budget_month_micro IS NOT NULL)
        LIMIT $2`,
       [timeZone, limit + 1],

@@ -2,10 +2,21 @@ import { createHash, randomBytes } from "node:crypto";
 import pg from "pg";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { redisNames, shardOf, SnapshotStore, versionOf } from "@modelgate/data-plane";
+import fc from "fast-check";
+import {
+  type PolicyChange,
+  redisNames,
+  shardOf,
+  SnapshotStore,
+  type UsageEvent,
+  versionOf,
+} from "@modelgate/data-plane";
+import { checkKeyPolicy } from "../../../data-plane/src/policy/check.ts";
 import { RedisPolicySource } from "../../../data-plane/src/snapshot/redis-feed.ts";
 import { freshDatabase } from "../../../test/helpers/postgres.ts";
 import { SnapshotPublisher } from "./publisher.ts";
+import { settleUsageBatch } from "../usage/settle.ts";
+import { InProcessPolicyBus } from "./memory-bus.ts";
 import { RedisPolicyBus } from "./redis-bus.ts";
 
 // The policy feed end to end in one process: Postgres triggers → the publisher's change reads → Redis → a
@@ -41,6 +52,49 @@ const streamLength = async () => {
   const epoch = await redis.hget(names.policyMeta, "epoch");
   return redis.xlen(names.policyStream(epoch!));
 };
+/** The current epoch's stream entries after the first `skip`, as their fields. */
+const streamEntries = async (skip: number) => {
+  const epoch = await redis.hget(names.policyMeta, "epoch");
+  const all = await redis.xrange(names.policyStream(epoch!), "-", "+");
+  return all.slice(skip).map(([, f]) => {
+    const o: Record<string, string> = {};
+    for (let i = 0; i + 1 < f.length; i += 2) o[f[i]!] = f[i + 1]!;
+    return o as { s: string; k: string; i: string; v: string; d: string };
+  });
+};
+/** A field of the current epoch's shard of a key or account (`$<id>`: its money field). */
+const shardField = async (kind: "key" | "account", field: string) => {
+  const epoch = (await redis.hget(names.policyMeta, "epoch"))!;
+  return redis.hget(names.policyShard(epoch, kind, shardOf(field.replace(/^\$/, ""))), field);
+};
+const keyIdOf = async (hash: string) =>
+  (await sql<{ id: string }>(`SELECT id::text FROM api_keys WHERE key_hash = $1`, [hash]))[0]!.id;
+const usage = (keyId: string, cost: number): UsageEvent => ({
+  requestId: `req_${randomBytes(8).toString("hex")}`,
+  keyId,
+  accountId,
+  model: "m",
+  protocol: "openai",
+  upstream: "u",
+  stream: false,
+  promptTokens: 1,
+  completionTokens: 1,
+  reasoningTokens: 0,
+  cachedTokens: 0,
+  cost: String(cost),
+  status: 200,
+  errorCode: null,
+  latencyMs: 1,
+  ttftMs: 1,
+  clientIp: null,
+  startedAt: new Date().toISOString(),
+  cacheWrite5mTokens: 0,
+  cacheWrite1hTokens: 0,
+  prices: null,
+  estimated: false,
+  endUser: null,
+  tags: [],
+});
 
 beforeAll(async () => {
   db = await freshDatabase("feed");
@@ -95,22 +149,152 @@ describe("policy feed", () => {
     expect(publisher.fullPublications).toBe(1);
   });
 
-  it("publishes a settlement's account and key figures as changes of those entities only", async () => {
+  it("publishes a settlement as money changes of its key and account (their figures alone, not the entities), which the replica patches in place and checks calls against", async () => {
     const hash = await newKey("spender");
+    const keyId = await keyIdOf(hash);
+    await sql(`UPDATE api_keys SET quota_micro = 3000 WHERE key_hash = $1`, [hash]);
+    await sql(`UPDATE accounts SET balance_micro = 5000 WHERE id = $1::uuid`, [accountId]);
+    await publish();
+    const held = store.key(hash)!;
+    const heldAccount = store.account(accountId)!;
+    const entityBytes = Buffer.byteLength((await shardField("key", hash))!);
+    const before = await streamLength();
+    await settleUsageBatch(db.db, [usage(keyId, 1000)]);
+    await publish();
+    const entries = await streamEntries(before);
+    expect(entries.map((e) => `${e.k} ${e.i}`).sort()).toEqual([`account.money ${accountId}`, `key.money ${hash}`]);
+    const keyMoney = entries.find((e) => e.k === "key.money")!;
+    const accountMoney = entries.find((e) => e.k === "account.money")!;
+    expect(keyMoney.d).toBe(`{"v":${keyMoney.v},"spent":"1000"}`);
+    expect(accountMoney.d).toMatch(new RegExp(`^\\{"v":${accountMoney.v},"balance":"4000","spent":"\\d+"\\}$`));
+    // in the shard beside the entity (a full load reads both), the entity's own field untouched
+    expect(await shardField("key", `$${hash}`)).toBe(keyMoney.d);
+    expect(Buffer.byteLength(keyMoney.d)).toBeLessThan(entityBytes / 4);
+    // the objects requests hold are the same, with the settled figures
+    expect(store.key(hash)).toBe(held);
+    expect(store.account(accountId)).toBe(heldAccount);
+    expect(held).toMatchObject({ spent: "1000", quota: "3000", status: "active" });
+    expect(heldAccount.balance).toBe("4000");
+    const call = (keySpent: bigint, accountSpent: bigint) =>
+      checkKeyPolicy({
+        key: store.key(hash)!,
+        account: store.account(accountId)!,
+        model: "m",
+        clientIp: null,
+        now: Date.now(),
+        spend: { keySpent, accountSpent },
+      })?.code ?? null;
+    expect(call(1999n, 0n)).toBeNull();
+    expect(call(2000n, 0n)).toBe("insufficient_quota");
+    await settleUsageBatch(db.db, [usage(keyId, 1000), usage(keyId, 3000)]);
+    await publish();
+    expect(store.key(hash)?.spent).toBe("5000");
+    expect(store.account(accountId)?.balance).toBe("0");
+    expect(call(0n, 0n)).toBe("insufficient_quota");
+    await sql(`UPDATE api_keys SET quota_micro = NULL WHERE key_hash = $1`, [hash]);
+    await publish();
+    expect(call(0n, 0n)).toBe("insufficient_balance");
+    expect(store.fullLoads).toBe(1);
+  });
+
+  it("a policy change between settlements republishes the entity with the figures so far; every order of the same changes ends in the same state; a full load gets the entity and the newer figures", async () => {
+    const hash = await newKey("revoked-between");
+    const keyId = await keyIdOf(hash);
     await publish();
     const before = await streamLength();
-    const [k] = await sql<{ id: string }>(`SELECT id::text FROM api_keys WHERE key_hash = $1`, [hash]);
+    await settleUsageBatch(db.db, [usage(keyId, 10)]);
+    await publish();
+    await sql(`UPDATE api_keys SET status = 'revoked', revoked_at = now() WHERE key_hash = $1`, [hash]);
+    await publish();
+    expect(store.key(hash)).toMatchObject({ status: "revoked", spent: "10" });
+    // usage of calls that were in flight at the revocation still settles
+    await settleUsageBatch(db.db, [usage(keyId, 20)]);
+    await publish();
+    expect(store.key(hash)).toMatchObject({ status: "revoked", spent: "30" });
+    const entries = (await streamEntries(before)).filter((e) => e.i === hash);
+    expect(entries.map((e) => e.k)).toEqual(["key.money", "key", "key.money"]);
+    expect(entries[1]!.d).toContain('"status":"revoked","expiresAt":null,"quota":null,"spent":"10"');
+
+    // A replica loading in full now: the entity (revoked, spent 10) and the newer money field (30).
+    expect(await shardField("key", hash)).toContain('"spent":"10"');
+    expect(await shardField("key", `$${hash}`)).toBe(entries[2]!.d);
+    const replica = new SnapshotStore();
+    const follower = new RedisPolicySource(redis, sub, replica, names, 3_600_000, (err) => {
+      throw err;
+    });
+    await follower.sync();
+    expect(replica.key(hash)).toMatchObject({ status: "revoked", spent: "30" });
+    await follower.stop();
+
+    // Whatever order a replica got these in (replays included), it ends where the feed's order ends.
+    const changes = entries.map((e) => ({ kind: e.k, id: e.i, v: Number(e.v), json: e.d }) as PolicyChange);
+    fc.assert(
+      fc.property(
+        fc.shuffledSubarray(changes, { minLength: changes.length }),
+        fc.nat(changes.length - 1),
+        (order, replay) => {
+          const other = new SnapshotStore();
+          for (const c of [...order, changes[replay]!]) other.applyChange(c);
+          expect(other.key(hash)).toMatchObject({ status: "revoked", spent: "30" });
+        },
+      ),
+    );
+
+    // An entity written at the money field's version or newer carries the figures: the money field goes.
+    await sql(`UPDATE api_keys SET name = 'renamed' WHERE key_hash = $1`, [hash]);
+    await publish();
+    expect(await shardField("key", `$${hash}`)).toBeNull();
+    expect(await shardField("key", hash)).toContain('"spent":"30"');
+    expect(store.key(hash)).toMatchObject({ name: "renamed", spent: "30" });
+  });
+
+  it("a money change and an entity change of one transaction publish the entity alone", async () => {
+    const hash = await newKey("both");
+    await publish();
+    const before = await streamLength();
     await db.db.sql.transaction(async (tx) => {
-      await tx.query(
-        `UPDATE accounts SET balance_micro = balance_micro - 1000, spent_micro = spent_micro + 1000 WHERE id = $1::uuid`,
-        [accountId],
-      );
-      await tx.query(`UPDATE api_keys SET spent_micro = spent_micro + 1000 WHERE id = $1::uuid`, [k!.id]);
+      await tx.query(`UPDATE api_keys SET spent_micro = spent_micro + 5 WHERE key_hash = $1`, [hash]);
+      await tx.query(`UPDATE api_keys SET name = 'both-renamed' WHERE key_hash = $1`, [hash]);
     });
     await publish();
-    expect(await streamLength()).toBe(before + 2);
-    expect(store.account(accountId)).toMatchObject({ balance: "0", spent: "1000" });
-    expect(store.key(hash)?.spent).toBe("1000");
+    const entries = await streamEntries(before);
+    expect(entries.map((e) => e.k)).toEqual(["key"]);
+    expect(store.key(hash)).toMatchObject({ name: "both-renamed", spent: "5" });
+  });
+
+  it("embedded: settlement reaches the store as money changes, patched in place", async () => {
+    const local = new SnapshotStore();
+    const applied: string[] = [];
+    const apply = local.applyChange.bind(local);
+    local.applyChange = (c) => {
+      applied.push(c.kind);
+      return apply(c);
+    };
+    const embedded = new SnapshotPublisher(db.db, new InProcessPolicyBus(local), 1, (err) => {
+      throw err;
+    });
+    await embedded.start();
+    const hash = await newKey("embedded");
+    const keyId = await keyIdOf(hash);
+    embedded.changed();
+    await embedded.flush();
+    const held = local.key(hash)!;
+    applied.length = 0;
+    await settleUsageBatch(db.db, [usage(keyId, 7)]);
+    embedded.changed();
+    await embedded.flush();
+    expect(applied.sort()).toEqual(["account.money", "key.money"]);
+    expect(local.key(hash)).toBe(held);
+    expect(held.spent).toBe("7");
+    expect(local.account(accountId)?.balance).toBe(
+      (await sql<{ b: string }>(`SELECT balance_micro::text AS b FROM accounts WHERE id = $1::uuid`, [accountId]))[0]!
+        .b,
+    );
+    await sql(`UPDATE api_keys SET status = 'revoked', revoked_at = now() WHERE key_hash = $1`, [hash]);
+    embedded.changed();
+    await embedded.flush();
+    expect(local.key(hash)).toMatchObject({ status: "revoked", spent: "7" });
+    embedded.stop();
   });
 
   it("publishes a change from a transaction that committed after a later one was published", async () => {
@@ -413,6 +597,11 @@ describe("policy feed", () => {
     const legacyShard = `${names.prefix}{ctl}:policy:0ld:k:7`;
     await redis.hset(legacyHead, { epoch: "0ld", cursor: "1:1:", seq: 0, lastId: "0-0", version: 1, at: 1 });
     await redis.hset(legacyShard, "x", '{"v":1}');
+    // What a release before money changes left: head `policy:head`, the shards as now.
+    const previousHead = `${names.prefix}{ctl}:policy:head`;
+    const previousShard = names.policyShard("prev", "key", 7);
+    await redis.hset(previousHead, { epoch: "prev", cursor: "1:1:", seq: 0, lastId: "0-0", version: 1, at: 1 });
+    await redis.hset(previousShard, "x", '{"v":1}');
     await redis.del(names.policyMeta);
     const full = publisher.fullPublications;
     const hash = await newKey("after-upgrade");
@@ -421,5 +610,7 @@ describe("policy feed", () => {
     expect(store.key(hash)).toBeDefined();
     expect(await redis.ttl(legacyHead)).toBeGreaterThan(0);
     expect(await redis.ttl(legacyShard)).toBeGreaterThan(0);
+    expect(await redis.ttl(previousHead)).toBeGreaterThan(0);
+    expect(await redis.ttl(previousShard)).toBeGreaterThan(0);
   });
 });

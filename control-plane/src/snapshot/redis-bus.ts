@@ -1,6 +1,13 @@
 import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
-import { POLICY_SHARDS, shardOf, type PolicyChange, type RedisNames } from "@modelgate/data-plane";
+import {
+  entityOfMoney,
+  isMoneyKind,
+  POLICY_SHARDS,
+  shardOf,
+  type PolicyChange,
+  type RedisNames,
+} from "@modelgate/data-plane";
 import type { FeedHead, FullWriter, PolicyBus } from "./publisher.ts";
 
 // Appending a chunk of changes takes two steps, because on a Redis Cluster a change's shard and the stream live
@@ -24,14 +31,24 @@ import type { FeedHead, FullWriter, PolicyBus } from "./publisher.ts";
 // then refuses) can have written in step 1 only versions it read committed from Postgres and only over older
 // ones (the version check, tombstones included), so the shards never go back; the current control plane
 // appends those changes when its cursor reaches them.
+//
+// A money change (contract/policy-feed.ts) is written into its entity's shard as the field `$<id>`, by the same
+// rule (newer versions only). A full load reads both fields and keeps the newer figures (data-plane
+// snapshot/store.ts); an entity written at the money field's version or newer carries those figures itself, so
+// the money field goes (as it does with a deletion).
 const SHARD_WRITE = `
+local function version(s) return s and tonumber(string.match(s, '^{"v":(%d+)')) end
 for i = 1, #ARGV, 3 do
   local id, v, json = ARGV[i], ARGV[i + 1], ARGV[i + 2]
-  local cur = redis.call('HGET', KEYS[1], id)
-  local cv = cur and tonumber(string.match(cur, '^{"v":(%d+)'))
-  if not cv or cv <= tonumber(v) then
+  local nv = tonumber(v)
+  local cv = version(redis.call('HGET', KEYS[1], id))
+  if not cv or cv <= nv then
     if json == '' then json = '{"v":' .. v .. '}' end
     redis.call('HSET', KEYS[1], id, json)
+    if string.byte(id, 1) ~= 36 then
+      local mv = version(redis.call('HGET', KEYS[1], '$' .. id))
+      if mv and mv <= nv then redis.call('HDEL', KEYS[1], '$' .. id) end
+    end
   end
 end
 return 0`;
@@ -64,6 +81,10 @@ type Scripted = Redis & {
   policyShardWrite(key: string, ...args: string[]): Promise<unknown>;
   policyAppend(...keysAndArgs: string[]): Promise<unknown>;
 };
+
+/** The shard (by entity kind) and the field a key's or account's change is written to: `$<id>` for money. */
+const shardField = (c: PolicyChange): ["key" | "account", string] =>
+  isMoneyKind(c.kind) ? [entityOfMoney(c.kind), `$${c.id}`] : [c.kind as "key" | "account", c.id];
 
 /** One command and its arguments (see sendAll). */
 type Op = [command: string, ...args: (string | number)[]];
@@ -129,10 +150,11 @@ export class RedisPolicyBus implements PolicyBus {
             ops.push(["set", this.names.policyCatalog(epoch), c.json]);
             continue;
           }
-          const key = this.names.policyShard(epoch, c.kind, shardOf(c.id));
+          const [kind, field] = shardField(c);
+          const key = this.names.policyShard(epoch, kind, shardOf(c.id));
           const fields = byKey.get(key);
-          if (fields) fields.push(c.id, c.json);
-          else byKey.set(key, [c.id, c.json]);
+          if (fields) fields.push(field, c.json);
+          else byKey.set(key, [field, c.json]);
         }
         for (const [key, fields] of byKey) ops.push(["hset", key, ...fields]);
         await sendAll(this.redis, ops);
@@ -157,16 +179,22 @@ export class RedisPolicyBus implements PolicyBus {
   }
 
   /**
-   * A feed an older release wrote (head `{ctl}:policy:meta`, every part of it under `{ctl}`) expires like an old
-   * epoch once this release published its first: replicas of that release keep serving what they hold.
+   * A feed an older release wrote expires like an old epoch once this release published its first: replicas of
+   * that release keep serving what they hold. Head `{ctl}:policy:head`: this layout without money changes;
+   * head `{ctl}:policy:meta`: every part of it under `{ctl}`.
    */
   private async expireLegacy(): Promise<void> {
-    const head = `${this.names.prefix}{ctl}:policy:meta`;
+    const keys: string[] = [];
+    const head = `${this.names.prefix}{ctl}:policy:head`;
     const epoch = await this.redis.hget(head, "epoch");
-    if (!epoch) return;
-    const base = `${this.names.prefix}{ctl}:policy:${epoch}`;
-    const keys = [head, `${base}:catalog`, `${base}:changes`];
-    for (let s = 0; s < POLICY_SHARDS; s++) keys.push(`${base}:k:${s}`, `${base}:a:${s}`);
+    if (epoch) keys.push(head, ...this.epochKeys(epoch));
+    const meta = `${this.names.prefix}{ctl}:policy:meta`;
+    const metaEpoch = await this.redis.hget(meta, "epoch");
+    if (metaEpoch) {
+      const base = `${this.names.prefix}{ctl}:policy:${metaEpoch}`;
+      keys.push(meta, `${base}:catalog`, `${base}:changes`);
+      for (let s = 0; s < POLICY_SHARDS; s++) keys.push(`${base}:k:${s}`, `${base}:a:${s}`);
+    }
     await sendAll(
       this.redis,
       keys.map((key): Op => ["expire", key, OLD_EPOCH_TTL_S]),
@@ -191,10 +219,11 @@ export class RedisPolicyBus implements PolicyBus {
       const byShard = new Map<string, string[]>();
       for (const c of part) {
         if (c.kind === "catalog") continue;
-        const key = this.names.policyShard(from.epoch, c.kind, shardOf(c.id));
+        const [kind, field] = shardField(c);
+        const key = this.names.policyShard(from.epoch, kind, shardOf(c.id));
         const args = byShard.get(key);
-        if (args) args.push(c.id, String(c.v), c.json ?? "");
-        else byShard.set(key, [c.id, String(c.v), c.json ?? ""]);
+        if (args) args.push(field, String(c.v), c.json ?? "");
+        else byShard.set(key, [field, String(c.v), c.json ?? ""]);
       }
       await Promise.all([...byShard].map(([key, args]) => this.redis.policyShardWrite(key, ...args)));
       // Step 2: the stream entries and the head, if the head is still `from` (see APPEND).

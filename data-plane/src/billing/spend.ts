@@ -33,7 +33,8 @@ export interface SpendCounter {
   close(): Promise<void>;
 }
 
-const accountSettled = new WeakMap<AccountSnapshot, bigint | null>();
+/** parsed account.spent, with the string it came from (a money change patches it in place: snapshot/store.ts) */
+const accountSettled = new WeakMap<AccountSnapshot, { text: string | undefined; micro: bigint | null }>();
 
 /** The snapshot's cumulative settled spend of the key. */
 export const keySettled = (key: KeySnapshot): bigint => compileKey(key).spent;
@@ -44,11 +45,11 @@ export const keySettled = (key: KeySnapshot): bigint => compileKey(key).spent;
  */
 export function accountSettledSpend(account: AccountSnapshot): bigint | null {
   let s = accountSettled.get(account);
-  if (s === undefined) {
-    s = account.spent === undefined ? null : BigInt(account.spent);
+  if (s === undefined || s.text !== account.spent) {
+    s = { text: account.spent, micro: account.spent === undefined ? null : BigInt(account.spent) };
     accountSettled.set(account, s);
   }
-  return s;
+  return s.micro;
 }
 
 /** counter − settled, never negative. */

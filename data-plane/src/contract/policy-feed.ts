@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { accountSchema, keySchema, modelSchema } from "./snapshot.ts";
+import { accountSchema, budgetsSchema, keySchema, microString, modelSchema } from "./snapshot.ts";
 
 // The policy feed: how policy travels from the control plane to the data planes (docs/distributed.md).
 //
@@ -7,6 +7,13 @@ import { accountSchema, keySchema, modelSchema } from "./snapshot.ts";
 // catalog (one entity: models, routes and upstreams are few). Each entity carries a version `v` that only grows
 // (a Postgres sequence), so a replica never replaces an entity with an older one. A change is one entity,
 // whole; a deleted entity travels as a change without data.
+//
+// Money that moves every second (a key's settled spend; an account's balance and settled spend; their budget
+// periods' settled spend) travels apart, as a money change ("key.money", "account.money"): the figures alone,
+// `{"v":<version>,"spent":"…"}` / `{"v":<version>,"balance":"…","spent":"…"}`, plus `budgets` when the entity
+// has any. Versions are one sequence per entity's state: an entity's `v` is the newest of its policy and money
+// changes, so a payload's version says which state it was read from. A replica keeps the entity with the highest
+// version and, over it, the money change with a higher version still (a patch of those figures alone).
 
 export const keyEntrySchema = keySchema.extend({ v: z.number().int().nonnegative() });
 export type KeyEntry = z.infer<typeof keyEntrySchema>;
@@ -18,11 +25,33 @@ export const catalogEntrySchema = z.object({
 });
 export type CatalogEntry = z.infer<typeof catalogEntrySchema>;
 
-export type PolicyKind = "key" | "account" | "catalog";
+export type EntityKind = "key" | "account";
+export type MoneyKind = "key.money" | "account.money";
+export type PolicyKind = EntityKind | "catalog" | MoneyKind;
+
+/** The settled figures a money change carries (see above); budgets: each period with a limit, whole. */
+export const keyMoneySchema = z.object({
+  v: z.number().int().nonnegative(),
+  spent: microString,
+  budgets: budgetsSchema.optional(),
+});
+export type KeyMoney = z.infer<typeof keyMoneySchema>;
+export const accountMoneySchema = z.object({
+  v: z.number().int().nonnegative(),
+  balance: microString,
+  spent: microString,
+  budgets: budgetsSchema.optional(),
+});
+export type AccountMoney = z.infer<typeof accountMoneySchema>;
+
+/** The entity kind a money kind patches. */
+export const entityOfMoney = (kind: MoneyKind): EntityKind => (kind === "key.money" ? "key" : "account");
+export const isMoneyKind = (kind: PolicyKind): kind is MoneyKind => kind === "key.money" || kind === "account.money";
 
 /**
  * One change as it travels: the entity's id (the key's hash, the account's id, "" for the catalog), its version,
- * and its JSON (beginning `{"v":<version>,`) or null when the entity was deleted.
+ * and its JSON (beginning `{"v":<version>,`) or null when the entity was deleted; for a money kind, the money
+ * change's figures (never null).
  */
 export interface PolicyChange {
   kind: PolicyKind;

@@ -12,9 +12,10 @@
 // first has its own `{usage-<n>}` (so the shards spread over the masters), and the rate-limit and spend keys
 // `{acct:<id>}` (ratelimit/redis.ts, billing/spend-redis.ts).
 //
-// The head is `policy:head` (it was `policy:meta` while the shards lived in `{ctl}`): a control plane of this
-// version finds no head under the new name and publishes a new epoch in full, and a replica of an older version
-// never sees an epoch whose shards it would look for under the old names.
+// The head is `policy:feed` (it was `policy:head` before money changes had a kind and a shard field of their own,
+// and `policy:meta` while the shards lived in `{ctl}`): a control plane of this version finds no head under the
+// new name and publishes a new epoch in full, and a replica of an older version never sees an epoch whose stream
+// holds kinds it does not know or whose shards it would look for under the old names.
 
 export interface RedisNames {
   /**
@@ -27,7 +28,8 @@ export interface RedisNames {
   policyChannel: string;
   /**
    * the hash of one shard of keys or accounts in an epoch (a hash tag of its own: the shards spread over a
-   * cluster's masters); a deleted entity stays as a tombstone `{"v":<version>}` until the next epoch
+   * cluster's masters); a deleted entity stays as a tombstone `{"v":<version>}` until the next epoch. A field
+   * `$<id>` holds the entity's newest money change when it is newer than the entity's own field.
    */
   policyShard(epoch: string, kind: "key" | "account", shard: number): string;
   /** the model catalog of an epoch (one small JSON value) */
@@ -49,7 +51,7 @@ export interface RedisNames {
 
 export const redisNames = (prefix = process.env.MODELGATE_REDIS_PREFIX ?? "modelgate:"): RedisNames => ({
   prefix,
-  policyMeta: `${prefix}{ctl}:policy:head`,
+  policyMeta: `${prefix}{ctl}:policy:feed`,
   policyChannel: `${prefix}{ctl}:policy:changed`,
   policyShard: (epoch, kind, shard) => `${prefix}{policy:${epoch}:${kind === "key" ? "k" : "a"}:${shard}}`,
   policyCatalog: (epoch) => `${prefix}{ctl}:policy:${epoch}:catalog`,

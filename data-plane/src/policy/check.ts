@@ -24,20 +24,28 @@ export interface PolicyInput {
   calendar?: BudgetCalendar;
 }
 
-// Parsed forms of the snapshot's strings, built on first use and kept as long as the snapshot object lives:
-// a snapshot is immutable, so each key is compiled once per snapshot version rather than per request.
+// Parsed forms of the snapshot's strings, built on first use and kept as long as the snapshot object lives, so
+// each key is compiled once per version rather than per request. Policy fields of an entity object never change;
+// its settled figures (spent, balance, budgets) are patched in place by money changes (snapshot/store.ts), so
+// their parsed forms remember the string they came from and are parsed again when it is another one.
 interface CompiledKey {
   expiresAt: number;
   quota: bigint | null;
   spent: bigint;
+  /** the key.spent that `spent` was parsed from */
+  spentText: string;
   models: ReadonlySet<string> | null;
   ip: IpMatcher | null;
 }
 const compiledKeys = new WeakMap<KeySnapshot, CompiledKey>();
-const balances = new WeakMap<AccountSnapshot, bigint>();
+const balances = new WeakMap<AccountSnapshot, { text: string; micro: bigint }>();
 
 export function compileKey(key: KeySnapshot): CompiledKey {
   let c = compiledKeys.get(key);
+  if (c !== undefined && c.spentText !== key.spent) {
+    c.spent = BigInt(key.spent);
+    c.spentText = key.spent;
+  }
   if (c === undefined) {
     // An unparsable expiry counts as already expired: fail closed.
     const expiresAt = key.expiresAt === null ? Infinity : Date.parse(key.expiresAt);
@@ -45,6 +53,7 @@ export function compileKey(key: KeySnapshot): CompiledKey {
       expiresAt: Number.isNaN(expiresAt) ? -Infinity : expiresAt,
       quota: key.quota === null ? null : BigInt(key.quota),
       spent: BigInt(key.spent),
+      spentText: key.spent,
       models: key.allowedModels.length === 0 ? null : new Set(key.allowedModels),
       ip: compileAllowlist(key.ipAllowlist),
     };
@@ -55,11 +64,11 @@ export function compileKey(key: KeySnapshot): CompiledKey {
 
 function balanceOf(account: AccountSnapshot): bigint {
   let b = balances.get(account);
-  if (b === undefined) {
-    b = BigInt(account.balance);
+  if (b === undefined || b.text !== account.balance) {
+    b = { text: account.balance, micro: BigInt(account.balance) };
     balances.set(account, b);
   }
-  return b;
+  return b.micro;
 }
 
 /** Whether the key may call the model (an empty allowed list means every model); for GET /v1/models too. */

@@ -1,9 +1,15 @@
 import type { AccountSnapshot, KeySnapshot, ModelSnapshot, Snapshot } from "../contract/index.ts";
 import {
   accountEntrySchema,
+  accountMoneySchema,
   catalogEntrySchema,
   entityJson,
+  type EntityKind,
+  entityOfMoney,
+  isMoneyKind,
   keyEntrySchema,
+  keyMoneySchema,
+  type MoneyKind,
   type PolicyChange,
   type PolicyKind,
   POLICY_SHARDS,
@@ -20,6 +26,17 @@ interface Changed<T> {
   gen: number;
 }
 
+/** A money change applied since the shard's tables were built (see SnapshotStore.applyChange). */
+interface Money {
+  v: number;
+  json: string;
+  /** the full load that was running (or last begun) when it was applied; see Shard.swap */
+  gen: number;
+}
+
+/** The settled figures of a money change, as they replace the entity's (contract/policy-feed.ts). */
+type Figures = { spent: string; balance?: string; budgets?: unknown };
+
 /** Parsed entities kept per shard, for the keys and accounts requests use; past this the shard's set starts over. */
 const CACHE_PER_SHARD = 512;
 
@@ -32,6 +49,10 @@ class Shard<T extends object> {
   table = PolicyTable.empty;
   readonly changes = new Map<string, Changed<T>>();
   cache = new Map<string, T & { v: number }>();
+  /** money changes newer than the entity held: the settled figures over it (see SnapshotStore.applyChange) */
+  readonly money = new Map<string, Money>();
+  /** the money changes a full load read (distributed: the shard hash's `$<id>` fields), as bytes */
+  moneyTable = PolicyTable.empty;
   /** the size, counted when asked (readiness, metrics) and kept until a change or a swap */
   private counted = -1;
 
@@ -53,18 +74,55 @@ class Shard<T extends object> {
     return c !== undefined && c.v > v ? c.v : v;
   }
 
+  /** The version of the newest money change held for an id (-1: none), applied since the load or loaded. */
+  moneyVersion(id: string, hash: number): number {
+    const m = this.money.get(id);
+    let v = m !== undefined ? m.v : -1;
+    if (this.moneyTable.count > 0) {
+      const e = this.moneyTable.find(id, hash);
+      if (e >= 0 && this.moneyTable.version(e) > v) v = this.moneyTable.version(e);
+    }
+    return v;
+  }
+
+  /** The newest money change's JSON for an id if newer than `than`, else null. */
+  moneyNewer(id: string, hash: number, than: number): { v: number; json: string } | null {
+    const m = this.money.get(id);
+    let best: { v: number; json: string } | null = m !== undefined && m.v > than ? m : null;
+    if (this.moneyTable.count > 0) {
+      const e = this.moneyTable.find(id, hash);
+      if (e >= 0 && this.moneyTable.version(e) > (best?.v ?? than))
+        best = { v: this.moneyTable.version(e), json: this.moneyTable.json(e) };
+    }
+    return best;
+  }
+
   /**
    * Puts in the table a full load built. A change applied before that load began is in the table already, or
    * a newer version of its entity is, or (a tombstone, left out) its deletion: the control plane writes a change
    * into its shard before it appends the change's stream entry, and the load read the head before the shards.
    * A change applied while the load ran stays, and wins wherever it is newer.
    */
-  swap(table: PolicyTable, gen: number): void {
+  swap(table: PolicyTable, gen: number, moneyTable: PolicyTable = PolicyTable.empty): void {
     for (const [id, c] of this.changes) {
       if (c.gen >= gen) continue;
       const e = table.find(id, idHash(id));
       if (e < 0 || table.version(e) >= c.v) this.changes.delete(id);
     }
+    // Money changes likewise: one applied before the load began is in what it read (the entity, or its money
+    // field, at that version or newer), or its entity is gone.
+    for (const [id, m] of this.money) {
+      if (m.gen >= gen) continue;
+      const hash = idHash(id);
+      const e = table.find(id, hash);
+      if (e < 0 && !this.changes.has(id)) {
+        this.money.delete(id);
+        continue;
+      }
+      const me = moneyTable.find(id, hash);
+      if (Math.max(e < 0 ? -1 : table.version(e), me < 0 ? -1 : moneyTable.version(me)) >= m.v) this.money.delete(id);
+    }
+    this.moneyTable = moneyTable;
     this.table = table;
     this.cache = new Map();
     this.counted = -1;
@@ -171,15 +229,75 @@ export class SnapshotStore {
     if (this.receivedAt !== 0) this.receivedAt = Date.now();
   }
 
-  /** Applies one change in O(1); false when the store holds a newer version of the entity already. */
+  /**
+   * Applies one change in O(1); false when the store holds a newer version of the entity already.
+   *
+   * A money change (contract/policy-feed.ts) is kept beside its entity when it is newer than everything held
+   * for it (the entity, whose payload carries the figures of its own version, and earlier money changes), and
+   * patches the figures of the entity's parsed object in place if a request parsed it already: no entity is
+   * parsed or re-created, and policy checks read the patched figures (policy/check.ts compares the strings its
+   * compiled forms came from). An entity parsed later gets the newest figures when it is parsed. A money change
+   * for an entity the replica does not hold yet is kept too: during a full load the entity's shard may not be
+   * swapped in yet (Shard.swap drops it once a load shows the entity gone or the figures no newer).
+   */
   applyChange(c: PolicyChange): boolean {
     if (c.kind === "catalog") return this.applyCatalog(c.v, c.json);
+    if (isMoneyKind(c.kind)) return this.applyMoney(c.kind, c.id, c.v, c.json);
     const hash = idHash(c.id);
     const shard = (c.kind === "key" ? this.keys : this.accounts)[hash & 0xff] as Shard<object>;
     if (shard.heldVersion(c.id, hash) > c.v) return false;
     shard.change(c.id, { v: c.v, json: c.json, gen: this.gen });
+    // The entity carries its figures: a money change no newer is of no more use; a deleted one's never is.
+    const m = shard.money.get(c.id);
+    if (m !== undefined && (c.json === null || m.v <= c.v)) shard.money.delete(c.id);
     if (c.v > this.highest) this.highest = c.v;
     return true;
+  }
+
+  private applyMoney(kind: MoneyKind, id: string, v: number, json: string | null): boolean {
+    if (json === null) return false;
+    const entity = entityOfMoney(kind);
+    const hash = idHash(id);
+    const shard = (entity === "key" ? this.keys : this.accounts)[hash & 0xff] as Shard<object>;
+    if (Math.max(shard.heldVersion(id, hash), shard.moneyVersion(id, hash)) >= v) return false;
+    shard.money.set(id, { v, json, gen: this.gen });
+    if (v > this.highest) this.highest = v;
+    // The objects requests get now: patched in place (the one a lookup returns is the newer of the two).
+    const changed = shard.changes.get(id)?.parsed;
+    const cached = shard.cache.get(id);
+    if (changed !== undefined || cached !== undefined) {
+      const figures = this.figures(entity, id, json);
+      if (figures === undefined) return false;
+      if (changed !== undefined) patch(changed, figures);
+      if (cached !== undefined) patch(cached, figures);
+    }
+    return true;
+  }
+
+  /** A money change's figures, validated (the small object alone), or undefined when invalid. */
+  private figures(kind: EntityKind, id: string, json: string): Figures | undefined {
+    try {
+      return (kind === "key" ? keyMoneySchema : accountMoneySchema).parse(JSON.parse(json));
+    } catch (err) {
+      this.onInvalid(kind === "key" ? "key.money" : "account.money", id, err);
+      return undefined;
+    }
+  }
+
+  /** An entity just parsed, with the figures of a newer money change held for it. */
+  private withMoney<T extends object>(
+    shard: Shard<T>,
+    kind: PolicyKind,
+    id: string,
+    hash: number,
+    parsed: (T & { v: number }) | undefined,
+  ): (T & { v: number }) | undefined {
+    if (parsed === undefined || (shard.money.size === 0 && shard.moneyTable.count === 0)) return parsed;
+    const m = shard.moneyNewer(id, hash, parsed.v);
+    if (m === null) return parsed;
+    const figures = this.figures(kind as EntityKind, id, m.json);
+    if (figures !== undefined) patch(parsed, figures);
+    return parsed;
   }
 
   private applyCatalog(v: number, json: string | null): boolean {
@@ -262,12 +380,12 @@ export class SnapshotStore {
     }
     if (changed !== undefined && changed.v >= tv) {
       if (changed.parsed !== undefined || changed.json === null) return changed.parsed;
-      changed.parsed = this.parse(kind, id, changed.json, schema);
+      changed.parsed = this.withMoney(shard, kind, id, hash, this.parse(kind, id, changed.json, schema));
       return changed.parsed;
     }
     if (cached !== undefined) return cached;
     if (e < 0) return undefined;
-    const parsed = this.parse(kind, id, shard.table.json(e), schema);
+    const parsed = this.withMoney(shard, kind, id, hash, this.parse(kind, id, shard.table.json(e), schema));
     if (parsed !== undefined) {
       if (shard.cache.size >= CACHE_PER_SHARD) shard.cache = new Map();
       shard.cache.set(id, parsed);
@@ -290,9 +408,23 @@ export class SnapshotStore {
   }
 }
 
+/**
+ * Puts a money change's figures over an entity's, in place: spent (and an account's balance), and the budgets
+ * (each period's limit and bounds with its settled spend, read together with the figures).
+ */
+function patch(entity: object, figures: Figures): void {
+  const e = entity as Figures;
+  e.spent = figures.spent;
+  if (figures.balance !== undefined) e.balance = figures.balance;
+  if (figures.budgets === undefined) delete e.budgets;
+  else e.budgets = figures.budgets;
+}
+
 /** A full load in progress (see SnapshotStore.beginFullLoad). */
 export class FullLoad {
   private readonly builders: Record<"key" | "account", (TableBuilder | undefined)[]> = { key: [], account: [] };
+  /** the money changes read with each shard (distributed: its `$<id>` fields) */
+  private readonly money: Record<"key" | "account", (TableBuilder | undefined)[]> = { key: [], account: [] };
   private readonly swapped: Record<"key" | "account", Uint8Array> = {
     key: new Uint8Array(POLICY_SHARDS),
     account: new Uint8Array(POLICY_SHARDS),
@@ -314,10 +446,18 @@ export class FullLoad {
     return (this.builders[kind][shard] ??= new TableBuilder(this.store.shard(kind, shard).table));
   }
 
+  private moneyBuilder(kind: "key" | "account", shard: number): TableBuilder {
+    return (this.money[kind][shard] ??= new TableBuilder());
+  }
+
   put(c: PolicyChange): void {
     if (this.done || c.json === null) return;
     if (c.kind === "catalog") {
       this.store.applyChange(c);
+      return;
+    }
+    if (isMoneyKind(c.kind)) {
+      this.moneyBuilder(entityOfMoney(c.kind), idHash(c.id) & 0xff).addString(c.id, c.json, c.v);
       return;
     }
     this.builder(c.kind, idHash(c.id) & 0xff).addString(c.id, c.json, c.v);
@@ -325,10 +465,18 @@ export class FullLoad {
 
   /**
    * One entity as the bytes Redis returned (id and JSON); its version is read from the JSON. A tombstone (a
-   * deletion, see isTombstoneBytes) is left out: the shard's new table does not hold the entity.
+   * deletion, see isTombstoneBytes) is left out: the shard's new table does not hold the entity. A field named
+   * `$<id>` is the entity's newest money change (control-plane/src/snapshot/redis-bus.ts).
    */
   putBytes(kind: "key" | "account", id: Uint8Array, json: Uint8Array): void {
-    if (this.done || isTombstoneBytes(json)) return;
+    if (this.done) return;
+    if (id[0] === 36) {
+      const own = id.subarray(1);
+      const hash = idHashBytes(own);
+      this.moneyBuilder(kind, hash & 0xff).add(own, json, hash);
+      return;
+    }
+    if (isTombstoneBytes(json)) return;
     const hash = idHashBytes(id);
     this.builder(kind, hash & 0xff).add(id, json, hash);
   }
@@ -337,9 +485,11 @@ export class FullLoad {
   shardDone(kind: "key" | "account", shard: number): void {
     if (this.done || this.swapped[kind][shard]) return;
     const table = this.builders[kind][shard]?.build() ?? PolicyTable.empty;
+    const money = this.money[kind][shard]?.build() ?? PolicyTable.empty;
     this.builders[kind][shard] = undefined;
+    this.money[kind][shard] = undefined;
     this.swapped[kind][shard] = 1;
-    this.store.shard(kind, shard).swap(table, this.gen);
+    this.store.shard(kind, shard).swap(table, this.gen, money);
   }
 
   /** @internal Swaps every shard not swapped yet, at once, and ends (SnapshotStore.apply: not a feed load). */
@@ -380,13 +530,21 @@ export class FullLoad {
   abandon(): void {
     if (this.done) return;
     this.done = true;
-    for (const kind of ["account", "key"] as const)
+    for (const kind of ["account", "key"] as const) {
       for (const b of this.builders[kind]) {
         if (b === undefined) continue;
         for (const [id, json, v] of b.entries()) this.store.applyChange({ kind, id, v, json });
       }
+      const moneyKind = kind === "key" ? "key.money" : "account.money";
+      for (const b of this.money[kind]) {
+        if (b === undefined) continue;
+        for (const [id, json, v] of b.entries()) this.store.applyChange({ kind: moneyKind, id, v, json });
+      }
+    }
     this.builders.key = [];
     this.builders.account = [];
+    this.money.key = [];
+    this.money.account = [];
     this.release(this);
   }
 }
