@@ -248,6 +248,30 @@ describe("policy feed", () => {
     expect(store.key(hash)).toMatchObject({ name: "renamed", spent: "30" });
   });
 
+  it("the triggers compare every column but the money ones (a column added later must be added to them)", async () => {
+    const money: Record<string, string[]> = {
+      api_keys: ["spent_micro", "last_used_at", "updated_at"],
+      accounts: ["balance_micro", "spent_micro", "updated_at"],
+    };
+    for (const [table, fn] of [
+      ["api_keys", "policy_keys_upd_split"],
+      ["accounts", "policy_accounts_upd_split"],
+    ] as const) {
+      const [{ def }] = (await sql<{ def: string }>(`SELECT pg_get_functiondef($1::regproc) AS def`, [fn])) as [
+        { def: string },
+      ];
+      const columns = await sql<{ c: string }>(
+        `SELECT column_name AS c FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1`,
+        [table],
+      );
+      const missing = columns
+        .map((r) => r.c)
+        .filter((c) => !money[table]!.includes(c))
+        .filter((c) => !new RegExp(`\\bn\\.${c}\\b`).test(def) || !new RegExp(`\\bo\\.${c}\\b`).test(def));
+      expect({ table, missing }).toEqual({ table, missing: [] });
+    }
+  });
+
   it("a money change and an entity change of one transaction publish the entity alone", async () => {
     const hash = await newKey("both");
     await publish();
