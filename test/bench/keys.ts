@@ -363,6 +363,7 @@ async function runSize(n: number, dpEntry: string): Promise<Row> {
     const before = await readyz(origin);
     await scrape(origin);
     const r0 = Date.now();
+    console.log(`[${n}] full reload starts at ${r0}`);
     const dpCpuR0 = cpuMs(dp.pid);
     await redis.hincrby(names.policyMeta, "seq", 5);
     await redis.publish(names.policyChannel, "gap");

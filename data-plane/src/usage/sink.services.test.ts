@@ -29,7 +29,11 @@ usageSinkContract(
         return entries.flatMap(([, fields]) => (usageEntryEvents(fields) as UsageEvent[]).map((e) => e.requestId));
       },
       async breakDestination() {
+        // Closed for good before the test goes on: connect() on a client whose socket has not closed yet
+        // fails with "already connecting/connected" (seen on a loaded machine).
+        const ended = new Promise((r) => redis.once("end", r));
         redis.disconnect();
+        await ended;
       },
       async heal() {
         await redis.connect();
