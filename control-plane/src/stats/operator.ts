@@ -1,20 +1,17 @@
 import { Prisma } from "../generated/prisma/client.ts";
 import type { ServiceContext } from "../services/context.ts";
 import { badInput } from "../services/errors.ts";
+import type { Totals } from "./aggregate.ts";
 
 // Operators' view across every customer: usage by customer, model and upstream, and each upstream's recent
 // health (calls, errors, latency and time to first token) as the data planes reported it in the usage log.
 
 export const MAX_SPAN_DAYS = 92;
 
-export interface GroupTotals {
+/** One group's figures: the same as every usage statistic's (stats/aggregate.ts Totals). */
+export interface GroupTotals extends Totals {
   key: string;
   label: string | null;
-  requests: bigint;
-  errors: bigint;
-  promptTokens: bigint;
-  completionTokens: bigint;
-  costMicro: bigint;
 }
 
 function checkSpan(from: Date, to: Date) {
@@ -30,6 +27,8 @@ type Row = {
   errors: bigint;
   prompt: bigint;
   completion: bigint;
+  reasoning: bigint;
+  cached: bigint;
   cost: bigint;
 };
 const toTotals = (r: Row): GroupTotals => ({
@@ -39,6 +38,8 @@ const toTotals = (r: Row): GroupTotals => ({
   errors: BigInt(r.errors),
   promptTokens: BigInt(r.prompt),
   completionTokens: BigInt(r.completion),
+  reasoningTokens: BigInt(r.reasoning),
+  cachedTokens: BigInt(r.cached),
   costMicro: BigInt(r.cost),
 });
 
@@ -48,13 +49,15 @@ export async function operatorUsage(ctx: ServiceContext, from: Date, to: Date) {
   const [byAccount, byModel, byUpstream] = await Promise.all([
     ctx.prisma.$queryRaw<Row[]>(Prisma.sql`
       SELECT h.account_id::text AS key, a.name AS label, SUM(h.requests)::bigint AS requests, SUM(h.errors)::bigint AS errors,
-             SUM(h.prompt_tokens)::bigint AS prompt, SUM(h.completion_tokens)::bigint AS completion, SUM(h.cost_micro)::bigint AS cost
+             SUM(h.prompt_tokens)::bigint AS prompt, SUM(h.completion_tokens)::bigint AS completion,
+             SUM(h.reasoning_tokens)::bigint AS reasoning, SUM(h.cached_tokens)::bigint AS cached, SUM(h.cost_micro)::bigint AS cost
       FROM usage_hourly h LEFT JOIN accounts a ON a.id = h.account_id
       WHERE h.hour >= ${from} AND h.hour < ${to}
       GROUP BY h.account_id, a.name ORDER BY cost DESC, requests DESC LIMIT 200`),
     ctx.prisma.$queryRaw<Row[]>(Prisma.sql`
       SELECT h.model AS key, NULL AS label, SUM(h.requests)::bigint AS requests, SUM(h.errors)::bigint AS errors,
-             SUM(h.prompt_tokens)::bigint AS prompt, SUM(h.completion_tokens)::bigint AS completion, SUM(h.cost_micro)::bigint AS cost
+             SUM(h.prompt_tokens)::bigint AS prompt, SUM(h.completion_tokens)::bigint AS completion,
+             SUM(h.reasoning_tokens)::bigint AS reasoning, SUM(h.cached_tokens)::bigint AS cached, SUM(h.cost_micro)::bigint AS cost
       FROM usage_hourly h
       WHERE h.hour >= ${from} AND h.hour < ${to}
       GROUP BY h.model ORDER BY cost DESC, requests DESC LIMIT 200`),
@@ -62,6 +65,7 @@ export async function operatorUsage(ctx: ServiceContext, from: Date, to: Date) {
       SELECT COALESCE(u.upstream, '') AS key, NULL AS label, COUNT(*)::bigint AS requests,
              COUNT(*) FILTER (WHERE u.status < 200 OR u.status >= 300)::bigint AS errors,
              COALESCE(SUM(u.prompt_tokens), 0)::bigint AS prompt, COALESCE(SUM(u.completion_tokens), 0)::bigint AS completion,
+             COALESCE(SUM(u.reasoning_tokens), 0)::bigint AS reasoning, COALESCE(SUM(u.cached_tokens), 0)::bigint AS cached,
              COALESCE(SUM(u.cost_micro), 0)::bigint AS cost
       FROM usage_logs u
       WHERE u.started_at >= ${from} AND u.started_at < ${to}

@@ -23,8 +23,8 @@ beforeAll(async () => {
   // A: 10 calls on up-a in the last minutes (latency 100..1000 ms, TTFT 10..100 ms, one 502); B: 4 calls on up-b, and
   // one old call on up-b outside the health window
   await h.app.prisma.$executeRawUnsafe(
-    `INSERT INTO usage_logs (id, request_id, account_id, model, protocol, upstream, status, prompt_tokens, completion_tokens, cost_micro, latency_ms, ttft_ms, started_at)
-     SELECT gen_random_uuid(), 'a_' || i, $1::uuid, 'm-one-2025-01-01', 'openai', 'up-a', CASE WHEN i = 10 THEN 502 ELSE 200 END, 10, 5, 1000, i * 100, i * 10, now() - interval '1 minute'
+    `INSERT INTO usage_logs (id, request_id, account_id, model, protocol, upstream, status, prompt_tokens, completion_tokens, reasoning_tokens, cached_tokens, cost_micro, latency_ms, ttft_ms, started_at)
+     SELECT gen_random_uuid(), 'a_' || i, $1::uuid, 'm-one-2025-01-01', 'openai', 'up-a', CASE WHEN i = 10 THEN 502 ELSE 200 END, 10, 5, 2, 3, 1000, i * 100, i * 10, now() - interval '1 minute'
      FROM generate_series(1, 10) AS i`,
     a.accountId,
   );
@@ -86,5 +86,43 @@ describe("operator statistics", () => {
       { key: "up-b", requests: 5, errors: 0, promptTokens: 5 },
     ]);
     expect(await a.client.code(`{ operatorUsage { byAccount { key } } }`)).toBe("FORBIDDEN");
+  });
+
+  it("gives every group the figures of any usage statistic (the UsageFigures interface)", async () => {
+    const figures = `... on UsageFigures { requests promptTokens completionTokens reasoningTokens cachedTokens totalTokens amountMicro }`;
+    const r = await ops.gql(
+      `{ operatorUsage { byAccount { key ${figures} } byModel { key ${figures} } byUpstream { key ${figures} } } }`,
+    );
+    const alpha = {
+      requests: 10,
+      promptTokens: 100,
+      completionTokens: 50,
+      reasoningTokens: 20,
+      cachedTokens: 30,
+      totalTokens: 150,
+      amountMicro: "10000",
+    };
+    const beta = {
+      requests: 5,
+      promptTokens: 5,
+      completionTokens: 5,
+      reasoningTokens: 0,
+      cachedTokens: 0,
+      totalTokens: 10,
+      amountMicro: "2500",
+    };
+    // by customer and by model from the hourly rollup, by upstream from the log: the same sums either way
+    expect(r.operatorUsage.byAccount).toEqual([
+      { key: a.accountId, ...alpha },
+      { key: b.accountId, ...beta },
+    ]);
+    expect(r.operatorUsage.byModel).toEqual([
+      { key: "m-one-2025-01-01", ...alpha },
+      { key: "m-two-2025-01-01", ...beta },
+    ]);
+    expect(r.operatorUsage.byUpstream).toEqual([
+      { key: "up-a", ...alpha },
+      { key: "up-b", ...beta },
+    ]);
   });
 });

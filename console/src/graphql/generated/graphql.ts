@@ -636,6 +636,8 @@ type UsageFiguresFields_UsageByModel_Fragment = { requests: number, totalTokens:
 
 type UsageFiguresFields_UsageByTag_Fragment = { requests: number, totalTokens: number, promptTokens: number, completionTokens: number, errors: number, amount: string };
 
+type UsageFiguresFields_UsageGroup_Fragment = { requests: number, totalTokens: number, promptTokens: number, completionTokens: number, errors: number, amount: string };
+
 type UsageFiguresFields_UsageTotals_Fragment = { requests: number, totalTokens: number, promptTokens: number, completionTokens: number, errors: number, amount: string };
 
 export type UsageFiguresFieldsFragment =
@@ -644,6 +646,7 @@ export type UsageFiguresFieldsFragment =
   | UsageFiguresFields_UsageByKey_Fragment
   | UsageFiguresFields_UsageByModel_Fragment
   | UsageFiguresFields_UsageByTag_Fragment
+  | UsageFiguresFields_UsageGroup_Fragment
   | UsageFiguresFields_UsageTotals_Fragment
 ;
 

@@ -1,18 +1,14 @@
 import { operatorUsage, upstreamHealth, type GroupTotals, type UpstreamHealth } from "../../stats/operator.ts";
 import { builder } from "../builder.ts";
-import { money } from "../common.ts";
+import { UsageFiguresRef } from "./usage.ts";
 
 // Operators: usage across every customer (by customer, model and upstream) and the upstreams' live health.
 
 const GroupRef = builder.objectRef<GroupTotals>("UsageGroup").implement({
+  interfaces: [UsageFiguresRef],
   fields: (t) => ({
     key: t.exposeString("key", { description: "account id, model id or upstream name" }),
     label: t.exposeString("label", { nullable: true, description: "the account's name (by customer)" }),
-    requests: t.field({ type: "Long", resolve: (g) => g.requests }),
-    errors: t.field({ type: "Long", resolve: (g) => g.errors }),
-    promptTokens: t.field({ type: "Long", resolve: (g) => g.promptTokens }),
-    completionTokens: t.field({ type: "Long", resolve: (g) => g.completionTokens }),
-    amount: t.string({ resolve: (g) => money(g.costMicro) }),
   }),
 });
 

@@ -123,7 +123,7 @@ const UsagePage = builder
 
 // The figures every usage statistic has (a total, a bucket, a model's or a key's share, ...): defined once here and
 // inherited by each type that implements the interface, so clients can select them with one fragment.
-const UsageFiguresRef = builder.interfaceRef<Totals>("UsageFigures").implement({
+export const UsageFiguresRef = builder.interfaceRef<Totals>("UsageFigures").implement({
   description: "The figures of a set of calls: counts, tokens and cost.",
   fields: (t) => ({
     requests: t.field({ type: "Long", resolve: (r) => r.requests }),

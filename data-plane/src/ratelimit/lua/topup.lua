@@ -17,12 +17,15 @@ local function topUp(kb, now, limits, extra)
   local key = {[1] = KEYS[kb], [2] = KEYS[kb + 1], [4] = KEYS[kb + 2], [5] = KEYS[kb + 3]}
   local rem, reset, newTats = {0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}, {}
   local denyRetry, denyIdx, denyLimit, denyRem = 0, 0, 0, 0
-  for _, i in ipairs({1, 4}) do
+  -- what is left of limit i now, for the headers, taking nothing
+  local function peek(i)
     if limits[i] > 0 then
       local _, _, _, r, rs = gcra(now, getTat(key[i]), limits[i], 0)
       rem[i], reset[i] = r, rs
     end
   end
+  peek(1)
+  peek(4)
   for _, i in ipairs({2, 5}) do
     if limits[i] > 0 then
       local ok, nt, retry, r, rs = gcra(now, getTat(key[i]), limits[i], extra[i])
@@ -36,12 +39,8 @@ local function topUp(kb, now, limits, extra)
   end
   if denyIdx > 0 then
     -- nothing taken: the headers say what is left now
-    for _, i in ipairs({2, 5}) do
-      if limits[i] > 0 then
-        local _, _, _, r, rs = gcra(now, getTat(key[i]), limits[i], 0)
-        rem[i], reset[i] = r, rs
-      end
-    end
+    peek(2)
+    peek(5)
   else
     for _, i in ipairs({2, 5}) do
       if limits[i] > 0 and extra[i] > 0 then setTat(key[i], newTats[i], now) end
