@@ -44,9 +44,13 @@ for (const r of [redis, subscriber, consumerConn])
   r.on("error", (err) => logger.warn({ err: err.message }, "redis error"));
 
 const core = await bootControlPlane(settings, new RedisPolicyBus(redis, names), logger);
-// The admin CLI writes to Postgres directly and asks for a publication round here.
+// The admin CLI writes to Postgres directly and asks for a publication round here; an operator's
+// `PUBLISH <prefix>control:changed republish` asks for a full publication (a new epoch, written beside the current
+// one while changes keep flowing to it).
 await subscriber.subscribe(names.changedChannel);
-subscriber.on("message", () => core.publisher.changed());
+subscriber.on("message", (_channel: string, message: string) =>
+  message === "republish" ? core.publisher.republish() : core.publisher.changed(),
+);
 // Redis may have come back empty (no persistence): a round finds no feed there and publishes in full at once,
 // rather than leave replicas without changes until the next one.
 redis.on("ready", () => core.publisher.changed());

@@ -37,9 +37,9 @@ const ACCOUNT_BUDGET = `CASE WHEN a.time_zone <> 'UTC' OR a.budget_day_micro IS 
   THEN json_build_object('kind', 'account', 'id', a.id, 'accountId', a.id, 'status', a.status, 'tz', a.time_zone,
     'day', a.budget_day_micro::text, 'week', a.budget_week_micro::text, 'month', a.budget_month_micro::text)::text END`;
 
-// The planner cannot know that only a handful of rows are past the cursor (a just-assigned xid is beyond its
-// statistics, and the in-progress list is a run-time array), so with the LIMIT it may pick a sequential scan,
-// and from the cost it then expects, spend a second on JIT compilation: per round. Index look-ups, no JIT.
+// The planner cannot know how many rows are past the cursor (a just-assigned xid is beyond its statistics, and
+// the in-progress list is a run-time array), so it may pick a sequential scan, and from the cost it then
+// expects, spend a second on JIT compilation: per round. Index look-ups, no JIT.
 const PLAN = "SET LOCAL enable_seqscan = off; SET LOCAL jit = off";
 
 // An entity's version is its state's: the newest of its entity and money changes (policy_changes has a row of
@@ -53,15 +53,9 @@ const STATE_VERSION = (kind: string, entity: string, version: string) => `GREATE
 const MONEY_KEY = (v: string) => `${v} AS "v", k.spent_micro::text AS "spent"`;
 const MONEY_ACCOUNT = (v: string) => `${v} AS "v", a.balance_micro::text AS "balance", a.spent_micro::text AS "spent"`;
 
-// One statement, so one snapshot: the changed entities, their data, and the cursor to continue from.
+// The changed entities and their data, as one cursor over the transaction's snapshot (see readChanges).
 const CHANGES = `
-WITH ch AS (
-  SELECT kind, entity, version FROM policy_changes
-  WHERE (xid >= pg_snapshot_xmax($1::pg_snapshot)::text::bigint
-      OR xid = ANY (ARRAY(SELECT x::text::bigint FROM pg_snapshot_xip($1::pg_snapshot) x)))
-    AND NOT pg_visible_in_snapshot(xid::text::xid8, $1::pg_snapshot)
-  LIMIT $2)
-SELECT s.snap, ch.kind, ch.entity AS id, sv.v::text AS v,
+SELECT ch.kind, ch.entity AS id, sv.v::text AS v,
   CASE ch.kind
     WHEN 'key' THEN (SELECT row_to_json(x)::text FROM (SELECT ${KEY_FIELDS("sv.v")} FROM api_keys k WHERE k.key_hash = ch.entity) x)
     WHEN 'account' THEN (SELECT row_to_json(x)::text FROM (SELECT ${ACCOUNT_FIELDS("sv.v")} FROM accounts a
@@ -76,52 +70,92 @@ SELECT s.snap, ch.kind, ch.entity AS id, sv.v::text AS v,
     WHEN 'account' THEN (SELECT ${ACCOUNT_BUDGET} FROM accounts a WHERE a.id = (CASE WHEN ch.kind = 'account' THEN ch.entity::uuid END))
     WHEN 'account.money' THEN (SELECT ${ACCOUNT_BUDGET} FROM accounts a WHERE a.id = (CASE WHEN ch.kind = 'account.money' THEN ch.entity::uuid END))
   END AS budget
-FROM (SELECT pg_current_snapshot()::text AS snap) s LEFT JOIN ch ON true
-  LEFT JOIN LATERAL (SELECT ${STATE_VERSION("ch.kind", "ch.entity", "ch.version")} AS v) sv ON true`;
+FROM policy_changes ch
+  CROSS JOIN LATERAL (SELECT ${STATE_VERSION("ch.kind", "ch.entity", "ch.version")} AS v) sv
+WHERE (ch.xid >= pg_snapshot_xmax($1::pg_snapshot)::text::bigint
+    OR ch.xid = ANY (ARRAY(SELECT x::text::bigint FROM pg_snapshot_xip($1::pg_snapshot) x)))
+  AND NOT pg_visible_in_snapshot(ch.xid::text::xid8, $1::pg_snapshot)
+  -- a money change whose entity changed too, in this read whichever page that falls in, says nothing apart
+  -- (the entity's payload, of the same snapshot, carries the same figures)
+  AND NOT (ch.kind IN ('key.money', 'account.money') AND EXISTS (SELECT 1 FROM policy_changes w
+    WHERE w.kind = CASE ch.kind WHEN 'key.money' THEN 'key' ELSE 'account' END AND w.entity = ch.entity
+      AND NOT pg_visible_in_snapshot(w.xid::text::xid8, $1::pg_snapshot)))`;
 
 /** A change as read, with what its budgets need (see withBudgets) when it has any. */
 export type ReadChange = PolicyChange & { budget?: string | null };
 
-export interface ChangeRead {
-  /** where the next read continues */
-  cursor: string;
+/** One page of what changed since a cursor (see readChanges). */
+export interface ChangePage {
   /** keys and accounts, with their data (null: deleted) */
   changes: ReadChange[];
   /** the catalog changed (at this version): rebuild it; -1 when it did not */
   catalogVersion: number;
-  /** more changed than `limit`: publish in full instead */
-  overflow: boolean;
+  /** the snapshot every page was read from: where the next read continues once the last page is published */
+  snapshot: string;
+  /** whether this is the last page */
+  last: boolean;
 }
 
 type Kind = "key" | "account" | "catalog" | "key.money" | "account.money";
 
-/** What changed since `cursor` (a pg_snapshot's text), at most `limit` entities. */
-export async function readChanges(db: Database, cursor: string, limit: number): Promise<ChangeRead> {
-  const rows = await db.sql.transaction(async (tx) => {
-    await tx.exec(PLAN);
-    return tx.query<{
-      snap: string;
-      kind: Kind | null;
-      id: string | null;
-      v: string | null;
-      json: string | null;
-      budget: string | null;
-    }>(CHANGES, [cursor, limit + 1]);
-  });
-  const read: ChangeRead = { cursor: rows[0]!.snap, changes: [], catalogVersion: -1, overflow: rows.length > limit };
-  const whole = new Set<string>();
-  for (const r of rows) if (r.kind === "key" || r.kind === "account") whole.add(`${r.kind} ${r.id}`);
-  for (const r of rows) {
-    if (r.kind === null) continue;
-    if (r.kind === "catalog") read.catalogVersion = Number(r.v);
-    else if (r.kind === "key.money" || r.kind === "account.money") {
-      // The entity itself changed too (its payload, of the same snapshot, carries the same figures), or it is
-      // gone (its deletion is a change of the entity): nothing to say apart.
-      if (r.json === null || whole.has(`${r.kind === "key.money" ? "key" : "account"} ${r.id}`)) continue;
-      read.changes.push({ kind: r.kind, id: r.id!, v: Number(r.v), json: r.json, budget: r.budget });
-    } else read.changes.push({ kind: r.kind, id: r.id!, v: Number(r.v), json: r.json, budget: r.budget });
-  }
-  return read;
+/**
+ * What changed since `cursor` (a pg_snapshot's text), handed on in pages of at most `pageSize` entities, all
+ * read from one snapshot (a REPEATABLE READ transaction and a cursor over one statement, so however many
+ * changed, Postgres runs the query once and memory holds one page). Each page names that snapshot, the next
+ * cursor once the last page is published; `onPage` returning false stops the read (the feed moved on elsewhere)
+ * and so does an error. Returns whether every page was handed on and accepted.
+ */
+export async function readChanges(
+  db: Database,
+  cursor: string,
+  pageSize: number,
+  handle: (page: ChangePage) => Promise<boolean>,
+): Promise<boolean> {
+  return paged(db, handle, (onPage) =>
+    db.sql.transaction(async (tx) => {
+      await tx.exec("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
+      await tx.exec(PLAN);
+      // The first statement fixes the transaction's snapshot: the cursor's query reads from it too.
+      const [head] = await tx.query<{ snap: string }>(`SELECT pg_current_snapshot()::text AS snap`);
+      await tx.query(`DECLARE policy_changes_read NO SCROLL CURSOR FOR ${CHANGES}`, [cursor]);
+      for (;;) {
+        const rows = await tx.query<{
+          kind: Kind;
+          id: string;
+          v: string;
+          json: string | null;
+          budget: string | null;
+        }>(`FETCH ${Math.max(1, Math.floor(pageSize))} FROM policy_changes_read`);
+        const last = rows.length < pageSize;
+        const page: ChangePage = { changes: [], catalogVersion: -1, snapshot: head!.snap, last };
+        for (const r of rows) {
+          if (r.kind === "catalog") page.catalogVersion = Number(r.v);
+          // a money change of an entity that is gone (its deletion is a change of the entity): nothing to say
+          else if ((r.kind === "key.money" || r.kind === "account.money") && r.json === null) continue;
+          else page.changes.push({ kind: r.kind, id: r.id, v: Number(r.v), json: r.json, budget: r.budget });
+        }
+        if (!(await onPage(page))) return false;
+        if (last) return true;
+      }
+    }),
+  );
+}
+
+/**
+ * Runs a read that hands on pages from inside its transaction. On Postgres each page goes to `handle` at once
+ * (memory holds one page). PGlite has one connection, which `handle`'s own queries (budgets, the catalog) would
+ * wait for until the transaction ends: there (embedded mode, small sets) the pages are collected, then handed on.
+ */
+async function paged<P>(
+  db: Database,
+  handle: (page: P) => Promise<boolean>,
+  read: (onPage: (page: P) => Promise<boolean>) => Promise<boolean>,
+): Promise<boolean> {
+  if (db.kind === "postgres") return read(handle);
+  const pages: P[] = [];
+  await read(async (page) => (pages.push(page), true));
+  for (const page of pages) if (!(await handle(page))) return false;
+  return true;
 }
 
 /** Whether a cursor is ahead of this database (it came from another one, or from before a restore). */
@@ -197,17 +231,21 @@ const versionOfRow = (json: string) => Number(/^\{"v":(\d+)/.exec(json)?.[1] ?? 
 
 /**
  * The budgeted keys and accounts of one time zone (to republish when its calendar day turned over: their
- * periods and period spend changed though no row did), at most `limit` (overflow: publish in full).
+ * periods and period spend changed though no row did), handed on in pages of at most `pageSize` (one
+ * statement's cursor, as readChanges). `onPage` returning false stops the read; returns whether all were accepted.
  */
 export async function readBudgeted(
   db: Database,
   timeZone: string,
-  limit: number,
-): Promise<{ changes: ReadChange[]; overflow: boolean }> {
-  const rows = await db.sql.transaction(async (tx) => {
-    await tx.exec("SET LOCAL jit = off");
-    return tx.query<{ kind: "key" | "account"; id: string; json: string; budget: string | null }>(
-      `SELECT 'account' AS kind, a.id::text AS id, (SELECT row_to_json(x)::text FROM (SELECT ${ACCOUNT_FIELDS(FULL_VERSION)}) x) AS json, ${ACCOUNT_BUDGET} AS budget
+  pageSize: number,
+  handle: (changes: ReadChange[]) => Promise<boolean>,
+): Promise<boolean> {
+  return paged(db, handle, (onPage) =>
+    db.sql.transaction(async (tx) => {
+      await tx.exec("SET LOCAL jit = off");
+      await tx.query(
+        `DECLARE policy_budgeted_read NO SCROLL CURSOR FOR
+       SELECT 'account' AS kind, a.id::text AS id, (SELECT row_to_json(x)::text FROM (SELECT ${ACCOUNT_FIELDS(FULL_VERSION)}) x) AS json, ${ACCOUNT_BUDGET} AS budget
        FROM accounts a LEFT JOIN policy_changes c ON c.kind = 'account' AND c.entity = a.id::text
          LEFT JOIN policy_changes cm ON cm.kind = 'account.money' AND cm.entity = a.id::text
        WHERE a.time_zone = $1 AND (a.budget_day_micro IS NOT NULL OR a.budget_week_micro IS NOT NULL OR a.budget_month_micro IS NOT NULL)
@@ -215,13 +253,24 @@ export async function readBudgeted(
        SELECT 'key', k.key_hash, (SELECT row_to_json(x)::text FROM (SELECT ${KEY_FIELDS(FULL_VERSION)}) x), ${KEY_BUDGET}
        FROM api_keys k JOIN accounts ka ON ka.id = k.account_id LEFT JOIN policy_changes c ON c.kind = 'key' AND c.entity = k.key_hash
          LEFT JOIN policy_changes cm ON cm.kind = 'key.money' AND cm.entity = k.key_hash
-       WHERE ka.time_zone = $1 AND k.status = 'active' AND (k.budget_day_micro IS NOT NULL OR k.budget_week_micro IS NOT NULL OR k.budget_month_micro IS NOT NULL)
-       LIMIT $2`,
-      [timeZone, limit + 1],
-    );
-  });
-  return {
-    changes: rows.map((r) => ({ kind: r.kind, id: r.id, v: versionOfRow(r.json), json: r.json, budget: r.budget })),
-    overflow: rows.length > limit,
-  };
+       WHERE ka.time_zone = $1 AND k.status = 'active' AND (k.budget_day_micro IS NOT NULL OR k.budget_week_micro IS NOT NULL OR k.budget_month_micro IS NOT NULL)`,
+        [timeZone],
+      );
+      for (;;) {
+        const rows = await tx.query<{ kind: "key" | "account"; id: string; json: string; budget: string | null }>(
+          `FETCH ${Math.max(1, Math.floor(pageSize))} FROM policy_budgeted_read`,
+        );
+        if (rows.length === 0) return true;
+        const changes = rows.map((r) => ({
+          kind: r.kind,
+          id: r.id,
+          v: versionOfRow(r.json),
+          json: r.json,
+          budget: r.budget,
+        }));
+        if (!(await onPage(changes))) return false;
+        if (rows.length < pageSize) return true;
+      }
+    }),
+  );
 }

@@ -48,6 +48,26 @@ const publish = async () => {
   await publisher.flush();
   await source.sync();
 };
+/** `n` keys inserted in one statement (one transaction: one bulk change), named `<tag>-<i>`; their hashes. */
+async function bulkKeys(tag: string, n: number): Promise<string[]> {
+  const rows = await sql<{ key_hash: string }>(
+    `INSERT INTO api_keys (id, account_id, name, key_hash, prefix, allowed_models, ip_allowlist, updated_at)
+     SELECT gen_random_uuid(), $1::uuid, $2 || '-' || i, md5($2 || i || $3) || md5($3 || i), 'sk', '{}', '{}', now()
+     FROM generate_series(1, $4::int) i RETURNING key_hash`,
+    [accountId, tag, randomBytes(4).toString("hex"), n],
+  );
+  return rows.map((r) => r.key_hash);
+}
+/** The current epoch's stream entries, in order, as their fields. */
+const streamEntries = async () => {
+  const epoch = await redis.hget(names.policyMeta, "epoch");
+  const raw = await redis.xrange(names.policyStream(epoch!), "-", "+");
+  return raw.map(([, f]) => {
+    const o: Record<string, string> = {};
+    for (let i = 0; i + 1 < f.length; i += 2) o[f[i]!] = f[i + 1]!;
+    return o as { s: string; k: string; i: string; v: string; d: string };
+  });
+};
 const streamLength = async () => {
   const epoch = await redis.hget(names.policyMeta, "epoch");
   return redis.xlen(names.policyStream(epoch!));
@@ -484,33 +504,258 @@ describe("policy feed", () => {
     expect(store.key(hash)).toBeDefined();
   });
 
-  it("publishes in full when more changed at once than it appends, and lets the old epoch expire", async () => {
+  it("publishes a bulk insert and a mass revocation of more keys than a page as changes, in pages: no full publication, no full load", async () => {
+    let appends = 0;
+    const counted = new Proxy(redis, {
+      get(target, prop) {
+        const v = Reflect.get(target, prop, target) as unknown;
+        if (prop === "policyAppend")
+          return (...args: string[]) => {
+            appends++;
+            return (v as (...a: string[]) => Promise<unknown>).apply(target, args);
+          };
+        return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
     const small = new SnapshotPublisher(
+      db.db,
+      new RedisPolicyBus(counted, names),
+      1,
+      (err) => {
+        throw err;
+      },
+      { maxChanges: 50 },
+    );
+    const epoch = (await redis.hget(names.policyMeta, "epoch"))!;
+    const seq = Number(await redis.hget(names.policyMeta, "seq"));
+    const loads = store.fullLoads;
+    const hashes = await bulkKeys("bulk", 320);
+    small.changed();
+    await small.flush();
+    await source.sync();
+    expect(small.fullPublications).toBe(0);
+    expect(await redis.hget(names.policyMeta, "epoch")).toBe(epoch);
+    expect(Number(await redis.hget(names.policyMeta, "seq"))).toBe(seq + 320);
+    expect(appends).toBeGreaterThanOrEqual(7); // a page of at most 50 per append
+    expect(store.fullLoads).toBe(loads);
+    for (const h of hashes) expect(store.key(h)?.status).toBe("active");
+
+    await sql(`UPDATE api_keys SET status = 'revoked', revoked_at = now() WHERE name LIKE 'bulk-%'`);
+    small.changed();
+    await small.flush();
+    await source.sync();
+    expect(small.fullPublications).toBe(0);
+    expect(store.fullLoads).toBe(loads);
+    for (const h of hashes) expect(store.key(h)?.status).toBe("revoked");
+    // …and a replica starting now reads the same from the shards
+    const replica = new SnapshotStore();
+    const follower = new RedisPolicySource(redis, sub, replica, names, 3_600_000, (err) => {
+      throw err;
+    });
+    await follower.sync();
+    for (const h of hashes) expect(replica.key(h)?.status).toBe("revoked");
+    expect(replica.size).toEqual(store.size);
+    await follower.stop();
+    small.stop();
+  });
+
+  it("a revocation while a bulk is appended is read between its pages and reaches the feed before the bulk's rest", async () => {
+    const hash = await newKey("revoked-mid-bulk");
+    await publish();
+    // The bulk's second page is held at its append (the first is in the stream) until the revocation committed.
+    let appends = 0;
+    let reached!: () => void;
+    const atAppend = new Promise<void>((r) => (reached = r));
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const held = new Proxy(redis, {
+      get(target, prop) {
+        const v = Reflect.get(target, prop, target) as unknown;
+        if (prop === "policyAppend")
+          return async (...args: string[]) => {
+            if (++appends === 2) {
+              reached();
+              await gate;
+            }
+            return (v as (...a: string[]) => Promise<unknown>).apply(target, args);
+          };
+        return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    const bulkPublisher = new SnapshotPublisher(
+      db.db,
+      new RedisPolicyBus(held, names),
+      1,
+      (err) => {
+        throw err;
+      },
+      { maxChanges: 50 },
+    );
+    const hashes = await bulkKeys("midbulk", 200);
+    bulkPublisher.changed();
+    const flushed = bulkPublisher.flush();
+    await atAppend;
+    await sql(`UPDATE api_keys SET status = 'revoked', revoked_at = now() WHERE key_hash = $1`, [hash]);
+    bulkPublisher.changed();
+    release();
+    await flushed;
+    await source.sync();
+    expect(store.key(hash)?.status).toBe("revoked");
+    for (const h of hashes) expect(store.key(h)?.status).toBe("active");
+    expect(bulkPublisher.fullPublications).toBe(0);
+    // In the stream: the revocation between the bulk's pages, each key once.
+    const entries = await streamEntries();
+    const revokedAt = entries.findIndex((e) => e.i === hash && e.d.includes('"status":"revoked"'));
+    const bulkAt = entries.map((e, i) => (hashes.includes(e.i) ? i : -1)).filter((i) => i >= 0);
+    expect(revokedAt).toBeGreaterThan(bulkAt[0]!);
+    expect(revokedAt).toBeLessThan(bulkAt[bulkAt.length - 1]!);
+    expect(bulkAt.length).toBe(200);
+    bulkPublisher.stop();
+  });
+
+  it("a full publication asked for is written beside the current epoch: a revocation meanwhile reaches replicas on the current one, and the new epoch has it", async () => {
+    const revoked = await newKey("revoked-during-full");
+    await publish();
+    // The full publication's snapshot is taken, then it is held before it writes its first page.
+    let reached!: () => void;
+    const atPage = new Promise<void>((r) => (reached = r));
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const republisher = new SnapshotPublisher(
       db.db,
       new RedisPolicyBus(redis, names),
       1,
       (err) => {
         throw err;
       },
-      { maxChanges: 2 },
+      {
+        pageSize: 2,
+        beforeFullPage: async () => {
+          reached();
+          await gate;
+        },
+      },
     );
     const before = (await redis.hget(names.policyMeta, "epoch"))!;
-    const hashes = [await newKey("bulk-1"), await newKey("bulk-2"), await newKey("bulk-3")];
-    small.changed();
-    await small.flush();
+    const loads = store.fullLoads;
+    republisher.republish();
+    await atPage;
+    const full = republisher.republishing;
+    expect(full).not.toBeNull();
+
+    // While it is held: a revocation and a new key go to the current epoch, and the replica applies them.
+    await sql(`UPDATE api_keys SET status = 'revoked', revoked_at = now() WHERE key_hash = $1`, [revoked]);
+    const created = await newKey("created-during-full");
+    republisher.changed();
+    await republisher.flush();
     await source.sync();
-    expect(small.fullPublications).toBe(1);
+    expect(store.key(revoked)?.status).toBe("revoked");
+    expect(store.key(created)?.status).toBe("active");
+    expect(await redis.hget(names.policyMeta, "epoch")).toBe(before);
+    expect(republisher.fullPublications).toBe(0);
+    expect(store.fullLoads).toBe(loads);
+
+    // It completes: the new epoch is current, and the changes after its snapshot are appended to it.
+    release();
+    await full;
+    await republisher.flush();
+    await source.sync();
+    expect(republisher.fullPublications).toBe(1);
     expect(await redis.hget(names.policyMeta, "epoch")).not.toBe(before);
     expect(await redis.ttl(names.policyCatalog(before))).toBeGreaterThan(0);
-    expect(store.fullLoads).toBe(4);
-    for (const h of hashes) expect(store.key(h)).toBeDefined();
+    expect(store.fullLoads).toBe(loads + 1);
+    expect(store.key(revoked)?.status).toBe("revoked");
+    expect(store.key(created)?.status).toBe("active");
+    const replica = new SnapshotStore();
+    const follower = new RedisPolicySource(redis, sub, replica, names, 3_600_000, (err) => {
+      throw err;
+    });
+    await follower.sync();
+    expect(replica.key(revoked)?.status).toBe("revoked");
+    expect(replica.key(created)?.status).toBe("active");
+    expect(replica.size).toEqual(store.size);
+    await follower.stop();
+    republisher.stop();
+  });
+
+  it("two publishers appending bulks at once never interleave their pages: an entity's versions only grow along the stream, and replicas end right", async () => {
+    // Each publisher's n-th append (step 2) is held until released.
+    const holding = (n: number) => {
+      let appends = 0;
+      let reached!: () => void;
+      const atAppend = new Promise<void>((r) => (reached = r));
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      const proxy = new Proxy(redis, {
+        get(target, prop) {
+          const v = Reflect.get(target, prop, target) as unknown;
+          if (prop === "policyAppend")
+            return async (...args: string[]) => {
+              if (++appends === n) {
+                reached();
+                await gate;
+              }
+              return (v as (...a: string[]) => Promise<unknown>).apply(target, args);
+            };
+          return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+        },
+      });
+      const publisher = new SnapshotPublisher(
+        db.db,
+        new RedisPolicyBus(proxy, names),
+        1,
+        (err) => {
+          throw err;
+        },
+        { maxChanges: 30 },
+      );
+      return { publisher, atAppend, release };
+    };
+    const hashes = await bulkKeys("race", 120);
+    // A reads the bulk insert and appends its first page; its second is held.
+    const a = holding(2);
+    a.publisher.changed();
+    const aDone = a.publisher.flush();
+    await a.atAppend;
+    // The bulk is revoked; B reads that (newer versions of the same keys) and appends two pages; its third is held.
+    await sql(`UPDATE api_keys SET status = 'revoked', revoked_at = now() WHERE name LIKE 'race-%'`);
+    const b = holding(3);
+    b.publisher.changed();
+    const bDone = b.publisher.flush();
+    await b.atAppend;
+    // A's second page (older versions) is refused: B appended since A's first. A reads again and publishes all.
+    a.release();
+    await aDone;
+    b.release();
+    await bDone;
+    await source.sync();
+    const last = new Map<string, number>();
+    for (const e of await streamEntries()) {
+      if (!hashes.includes(e.i)) continue;
+      expect(Number(e.v)).toBeGreaterThanOrEqual(last.get(e.i) ?? 0);
+      last.set(e.i, Number(e.v));
+    }
+    const replica = new SnapshotStore();
+    const follower = new RedisPolicySource(redis, sub, replica, names, 3_600_000, (err) => {
+      throw err;
+    });
+    await follower.sync();
+    for (const h of hashes) {
+      expect(store.key(h)?.status).toBe("revoked");
+      expect(replica.key(h)?.status).toBe("revoked");
+    }
+    expect(a.publisher.fullPublications + b.publisher.fullPublications).toBe(0);
+    await follower.stop();
+    a.publisher.stop();
+    b.publisher.stop();
   });
 
   it("a stale publisher (behind the head) does not append", async () => {
     const bus = new RedisPolicyBus(redis, names);
     const head = (await bus.head())!;
-    expect(await bus.append({ ...head, cursor: "1:1:" }, [], head.cursor, 0)).toBe(false);
-    expect(await bus.append(head, [], head.cursor, 0)).toBe(true);
+    expect(await bus.append({ ...head, cursor: "1:1:" }, [], head.cursor, 0)).toBeNull();
+    expect(await bus.append({ ...head, seq: head.seq - 1 }, [], head.cursor, 0)).toBeNull();
+    expect(await bus.append(head, [], head.cursor, 0)).toEqual(head);
   });
   it("a change already in its shard whose stream entry is not appended yet when a replica loads in full: the replica keeps the newest version and never goes back", async () => {
     const hash = await newKey("early");
@@ -574,9 +819,9 @@ describe("policy feed", () => {
     // nor a replica.
     const bus = new RedisPolicyBus(redis, names);
     const head = (await bus.head())!;
-    expect(await bus.append(head, [{ kind: "key", id: hash, v: versionOf(older), json: older }], head.cursor, 0)).toBe(
-      true,
-    );
+    expect(
+      await bus.append(head, [{ kind: "key", id: hash, v: versionOf(older), json: older }], head.cursor, 0),
+    ).toMatchObject({ seq: head.seq + 1 });
     expect(await redis.hget(shardKey, hash)).toBe(newer);
     await follower.sync();
     await source.sync();
@@ -603,7 +848,7 @@ describe("policy feed", () => {
     // A control plane that read the key before its deletion appends it now: refused (the head moved on), and
     // its shard write (step 1, before the head is checked) did not undo the deletion.
     const change = { kind: "key" as const, id: hash, v: versionOf(alive), json: alive };
-    expect(await bus.append(stale, [change], "1:1:", versionOf(alive))).toBe(false);
+    expect(await bus.append(stale, [change], "1:1:", versionOf(alive))).toBeNull();
     expect(await redis.hget(shardKey, hash)).toBe(tombstone);
     const replica = new SnapshotStore();
     const follower = new RedisPolicySource(redis, sub, replica, names, 3_600_000, (err) => {

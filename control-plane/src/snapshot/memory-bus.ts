@@ -4,6 +4,7 @@ import type { FeedHead, FullWriter, PolicyBus } from "./publisher.ts";
 /** Embedded mode: the feed goes straight into the data plane's store in the same process. */
 export class InProcessPolicyBus implements PolicyBus {
   private current: FeedHead | null = null;
+  private epochs = 0;
   constructor(private readonly store: SnapshotStore) {}
 
   async head(): Promise<FeedHead | null> {
@@ -12,13 +13,14 @@ export class InProcessPolicyBus implements PolicyBus {
 
   async beginFull(): Promise<FullWriter> {
     const load = this.store.beginFullLoad();
+    const epoch = `in-process-${++this.epochs}`;
     return {
       put: async (changes) => {
         for (const c of changes) load.put(c);
       },
       commit: async (cursor, version) => {
         await load.finish(version, Date.now());
-        this.current = { epoch: "in-process", cursor };
+        this.current = { epoch, cursor, seq: 0 };
       },
     };
   }
@@ -29,11 +31,12 @@ export class InProcessPolicyBus implements PolicyBus {
     cursor: string,
     version: number,
     at = Date.now(),
-  ): Promise<boolean> {
-    if (this.current?.cursor !== from.cursor) return false;
-    for (const c of changes) this.store.applyChange(c);
-    this.current = { epoch: from.epoch, cursor };
+  ): Promise<FeedHead | null> {
+    const c = this.current;
+    if (c?.epoch !== from.epoch || c.cursor !== from.cursor || c.seq !== from.seq) return null;
+    for (const change of changes) this.store.applyChange(change);
+    this.current = { epoch: from.epoch, cursor, seq: from.seq + changes.length };
     this.store.published(version, at);
-    return true;
+    return this.current;
   }
 }

@@ -3,13 +3,22 @@ import { controlCalendar } from "../budgets/calendar.ts";
 import type { Database } from "../db/client.ts";
 import { buildCatalog } from "./catalog.ts";
 import { withBudgets } from "./feed-budgets.ts";
-import { cursorFromElsewhere, readAll, readBudgeted, readChanges, type ReadChange } from "./feed-sql.ts";
+import {
+  type ChangePage,
+  cursorFromElsewhere,
+  readAll,
+  readBudgeted,
+  readChanges,
+  type ReadChange,
+} from "./feed-sql.ts";
 
-/** Where the published feed stands: its epoch (one full publication and the changes after it) and cursor. */
+/** Where the published feed stands: its epoch (one full publication and the changes after it), cursor and seq. */
 export interface FeedHead {
   epoch: string;
   /** the Postgres position (a pg_snapshot's text) the published changes reach */
   cursor: string;
+  /** changes appended to the epoch so far: an append names it, so no other append lands in between */
+  seq: number;
 }
 
 /** A full publication in progress: pages of entities, then the switch to it. */
@@ -25,17 +34,29 @@ export interface PolicyBus {
   /** starts a full publication: it becomes current only at commit, so readers keep the old one until then */
   beginFull(): Promise<FullWriter>;
   /**
-   * Appends changes after `from` and moves the cursor, only if the head is still `from` (false: another control
-   * plane published meanwhile, read again). With no changes it only says the feed is current.
+   * Appends changes after `from` and moves the cursor to `cursor`, only if the head is still `from` (its epoch,
+   * cursor and seq): returns the head it left, or null when another control plane appended or published
+   * meanwhile (read again). Several appends in a row, each from the head the previous one returned, with the
+   * cursor kept until the last, publish one read of many changes. With no changes it only says the feed is current.
    */
-  append(from: FeedHead, changes: PolicyChange[], cursor: string, version: number, at?: number): Promise<boolean>;
+  append(
+    from: FeedHead,
+    changes: PolicyChange[],
+    cursor: string,
+    version: number,
+    at?: number,
+  ): Promise<FeedHead | null>;
 }
 
 /**
  * Publishes policy as changes. Each round reads only what changed since the published cursor (the policy_changes
  * table, kept by triggers) and appends it: a revoked key costs one small read and one Redis script, whatever the
- * key count. A full publication (streamed a page at a time) happens only when nothing is published yet, the
- * published cursor belongs to another database, or more changed at once than `maxChanges`.
+ * key count. However many changed at once (a bulk import, a mass revocation), they are read from one snapshot and
+ * appended a page of `maxChanges` at a time, each page from the head the previous one left, the cursor moving to
+ * that snapshot with the last page. A full publication (streamed a page at a time) happens only when nothing is
+ * published yet or the published cursor belongs to another database (changes wait for it: there is no usable
+ * epoch to append them to), or when asked for (`republish`: it is written beside the current epoch while rounds
+ * keep appending changes to that one, and changes after its snapshot follow it once it is current).
  *
  * Rounds coalesce: however many writes happen in a burst, one round runs per `debounceMs`, never two at once.
  * `flush()` resolves once every change requested so far is published.
@@ -50,8 +71,13 @@ export class SnapshotPublisher {
   /** time zones of budgeted entities, and when the last round looked at their calendar days */
   private zones: Set<string> | null = null;
   private lastRoundAt = 0;
+  /** full publications committed (a round's mark of turned-over days counts only within one epoch) */
+  private commits = 0;
   /** full publications so far (for tests and the benchmark) */
   fullPublications = 0;
+  /** a full publication asked for (republish), and the one running beside the rounds */
+  private wantFull = false;
+  private fullRun: Promise<void> | null = null;
 
   constructor(
     private readonly db: Database,
@@ -59,8 +85,12 @@ export class SnapshotPublisher {
     private readonly debounceMs = 25,
     private readonly onError: (err: unknown) => void = () => undefined,
     private readonly opts: {
+      /** changes read and appended per page (a round of more appends several pages) */
       maxChanges?: number;
+      /** entities per page of a full publication */
       pageSize?: number;
+      /** test hook: awaited before each page of a full publication is written */
+      beforeFullPage?: () => Promise<void>;
       calendar?: BudgetCalendar;
       /** every round's cost (ms per step) and size, for a log line when it was slow */
       onRound?: (r: { readMs: number; prepareMs: number; appendMs: number; changes: number }) => void;
@@ -94,6 +124,25 @@ export class SnapshotPublisher {
     }, this.debounceMs);
   };
 
+  /**
+   * Asks for a full publication (a new epoch) written beside the current one: rounds keep appending changes to
+   * the current epoch meanwhile. For an operator (PUBLISH control:changed republish) or a test.
+   */
+  republish(): void {
+    this.wantFull = true;
+    this.changed();
+  }
+
+  /** The full publication running beside the rounds, if any (resolves when it is current or failed). */
+  get republishing(): Promise<void> | null {
+    return this.fullRun;
+  }
+
+  /**
+   * Resolves once every change asked for so far is published (the rounds running stop: a failure goes to
+   * onError). During a bulk round that includes the bulk, though changes asked for meanwhile reach the feed
+   * between its pages.
+   */
   flush(): Promise<void> {
     if (!this.dirty && !this.running && !this.timer) return Promise.resolve();
     return new Promise((resolve) => {
@@ -133,37 +182,99 @@ export class SnapshotPublisher {
     // The feed is current as of this moment (before anything is read): what replicas report as its age.
     const startedAt = Date.now();
     const head = await this.bus.head();
-    if (head === null || (!this.checkedCursor && (await cursorFromElsewhere(this.db, head.cursor)))) return this.full();
+    if (head === null || (!this.checkedCursor && (await cursorFromElsewhere(this.db, head.cursor)))) {
+      // Nothing to append changes to (or only another database's): they wait for the full publication.
+      if (this.fullRun) await this.fullRun;
+      else await this.full();
+      return;
+    }
     this.checkedCursor = true;
-    const max = this.opts.maxChanges ?? 20_000;
-    const t0 = performance.now();
-    const read = await readChanges(this.db, head.cursor, max);
-    if (read.overflow) return this.full();
-    const rolled = await this.rolledOver(max);
-    if (rolled === null) return this.full();
-    const t1 = performance.now();
-    const { changes } = await this.prepare([...read.changes, ...rolled]);
-    if (read.catalogVersion >= 0) changes.push(await this.catalog(read.catalogVersion));
-    const version = changes.reduce((m, c) => Math.max(m, c.v), 0);
-    const t2 = performance.now();
-    // Someone else moved the head: read again from where it is now.
-    if (!(await this.bus.append(head, changes, read.cursor, version, startedAt))) this.dirty = true;
-    this.opts.onRound?.({
-      readMs: t1 - t0,
-      prepareMs: t2 - t1,
-      appendMs: performance.now() - t2,
-      changes: changes.length,
+    if (this.wantFull && !this.fullRun) {
+      this.fullRun = this.full()
+        .catch((err: unknown) => this.onError(err))
+        .finally(() => {
+          this.fullRun = null;
+          // changes committed after the new epoch's snapshot were appended to the old one only: append them again
+          this.changed();
+        });
+    }
+    const page = this.opts.maxChanges ?? 1_000;
+    let from = head;
+    const cost = { readMs: 0, prepareMs: 0, appendMs: 0, changes: 0 };
+    let t = performance.now();
+    const lap = (step: "readMs" | "prepareMs" | "appendMs") => {
+      const now = performance.now();
+      cost[step] += now - t;
+      t = now;
+    };
+    // Each append from the head the previous one left (no other control plane's lands in between); the cursor
+    // moves only with the last page of the changes.
+    const append = async (changes: PolicyChange[], cursor: string | null): Promise<boolean> => {
+      lap("prepareMs");
+      const version = changes.reduce((m, c) => Math.max(m, c.v), 0);
+      const next = await this.bus.append(from, changes, cursor ?? from.cursor, version, startedAt);
+      lap("appendMs");
+      cost.changes += changes.length;
+      if (next === null) return false;
+      from = next;
+      return true;
+    };
+    const prepared = async (read: ChangePage): Promise<PolicyChange[]> => {
+      lap("readMs");
+      const { changes } = await this.prepare(read.changes);
+      if (read.catalogVersion >= 0) changes.push(await this.catalog(read.catalogVersion));
+      return changes;
+    };
+    // Budgeted entities of the time zones whose calendar day turned over since the last round: their periods
+    // (and so their period spend) changed though no row did.
+    const now = this.calendar.now();
+    const commits = this.commits;
+    for (const zone of await this.turnedOver(now)) {
+      const ok = await readBudgeted(this.db, zone, page, async (changes) => {
+        lap("readMs");
+        return append((await this.prepare(changes)).changes, null);
+      });
+      // Someone else moved the head: read again from where it is now (the day turned over still).
+      if (!ok) return void (this.dirty = true);
+    }
+    // A read of many pages (a bulk change) takes a while to append: what changes meanwhile (a revocation) is
+    // read between its pages, from the bulk's snapshot on (a side read), and appended at once. The bulk's later
+    // pages then leave out an entity a side read published (its version is newer), so an entity's versions
+    // only grow along the stream, and the cursor moves past both with the last page. Not on PGlite (one
+    // connection: a second transaction would wait for the first).
+    const side = new Map<string, number>();
+    let sideCursor: string | null = null;
+    const sideRead = async (snapshot: string): Promise<boolean> => {
+      if (!this.dirty || this.db.kind !== "postgres") return true;
+      this.dirty = false;
+      let reached: string | null = null;
+      const ok = await readChanges(this.db, sideCursor ?? snapshot, page, async (read) => {
+        const changes = await prepared(read);
+        for (const c of changes) side.set(`${c.kind}:${c.id}`, c.v);
+        if (read.last) reached = read.snapshot;
+        return append(changes, null);
+      });
+      if (ok) sideCursor = reached;
+      return ok;
+    };
+    let pages = 0;
+    const ok = await readChanges(this.db, head.cursor, page, async (read) => {
+      let changes = await prepared(read);
+      if (pages++ > 0) {
+        if (!(await sideRead(read.snapshot))) return false;
+        if (side.size > 0) changes = changes.filter((c) => (side.get(`${c.kind}:${c.id}`) ?? -1) < c.v);
+      }
+      return append(changes, read.last ? (sideCursor ?? read.snapshot) : null);
     });
+    // Someone else moved the head: read again from where it is now.
+    if (!ok) this.dirty = true;
+    else if (commits === this.commits) this.lastRoundAt = now;
+    this.opts.onRound?.(cost);
   }
 
-  /**
-   * Budgeted entities of the time zones whose calendar day turned over since the last round: their periods
-   * (and so their period spend) changed though no row did. Null: too many, publish in full.
-   */
-  private async rolledOver(max: number): Promise<ReadChange[] | null> {
-    const now = this.calendar.now();
+  /** Time zones of budgeted entities whose calendar day turned over since the last complete round. */
+  private async turnedOver(now: number): Promise<string[]> {
     const since = this.lastRoundAt;
-    this.lastRoundAt = now;
     if (this.zones === null) {
       const rows = await this.db.sql.transaction((tx) =>
         tx.query<{ tz: string }>(`SELECT DISTINCT time_zone AS tz FROM accounts`),
@@ -171,14 +282,8 @@ export class SnapshotPublisher {
       this.zones = new Set(rows.map((r) => r.tz));
       return [];
     }
-    const out: ReadChange[] = [];
-    for (const zone of this.zones) {
-      if (since === 0 || this.calendar.bounds(zone, "day", now).start <= since) continue;
-      const r = await readBudgeted(this.db, zone, max);
-      if (r.overflow) return null;
-      out.push(...r.changes);
-    }
-    return out;
+    if (since === 0) return [];
+    return [...this.zones].filter((zone) => this.calendar.bounds(zone, "day", now).start > since);
   }
 
   private async prepare(changes: ReadChange[]): Promise<{ changes: PolicyChange[] }> {
@@ -188,13 +293,19 @@ export class SnapshotPublisher {
   }
 
   private async full(): Promise<void> {
+    this.wantFull = false;
     const writer = await this.bus.beginFull();
-    this.lastRoundAt = this.calendar.now();
-    const read = await readAll(this.db, this.opts.pageSize ?? 5_000, async (page) =>
-      writer.put((await this.prepare(page)).changes),
-    );
+    const startedAt = this.calendar.now();
+    const read = await readAll(this.db, this.opts.pageSize ?? 5_000, async (page) => {
+      await this.opts.beforeFullPage?.();
+      await writer.put((await this.prepare(page)).changes);
+    });
     await writer.put([await this.catalog(read.catalogVersion)]);
     await writer.commit(read.cursor, read.version);
+    // Budget periods are as of the full read: a day turning over after it is the rounds' to publish.
+    // (and a round that read before this commit does not move that mark past it).
+    this.lastRoundAt = startedAt;
+    this.commits++;
     this.checkedCursor = true;
     this.fullPublications++;
   }

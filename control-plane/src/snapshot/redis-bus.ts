@@ -14,13 +14,13 @@ import type { FeedHead, FullWriter, PolicyBus } from "./publisher.ts";
 // in different slots (RedisNames: each shard hash has a hash tag of its own, so the feed's bulk spreads over the
 // masters, while the head, the stream and the catalog share `{ctl}`):
 //
-// 1. SHARD_WRITE, one call per shard the chunk touches (all sent at once): each change is written into its
+// 1. SHARD_WRITE, one call per shard the changes touch (all sent at once): each change is written into its
 //    shard unless the shard holds a newer version. A deletion writes a tombstone `{"v":<version>}` instead of
 //    removing the field, so no older version can be written over it later (a full load leaves tombstones out).
-// 2. APPEND, in `{ctl}`: checks that the head's epoch and cursor are still the ones this control plane read
-//    (fencing), writes the catalog if it changed (it lives in `{ctl}`), adds one stream entry numbered seq+1 per
-//    change (with the entity's JSON, whether or not step 1 wrote it: a replica ignores an older version) and
-//    moves the head.
+// 2. APPEND, in `{ctl}`, a chunk of changes at a time: checks that the head's epoch, cursor and seq are still
+//    the ones this control plane read or its previous chunk left (fencing: nobody appended in between), writes
+//    the catalog if it changed (it lives in `{ctl}`), adds one stream entry numbered seq+1 per change (with the
+//    entity's JSON, whether or not step 1 wrote it: a replica ignores an older version) and moves the head.
 //
 // Why the order is safe: a replica's full load reads the head's seq before it reads any shard, and a change's
 // shard write is done before its stream entry is appended, so every change numbered up to that seq is in the
@@ -55,12 +55,12 @@ return 0`;
 
 const APPEND = `
 local m = redis.call('HMGET', KEYS[1], 'epoch', 'cursor', 'seq', 'lastId', 'version')
-if m[1] ~= ARGV[1] or m[2] ~= ARGV[2] then return -1 end
 local seq = tonumber(m[3]) or 0
+if m[1] ~= ARGV[1] or m[2] ~= ARGV[2] or seq ~= tonumber(ARGV[8]) then return -1 end
 local last = m[4] or '0-0'
-local n = (#ARGV - 7) / 4
+local n = (#ARGV - 8) / 4
 for i = 0, n - 1 do
-  local kind, id, v, json = ARGV[8 + i * 4], ARGV[9 + i * 4], ARGV[10 + i * 4], ARGV[11 + i * 4]
+  local kind, id, v, json = ARGV[9 + i * 4], ARGV[10 + i * 4], ARGV[11 + i * 4], ARGV[12 + i * 4]
   if kind == 'catalog' then
     local cur = redis.call('GET', KEYS[3])
     local cv = cur and tonumber(string.match(cur, '^{"v":(%d+)'))
@@ -125,8 +125,8 @@ export class RedisPolicyBus implements PolicyBus {
   }
 
   async head(): Promise<FeedHead | null> {
-    const [epoch, cursor] = await this.redis.hmget(this.names.policyMeta, "epoch", "cursor");
-    return epoch && cursor ? { epoch, cursor } : null;
+    const [epoch, cursor, seq] = await this.redis.hmget(this.names.policyMeta, "epoch", "cursor", "seq");
+    return epoch && cursor ? { epoch, cursor, seq: Number(seq ?? 0) } : null;
   }
 
   /** Every key of an epoch (shards, catalog, stream): what expires once another epoch is current. */
@@ -207,34 +207,42 @@ export class RedisPolicyBus implements PolicyBus {
     cursor: string,
     version: number,
     publishedAt = Date.now(),
-  ): Promise<boolean> {
+  ): Promise<FeedHead | null> {
     const chunk = this.opts.chunk ?? 100;
     const maxLen = String(this.opts.streamMaxLen ?? 100_000);
+    // Step 1 for all the changes first: each into its shard (see SHARD_WRITE), one call per shard touched (at
+    // most `chunk` changes each), all in flight at once; a page of thousands costs a few hundred small calls.
+    const byShard = new Map<string, string[][]>();
+    for (const c of changes) {
+      if (c.kind === "catalog") continue;
+      const [kind, field] = shardField(c);
+      const key = this.names.policyShard(from.epoch, kind, shardOf(c.id));
+      let calls = byShard.get(key);
+      if (!calls) byShard.set(key, (calls = [[]]));
+      let args = calls[calls.length - 1]!;
+      if (args.length >= chunk * 3) calls.push((args = []));
+      args.push(field, String(c.v), c.json ?? "");
+    }
+    await Promise.all(
+      [...byShard].flatMap(([key, calls]) => calls.map((args) => this.redis.policyShardWrite(key, ...args))),
+    );
+    let head = from;
     let at = 0;
     do {
       const part = changes.slice(at, at + chunk);
       at += chunk;
       const last = at >= changes.length;
-      // Step 1: each change into its shard (see SHARD_WRITE), one call per shard touched, all in flight at once.
-      const byShard = new Map<string, string[]>();
-      for (const c of part) {
-        if (c.kind === "catalog") continue;
-        const [kind, field] = shardField(c);
-        const key = this.names.policyShard(from.epoch, kind, shardOf(c.id));
-        const args = byShard.get(key);
-        if (args) args.push(field, String(c.v), c.json ?? "");
-        else byShard.set(key, [field, String(c.v), c.json ?? ""]);
-      }
-      await Promise.all([...byShard].map(([key, args]) => this.redis.policyShardWrite(key, ...args)));
-      // Step 2: the stream entries and the head, if the head is still `from` (see APPEND).
+      // Step 2: the stream entries and the head, if the head is still the one the previous step left (see APPEND).
+      const next = last ? cursor : head.cursor;
       const args: string[] = [
-        from.epoch,
-        from.cursor,
-        last ? cursor : from.cursor,
+        head.epoch,
+        head.cursor,
+        next,
         String(last ? version : 0),
         String(publishedAt),
         maxLen,
         this.names.policyChannel,
+        String(head.seq),
       ];
       for (const c of part) args.push(c.kind, c.id, String(c.v), c.json ?? "");
       const seq = Number(
@@ -245,8 +253,9 @@ export class RedisPolicyBus implements PolicyBus {
           ...args,
         ),
       );
-      if (seq < 0) return false;
+      if (seq < 0) return null;
+      head = { epoch: head.epoch, cursor: next, seq };
     } while (at < changes.length);
-    return true;
+    return head;
   }
 }

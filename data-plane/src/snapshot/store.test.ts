@@ -230,3 +230,61 @@ describe("SnapshotStore full loads", () => {
     expect(turns).toBeGreaterThan(0);
   });
 });
+
+describe("SnapshotStore folds changes into its tables", () => {
+  // ids that fall in one shard (the first 256 / 8 = 32 is below the fold threshold, so FOLD_AT = 128 applies)
+  const inShard = (n: number, shard = 7, tag = "id") => {
+    const ids: string[] = [];
+    for (let i = 0; ids.length < n; i++) if (shardOf(`${tag}${i}`) === shard) ids.push(`${tag}${i}`);
+    return ids;
+  };
+
+  it("a bulk of changes leaves the heap (folded into the shard's table) and every entity reads the same", () => {
+    const store = new SnapshotStore();
+    const ids = inShard(1_000);
+    for (const [i, id] of ids.entries()) store.applyChange(keyChange(id, i + 1, { name: `n${i}` }));
+    const shard = store.shard("key", 7);
+    expect(shard.table.count).toBeGreaterThan(800);
+    expect(shard.changes.size).toBeLessThan(200);
+    expect(store.size.keys).toBe(1_000);
+    for (const [i, id] of ids.entries()) expect(store.key(id)).toMatchObject({ name: `n${i}`, v: i + 1 });
+    // a folded entity keeps its version: an older one is refused, a newer one applies
+    expect(store.applyChange(keyChange(ids[0]!, 0, { name: "older" }))).toBe(false);
+    expect(store.key(ids[0]!)?.name).toBe("n0");
+    expect(store.applyChange(keyChange(ids[0]!, 5_000, { status: "revoked" }))).toBe(true);
+    expect(store.key(ids[0]!)?.status).toBe("revoked");
+  });
+
+  it("a deletion stays remembered through folds: an older version arriving late does not bring the entity back", () => {
+    const store = new SnapshotStore();
+    const ids = inShard(600, 9);
+    for (const [i, id] of ids.entries()) store.applyChange(keyChange(id, i + 1));
+    for (const [i, id] of ids.slice(0, 300).entries()) store.applyChange(keyChange(id, 1_000 + i, null));
+    // more changes: several folds after the deletions
+    for (const [i, id] of ids.slice(300).entries()) store.applyChange(keyChange(id, 2_000 + i, { name: "again" }));
+    expect(store.size.keys).toBe(300);
+    expect(store.shard("key", 9).table.count).toBeLessThanOrEqual(300);
+    for (const id of ids.slice(0, 300)) {
+      expect(store.applyChange(keyChange(id, 5))).toBe(false);
+      expect(store.key(id)).toBeUndefined();
+    }
+    for (const id of ids.slice(300)) expect(store.key(id)?.name).toBe("again");
+  });
+
+  it("does not fold while a full load runs: changes applied meanwhile still win over the load", async () => {
+    const store = new SnapshotStore();
+    const ids = inShard(400, 11);
+    const load = store.beginFullLoad();
+    for (const id of ids) load.put(keyChange(id, 1, { name: "loaded" }));
+    for (const id of ids) store.applyChange(keyChange(id, 2, { name: "changed" }));
+    expect(store.shard("key", 11).changes.size).toBe(400);
+    await load.finish(1, Date.now());
+    for (const id of ids) expect(store.key(id)?.name).toBe("changed");
+    // the next change after the load folds the shard
+    store.applyChange(keyChange(ids[0]!, 3, { name: "last" }));
+    expect(store.shard("key", 11).changes.size).toBe(0);
+    expect(store.key(ids[0]!)?.name).toBe("last");
+    expect(store.key(ids[1]!)?.name).toBe("changed");
+    expect(store.size.keys).toBe(400);
+  });
+});

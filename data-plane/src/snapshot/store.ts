@@ -41,6 +41,14 @@ type Figures = { spent: string; balance?: string; budgets?: unknown };
 const CACHE_PER_SHARD = 512;
 
 /**
+ * Changes a shard keeps on the heap before they are folded into its table (see Shard.fold): at least this many,
+ * or an eighth of the table's entries, so folding copies each entry about eight times per its table's size in
+ * changes and the heap holds at most about an eighth of the set as changes (a bulk import arriving as changes
+ * would otherwise leave every new key on the heap until the next full load).
+ */
+const FOLD_AT = 128;
+
+/**
  * One of POLICY_SHARDS shards of keys or accounts: the table the last full load built (bytes, off the heap,
  * see table.ts), the changes applied since, and the entities parsed for requests. Looking an entity up takes
  * the newest version of the three.
@@ -55,6 +63,8 @@ class Shard<T extends object> {
   moneyTable = PolicyTable.empty;
   /** the size, counted when asked (readiness, metrics) and kept until a change or a swap */
   private counted = -1;
+  /** deletions the last fold kept as changes (not counted towards the next fold) */
+  private unfolded = 0;
 
   change(id: string, c: Changed<T>): void {
     this.changes.set(id, c);
@@ -124,6 +134,52 @@ class Shard<T extends object> {
     }
     this.moneyTable = moneyTable;
     this.table = table;
+    this.cache = new Map();
+    this.counted = -1;
+    this.unfolded = Math.min(this.unfolded, this.changes.size);
+  }
+
+  /** Whether enough changes wait on the heap to fold them into the table. */
+  get foldDue(): boolean {
+    return this.changes.size - this.unfolded >= Math.max(FOLD_AT, this.table.count >>> 3);
+  }
+
+  /**
+   * Builds the table anew from the table and the changes (each entity at the newer of its two versions) and
+   * forgets the changes it took in. A deletion stays a change (it remembers the deleted version, so an older one
+   * arriving late cannot bring the entity back) and its entity leaves the table. Only while no full load runs
+   * (that load's swap decides by which changes it began before).
+   */
+  fold(): void {
+    const table = this.table;
+    const taken = new Set<number>();
+    const kept: [string, Changed<T>][] = [];
+    let bytes = table.bytes;
+    for (const [id, c] of this.changes) {
+      const e = table.find(id, idHash(id));
+      if (e >= 0) {
+        if (table.version(e) > c.v) continue; // the table's is newer: the change goes
+        taken.add(e);
+      }
+      if (c.json === null) kept.push([id, c]);
+      else bytes += id.length + c.json.length * 3;
+    }
+    const b = new TableBuilder({ count: table.count + this.changes.size, bytes });
+    for (const e of table.entries()) {
+      if (taken.has(e)) continue;
+      const [id, json] = table.bytesOf(e);
+      b.add(id, json, undefined, table.version(e));
+    }
+    for (const [id, c] of this.changes) {
+      if (c.json === null) continue;
+      const e = table.find(id, idHash(id));
+      if (e >= 0 && !taken.has(e)) continue;
+      b.addString(id, c.json, c.v);
+    }
+    this.table = b.build();
+    this.changes.clear();
+    for (const [id, c] of kept) this.changes.set(id, c);
+    this.unfolded = kept.length;
     this.cache = new Map();
     this.counted = -1;
   }
@@ -251,6 +307,7 @@ export class SnapshotStore {
     const m = shard.money.get(c.id);
     if (m !== undefined && (c.json === null || m.v <= c.v)) shard.money.delete(c.id);
     if (c.v > this.highest) this.highest = c.v;
+    if (this.loadingNow === null && shard.foldDue) shard.fold();
     return true;
   }
 

@@ -127,6 +127,13 @@ export class PolicyTable {
     return decoder.decode(this.blob.subarray(this.offs[e]!, this.offs[e]! + this.idLens[e]!));
   }
 
+  /** Entry e's id and JSON as bytes (views into the table, not copies). */
+  bytesOf(e: number): [id: Uint8Array, json: Uint8Array] {
+    const start = this.offs[e]!;
+    const json = start + this.idLens[e]!;
+    return [this.blob.subarray(start, json), this.blob.subarray(json, this.offs[e + 1]!)];
+  }
+
   private idEquals(e: number, id: string): boolean {
     const start = this.offs[e]!;
     const len = this.idLens[e]!;
