@@ -58,22 +58,12 @@ async function bulkKeys(tag: string, n: number): Promise<string[]> {
   );
   return rows.map((r) => r.key_hash);
 }
-/** The current epoch's stream entries, in order, as their fields. */
-const streamEntries = async () => {
-  const epoch = await redis.hget(names.policyMeta, "epoch");
-  const raw = await redis.xrange(names.policyStream(epoch!), "-", "+");
-  return raw.map(([, f]) => {
-    const o: Record<string, string> = {};
-    for (let i = 0; i + 1 < f.length; i += 2) o[f[i]!] = f[i + 1]!;
-    return o as { s: string; k: string; i: string; v: string; d: string };
-  });
-};
 const streamLength = async () => {
   const epoch = await redis.hget(names.policyMeta, "epoch");
   return redis.xlen(names.policyStream(epoch!));
 };
-/** The current epoch's stream entries after the first `skip`, as their fields. */
-const streamEntries = async (skip: number) => {
+/** The current epoch's stream entries after the first `skip`, in order, as their fields. */
+const streamEntries = async (skip = 0) => {
   const epoch = await redis.hget(names.policyMeta, "epoch");
   const all = await redis.xrange(names.policyStream(epoch!), "-", "+");
   return all.slice(skip).map(([, f]) => {
@@ -676,6 +666,38 @@ describe("policy feed", () => {
     expect(replica.size).toEqual(store.size);
     await follower.stop();
     republisher.stop();
+  });
+
+  it("in a bulk read over many pages, a key whose money and policy both changed is published whole once, whichever pages its two rows fall in", async () => {
+    const small = new SnapshotPublisher(
+      db.db,
+      new RedisPolicyBus(redis, names),
+      1,
+      (err) => {
+        throw err;
+      },
+      { maxChanges: 20 },
+    );
+    const hashes = await bulkKeys("both", 120);
+    await publish();
+    const before = await streamLength();
+    // settlement-shaped (money only) for all, then a policy change of every other one
+    await sql(`UPDATE api_keys SET spent_micro = spent_micro + 7 WHERE name LIKE 'both-%'`);
+    await sql(
+      `UPDATE api_keys SET name = name || '-renamed' WHERE name LIKE 'both-%' AND substr(name, 6)::int % 2 = 0`,
+    );
+    small.changed();
+    await small.flush();
+    await source.sync();
+    const entries = (await streamEntries(before)).filter((e) => hashes.includes(e.i));
+    expect(entries.length).toBe(120);
+    const renamed = entries.filter((e) => e.k === "key");
+    expect(renamed.length).toBe(60);
+    for (const e of renamed) expect(e.d).toContain('"spent":"7"');
+    expect(entries.filter((e) => e.k === "key.money").length).toBe(60);
+    for (const h of hashes) expect(store.key(h)?.spent).toBe("7");
+    expect(small.fullPublications).toBe(0);
+    small.stop();
   });
 
   it("two publishers appending bulks at once never interleave their pages: an entity's versions only grow along the stream, and replicas end right", async () => {
