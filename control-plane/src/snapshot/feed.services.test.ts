@@ -678,14 +678,14 @@ describe("policy feed", () => {
       },
       { maxChanges: 20 },
     );
-    const hashes = await bulkKeys("both", 120);
+    const hashes = await bulkKeys("twokinds", 120);
     await publish();
     const before = await streamLength();
     // settlement-shaped (money only) for all, then a policy change of every other one
-    await sql(`UPDATE api_keys SET spent_micro = spent_micro + 7 WHERE name LIKE 'both-%'`);
-    await sql(
-      `UPDATE api_keys SET name = name || '-renamed' WHERE name LIKE 'both-%' AND substr(name, 6)::int % 2 = 0`,
-    );
+    await sql(`UPDATE api_keys SET spent_micro = spent_micro + 7 WHERE key_hash = ANY ($1::text[])`, [hashes]);
+    await sql(`UPDATE api_keys SET name = name || '-renamed' WHERE key_hash = ANY ($1::text[])`, [
+      hashes.filter((_, i) => i % 2 === 0),
+    ]);
     small.changed();
     await small.flush();
     await source.sync();
