@@ -1,4 +1,5 @@
 import { readFileSync, readdirSync } from "node:fs";
+import { request } from "node:http";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Gateway, startGateway, waitForKey } from "../helpers/gateway.ts";
@@ -61,7 +62,29 @@ beforeAll(async () => {
   await gw.admin("account create", { name: "initech", balance: "50" });
   apiKey = (await gw.admin<{ key: string }>("key create", { account: "initech", name: "workers" })).key;
   await waitForKey({ ...gw, bases: [base] }, apiKey);
+  // waitForKey's requests may all reach one worker (one kept-alive connection): wait until requests on new
+  // connections, which the primary hands to the workers in turn, find the key in both.
+  await eventually(
+    () => Promise.all(Array.from({ length: 4 }, () => policyCode(`${base}/v1/models/no-such-model-2000-01-01`))),
+    (codes) => codes.every((c) => c !== "invalid_api_key"),
+    5_000,
+    50,
+  );
 }, 240_000);
+
+/** The error code a request with the key gets, on a connection of its own. */
+function policyCode(url: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { agent: false, headers: { authorization: `Bearer ${apiKey}` } }, (res) => {
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (d: string) => (body += d));
+      res.on("end", () => resolve((JSON.parse(body) as { error?: { code?: string } }).error?.code ?? "ok"));
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
 
 afterAll(async () => {
   await primary?.stop("SIGKILL");
