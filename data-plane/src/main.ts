@@ -8,6 +8,7 @@ import { OutageLog } from "./logging/outage-log.ts";
 import { createDataPlaneOptions } from "./runtime.ts";
 import { createGatewayServer } from "./http/server.ts";
 import { createDataPlaneHandler } from "./server/app.ts";
+import { applyHeapFlags } from "./memory.ts";
 import { initTracing } from "./telemetry/tracing.ts";
 import { RedisPolicySource } from "./snapshot/redis-feed.ts";
 import { SnapshotStore } from "./snapshot/store.ts";
@@ -16,6 +17,9 @@ import { UsageSpool } from "./usage/spool.ts";
 
 // A data-plane replica (distributed mode): stateless; policy from the Redis policy feed, usage to the Redis stream.
 
+// Before the first full collection: with MODELGATE_HEAP_GROWING_PERCENT set, the old generation grows at most
+// that much past what the last one left alive (memory.ts; off by default).
+applyHeapFlags();
 const logger = createLogger("modelgate-data-plane");
 const tracing = await initTracing("modelgate-data-plane");
 // The spool holds usage events: what this process writes is private to its user.
