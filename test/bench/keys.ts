@@ -17,6 +17,8 @@ import { type BenchProc, cpuMs, memoryMb, spawnNode, stopAll, waitForUrl } from 
 //   steady   no admin changes: baseline latency, event-loop delay, control-plane CPU (settlement only);
 //   changes  a key created and another revoked every 2 s (SQL + the CLI's notification), each timed until the
 //            replica accepts / refuses it;
+//   bulk     min(BENCH_BULK = 50,000, N/2) keys inserted in one statement (an import), published as changes, and a
+//            key revoked right after its commit, timed until the replica refuses it;
 //   reload   the feed's head moved past what the stream holds (a gap), so the replica loads everything in full
 //            under load.
 // Writes bench/results/keys-latest.md.
@@ -29,6 +31,8 @@ import { type BenchProc, cpuMs, memoryMb, spawnNode, stopAll, waitForUrl } from 
 
 const RATE = Number(process.env.BENCH_RATE ?? 300);
 const PHASE_MS = Number(process.env.BENCH_PHASE_MS ?? 20_000);
+/** keys inserted at once in the bulk phase (at most half the key count) */
+const BULK = Number(process.env.BENCH_BULK ?? 50_000);
 const MODEL = "bench-chat-2025-01-01";
 const UPSTREAM_KEY = "sk-bench-upstream";
 const REDIS_URL = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
@@ -83,6 +87,19 @@ interface Row {
     revokeMs: number[];
     createMs: number[];
     revokeAppendMs: number[];
+  };
+  bulk: {
+    keys: number;
+    /** commit → the replica holds every key of the bulk */
+    applyMs: number;
+    /** a key revoked right after the bulk's commit: until the replica refuses it */
+    revokeMs: number;
+    /** full loads the replica made meanwhile (a bulk travels as changes: 0) */
+    fullLoads: number;
+    p99: number;
+    loopP99: number;
+    loopMax: number;
+    failed: number;
   };
   reload: {
     loadMs: number;
@@ -359,6 +376,48 @@ async function runSize(n: number, dpEntry: string): Promise<Row> {
     const redisUsecPerAppend = appends > 0 ? feedUsec / appends : NaN;
     const changesLat = await window(load, c1 - PHASE_MS, c1);
 
+    // bulk: BULK keys inserted in one statement (an import), and a key revoked right after its commit. The bulk
+    // travels as changes (pages from one snapshot), so the replica makes no full load, and the revocation is
+    // published between the bulk's pages instead of waiting for all of them.
+    const bulkKeys = Math.min(BULK, Math.floor(n / 2));
+    const bulkBefore = await readyz(origin);
+    await scrape(origin);
+    const b0 = Date.now();
+    await db.db.sql.transaction((tx) =>
+      tx.query(
+        `INSERT INTO api_keys (id, account_id, name, key_hash, prefix, allowed_models, ip_allowlist, updated_at)
+         SELECT gen_random_uuid(), $1::uuid, 'bulk-' || i, encode(sha256(convert_to('sk-mg-bulk-' || i, 'UTF8')), 'hex'), 'sk-mg-bulk', '{}', '{}', now()
+         FROM generate_series(1, $2::int) i`,
+        [acct!.id, bulkKeys],
+      ),
+    );
+    const bulkCommitted = performance.now();
+    await notify();
+    const bulkVictim = created.shift()!;
+    await db.db.sql.transaction((tx) =>
+      tx.query(
+        `UPDATE api_keys SET status = 'revoked', revoked_at = now() WHERE key_hash = encode(sha256(convert_to($1, 'UTF8')), 'hex')`,
+        [bulkVictim],
+      ),
+    );
+    await notify();
+    const bulkRevokeMs = await until(bulkVictim, (c) => c === "key_revoked");
+    let bulkAfter = await readyz(origin);
+    while (bulkAfter.policy.keys < bulkBefore.policy.keys + bulkKeys) {
+      if (performance.now() - bulkCommitted > 600_000) throw new Error("the replica did not get the bulk");
+      await sleep(20);
+      bulkAfter = await readyz(origin);
+    }
+    const bulkApplyMs = performance.now() - bulkCommitted;
+    const b1 = Date.now();
+    machineLoad.push(loadavg()[0]!);
+    const bulkLoop = await scrape(origin);
+    await sleep(1_500);
+    const bulkLat = await window(load, b0, b1);
+    console.log(
+      `[${n}] bulk of ${bulkKeys} keys held by the replica after ${bulkApplyMs.toFixed(0)} ms; a key revoked after it refused after ${bulkRevokeMs.toFixed(0)} ms; full loads ${bulkAfter.policy.fullLoads - bulkBefore.policy.fullLoads}`,
+    );
+
     // reload: the head moves past what the stream holds, as after a long disconnect: the replica sees the gap
     const before = await readyz(origin);
     await scrape(origin);
@@ -406,6 +465,16 @@ async function runSize(n: number, dpEntry: string): Promise<Row> {
         revokeMs,
         createMs,
         revokeAppendMs,
+      },
+      bulk: {
+        keys: bulkKeys,
+        applyMs: bulkApplyMs,
+        revokeMs: bulkRevokeMs,
+        fullLoads: bulkAfter.policy.fullLoads - bulkBefore.policy.fullLoads,
+        p99: pct(bulkLat.latencies, 0.99),
+        loopP99: bulkLoop.loopP99,
+        loopMax: bulkLoop.loopMax,
+        failed: bulkLat.failed,
       },
       reload: {
         loadMs: after.policy.lastFullLoadMs ?? NaN,
@@ -464,6 +533,8 @@ function report(rows: Row[]): string {
     `| created key accepted after: p50 / p99 | ${col((r) => `${ms(pct(r.changes.createMs, 0.5))} / ${ms(pct(r.changes.createMs, 0.99))} ms`)} |`,
     `| call latency steady: p50 / p99 | ${col((r) => `${ms(r.steady.p50)} / ${ms(r.steady.p99)} ms`)} |`,
     `| added p99 while changes land | ${col((r) => `${ms(r.changes.p99 - r.steady.p99)} ms`)} |`,
+    `| bulk import as changes: keys / held by the replica after / a key revoked meanwhile refused after / full loads | ${col((r) => `${r.bulk.keys.toLocaleString("en")} / ${(r.bulk.applyMs / 1000).toFixed(1)} s / ${ms(r.bulk.revokeMs)} ms / ${r.bulk.fullLoads}`)} |`,
+    `| p99 of calls during the bulk (added p99); event-loop delay p99 / max | ${col((r) => `${ms(r.bulk.p99)} ms (+${ms(r.bulk.p99 - r.steady.p99)}); ${ms(r.bulk.loopP99)} / ${ms(r.bulk.loopMax)} ms`)} |`,
     `| full reload under load (gap): wall / replica CPU | ${col((r) => `${(r.reload.loadMs / 1000).toFixed(1)} s / ${(r.reload.dpCpuMs / 1000).toFixed(1)} s`)} |`,
     `| p99 / max of calls during the reload (added p99) | ${col((r) => `${ms(r.reload.p99)} / ${ms(r.reload.max)} ms (+${ms(r.reload.p99 - r.steady.p99)})`)} |`,
     `| event-loop delay p99 / max: steady | ${col((r) => `${ms(r.steady.loopP99)} / ${ms(r.steady.loopMax)} ms`)} |`,
@@ -472,8 +543,8 @@ function report(rows: Row[]): string {
     `| replica RSS (empty replica) → per key | ${col((r) => `${r.dpRssMb.toFixed(0)} MB (${r.dpBaseRssMb.toFixed(0)}) → ${(((r.dpRssMb - r.dpBaseRssMb) * 1048576) / r.n).toFixed(0)} B`)} |`,
     `| control-plane CPU at ${RATE} req/s, no admin changes | ${col((r) => `${r.cpCpuSteadyPct.toFixed(1)}% of a core`)} |`,
     `| data-plane CPU at ${RATE} req/s | ${col((r) => `${r.dpCpuSteadyPct.toFixed(1)}% of a core`)} |`,
-    `| failed calls (steady / changes / reload) | ${col((r) => `${r.steady.failed} / ${r.changes.failed} / ${r.reload.failed}`)} |`,
-    `| machine load average (steady / changes / reload; 2 cores) | ${col((r) => r.load.map((l) => l.toFixed(1)).join(" / "))} |`,
+    `| failed calls (steady / changes / bulk / reload) | ${col((r) => `${r.steady.failed} / ${r.changes.failed} / ${r.bulk.failed} / ${r.reload.failed}`)} |`,
+    `| machine load average (steady / changes / bulk / reload; 2 cores) | ${col((r) => r.load.map((l) => l.toFixed(1)).join(" / "))} |`,
   ];
   return lines.join("\n") + "\n";
 }
