@@ -549,21 +549,19 @@ describe("policy feed", () => {
     small.stop();
   });
 
-  it("a revocation while a bulk is appended is read between its pages and reaches the feed before the bulk's rest", async () => {
-    const hash = await newKey("revoked-mid-bulk");
-    await publish();
-    // The bulk's second page is held at its append (the first is in the stream) until the revocation committed.
+  // A publisher (pages of maxChanges) whose n-th append is held until released.
+  const holding = (n: number, maxChanges: number) => {
     let appends = 0;
     let reached!: () => void;
     const atAppend = new Promise<void>((r) => (reached = r));
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
-    const held = new Proxy(redis, {
+    const proxy = new Proxy(redis, {
       get(target, prop) {
         const v = Reflect.get(target, prop, target) as unknown;
         if (prop === "policyAppend")
           return async (...args: string[]) => {
-            if (++appends === 2) {
+            if (++appends === n) {
               reached();
               await gate;
             }
@@ -572,15 +570,23 @@ describe("policy feed", () => {
         return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
       },
     });
-    const bulkPublisher = new SnapshotPublisher(
+    const publisher = new SnapshotPublisher(
       db.db,
-      new RedisPolicyBus(held, names),
+      new RedisPolicyBus(proxy, names),
       1,
       (err) => {
         throw err;
       },
-      { maxChanges: 50 },
+      { maxChanges },
     );
+    return { publisher, atAppend, release };
+  };
+
+  it("a revocation while a bulk is appended is read between its pages and reaches the feed before the bulk's rest", async () => {
+    const hash = await newKey("revoked-mid-bulk");
+    await publish();
+    // The bulk's second page is held at its append (the first is in the stream) until the revocation committed.
+    const { publisher: bulkPublisher, atAppend, release } = holding(2, 50);
     const hashes = await bulkKeys("midbulk", 200);
     bulkPublisher.changed();
     const flushed = bulkPublisher.flush();
@@ -701,47 +707,15 @@ describe("policy feed", () => {
   });
 
   it("two publishers appending bulks at once never interleave their pages: an entity's versions only grow along the stream, and replicas end right", async () => {
-    // Each publisher's n-th append (step 2) is held until released.
-    const holding = (n: number) => {
-      let appends = 0;
-      let reached!: () => void;
-      const atAppend = new Promise<void>((r) => (reached = r));
-      let release!: () => void;
-      const gate = new Promise<void>((r) => (release = r));
-      const proxy = new Proxy(redis, {
-        get(target, prop) {
-          const v = Reflect.get(target, prop, target) as unknown;
-          if (prop === "policyAppend")
-            return async (...args: string[]) => {
-              if (++appends === n) {
-                reached();
-                await gate;
-              }
-              return (v as (...a: string[]) => Promise<unknown>).apply(target, args);
-            };
-          return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-        },
-      });
-      const publisher = new SnapshotPublisher(
-        db.db,
-        new RedisPolicyBus(proxy, names),
-        1,
-        (err) => {
-          throw err;
-        },
-        { maxChanges: 30 },
-      );
-      return { publisher, atAppend, release };
-    };
     const hashes = await bulkKeys("race", 120);
     // A reads the bulk insert and appends its first page; its second is held.
-    const a = holding(2);
+    const a = holding(2, 30);
     a.publisher.changed();
     const aDone = a.publisher.flush();
     await a.atAppend;
     // The bulk is revoked; B reads that (newer versions of the same keys) and appends two pages; its third is held.
     await sql(`UPDATE api_keys SET status = 'revoked', revoked_at = now() WHERE name LIKE 'race-%'`);
-    const b = holding(3);
+    const b = holding(3, 30);
     b.publisher.changed();
     const bDone = b.publisher.flush();
     await b.atAppend;

@@ -1,22 +1,10 @@
 import { describe, expect, it } from "vitest";
-import type { AccountSnapshot, KeySnapshot } from "../contract/snapshot.ts";
+import type { AccountSnapshot } from "../contract/snapshot.ts";
 import { checkKeyPolicy, isModelAllowed, type PolicyInput } from "./check.ts";
+import { testKey as makeKey } from "../snapshot/test-fixture.ts";
 
 const NOW = Date.parse("2025-06-01T00:00:00.000Z");
 
-const makeKey = (over: Partial<KeySnapshot> = {}): KeySnapshot => ({
-  id: "k1",
-  accountId: "a1",
-  name: "test",
-  status: "active",
-  expiresAt: null,
-  quota: null,
-  spent: "0",
-  allowedModels: [],
-  ipAllowlist: [],
-  limits: { rpm: null, tpm: null, concurrency: null },
-  ...over,
-});
 const makeAccount = (over: Partial<AccountSnapshot> = {}): AccountSnapshot => ({
   id: "a1",
   name: "Acme",

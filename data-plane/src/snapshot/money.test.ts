@@ -5,24 +5,12 @@ import { entityJson, type PolicyChange } from "../contract/policy-feed.ts";
 import { checkKeyPolicy } from "../policy/check.ts";
 import { MemorySpendCounter } from "../billing/spend.ts";
 import { SnapshotStore } from "./store.ts";
+import { testKey as key } from "./test-fixture.ts";
 
 // Money changes (contract/policy-feed.ts): a key's or an account's settled figures alone, patched over the
 // entity held. Versions are one sequence per entity's state, so whatever order payloads arrive in, a replica
 // ends at the newest state and never goes back, for the policy and for the figures alike.
 
-const key = (over: Partial<KeySnapshot> = {}): KeySnapshot => ({
-  id: "k1",
-  accountId: "a1",
-  name: "test",
-  status: "active",
-  expiresAt: null,
-  quota: null,
-  spent: "0",
-  allowedModels: [],
-  ipAllowlist: [],
-  limits: { rpm: null, tpm: null, concurrency: null },
-  ...over,
-});
 const account = (over: Partial<AccountSnapshot> = {}): AccountSnapshot => ({
   id: "a1",
   name: "Acme",

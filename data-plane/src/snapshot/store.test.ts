@@ -2,20 +2,8 @@ import { describe, expect, it } from "vitest";
 import type { KeySnapshot } from "../contract/snapshot.ts";
 import { entityJson, type PolicyChange, shardOf, versionOf, POLICY_SHARDS } from "../contract/policy-feed.ts";
 import { SnapshotStore } from "./store.ts";
+import { testKey as key } from "./test-fixture.ts";
 
-const key = (over: Partial<KeySnapshot> = {}): KeySnapshot => ({
-  id: "k1",
-  accountId: "a1",
-  name: "test",
-  status: "active",
-  expiresAt: null,
-  quota: null,
-  spent: "0",
-  allowedModels: [],
-  ipAllowlist: [],
-  limits: { rpm: null, tpm: null, concurrency: null },
-  ...over,
-});
 const account = {
   id: "a1",
   name: "Acme",
