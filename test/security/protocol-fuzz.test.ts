@@ -225,6 +225,76 @@ const anthropicBody = asBody(
     { requiredKeys: [] },
   ),
 );
+// Responses API items: messages (short and typed form), function calls and their outputs, reasoning items,
+// references to stored items, and unknown kinds; their parts mix the input and output part types.
+const responsesPart = fc.oneof(
+  fc.record(
+    {
+      type: fc.constantFrom("input_text", "output_text", "input_image", "input_file", "refusal", "text"),
+      text: maybe(anyJson),
+      image_url: maybe(anyJson),
+      detail: maybe(anyJson),
+      refusal: maybe(anyJson),
+    },
+    { requiredKeys: ["type"] },
+  ),
+  anyJson,
+);
+const responsesItem = fc.oneof(
+  {
+    weight: 8,
+    arbitrary: fc.record(
+      {
+        type: maybe(
+          fc.constantFrom("message", "function_call", "function_call_output", "reasoning", "item_reference", "x"),
+        ),
+        role,
+        content: fc.oneof(fc.string({ maxLength: 30 }), fc.array(responsesPart, { maxLength: 3 }), anyJson),
+        call_id: maybe(anyJson),
+        name: maybe(anyJson),
+        arguments: maybe(anyJson),
+        output: maybe(anyJson),
+        summary: maybe(anyJson),
+        encrypted_content: maybe(anyJson),
+        id: maybe(anyJson),
+      },
+      { requiredKeys: [] },
+    ),
+  },
+  anyJson,
+);
+const responsesBody = asBody(
+  fc.record(
+    {
+      model,
+      input: fc.oneof(
+        { weight: 2, arbitrary: fc.string({ maxLength: 40 }) },
+        { weight: 8, arbitrary: fc.array(responsesItem, { minLength: 1, maxLength: 4 }) },
+        anyJson,
+      ),
+      instructions: maybe(anyJson),
+      stream: maybe(fc.oneof(fc.boolean(), anyJson)),
+      store: maybe(anyJson),
+      previous_response_id: maybe(fc.oneof(fc.constant("resp_0123456789abcdef"), anyJson)),
+      max_output_tokens: maybe(num),
+      temperature: maybe(num),
+      tools: maybe(
+        fc.oneof(
+          fc.array(fc.record({ type: maybe(fc.constantFrom("function", "web_search", "x")), name: maybe(anyJson) }), {
+            maxLength: 2,
+          }),
+          anyJson,
+        ),
+      ),
+      tool_choice: maybe(anyJson),
+      text: maybe(anyJson),
+      reasoning: maybe(anyJson),
+      include: maybe(anyJson),
+      metadata: maybe(anyJson),
+    },
+    { requiredKeys: [] },
+  ),
+);
 const geminiPart = fc.oneof(
   fc.record({
     text: maybe(anyJson),
@@ -302,6 +372,19 @@ describe("protocol fuzzing: never a 5xx, always the caller's error shape with th
   it("OpenAI chat completions", async () => {
     await fc.assert(
       fc.asyncProperty(openaiBody, (body) => check("openai", { path: "/v1/chat/completions", body })),
+      {
+        ...params,
+        // Found by this property in CI: an image_url part without its image_url object was a 500.
+        examples: [
+          [`{"model":"${MODELS[1]}","messages":[{"role":"developer","content":[{"type":"image_url","source":1}]}]}`],
+          [`{"model":"${MODEL}","messages":[{"role":"user","content":[{"type":"text"}]}]}`],
+        ],
+      },
+    );
+  });
+  it("OpenAI responses", async () => {
+    await fc.assert(
+      fc.asyncProperty(responsesBody, (body) => check("openai", { path: "/v1/responses", body })),
       params,
     );
   });

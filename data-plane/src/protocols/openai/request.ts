@@ -122,13 +122,30 @@ const UNTRANSLATABLE: Record<string, (v: unknown) => boolean> = {
 
 type Content = z.infer<typeof content>;
 
+/**
+ * A part whose type is text or image_url must have that type's shape: the content union lets a malformed one
+ * through as an "other" part (so that unknown types get a precise refusal), so it is checked again here.
+ */
+function textOf(p: z.infer<typeof contentPart>, at: string): string {
+  const t = textPart.safeParse(p);
+  if (!t.success) throw invalid("invalid_type", "A text content part needs a string 'text'.", `${at}.text`);
+  return t.data.text;
+}
+
 function userParts(c: Content, param: string): UserPart[] {
   if (typeof c === "string") return [{ type: "text", text: c }];
   return c.map((p, i): UserPart => {
-    if (p.type === "text") return { type: "text", text: (p as z.infer<typeof textPart>).text };
+    if (p.type === "text") return { type: "text", text: textOf(p, `${param}[${i}]`) };
     if (p.type === "image_url") {
-      const img = (p as z.infer<typeof imagePart>).image_url;
-      return { type: "image", source: imageSourceOfUrl(img.url, img.detail) };
+      const img = imagePart.safeParse(p);
+      if (!img.success) {
+        throw invalid(
+          "invalid_type",
+          "An image_url content part needs an 'image_url' object with a string 'url'.",
+          `${param}[${i}].image_url`,
+        );
+      }
+      return { type: "image", source: imageSourceOfUrl(img.data.image_url.url, img.data.image_url.detail) };
     }
     throw invalid("invalid_value", `Content part type '${p.type}' is not supported.`, `${param}[${i}].type`);
   });
@@ -233,7 +250,7 @@ function textOnlyAssistant(c: Content, param: string): string {
   if (typeof c === "string") return c;
   return c
     .map((p, i) => {
-      if (p.type === "text") return (p as { text: string }).text;
+      if (p.type === "text") return textOf(p, `${param}[${i}]`);
       const refusal = (p as Record<string, unknown>).refusal;
       if (p.type === "refusal" && typeof refusal === "string") return refusal;
       throw invalid("invalid_value", "Only text content is allowed in assistant messages.", `${param}[${i}]`);
