@@ -483,15 +483,104 @@ describe("policy feed", () => {
     await follower.stop();
   });
 
-  it("publishes in full when Redis lost the feed, and the replica loads the new epoch", async () => {
-    const before = await redis.hget(names.policyMeta, "epoch");
-    await redis.del(names.policyMeta);
-    const hash = await newKey("after-loss");
-    await publish();
-    expect(publisher.fullPublications).toBe(2);
-    expect(await redis.hget(names.policyMeta, "epoch")).not.toBe(before);
-    expect(store.fullLoads).toBe(3);
-    expect(store.key(hash)).toBeDefined();
+  it("when Redis lost the feed, changes reach replicas at once on a bridge epoch while the full publication is written beside it; the replica then loads the new epoch", async () => {
+    // A control plane whose full publication can be held before its first page.
+    let hold = false;
+    let reached!: () => void;
+    const atPage = new Promise<void>((r) => (reached = r));
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const cp = new SnapshotPublisher(
+      db.db,
+      new RedisPolicyBus(redis, names),
+      1,
+      (err) => {
+        throw err;
+      },
+      {
+        pageSize: 2,
+        beforeFullPage: async () => {
+          if (!hold) return;
+          reached();
+          await gate;
+        },
+      },
+    );
+    // A replica that falls behind before the loss (it misses the last change before it).
+    const behind = new SnapshotStore();
+    const lagging = new RedisPolicySource(redis, sub, behind, names, 3_600_000, (err) => {
+      throw err;
+    });
+    await lagging.sync();
+    const victim = await newKey("revoked-on-bridge");
+    const missed = await newKey("missed-by-one");
+    cp.changed();
+    await cp.flush();
+    await source.sync();
+    expect(store.key(victim)?.status).toBe("active");
+    expect(behind.key(missed)).toBeUndefined();
+    const lost = (await redis.hget(names.policyMeta, "epoch"))!;
+    const loads = store.fullLoads;
+    const published = cp.fullPublications;
+
+    // Redis loses everything (a restart without persistence); then a key is revoked and another created.
+    const beforeLoss = Date.now();
+    const all = await redis.keys(`${names.prefix}*`);
+    await redis.del(...all);
+    hold = true;
+    await sql(`UPDATE api_keys SET status = 'revoked', revoked_at = now() WHERE key_hash = $1`, [victim]);
+    const created = await newKey("created-on-bridge");
+    cp.changed();
+    await atPage;
+    await cp.flush();
+    await source.sync();
+    // The full publication is held; the changes went to a bridge epoch, which the replica follows.
+    expect(cp.bridges).toBe(1);
+    expect(cp.fullPublications).toBe(published);
+    const bridge = (await redis.hget(names.policyMeta, "epoch"))!;
+    expect(bridge).not.toBe(lost);
+    expect(await redis.hget(names.policyMeta, "base")).not.toBeNull();
+    expect(store.key(victim)?.status).toBe("revoked");
+    expect(store.key(created)?.status).toBe("active");
+    expect(store.fullLoads).toBe(loads);
+    // It was current at the lost feed's cursor, so it is current again (it confirmed the bridge's head)…
+    expect(store.publishedAgeMs()).toBeLessThanOrEqual(Date.now() - beforeLoss);
+    // …while the one behind applies the bridge's changes too but cannot say it is current (it lacks one).
+    await lagging.sync();
+    expect(behind.key(missed)).toBeUndefined();
+    expect(behind.key(victim)?.status).toBe("revoked");
+    expect(behind.key(created)?.status).toBe("active");
+    expect(behind.publishedAgeMs()).toBeGreaterThan(Date.now() - beforeLoss);
+    // A replica that holds nothing has nothing to build on: it waits for the full epoch.
+    const fresh = new SnapshotStore();
+    const follower = new RedisPolicySource(redis, sub, fresh, names, 3_600_000, (err) => {
+      throw err;
+    });
+    await follower.sync();
+    expect(fresh.loaded).toBe(false);
+
+    // The full publication completes: the new epoch is current and loaded, the bridge expires.
+    release();
+    await cp.republishing;
+    await cp.flush();
+    await source.sync();
+    await follower.sync();
+    expect(cp.fullPublications).toBe(published + 1);
+    expect(await redis.hget(names.policyMeta, "base")).toBeNull();
+    expect(await redis.hget(names.policyMeta, "epoch")).not.toBe(bridge);
+    expect(await redis.ttl(names.policyStream(bridge))).toBeGreaterThan(0);
+    expect(store.fullLoads).toBe(loads + 1);
+    for (const replica of [store, fresh]) {
+      expect(replica.key(victim)?.status).toBe("revoked");
+      expect(replica.key(created)?.status).toBe("active");
+    }
+    await lagging.sync();
+    expect(behind.key(missed)?.status).toBe("active");
+    expect(fresh.size).toEqual(store.size);
+    expect(behind.size).toEqual(store.size);
+    await follower.stop();
+    await lagging.stop();
+    cp.stop();
   });
 
   it("publishes a bulk insert and a mass revocation of more keys than a page as changes, in pages: no full publication, no full load", async () => {
@@ -868,10 +957,17 @@ describe("policy feed", () => {
     await redis.hset(previousHead, { epoch: "prev", cursor: "1:1:", seq: 0, lastId: "0-0", version: 1, at: 1 });
     await redis.hset(previousShard, "x", '{"v":1}');
     await redis.del(names.policyMeta);
-    const full = publisher.fullPublications;
+    // The new release's control plane: a process of its own, which has seen no feed under the new names (so it
+    // publishes in full, where one that had would bridge).
+    const upgraded = new SnapshotPublisher(db.db, new RedisPolicyBus(redis, names), 1, (err) => {
+      throw err;
+    });
     const hash = await newKey("after-upgrade");
-    await publish();
-    expect(publisher.fullPublications).toBe(full + 1);
+    await upgraded.start();
+    await source.sync();
+    expect(upgraded.fullPublications).toBe(1);
+    expect(upgraded.bridges).toBe(0);
+    upgraded.stop();
     expect(store.key(hash)).toBeDefined();
     expect(await redis.ttl(legacyHead)).toBeGreaterThan(0);
     expect(await redis.ttl(legacyShard)).toBeGreaterThan(0);

@@ -46,6 +46,13 @@ export interface PolicyBus {
     version: number,
     at?: number,
   ): Promise<FeedHead | null>;
+  /**
+   * When nothing is published (Redis lost the feed): starts a *bridge* epoch, a head with no shards behind it
+   * whose stream carries the changes after `cursor` (a cursor the lost feed had reached), only if still no
+   * head exists; null otherwise. Replicas that were current at that cursor follow it (a revocation reaches
+   * them at once) until the full publication running beside it is current. Absent: changes wait for that.
+   */
+  bridge?(cursor: string, at: number): Promise<FeedHead | null>;
 }
 
 /**
@@ -78,6 +85,10 @@ export class SnapshotPublisher {
   /** a full publication asked for (republish), and the one running beside the rounds */
   private wantFull = false;
   private fullRun: Promise<void> | null = null;
+  /** the cursor of the newest head this control plane read, appended or committed (what a bridge starts from) */
+  private lastCursor: string | null = null;
+  /** bridge epochs started (for tests and the benchmark) */
+  bridges = 0;
 
   constructor(
     private readonly db: Database,
@@ -181,7 +192,16 @@ export class SnapshotPublisher {
   private async round(): Promise<void> {
     // The feed is current as of this moment (before anything is read): what replicas report as its age.
     const startedAt = Date.now();
-    const head = await this.bus.head();
+    let head = await this.bus.head();
+    if (head === null && this.lastCursor !== null && this.bus.bridge && !this.fullRun) {
+      // Redis lost the feed (restarted without persistence, flushed). A full publication takes seconds to
+      // tens of seconds at a million keys, and the replicas still hold the policy of the lost feed: the changes
+      // after its cursor go to a bridge epoch at once, and the full publication is written beside it.
+      head = await this.bus.bridge(this.lastCursor, startedAt);
+      if (head === null) return void (this.dirty = true); // another control plane published meanwhile
+      this.bridges++;
+      this.wantFull = true;
+    }
     if (head === null || (!this.checkedCursor && (await cursorFromElsewhere(this.db, head.cursor)))) {
       // Nothing to append changes to (or only another database's): they wait for the full publication.
       if (this.fullRun) await this.fullRun;
@@ -189,6 +209,7 @@ export class SnapshotPublisher {
       return;
     }
     this.checkedCursor = true;
+    this.lastCursor = head.cursor;
     if (this.wantFull && !this.fullRun) {
       this.fullRun = this.full()
         .catch((err: unknown) => this.onError(err))
@@ -217,6 +238,7 @@ export class SnapshotPublisher {
       cost.changes += changes.length;
       if (next === null) return false;
       from = next;
+      this.lastCursor = next.cursor;
       return true;
     };
     const prepared = async (read: ChangePage): Promise<PolicyChange[]> => {
@@ -302,6 +324,7 @@ export class SnapshotPublisher {
     });
     await writer.put([await this.catalog(read.catalogVersion)]);
     await writer.commit(read.cursor, read.version);
+    this.lastCursor = read.cursor;
     // Budget periods are as of the full read: a day turning over after it is the rounds' to publish.
     // (and a round that read before this commit does not move that mark past it).
     this.lastRoundAt = startedAt;

@@ -74,12 +74,20 @@ redis.call('HSET', KEYS[1], 'cursor', ARGV[3], 'seq', seq, 'lastId', last, 'vers
 if n > 0 then redis.call('PUBLISH', ARGV[7], seq) end
 return seq`;
 
+// A bridge epoch's head (see RedisPolicyBus.bridge), written only where no head is: `base` is the cursor its
+// stream's changes follow, which a replica compares with the cursor it was last current at.
+const BRIDGE = `
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'epoch', ARGV[1], 'cursor', ARGV[2], 'base', ARGV[2], 'seq', 0, 'lastId', '0-0', 'version', 0, 'at', ARGV[3])
+return 1`;
+
 /** How long an epoch's keys stay after a newer epoch became current (a replica may be loading it). */
 const OLD_EPOCH_TTL_S = 120;
 
 type Scripted = Redis & {
   policyShardWrite(key: string, ...args: string[]): Promise<unknown>;
   policyAppend(...keysAndArgs: string[]): Promise<unknown>;
+  policyBridge(key: string, ...args: string[]): Promise<unknown>;
 };
 
 /** The shard (by entity kind) and the field a key's or account's change is written to: `$<id>` for money. */
@@ -121,12 +129,19 @@ export class RedisPolicyBus implements PolicyBus {
     // Defined commands run by EVALSHA (EVAL once per node that lacks the script), on a plain Redis and a cluster.
     redis.defineCommand("policyShardWrite", { numberOfKeys: 1, lua: SHARD_WRITE });
     redis.defineCommand("policyAppend", { numberOfKeys: 3, lua: APPEND });
+    redis.defineCommand("policyBridge", { numberOfKeys: 1, lua: BRIDGE });
     this.redis = redis as Scripted;
   }
 
   async head(): Promise<FeedHead | null> {
     const [epoch, cursor, seq] = await this.redis.hmget(this.names.policyMeta, "epoch", "cursor", "seq");
     return epoch && cursor ? { epoch, cursor, seq: Number(seq ?? 0) } : null;
+  }
+
+  async bridge(cursor: string, at: number): Promise<FeedHead | null> {
+    const epoch = randomBytes(6).toString("hex");
+    const made = await this.redis.policyBridge(this.names.policyMeta, epoch, cursor, String(at));
+    return Number(made) === 1 ? { epoch, cursor, seq: 0 } : null;
   }
 
   /** Every key of an epoch (shards, catalog, stream): what expires once another epoch is current. */

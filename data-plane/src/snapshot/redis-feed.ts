@@ -29,6 +29,13 @@ export class RedisPolicySource {
   private loading: { epoch: string; cancelled: boolean; run: Promise<void> } | null = null;
   /** whether the epoch followed still needs a full load (at start, or after one failed) */
   private needFull = true;
+  /** the control plane's cursor in the head when this replica was last current (see bridge epochs in pass) */
+  private cursorSeen: string | null = null;
+  /**
+   * Following a bridge epoch (Redis lost the feed): whether what this replica held when it lost the feed was
+   * current at the bridge's base, so that the bridge's changes make it current again.
+   */
+  private bridgedFromCurrent = false;
 
   constructor(
     private readonly redis: Redis,
@@ -88,7 +95,7 @@ export class RedisPolicySource {
       // The head, the control plane's heartbeat and the next changes of the epoch held, in one round trip.
       const results = await this.redis
         .pipeline()
-        .hmget(this.names.policyMeta, "epoch", "seq", "version", "at")
+        .hmget(this.names.policyMeta, "epoch", "seq", "version", "at", "cursor", "base")
         .get(this.names.controlHeartbeat)
         .xrange(
           this.names.policyStream(this.epoch ?? "none"),
@@ -100,26 +107,50 @@ export class RedisPolicySource {
         .exec();
       if (!results) return;
       for (const [err] of results) if (err) throw err;
-      const [epoch, seqText, versionText, atText] = results[0]![1] as (string | null)[];
+      const [epoch, seqText, versionText, atText, cursor, base] = results[0]![1] as (string | null)[];
       const beat = results[1]![1] as string | null;
       const at = beat ? Number((JSON.parse(beat) as { at?: unknown }).at) : NaN;
       this.store.heardControlPlane(Number.isFinite(at) ? at : null);
       // Nothing published (yet, or Redis lost its data): keep serving until the control plane publishes again.
       if (!epoch) return;
-      if (epoch !== this.epoch || (this.needFull && !this.loading)) {
+      // A bridge epoch (a head with a base): Redis lost the feed and the control plane appends the changes after
+      // the lost feed's cursor `base` here while its full publication is written beside it. Its shards hold only
+      // those changes, so it is never loaded: a replica that holds policy follows its stream on top of that
+      // (versions only grow, so applying them is always safe), and counts as current only if it was current at
+      // `base` (it then misses nothing); one that holds nothing yet waits for the full epoch.
+      if (base != null) {
+        if (epoch !== this.epoch) {
+          if (!this.store.loaded) return;
+          this.bridgedFromCurrent = this.loading === null && !this.needFull && this.cursorSeen === base;
+          if (this.loading) this.loading.cancelled = true;
+          this.epoch = epoch;
+          this.seq = 0;
+          this.lastId = "0-0";
+          this.needFull = false;
+          continue;
+        }
+      } else if (epoch !== this.epoch || (this.needFull && !this.loading)) {
         await this.startFullLoad();
         continue;
       }
       const headSeq = Number(seqText);
       const entries = results[2]![1] as [string, string[]][];
       if (this.seq < headSeq && (entries.length === 0 || !this.applyAll(entries))) {
+        // A gap in a bridge: wait for the full epoch (the bridge cannot be loaded).
+        if (base != null) {
+          this.bridgedFromCurrent = false;
+          return;
+        }
         // A gap: the changes after ours were trimmed from the stream. Load in full.
         await this.startFullLoad();
         continue;
       }
       if (entries.length >= (this.opts.batch ?? FEED_BATCH)) continue;
       // Current: unless a full load is still filling in the rest of the epoch.
-      if (this.seq >= headSeq && !this.loading) this.store.published(Number(versionText), Number(atText));
+      if (this.seq >= headSeq && !this.loading && (base == null || this.bridgedFromCurrent)) {
+        this.store.published(Number(versionText), Number(atText));
+        this.cursorSeen = cursor ?? null;
+      }
       return;
     }
   }
@@ -146,15 +177,17 @@ export class RedisPolicySource {
    * applied as they come (the store keeps them where they are newer than what the load reads).
    */
   private async startFullLoad(): Promise<void> {
-    const [epoch, seq, lastId, version, at] = await this.redis.hmget(
+    const [epoch, seq, lastId, version, at, base] = await this.redis.hmget(
       this.names.policyMeta,
       "epoch",
       "seq",
       "lastId",
       "version",
       "at",
+      "base",
     );
-    if (!epoch) return;
+    // nothing to load, or a bridge epoch (never loaded: see pass), which the next pass follows
+    if (!epoch || base != null) return;
     if (this.loading) this.loading.cancelled = true;
     this.epoch = epoch;
     this.seq = Number(seq);
