@@ -54,8 +54,22 @@ for (const r of [redis, snapshotRedis, subscriber]) {
 const store = new SnapshotStore((kind, id, err) =>
   logger.error({ kind, id: kind === "key" ? `${id.slice(0, 8)}…` : id, err }, "invalid policy entity ignored"),
 );
-const source = new RedisPolicySource(snapshotRedis, subscriber, store, names, 250, (err) =>
-  outage.failure("redis", "policy feed (serving the last policy)", err),
+// A full load reads and builds the shards on a worker thread (snapshot/load-worker.ts), on a connection of its
+// own opened with the same URL and options as snapshotRedis; MODELGATE_POLICY_LOAD=thread keeps it on the main
+// thread (a fallback, and the A/B of bench:keys).
+const loadIn = env.MODELGATE_POLICY_LOAD || "worker";
+if (loadIn !== "worker" && loadIn !== "thread") {
+  console.error(`MODELGATE_POLICY_LOAD must be "worker" or "thread", not ${JSON.stringify(loadIn)}`);
+  process.exit(2);
+}
+const source = new RedisPolicySource(
+  snapshotRedis,
+  subscriber,
+  store,
+  names,
+  250,
+  (err) => outage.failure("redis", "policy feed (serving the last policy)", err),
+  { loadIn, connection: { url: env.REDIS_URL, options: { ...redisOptions } } },
 );
 // A worker of a multi-worker data plane (workers.ts) has a folder of its own.
 const worker = env.MODELGATE_WORKER_INDEX === undefined ? "" : `-w${env.MODELGATE_WORKER_INDEX}`;

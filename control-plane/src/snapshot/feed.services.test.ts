@@ -379,9 +379,18 @@ describe("policy feed", () => {
       },
     });
     const replica = new SnapshotStore();
-    const follower = new RedisPolicySource(gated, sub, replica, names, 3_600_000, (err) => {
-      throw err;
-    });
+    const follower = new RedisPolicySource(
+      gated,
+      sub,
+      replica,
+      names,
+      3_600_000,
+      (err) => {
+        throw err;
+      },
+      // on the main thread: the test intercepts this client's HSCANs (the worker has a connection of its own)
+      { loadIn: "thread" },
+    );
     const loaded = follower.sync();
     await atShard;
     expect(replica.loading).toBe(true);
@@ -455,9 +464,18 @@ describe("policy feed", () => {
       },
     });
     const replica = new SnapshotStore();
-    const follower = new RedisPolicySource(counted, sub, replica, names, 3_600_000, (err) => {
-      throw err;
-    });
+    const follower = new RedisPolicySource(
+      counted,
+      sub,
+      replica,
+      names,
+      3_600_000,
+      (err) => {
+        throw err;
+      },
+      // on the main thread: the test intercepts this client's HSCANs (the worker has a connection of its own)
+      { loadIn: "thread" },
+    );
     await follower.sync();
     expect(replica.fullLoads).toBe(1);
     expect(most).toBeGreaterThan(1); // the start-up load: several pieces in flight

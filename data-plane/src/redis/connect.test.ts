@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { usageShardCount, usageShardFor, usageShards } from "../contract/redis-names.ts";
-import { parseClusterUrl } from "./connect.ts";
+import { connectionOf, connectRedis, parseClusterUrl } from "./connect.ts";
 
 describe("Redis URLs", () => {
   it("reads a cluster's seed nodes, credentials and TLS; a single-server URL is left to ioredis", () => {
@@ -39,5 +39,40 @@ describe("usage stream shards", () => {
     expect(usageShardFor("host:1:8080", 4)).toBe(usageShardFor("host:1:8080", 4));
     const used = new Set(Array.from({ length: 64 }, (_, i) => usageShardFor(`host:${1000 + i}:8080`, 4)));
     expect(used).toEqual(new Set([0, 1, 2, 3]));
+  });
+});
+
+describe("a connection carried to another thread (the policy load worker)", () => {
+  // Built lazily (and on loopback addresses only): nothing connects; what matters is what the worker would be handed (plain, cloneable data).
+  it("carries a single server's address, credentials and options, and no callbacks", () => {
+    const redis = connectRedis("redis://app:s3cret@127.0.0.1:6390/2", {
+      lazyConnect: true,
+      commandTimeout: 1_000,
+      maxRetriesPerRequest: 1,
+    });
+    const conn = connectionOf(redis);
+    expect(conn.options).toMatchObject({
+      host: "127.0.0.1",
+      port: 6390,
+      username: "app",
+      password: "s3cret",
+      db: 2,
+      commandTimeout: 1_000,
+      maxRetriesPerRequest: 1,
+    });
+    expect(structuredClone(conn)).toEqual(conn);
+    redis.disconnect();
+  });
+
+  it("carries a cluster's seed nodes and its nodes' options", () => {
+    const redis = connectRedis("redis+cluster://app:pw@127.0.0.1:7000,127.0.0.2:7001", { lazyConnect: true });
+    const conn = connectionOf(redis);
+    expect(conn.nodes).toEqual([
+      { host: "127.0.0.1", port: 7000 },
+      { host: "127.0.0.2", port: 7001 },
+    ]);
+    expect(conn.options).toMatchObject({ username: "app", password: "pw" });
+    expect(structuredClone(conn)).toEqual(conn);
+    redis.disconnect();
   });
 });

@@ -57,15 +57,82 @@ export function connectRedis(url: string, options: RedisOptions = {}): Redis {
     ...(target.password ? { password: target.password } : {}),
     ...(target.tls ? { tls: {} } : {}),
   };
-  const cluster = new Cluster(target.nodes, {
+  return openCluster(target.nodes, nodeOptions);
+}
+
+function openCluster(nodes: { host: string; port: number }[], nodeOptions: RedisOptions): Redis {
+  const cluster = new Cluster(nodes, {
     redisOptions: nodeOptions,
-    enableOfflineQueue: options.enableOfflineQueue ?? true,
+    enableOfflineQueue: nodeOptions.enableOfflineQueue ?? true,
+    lazyConnect: nodeOptions.lazyConnect ?? false,
     // A failover moves slots: refresh the map on MOVED and retry the command there.
     retryDelayOnFailover: 100,
     retryDelayOnClusterDown: 200,
     maxRedirections: 16,
   });
   return cluster as unknown as Redis;
+}
+
+/**
+ * Where and how a client connects, as plain data a worker thread can receive (a client cannot cross threads):
+ * the URL and options it was opened with, or (a client opened elsewhere) what ioredis kept of them. It holds
+ * the credentials, so it goes only to postMessage/workerData, never to a log.
+ */
+export interface RedisConnection {
+  url?: string;
+  /** a cluster's seed nodes (when no url says them) */
+  nodes?: { host: string; port: number }[];
+  options: RedisOptions;
+}
+
+/** The options worth carrying to another thread: plain values only (ioredis' own callbacks cannot be cloned). */
+const CARRIED = [
+  "host",
+  "port",
+  "path",
+  "username",
+  "password",
+  "db",
+  "tls",
+  "family",
+  "keyPrefix",
+  "connectTimeout",
+  "commandTimeout",
+  "maxRetriesPerRequest",
+  "enableOfflineQueue",
+] as const;
+const carried = (o: RedisOptions | undefined): RedisOptions => {
+  const out: Record<string, unknown> = {};
+  for (const k of CARRIED) if (o?.[k] !== undefined && typeof o[k] !== "function") out[k] = o[k];
+  return out as RedisOptions;
+};
+
+/** How `redis` (a single server or a cluster client) connects, to open a client like it in another thread. */
+export function connectionOf(redis: Redis): RedisConnection {
+  if (isCluster(redis)) {
+    const c = redis as unknown as {
+      startupNodes: ({ host?: string; port?: number } | string | number)[];
+      options: { redisOptions?: RedisOptions };
+    };
+    const nodes = c.startupNodes.map((n) =>
+      typeof n === "object" ? { host: n.host ?? "127.0.0.1", port: Number(n.port ?? 6379) } : parseNode(String(n)),
+    );
+    return { nodes, options: carried(c.options.redisOptions) };
+  }
+  return { options: carried(redis.options) };
+}
+
+const parseNode = (hp: string): { host: string; port: number } => {
+  const i = hp.lastIndexOf(":");
+  return i < 0 ? { host: hp, port: 6379 } : { host: hp.slice(0, i), port: Number(hp.slice(i + 1)) };
+};
+
+/** Opens a client from a RedisConnection, with `over` on top of its options. */
+export function connectFrom(conn: RedisConnection, over: RedisOptions = {}): Redis {
+  const options = { ...conn.options, ...over };
+  if (conn.url !== undefined) return connectRedis(conn.url, options);
+  if (conn.nodes !== undefined) return openCluster(conn.nodes, options);
+  return new Redis(options);
 }
 
 /** True for a cluster client from connectRedis. */

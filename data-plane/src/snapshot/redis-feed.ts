@@ -1,5 +1,9 @@
+import type { Worker } from "node:worker_threads";
 import type { Redis } from "ioredis";
 import { POLICY_SHARDS, type PolicyKind, type RedisNames, versionOf } from "../contract/index.ts";
+import { connectionOf, type RedisConnection } from "../redis/connect.ts";
+import { PolicyLoadWorker } from "./load-thread.ts";
+import { scanShards, type ShardToRead } from "./scan.ts";
 import type { SnapshotStore } from "./store.ts";
 
 /**
@@ -8,7 +12,8 @@ import type { SnapshotStore } from "./store.ts";
  * when the control plane started a new epoch, or when it sees a gap (a seq missing: the stream was trimmed past
  * it). A full load reads the shards a bounded piece at a time (HSCAN) and swaps each shard into the store when it
  * is complete; the replica serves throughout and keeps applying the stream's changes while it loads. It hears of changes on a channel and also polls, in case a message was missed;
- * while Redis is down it keeps serving what it has.
+ * while Redis is down it keeps serving what it has. A full load's reading and table building run on a worker
+ * thread by default (load-worker.ts says why); the stream is followed on the main thread.
  */
 /**
  * Stream entries read and applied per round trip. Applying is synchronous, so this bounds how long the loop is
@@ -25,8 +30,8 @@ export class RedisPolicySource {
   private epoch: string | null = null;
   private seq = 0;
   private lastId = "0-0";
-  /** the full load in progress (it runs beside the passes that follow the stream) */
-  private loading: { epoch: string; cancelled: boolean; run: Promise<void> } | null = null;
+  /** the full load in progress (it runs beside the passes that follow the stream); aborted: given up */
+  private loading: { epoch: string; abort: AbortController; run: Promise<void> } | null = null;
   /** whether the epoch followed still needs a full load (at start, or after one failed) */
   private needFull = true;
   /** the control plane's cursor in the head when this replica was last current (see bridge epochs in pass) */
@@ -36,6 +41,9 @@ export class RedisPolicySource {
    * current at the bridge's base, so that the bridge's changes make it current again.
    */
   private bridgedFromCurrent = false;
+  /** the load worker (started with the first full load run there) */
+  private loader: PolicyLoadWorker | null = null;
+  private stopped = false;
 
   constructor(
     private readonly redis: Redis,
@@ -44,8 +52,26 @@ export class RedisPolicySource {
     private readonly names: RedisNames,
     private readonly pollMs = 250,
     private readonly onError: (err: unknown) => void = () => undefined,
-    private readonly opts: { scanCount?: number; parallel?: number; batch?: number; paceRatio?: number } = {},
+    private readonly opts: {
+      scanCount?: number;
+      parallel?: number;
+      batch?: number;
+      paceRatio?: number;
+      /**
+       * Where a full load reads and builds the shards: "worker" (the default: a thread of its own, whose garbage
+       * collections never pause the calls being served) or "thread" (the main thread; tests that intercept the
+       * client's commands).
+       */
+      loadIn?: "worker" | "thread";
+      /** how the worker connects (the replica's URL and options); default: what `redis` itself was opened with */
+      connection?: RedisConnection;
+    } = {},
   ) {}
+
+  /** @internal The load worker's thread while one runs (tests). */
+  get loadThread(): Worker | null {
+    return this.loader?.thread ?? null;
+  }
 
   async start(): Promise<void> {
     this.subscriber.on("message", (channel: string) => {
@@ -92,6 +118,8 @@ export class RedisPolicySource {
 
   private async pass(): Promise<void> {
     for (;;) {
+      // Stopped: no more loads (stop ended the load worker), nothing more to apply.
+      if (this.stopped) return;
       // The head, the control plane's heartbeat and the next changes of the epoch held, in one round trip.
       const results = await this.redis
         .pipeline()
@@ -122,7 +150,7 @@ export class RedisPolicySource {
         if (epoch !== this.epoch) {
           if (!this.store.loaded) return;
           this.bridgedFromCurrent = this.loading === null && !this.needFull && this.cursorSeen === base;
-          if (this.loading) this.loading.cancelled = true;
+          this.loading?.abort.abort();
           this.epoch = epoch;
           this.seq = 0;
           this.lastId = "0-0";
@@ -186,14 +214,14 @@ export class RedisPolicySource {
       "at",
       "base",
     );
-    // nothing to load, or a bridge epoch (never loaded: see pass), which the next pass follows
-    if (!epoch || base != null) return;
-    if (this.loading) this.loading.cancelled = true;
+    // nothing to load, or a bridge epoch (never loaded: see pass), which the next pass follows; or stopped
+    if (!epoch || base != null || this.stopped) return;
+    this.loading?.abort.abort();
     this.epoch = epoch;
     this.seq = Number(seq);
     this.lastId = lastId ?? "0-0";
     this.needFull = true;
-    const state = { epoch, cancelled: false, run: Promise.resolve() };
+    const state = { epoch, abort: new AbortController(), run: Promise.resolve() };
     state.run = this.fullLoad(state, Number(version), Number(at))
       .catch((err: unknown) => this.onError(err))
       .finally(() => {
@@ -207,10 +235,13 @@ export class RedisPolicySource {
    * (HSCAN, as bytes: nothing per entity lands on the JavaScript heap), a few shards in flight. Each shard's
    * table is swapped into the store when its last piece arrived, so no copy of the whole set is ever built.
    * Every command here names one key (on a Redis Cluster each shard is read from the master holding its slot);
-   * a tombstone in a shard (an entity deleted in this epoch) is left out (FullLoad.putBytes).
+   * a tombstone in a shard (an entity deleted in this epoch) is left out (ShardBuilders.putBytes). The shards are
+   * read and built on the load worker (its own connection and heap) unless loadIn is "thread"; either way the
+   * store swaps each in as it arrives, and the epoch is checked here before the load completes.
    */
-  private async fullLoad(state: { epoch: string; cancelled: boolean }, version: number, at: number): Promise<void> {
+  private async fullLoad(state: { epoch: string; abort: AbortController }, version: number, at: number): Promise<void> {
     const { epoch } = state;
+    const cancelled = () => state.abort.signal.aborted || this.stopped;
     // A reload while serving is paced: one piece in flight, then a pause as long as that piece took (read,
     // Redis's reply, putting it), so the load takes at most about half of the replica's and Redis's time and
     // the calls it is serving meanwhile keep theirs. Measured at 1M keys on two cores, an unpaced reload
@@ -221,33 +252,39 @@ export class RedisPolicySource {
     try {
       const catalog = await this.redis.get(this.names.policyCatalog(epoch));
       if (catalog) load.put({ kind: "catalog", id: "", v: versionOf(catalog), json: catalog });
-      const shards: ["key" | "account", number][] = [];
-      for (const kind of ["account", "key"] as const) for (let s = 0; s < POLICY_SHARDS; s++) shards.push([kind, s]);
-      let next = 0;
-      const worker = async () => {
-        while (next < shards.length && !state.cancelled) {
-          const [kind, shard] = shards[next++]!;
-          const key = this.names.policyShard(epoch, kind, shard);
-          let cursor = "0";
-          do {
-            const started = performance.now();
-            const [c, flat] = await this.redis.hscanBuffer(key, cursor, "COUNT", this.opts.scanCount ?? 1_000);
-            if (state.cancelled) return;
-            cursor = c.toString();
-            for (let i = 0; i + 1 < flat.length; i += 2) load.putBytes(kind, flat[i]!, flat[i + 1]!);
-            if (pace > 0) await pause((performance.now() - started) * pace);
-          } while (cursor !== "0");
-          load.shardDone(kind, shard);
-        }
-      };
-      await Promise.all(Array.from({ length: pace > 0 ? 1 : (this.opts.parallel ?? 4) }, worker));
+      const shards: ShardToRead[] = [];
+      for (const kind of ["account", "key"] as const)
+        for (let shard = 0; shard < POLICY_SHARDS; shard++)
+          shards.push({ kind, shard, key: this.names.policyShard(epoch, kind, shard) });
+      const scan = { scanCount: this.opts.scanCount ?? 1_000, parallel: this.opts.parallel ?? 4, pace };
+      if ((this.opts.loadIn ?? "worker") === "thread") {
+        await scanShards(
+          this.redis,
+          shards,
+          { ...scan, cancelled },
+          (kind, id, json) => load.putBytes(kind, id, json),
+          (kind, shard) => load.shardDone(kind, shard),
+        );
+      } else {
+        this.loader ??= new PolicyLoadWorker(this.opts.connection ?? connectionOf(this.redis));
+        const sized = shards.map((s) => {
+          const held = this.store.shard(s.kind, s.shard).table;
+          return { ...s, count: held.count, bytes: held.bytes };
+        });
+        await this.loader.load(
+          { ...scan, shards: sized },
+          (kind, shard, table, money, complete) =>
+            complete ? load.swapShard(kind, shard, table, money) : load.putPartial(kind, shard, table, money),
+          state.abort.signal,
+        );
+      }
       // A newer epoch appeared while loading: keep what was put (it is newer); the next pass loads that one.
-      if (state.cancelled || (await this.redis.hget(this.names.policyMeta, "epoch")) !== epoch) {
+      if (cancelled() || (await this.redis.hget(this.names.policyMeta, "epoch")) !== epoch) {
         load.abandon();
         return;
       }
       await load.finish(version, at);
-      if (!state.cancelled && this.epoch === epoch) this.needFull = false;
+      if (!cancelled() && this.epoch === epoch) this.needFull = false;
     } catch (err) {
       load.abandon();
       throw err;
@@ -255,18 +292,10 @@ export class RedisPolicySource {
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
     if (this.timer) clearInterval(this.timer);
-    if (this.loading) this.loading.cancelled = true;
+    this.loading?.abort.abort();
+    await this.loader?.terminate();
     await this.subscriber.unsubscribe(this.names.policyChannel).catch(() => undefined);
   }
-}
-
-/**
- * Waits at least `ms` of real time. A timer alone may fire early: libuv measures its start from the loop's
- * cached clock (stale by however long the current turn has run) in whole milliseconds.
- */
-async function pause(ms: number): Promise<void> {
-  const until = performance.now() + ms;
-  for (let left = ms; left > 0; left = until - performance.now())
-    await new Promise<void>((resolve) => setTimeout(resolve, Math.max(1, Math.ceil(left))));
 }

@@ -14,7 +14,7 @@ import {
   type PolicyKind,
   POLICY_SHARDS,
 } from "../contract/index.ts";
-import { idHash, idHashBytes, isTombstoneBytes, PolicyTable, TableBuilder } from "./table.ts";
+import { idHash, PolicyTable, ShardBuilders, TableBuilder } from "./table.ts";
 
 /** A change applied since the shard's table was built: newer than the table's entry, or a deletion. */
 interface Changed<T> {
@@ -479,9 +479,13 @@ function patch(entity: object, figures: Figures): void {
 
 /** A full load in progress (see SnapshotStore.beginFullLoad). */
 export class FullLoad {
-  private readonly builders: Record<"key" | "account", (TableBuilder | undefined)[]> = { key: [], account: [] };
-  /** the money changes read with each shard (distributed: its `$<id>` fields) */
-  private readonly money: Record<"key" | "account", (TableBuilder | undefined)[]> = { key: [], account: [] };
+  /** the shards being read here (a load on the main thread; see redis-feed.ts for the load worker's) */
+  private readonly builders: ShardBuilders;
+  /**
+   * What the load worker had read of shards it had not finished when it stopped (see putPartial): applied as
+   * changes if this load is abandoned, like the builders' content.
+   */
+  private partial: { kind: "key" | "account"; table: PolicyTable; money: PolicyTable }[] = [];
   private readonly swapped: Record<"key" | "account", Uint8Array> = {
     key: new Uint8Array(POLICY_SHARDS),
     account: new Uint8Array(POLICY_SHARDS),
@@ -493,18 +497,12 @@ export class FullLoad {
     private readonly store: SnapshotStore,
     private readonly gen: number,
     private readonly release: (l: FullLoad) => void,
-  ) {}
+  ) {
+    this.builders = new ShardBuilders((kind, shard) => store.shard(kind, shard).table);
+  }
 
   get active(): boolean {
     return !this.done;
-  }
-
-  private builder(kind: "key" | "account", shard: number): TableBuilder {
-    return (this.builders[kind][shard] ??= new TableBuilder(this.store.shard(kind, shard).table));
-  }
-
-  private moneyBuilder(kind: "key" | "account", shard: number): TableBuilder {
-    return (this.money[kind][shard] ??= new TableBuilder());
   }
 
   put(c: PolicyChange): void {
@@ -513,40 +511,37 @@ export class FullLoad {
       this.store.applyChange(c);
       return;
     }
-    if (isMoneyKind(c.kind)) {
-      this.moneyBuilder(entityOfMoney(c.kind), idHash(c.id) & 0xff).addString(c.id, c.json, c.v);
-      return;
-    }
-    this.builder(c.kind, idHash(c.id) & 0xff).addString(c.id, c.json, c.v);
+    if (isMoneyKind(c.kind)) this.builders.putString(entityOfMoney(c.kind), true, c.id, c.json, c.v);
+    else this.builders.putString(c.kind, false, c.id, c.json, c.v);
   }
 
-  /**
-   * One entity as the bytes Redis returned (id and JSON); its version is read from the JSON. A tombstone (a
-   * deletion, see isTombstoneBytes) is left out: the shard's new table does not hold the entity. A field named
-   * `$<id>` is the entity's newest money change (control-plane/src/snapshot/redis-bus.ts).
-   */
+  /** One entity as the bytes Redis returned (ShardBuilders.putBytes says how tombstones and money fields go). */
   putBytes(kind: "key" | "account", id: Uint8Array, json: Uint8Array): void {
     if (this.done) return;
-    if (id[0] === 36) {
-      const own = id.subarray(1);
-      const hash = idHashBytes(own);
-      this.moneyBuilder(kind, hash & 0xff).add(own, json, hash);
-      return;
-    }
-    if (isTombstoneBytes(json)) return;
-    const hash = idHashBytes(id);
-    this.builder(kind, hash & 0xff).add(id, json, hash);
+    this.builders.putBytes(kind, id, json);
   }
 
   /** Every entity of the shard has been put: its table replaces the previous one now. */
   shardDone(kind: "key" | "account", shard: number): void {
     if (this.done || this.swapped[kind][shard]) return;
-    const table = this.builders[kind][shard]?.build() ?? PolicyTable.empty;
-    const money = this.money[kind][shard]?.build() ?? PolicyTable.empty;
-    this.builders[kind][shard] = undefined;
-    this.money[kind][shard] = undefined;
+    const { table, money } = this.builders.take(kind, shard);
+    this.swapShard(kind, shard, table, money);
+  }
+
+  /** A shard's tables, complete, built elsewhere (the load worker): they replace the previous ones now. */
+  swapShard(kind: "key" | "account", shard: number, table: PolicyTable, money: PolicyTable): void {
+    if (this.done || this.swapped[kind][shard]) return;
     this.swapped[kind][shard] = 1;
     this.store.shard(kind, shard).swap(table, this.gen, money);
+  }
+
+  /**
+   * What the load worker had read of a shard when it stopped short (cancelled, or Redis failed): not swapped
+   * in, but applied as changes if this load is abandoned, as the main thread's own builders are.
+   */
+  putPartial(kind: "key" | "account", shard: number, table: PolicyTable, money: PolicyTable): void {
+    if (this.done || this.swapped[kind][shard]) return;
+    this.partial.push({ kind, table, money });
   }
 
   /** @internal Swaps every shard not swapped yet, at once, and ends (SnapshotStore.apply: not a feed load). */
@@ -587,21 +582,15 @@ export class FullLoad {
   abandon(): void {
     if (this.done) return;
     this.done = true;
-    for (const kind of ["account", "key"] as const) {
-      for (const b of this.builders[kind]) {
-        if (b === undefined) continue;
-        for (const [id, json, v] of b.entries()) this.store.applyChange({ kind, id, v, json });
-      }
+    const read = [...this.builders.open()].map(([kind, shard]) => ({ kind, ...this.builders.take(kind, shard) }));
+    for (const { kind, table, money } of [...read, ...this.partial]) {
+      for (const e of table.entries())
+        this.store.applyChange({ kind, id: table.id(e), v: table.version(e), json: table.json(e) });
       const moneyKind = kind === "key" ? "key.money" : "account.money";
-      for (const b of this.money[kind]) {
-        if (b === undefined) continue;
-        for (const [id, json, v] of b.entries()) this.store.applyChange({ kind: moneyKind, id, v, json });
-      }
+      for (const e of money.entries())
+        this.store.applyChange({ kind: moneyKind, id: money.id(e), v: money.version(e), json: money.json(e) });
     }
-    this.builders.key = [];
-    this.builders.account = [];
-    this.money.key = [];
-    this.money.account = [];
+    this.partial = [];
     this.release(this);
   }
 }

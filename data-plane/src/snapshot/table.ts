@@ -61,6 +61,16 @@ export function isTombstoneBytes(json: Uint8Array): boolean {
   return true;
 }
 
+/** A table's arrays as they travel between threads (each view's ArrayBuffer is the table's own, never pooled). */
+export interface TableParts {
+  blob: Uint8Array;
+  offs: Uint32Array;
+  idLens: Uint32Array;
+  vers: Float64Array;
+  index: Int32Array;
+  count: number;
+}
+
 /** An immutable shard: find an id, read its version, decode its JSON. */
 export class PolicyTable {
   static readonly empty = new PolicyTable(
@@ -103,6 +113,21 @@ export class PolicyTable {
       if (e < 0) return -1;
       if (this.idEquals(e, id)) return e;
     }
+  }
+
+  /**
+   * The table's arrays (to hand a table built on the load worker to the main thread, see load-worker.ts), or
+   * null for an empty table (its arrays are shared by every empty table and must never be transferred).
+   */
+  parts(): TableParts | null {
+    if (this.count === 0) return null;
+    const { blob, offs, idLens, vers, index, count } = this;
+    return { blob, offs, idLens, vers, index, count };
+  }
+
+  /** A table from parts() (received from the load worker); null is the empty table. */
+  static fromParts(p: TableParts | null): PolicyTable {
+    return p === null ? PolicyTable.empty : new PolicyTable(p.blob, p.offs, p.idLens, p.vers, p.index, p.count);
   }
 
   /** Every entry (each id once). */
@@ -252,4 +277,68 @@ function sameBytes(blob: Uint8Array, a: number, aLen: number, b: number, bLen: n
   if (aLen !== bLen) return false;
   for (let i = 0; i < aLen; i++) if (blob[a + i] !== blob[b + i]) return false;
   return true;
+}
+
+export type ShardKind = "key" | "account";
+
+/**
+ * A full load's shards being built, each a table of entities and one of money fields (one builder each per
+ * shard touched). The same code reads HSCAN's bytes whether the load runs on the main thread (FullLoad in
+ * store.ts) or on the load worker (load-worker.ts), so both leave out tombstones and read `$<id>` fields alike.
+ */
+export class ShardBuilders {
+  private readonly entities: Record<ShardKind, (TableBuilder | undefined)[]> = { key: [], account: [] };
+  private readonly money: Record<ShardKind, (TableBuilder | undefined)[]> = { key: [], account: [] };
+
+  /** `like`: what a shard held before, to size its builder (see TableBuilder's constructor). */
+  constructor(
+    private readonly like: (kind: ShardKind, shard: number) => { count: number; bytes: number } | undefined,
+  ) {}
+
+  private builder(kind: ShardKind, shard: number): TableBuilder {
+    return (this.entities[kind][shard] ??= new TableBuilder(this.like(kind, shard)));
+  }
+
+  private moneyBuilder(kind: ShardKind, shard: number): TableBuilder {
+    return (this.money[kind][shard] ??= new TableBuilder());
+  }
+
+  /**
+   * One entity as the bytes Redis returned (id and JSON); its version is read from the JSON. A tombstone (a
+   * deletion, see isTombstoneBytes) is left out: the shard's new table does not hold the entity. A field named
+   * `$<id>` is the entity's newest money change (control-plane/src/snapshot/redis-bus.ts).
+   */
+  putBytes(kind: ShardKind, id: Uint8Array, json: Uint8Array): void {
+    if (id[0] === 36) {
+      const own = id.subarray(1);
+      const hash = idHashBytes(own);
+      this.moneyBuilder(kind, hash & 0xff).add(own, json, hash);
+      return;
+    }
+    if (isTombstoneBytes(json)) return;
+    const hash = idHashBytes(id);
+    this.builder(kind, hash & 0xff).add(id, json, hash);
+  }
+
+  /** One entity (or, `money`, one money change) given as strings. */
+  putString(kind: ShardKind, money: boolean, id: string, json: string, v: number): void {
+    const shard = idHash(id) & 0xff;
+    (money ? this.moneyBuilder(kind, shard) : this.builder(kind, shard)).addString(id, json, v);
+  }
+
+  /** The shard's tables as built so far (empty where nothing was put); its builders are forgotten. */
+  take(kind: ShardKind, shard: number): { table: PolicyTable; money: PolicyTable } {
+    const table = this.entities[kind][shard]?.build() ?? PolicyTable.empty;
+    const money = this.money[kind][shard]?.build() ?? PolicyTable.empty;
+    this.entities[kind][shard] = undefined;
+    this.money[kind][shard] = undefined;
+    return { table, money };
+  }
+
+  /** The shards something was put into and not taken yet. */
+  *open(): Generator<[ShardKind, number]> {
+    for (const kind of ["account", "key"] as const)
+      for (let s = 0; s < Math.max(this.entities[kind].length, this.money[kind].length); s++)
+        if (this.entities[kind][s] !== undefined || this.money[kind][s] !== undefined) yield [kind, s];
+  }
 }
