@@ -63,7 +63,7 @@ function findEventEnd(buf: string, from: number): { index: number; length: numbe
   return best;
 }
 
-function parseEvent(raw: string): SseEvent | null {
+export function parseEvent(raw: string): SseEvent | null {
   let event: string | null = null;
   const data: string[] = [];
   for (const line of raw.split(/\r\n|\r|\n/)) {

@@ -84,7 +84,8 @@ export interface StreamEncoder {
 
 /** A same-protocol stream read on its way through: the bytes to send on, and what they say about usage. */
 export interface PassthroughStream {
-  push(chunk: Uint8Array): string;
+  /** What to write for this chunk: text, or bytes (the upstream's own where nothing changed). */
+  push(chunk: Uint8Array): string | Uint8Array;
   end(): string;
   readonly usage: Usage | null;
   /** characters of output delivered, for counting when the upstream reports no usage */

@@ -243,8 +243,8 @@ export async function relayPassthroughStream(
   });
   call.streaming = true;
   // After the client left, the upstream is still read for its usage (Call.cut); nothing is written.
-  const out = (s: string) => {
-    if (s && !res.destroyed) res.write(s);
+  const out = (s: string | Uint8Array) => {
+    if (s.length !== 0 && !res.destroyed) res.write(s);
   };
   // What the reader has counted so far is the call's, so a client leaving midway is charged for it.
   const relayChunk = (chunk: Buffer) => {

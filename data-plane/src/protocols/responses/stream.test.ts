@@ -12,8 +12,10 @@ import { createResponsesStreamDecoder, createResponsesStreamEncoder } from "./st
 const REQUEST_ID = "req_0123456789abcdef01234567";
 const sse = (type: string, data: Record<string, unknown>) =>
   `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
-const parse = (text: string) =>
-  new SseParser().push(Buffer.from(text)).map((e) => JSON.parse(e.data) as Record<string, unknown>);
+const parse = (text: string | Uint8Array) =>
+  new SseParser()
+    .push(typeof text === "string" ? Buffer.from(text) : text)
+    .map((e) => JSON.parse(e.data) as Record<string, unknown>);
 
 describe("Responses streams", () => {
   it("numbers a gateway-written error after the upstream's last sequence_number", () => {
