@@ -13,7 +13,8 @@ import { type BenchProc, cpuMs, memoryMb, spawnNode, stopAll, waitForUrl } from 
 // `npm run bench:keys [-- 10000 100000 1000000]` (issue 13): policy at scale. For each size N: N keys over
 // N/10 accounts inserted in bulk (INSERT … SELECT over generate_series, 100,000 rows a statement), then one
 // control plane (publishes the policy feed in full at start) and one data plane (loads it), 300 req/s of chat
-// completions against the mock upstream throughout, and three phases of 20 s each:
+// completions against the mock upstream throughout (after 5 s with no traffic, in which the control plane's
+// CPU beyond settlement is measured), and four phases of 20 s each:
 //   steady   no admin changes: baseline latency, event-loop delay, control-plane CPU (settlement only);
 //   changes  a key created and another revoked every 2 s (SQL + the CLI's notification), each timed until the
 //            replica accepts / refuses it;
@@ -33,6 +34,8 @@ const RATE = Number(process.env.BENCH_RATE ?? 300);
 const PHASE_MS = Number(process.env.BENCH_PHASE_MS ?? 20_000);
 /** keys inserted at once in the bulk phase (at most half the key count) */
 const BULK = Number(process.env.BENCH_BULK ?? 50_000);
+/** how long the control plane's CPU is measured with no traffic (before the load starts) */
+const IDLE_MS = 5_000;
 const MODEL = "bench-chat-2025-01-01";
 const UPSTREAM_KEY = "sk-bench-upstream";
 const REDIS_URL = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
@@ -115,6 +118,8 @@ interface Row {
   /** the machine's 1-minute load average at the end of each phase (2 cores; other work shares them) */
   load: number[];
   cpCpuSteadyPct: number;
+  /** the control plane's CPU with no traffic and no admin changes (timers, heartbeat, polling): beyond settlement */
+  cpCpuIdlePct: number;
   dpCpuSteadyPct: number;
   dpRssMb: number;
   dpBaseRssMb: number;
@@ -257,6 +262,12 @@ async function runSize(n: number, dpEntry: string): Promise<Row> {
     await waitForUrl(`${origin}/readyz`, dp, 600_000);
     const dpStartLoadMs = (await readyz(origin)).policy.lastFullLoadMs ?? NaN;
     console.log(`[${n}] data plane loaded ${(await readyz(origin)).policy.keys} keys in ${dpStartLoadMs} ms`);
+
+    // idle: no traffic, no admin changes: what the control plane costs beyond settlement
+    await sleep(2_000);
+    const cpIdle0 = cpuMs(cp.pid);
+    await sleep(IDLE_MS);
+    const cpCpuIdlePct = ((cpuMs(cp.pid) - cpIdle0) / IDLE_MS) * 100;
 
     const load = spawnNode("load", "test/bench/keys-load.ts", [], {
       ipc: true,
@@ -489,6 +500,7 @@ async function runSize(n: number, dpEntry: string): Promise<Row> {
       },
       load: machineLoad,
       cpCpuSteadyPct,
+      cpCpuIdlePct,
       dpCpuSteadyPct,
       dpRssMb,
       dpBaseRssMb,
@@ -541,7 +553,7 @@ function report(rows: Row[]): string {
     `| … while changes land | ${col((r) => `${ms(r.changes.loopP99)} / ${ms(r.changes.loopMax)} ms`)} |`,
     `| … during the full reload | ${col((r) => `${ms(r.reload.loopP99)} / ${ms(r.reload.loopMax)} ms`)} |`,
     `| replica RSS (empty replica) → per key | ${col((r) => `${r.dpRssMb.toFixed(0)} MB (${r.dpBaseRssMb.toFixed(0)}) → ${(((r.dpRssMb - r.dpBaseRssMb) * 1048576) / r.n).toFixed(0)} B`)} |`,
-    `| control-plane CPU at ${RATE} req/s, no admin changes | ${col((r) => `${r.cpCpuSteadyPct.toFixed(1)}% of a core`)} |`,
+    `| control-plane CPU at ${RATE} req/s, no admin changes (settlement included) / with no traffic | ${col((r) => `${r.cpCpuSteadyPct.toFixed(1)}% / ${r.cpCpuIdlePct.toFixed(2)}% of a core`)} |`,
     `| data-plane CPU at ${RATE} req/s | ${col((r) => `${r.dpCpuSteadyPct.toFixed(1)}% of a core`)} |`,
     `| failed calls (steady / changes / bulk / reload) | ${col((r) => `${r.steady.failed} / ${r.changes.failed} / ${r.bulk.failed} / ${r.reload.failed}`)} |`,
     `| machine load average (steady / changes / bulk / reload; 2 cores) | ${col((r) => r.load.map((l) => l.toFixed(1)).join(" / "))} |`,
