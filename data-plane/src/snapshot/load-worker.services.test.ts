@@ -165,9 +165,14 @@ describe("full load on the load worker", () => {
     await source.sync();
     await gap(names);
     const thread = source.loadThread!;
+    // Every shard the worker posts as complete, counted per load (the e1 reload's id is the first seen).
+    const complete = new Map<number, number>();
+    thread.on("message", (m: { type: string; id: number; complete?: boolean }) => {
+      if (m.type === "shard" && m.complete) complete.set(m.id, (complete.get(m.id) ?? 0) + 1);
+    });
     const firstShard = once(thread, "message");
     void source.follow();
-    await firstShard; // the e1 reload is running on the worker
+    const [first] = (await firstShard) as [{ id: number }]; // the e1 reload is running on the worker
     // The control plane starts epoch e2 (another set of keys) while the e1 reload runs.
     const e2Key = "e2-only-key";
     await redis.hset(names.policyShard("e2", "key", shardOf(e2Key)), e2Key, entityJson(30, testKey({ id: "e2" })));
@@ -177,7 +182,9 @@ describe("full load on the load worker", () => {
     expect(store.loading).toBe(false);
     expect(store.key(e2Key)?.id).toBe("e2");
     expect(store.size.keys).toBe(1);
-    // The same worker served both loads.
+    // The e1 reload stopped short (it would have posted all 512 shards), and the same worker served both loads.
+    expect(complete.get(first.id)).toBeLessThan(512);
+    expect(complete.get(first.id + 1)).toBe(512);
     expect(source.loadThread).toBe(thread);
   });
 
