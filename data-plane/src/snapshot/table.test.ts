@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { entityJson, shardOf, versionOf } from "../contract/policy-feed.ts";
-import { idHash, idHashBytes, TableBuilder, versionOfBytes } from "./table.ts";
+import { idHash, idHashBytes, PolicyTable, ShardBuilders, TableBuilder, versionOfBytes } from "./table.ts";
 
 const enc = new TextEncoder();
 
@@ -44,5 +44,37 @@ describe("policy tables (a shard's entities as bytes)", () => {
     const t = new TableBuilder().build();
     expect(t.count).toBe(0);
     expect(t.find("x", idHash("x"))).toBe(-1);
+  });
+
+  it("moves to another thread whole: its arrays' own buffers transfer (none from Node's Buffer pool) and it reads the same there", () => {
+    // Built from Buffers as ioredis hands them (slices of a shared pool), as the load worker builds it.
+    const b = new ShardBuilders(() => ({ count: 10, bytes: 100 }));
+    const ids = Array.from({ length: 300 }, (_, i) => `key-${i}`);
+    for (const [i, id] of ids.entries()) b.putBytes("key", Buffer.from(id), Buffer.from(entityJson(i + 1, { n: i })));
+    b.putBytes("key", Buffer.from("gone"), Buffer.from('{"v":9}')); // a tombstone: left out
+    b.putBytes("key", Buffer.from("$key-3"), Buffer.from('{"v":99,"spent":"5"}')); // key-3's money field
+    const shards = [...b.open()];
+    const moved = shards.map(([kind, shard]) => {
+      const { table, money } = b.take(kind, shard);
+      const parts = [table.parts(), money.parts()];
+      const transfer = parts.flatMap((p) =>
+        p ? [p.blob, p.offs, p.idLens, p.vers, p.index].map((a) => a.buffer) : [],
+      );
+      // what postMessage does with a transfer list; Node's Buffer pool is untransferable (it would stay attached)
+      const [t, m] = structuredClone(parts, { transfer });
+      for (const a of transfer) expect(a.byteLength).toBe(0); // moved, not copied
+      return { table: PolicyTable.fromParts(t!), money: PolicyTable.fromParts(m!) };
+    });
+    expect([...b.open()]).toEqual([]);
+    const find = (id: string) => {
+      const { table } = moved[shards.findIndex(([, s]) => s === (idHash(id) & 0xff))]!;
+      const e = table.find(id, idHash(id));
+      return e < 0 ? undefined : JSON.parse(table.json(e));
+    };
+    for (const [i, id] of ids.entries()) expect(find(id)).toEqual({ v: i + 1, n: i });
+    expect(shards.some(([, s]) => s === (idHash("gone") & 0xff)) ? find("gone") : undefined).toBeUndefined();
+    const { money } = moved[shards.findIndex(([, s]) => s === (idHash("key-3") & 0xff))]!;
+    expect(money.json(money.find("key-3", idHash("key-3")))).toBe('{"v":99,"spent":"5"}');
+    expect(PolicyTable.fromParts(PolicyTable.empty.parts())).toBe(PolicyTable.empty);
   });
 });
