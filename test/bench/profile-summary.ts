@@ -40,7 +40,11 @@ function category(url: string, name: string): string {
 const where = (f: CallFrame, root: string) =>
   `${f.url.replace(`file://${root}`, "").replace(/^\//, "")}:${f.lineNumber + 1}`;
 
-export function summariseProfiles(dir: string, root: string, top = 15): string {
+/**
+ * `after`: count only the samples after the last one with this function on the stack: a run of the streams
+ * scenario alone otherwise mostly profiles the bench's non-streamed JIT warm-up (pass relayPassthroughJson).
+ */
+export function summariseProfiles(dir: string, root: string, top = 15, after?: string): string {
   const files = readdirSync(dir).filter((f) => f.endsWith(".cpuprofile"));
   if (!files.length) return `no .cpuprofile in ${dir}`;
   const self = new Map<string, { ms: number; frame: CallFrame }>();
@@ -54,7 +58,24 @@ export function summariseProfiles(dir: string, root: string, top = 15): string {
     const parent = new Map<number, number>();
     for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
     const key = (f: CallFrame) => `${f.functionName || "(anonymous)"} ${f.url}:${f.lineNumber}`;
+    let from = 0;
+    if (after !== undefined) {
+      const onStack = new Map<number, boolean>();
+      const has = (id: number): boolean => {
+        let v = onStack.get(id);
+        if (v === undefined) {
+          const up = parent.get(id);
+          v = byId.get(id)?.callFrame.functionName === after || (up !== undefined && has(up));
+          onStack.set(id, v);
+        }
+        return v;
+      };
+      p.samples.forEach((id, i) => {
+        if (has(id)) from = i + 1;
+      });
+    }
     p.samples.forEach((id, i) => {
+      if (i < from) return;
       const ms = (p.timeDeltas[i] ?? 0) / 1000;
       const n = byId.get(id);
       if (!n) return;
@@ -86,7 +107,7 @@ export function summariseProfiles(dir: string, root: string, top = 15): string {
   const pct = (ms: number) => `${((100 * ms) / busy).toFixed(1)}%`;
   const out: string[] = [];
   out.push(
-    `CPU profile of the data plane (${files.length} file(s)): ${(total / 1000).toFixed(1)} s sampled, ${(busy / 1000).toFixed(1)} s busy (percentages are of busy time)`,
+    `CPU profile of the data plane (${files.length} file(s)${after ? `, after the last sample in ${after}` : ""}): ${(total / 1000).toFixed(1)} s sampled, ${(busy / 1000).toFixed(1)} s busy (percentages are of busy time)`,
   );
   out.push("", "Self time by package:");
   for (const [c, ms] of [...cats].sort((a, b) => b[1] - a[1]).slice(0, 12)) out.push(`  ${pct(ms).padStart(6)}  ${c}`);
@@ -115,10 +136,10 @@ export function summariseProfiles(dir: string, root: string, top = 15): string {
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  const dir = process.argv[2];
-  if (!dir) {
-    console.error("usage: tsx test/bench/profile-summary.ts <dir with .cpuprofile files>");
+  const [dir, flag, after] = process.argv.slice(2);
+  if (!dir || (flag !== undefined && (flag !== "--after" || !after))) {
+    console.error("usage: tsx test/bench/profile-summary.ts <dir with .cpuprofile files> [--after <function>]");
     process.exit(2);
   }
-  console.log(summariseProfiles(dir, fileURLToPath(new URL("../..", import.meta.url))));
+  console.log(summariseProfiles(dir, fileURLToPath(new URL("../..", import.meta.url)), 15, after));
 }

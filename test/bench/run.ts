@@ -1321,7 +1321,9 @@ async function main(): Promise<number> {
 
   if (cpuProf && dataPlane) {
     await dataPlane.stop(15_000); // the profile is written when the process exits
-    console.log(`\n${summariseProfiles(profileDir, repoRoot)}`);
+    // The streams scenario alone: its profile without the non-streamed JIT warm-up before it.
+    const streamsOnly = [...scenarios].every((s) => s === "streams");
+    console.log(`\n${summariseProfiles(profileDir, repoRoot, 15, streamsOnly ? "relayPassthroughJson" : undefined)}`);
   }
   if (cpProf && controlPlane) {
     await controlPlane.stop(15_000);
