@@ -18,8 +18,48 @@ interface ProfileNode {
 }
 interface Profile {
   nodes: ProfileNode[];
+  startTime: number;
   samples: number[];
   timeDeltas: number[];
+}
+
+interface Loaded {
+  p: Profile;
+  byId: Map<number, ProfileNode>;
+  parent: Map<number, number>;
+  /** each sample's time (µs, one clock for every thread of a process) */
+  at: number[];
+}
+
+function load(file: string): Loaded {
+  const p = JSON.parse(readFileSync(file, "utf8")) as Profile;
+  const byId = new Map(p.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  let t = p.startTime;
+  const at = p.timeDeltas.map((d) => (t += d));
+  return { p, byId, parent, at };
+}
+
+/** The time of the last sample with `fn` on its stack, over every file (-Infinity when none). */
+function lastSampleIn(profiles: Loaded[], fn: string): number {
+  let last = -Infinity;
+  for (const { p, byId, parent, at } of profiles) {
+    const onStack = new Map<number, boolean>();
+    const has = (id: number): boolean => {
+      let v = onStack.get(id);
+      if (v === undefined) {
+        const up = parent.get(id);
+        v = byId.get(id)?.callFrame.functionName === fn || (up !== undefined && has(up));
+        onStack.set(id, v);
+      }
+      return v;
+    };
+    p.samples.forEach((id, i) => {
+      if (has(id) && at[i]! > last) last = at[i]!;
+    });
+  }
+  return last;
 }
 
 const ownCode = /\/(data-plane|control-plane)\/(src|dist)\//;
@@ -52,30 +92,13 @@ export function summariseProfiles(dir: string, root: string, top = 15, after?: s
   const cats = new Map<string, number>();
   let total = 0;
   let idle = 0;
-  for (const file of files) {
-    const p = JSON.parse(readFileSync(join(dir, file), "utf8")) as Profile;
-    const byId = new Map(p.nodes.map((n) => [n.id, n]));
-    const parent = new Map<number, number>();
-    for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const profiles = files.map((f) => load(join(dir, f)));
+  // Every thread's samples after that moment (a worker thread's start-up would otherwise count).
+  const cutoff = after === undefined ? -Infinity : lastSampleIn(profiles, after);
+  for (const { p, byId, parent, at } of profiles) {
     const key = (f: CallFrame) => `${f.functionName || "(anonymous)"} ${f.url}:${f.lineNumber}`;
-    let from = 0;
-    if (after !== undefined) {
-      const onStack = new Map<number, boolean>();
-      const has = (id: number): boolean => {
-        let v = onStack.get(id);
-        if (v === undefined) {
-          const up = parent.get(id);
-          v = byId.get(id)?.callFrame.functionName === after || (up !== undefined && has(up));
-          onStack.set(id, v);
-        }
-        return v;
-      };
-      p.samples.forEach((id, i) => {
-        if (has(id)) from = i + 1;
-      });
-    }
     p.samples.forEach((id, i) => {
-      if (i < from) return;
+      if (at[i]! <= cutoff) return;
       const ms = (p.timeDeltas[i] ?? 0) / 1000;
       const n = byId.get(id);
       if (!n) return;
