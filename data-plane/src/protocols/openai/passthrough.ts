@@ -231,7 +231,14 @@ export const openAIPassthrough: Passthrough = {
         }
         const simple = text.startsWith("data: ", start) && text.indexOf("\n", start) === end;
         const data = simple ? text.slice(start + 6, end) : "";
-        const s = simple && !error && data !== "[DONE]" ? scanChunk(data) : null;
+        if (data === "[DONE]") {
+          // Held back: written by end() once the call is accounted.
+          sawDone = true;
+          out += text.slice(copied, start);
+          copied = end + 2;
+          continue;
+        }
+        const s = simple && !error ? scanChunk(data) : null;
         if (s === null) {
           out += text.slice(copied, start) + slow(text.slice(start, end));
           copied = end + 2;
