@@ -62,6 +62,15 @@ if (loadIn !== "worker" && loadIn !== "thread") {
   console.error(`MODELGATE_POLICY_LOAD must be "worker" or "thread", not ${JSON.stringify(loadIn)}`);
   process.exit(2);
 }
+// MODELGATE_POLICY_LOAD_NICE: the load worker thread's nice value (0–19), so that on a busy machine the calls
+// being served get the CPU first and the load the rest.
+const loadNice = Number(env.MODELGATE_POLICY_LOAD_NICE ?? 0);
+if (!Number.isInteger(loadNice) || loadNice < 0 || loadNice > 19) {
+  console.error(
+    `MODELGATE_POLICY_LOAD_NICE must be an integer from 0 to 19, not ${JSON.stringify(env.MODELGATE_POLICY_LOAD_NICE)}`,
+  );
+  process.exit(2);
+}
 const source = new RedisPolicySource(
   snapshotRedis,
   subscriber,
@@ -69,7 +78,11 @@ const source = new RedisPolicySource(
   names,
   250,
   (err) => outage.failure("redis", "policy feed (serving the last policy)", err),
-  { loadIn, connection: { url: env.REDIS_URL, options: { ...redisOptions } } },
+  {
+    loadIn,
+    connection: { url: env.REDIS_URL, options: { ...redisOptions } },
+    workerNice: loadNice,
+  },
 );
 // A worker of a multi-worker data plane (workers.ts) has a folder of its own.
 const worker = env.MODELGATE_WORKER_INDEX === undefined ? "" : `-w${env.MODELGATE_WORKER_INDEX}`;

@@ -13,6 +13,8 @@ export const loadWorkerDataSchema = z.object({
     nodes: z.array(z.object({ host: z.string(), port: z.number() })).optional(),
     options: z.record(z.string(), z.unknown()),
   }),
+  /** the thread's nice value (0: as the main thread; higher yields the CPU to it), see load-worker.ts */
+  nice: z.number().int().min(0).max(19),
 });
 export type LoadWorkerData = z.infer<typeof loadWorkerDataSchema>;
 
@@ -24,6 +26,9 @@ export const toLoadWorkerSchema = z.discriminatedUnion("type", [
     id: z.number().int(),
     /** the shard hashes to read, in order, each with what that shard held before (to size its builder) */
     shards: z.array(z.object({ kind, shard: z.number().int(), key: z.string(), count: z.number(), bytes: z.number() })),
+    /** the head and the epoch it must still name (ScanOptions.current) */
+    metaKey: z.string(),
+    epoch: z.string(),
     scanCount: z.number().int().positive(),
     parallel: z.number().int().positive(),
     pace: z.number().nonnegative(),

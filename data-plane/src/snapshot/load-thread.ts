@@ -4,9 +4,12 @@ import { fromLoadWorkerSchema, type LoadWorkerData, type ToLoadWorker } from "./
 import { PolicyTable, type ShardKind } from "./table.ts";
 
 // The main thread's side of the policy load worker (load-worker.ts says why a load runs there): starts the
-// worker on the first load and keeps it for the next, sends it loads and cancellations, and hands each shard
-// it posts back as PolicyTables over the transferred arrays. A worker that crashes or exits fails the load in
-// progress (the feed reports it and loads again at its next pass, on a new worker).
+// worker for a load and keeps it while loads follow each other, sends it loads and cancellations, and hands
+// each shard it posts back as PolicyTables over the transferred arrays. A worker idle for `idleMs` is ended:
+// its heap (the load's garbage, ~90 MB of the replica's RSS after a 100k-key load) goes with it, and full
+// loads are rare (start, a new epoch, a gap), so the next one pays a worker start (tens of ms) instead. A
+// worker that crashes or exits fails the load in progress (the feed reports it and loads again at its next
+// pass, on a new worker).
 
 export type LoadRequest = Omit<Extract<ToLoadWorker, { type: "load" }>, "type" | "id">;
 /** A shard the worker posted: complete (swap it in) or what was read of it when the load stopped short. */
@@ -43,8 +46,14 @@ export class PolicyLoadWorker {
   private nextId = 1;
   private readonly pending = new Map<number, Pending>();
   private stopped = false;
+  private idle: NodeJS.Timeout | null = null;
 
-  constructor(private readonly connection: RedisConnection) {}
+  constructor(
+    private readonly connection: RedisConnection,
+    private readonly idleMs = 10_000,
+    /** the worker thread's nice value (load-worker.ts lowerPriority) */
+    private readonly nice = 0,
+  ) {}
 
   /** The worker thread while one runs (tests). */
   get thread(): Worker | null {
@@ -57,6 +66,8 @@ export class PolicyLoadWorker {
    */
   load(req: LoadRequest, onShard: ShardHandler, signal: AbortSignal): Promise<void> {
     if (this.stopped || signal.aborted) return Promise.resolve();
+    if (this.idle) clearTimeout(this.idle);
+    this.idle = null;
     const w = this.start();
     const id = this.nextId++;
     return new Promise<void>((resolve, reject) => {
@@ -65,8 +76,12 @@ export class PolicyLoadWorker {
       const settle = () => {
         signal.removeEventListener("abort", cancel);
         this.pending.delete(id);
-        // An idle worker never holds the process open (a replica that forgot stop() still exits).
-        if (this.pending.size === 0) this.worker?.unref();
+        // An idle worker never holds the process open (a replica that forgot stop() still exits), and ends
+        // after a while with nothing to do.
+        if (this.pending.size === 0 && this.worker) {
+          this.worker.unref();
+          this.retireLater(this.worker);
+        }
       };
       this.pending.set(id, {
         onShard,
@@ -86,7 +101,10 @@ export class PolicyLoadWorker {
 
   private start(): Worker {
     if (this.worker) return this.worker;
-    const w = startWorker({ connection: { ...this.connection, options: { ...this.connection.options } } });
+    const w = startWorker({
+      connection: { ...this.connection, options: { ...this.connection.options } },
+      nice: this.nice,
+    });
     this.worker = w;
     w.unref();
     w.on("message", (raw: unknown) => {
@@ -111,6 +129,17 @@ export class PolicyLoadWorker {
     return w;
   }
 
+  private retireLater(w: Worker): void {
+    if (this.idle) clearTimeout(this.idle);
+    this.idle = setTimeout(() => {
+      this.idle = null;
+      if (this.worker !== w || this.pending.size > 0) return;
+      this.worker = null; // first: its exit is then not a failure (see fail)
+      void w.terminate();
+    }, this.idleMs);
+    this.idle.unref();
+  }
+
   /** The worker died: every load it ran fails (a later load starts a new worker). */
   private fail(w: Worker, err: Error): void {
     if (this.worker !== w) return;
@@ -121,6 +150,8 @@ export class PolicyLoadWorker {
   /** Ends the worker (the replica stops): a load in progress ends as cancelled. */
   async terminate(): Promise<void> {
     this.stopped = true;
+    if (this.idle) clearTimeout(this.idle);
+    this.idle = null;
     const w = this.worker;
     this.worker = null;
     for (const p of [...this.pending.values()]) p.resolve();

@@ -1,4 +1,5 @@
 import { once } from "node:events";
+import { readdirSync, readFileSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -54,7 +55,12 @@ async function writeFeed(epoch: string, keys: number, tag = epoch) {
 function follower(
   names: ReturnType<typeof redisNames>,
   store: SnapshotStore,
-  opts: { loadIn?: "worker" | "thread"; onError?: (err: unknown) => void } = {},
+  opts: {
+    loadIn?: "worker" | "thread";
+    onError?: (err: unknown) => void;
+    workerIdleMs?: number;
+    workerNice?: number;
+  } = {},
 ) {
   const source = new RedisPolicySource(
     redis,
@@ -66,7 +72,12 @@ function follower(
       ((err) => {
         throw err;
       }),
-    { paceRatio: PACE, loadIn: opts.loadIn ?? "worker" },
+    {
+      paceRatio: PACE,
+      loadIn: opts.loadIn ?? "worker",
+      ...(opts.workerIdleMs === undefined ? {} : { workerIdleMs: opts.workerIdleMs }),
+      ...(opts.workerNice === undefined ? {} : { workerNice: opts.workerNice }),
+    },
   );
   sources.push(source);
   return source;
@@ -281,5 +292,89 @@ describe("full load on the load worker", () => {
     await source.sync();
     expect(store.fullLoads).toBe(2);
     expect(store.size.keys).toBe(500);
+  });
+
+  it("Redis losing its data mid-load: the shards read after the loss are not swapped in empty, the replica keeps what it held", async () => {
+    // On the worker: the loss comes once the reload posted its first shard.
+    const feed = await writeFeed("e1", 2_000);
+    const store = new SnapshotStore();
+    const source = follower(feed.names, store);
+    await source.sync();
+    await gap(feed.names);
+    const firstShard = once(source.loadThread!, "message");
+    const reload = source.sync();
+    await firstShard;
+    await dropPrefix(redis, feed.names.prefix);
+    await reload;
+    // On the main thread: the loss comes before the reload's 20th HSCAN.
+    const other = await writeFeed("e1", 2_000);
+    const local = new SnapshotStore();
+    let scans = 0;
+    const lossy = new Proxy(redis, {
+      get(target, prop, receiver) {
+        if (prop !== "hscanBuffer") return Reflect.get(target, prop, receiver) as unknown;
+        return async (...args: Parameters<Redis["hscanBuffer"]>) => {
+          if (local.fullLoads > 0 && ++scans === 20) await dropPrefix(redis, other.names.prefix);
+          return target.hscanBuffer(...args);
+        };
+      },
+    });
+    const onMain = new RedisPolicySource(
+      lossy,
+      sub,
+      local,
+      other.names,
+      3_600_000,
+      (err) => {
+        throw err;
+      },
+      { paceRatio: PACE, loadIn: "thread" },
+    );
+    sources.push(onMain);
+    await onMain.sync();
+    await gap(other.names);
+    await onMain.sync();
+    expect(scans).toBeGreaterThanOrEqual(20);
+    for (const [s, f] of [
+      [store, feed],
+      [local, other],
+    ] as const) {
+      expect(s.fullLoads).toBe(1);
+      expect(s.loading).toBe(false);
+      // Every key is still known: the shards scanned after the loss (empty) were not swapped in.
+      expect(s.size.keys).toBe(2_000);
+      for (const id of f.keyIds) expect(s.key(id)).toBeDefined();
+    }
+  });
+
+  it("the worker ends once idle for workerIdleMs; the next load starts a new one", async () => {
+    const feed = await writeFeed("e1", 200);
+    const { names } = feed;
+    const store = new SnapshotStore();
+    const source = follower(names, store, { workerIdleMs: 100 });
+    await source.sync();
+    const first = source.loadThread!;
+    expect(first).not.toBeNull();
+    await once(first, "exit");
+    expect(source.loadThread).toBeNull();
+    await gap(names);
+    await source.sync();
+    expect(store.fullLoads).toBe(2);
+    expect(store.size.keys).toBe(200);
+    expect(source.loadThread).not.toBe(first);
+    expect(source.loadThread).not.toBeNull();
+  });
+
+  it("the worker thread runs at the nice value asked for, the replica's own threads as they were", async () => {
+    const niceOf = (task: string) =>
+      Number(readFileSync(`/proc/self/task/${task}/stat`, "utf8").split(") ")[1]!.split(" ")[16]);
+    const before = readdirSync("/proc/self/task").filter((t) => niceOf(t) === 7);
+    const feed = await writeFeed("e1", 50);
+    const source = follower(feed.names, new SnapshotStore(), { workerNice: 7 });
+    await source.sync();
+    const reniced = readdirSync("/proc/self/task").filter((t) => niceOf(t) === 7);
+    expect(before).toEqual([]);
+    expect(reniced).toHaveLength(1);
+    expect(niceOf(String(process.pid))).toBe(0);
   });
 });

@@ -1,3 +1,5 @@
+import { readlinkSync } from "node:fs";
+import { setPriority } from "node:os";
 import { parentPort, workerData } from "node:worker_threads";
 import type { RedisOptions } from "ioredis";
 import { connectFrom } from "../redis/connect.ts";
@@ -18,7 +20,8 @@ import { type PolicyTable, ShardBuilders, type ShardKind } from "./table.ts";
 // (a reload after a gap or on a new epoch needs no new connection); the replica terminates it on stop.
 
 const port = parentPort!;
-const { connection } = loadWorkerDataSchema.parse(workerData);
+const { connection, nice } = loadWorkerDataSchema.parse(workerData);
+lowerPriority(nice);
 // Commands queue until the connection is up (a fresh worker's first HSCAN would otherwise fail at once); a
 // failed command rejects after one retry, as the replica's own connection does, so a load fails instead of
 // waiting on a Redis that is away (the replica reports it and retries at its next pass).
@@ -71,17 +74,23 @@ async function run(m: Extract<ToLoadWorker, { type: "load" }>): Promise<void> {
     }
   };
   try {
-    await scanShards(
+    const read = await scanShards(
       redis,
       m.shards,
-      { scanCount: m.scanCount, parallel: m.parallel, pace: m.pace, cancelled: () => state.cancelled },
+      {
+        scanCount: m.scanCount,
+        parallel: m.parallel,
+        pace: m.pace,
+        cancelled: () => state.cancelled,
+        current: async () => (await redis.hget(m.metaKey, "epoch")) === m.epoch,
+      },
       (kind, id, json) => builders.putBytes(kind, id, json),
       (kind, shard) => {
         const { table, money } = builders.take(kind, shard);
         post(m.id, kind, shard, true, table, money);
       },
     );
-    if (state.cancelled) rest();
+    if (state.cancelled || read === "gone") rest();
     port.postMessage({ type: "end", id: m.id } satisfies FromLoadWorker);
   } catch (err) {
     rest();
@@ -89,5 +98,21 @@ async function run(m: Extract<ToLoadWorker, { type: "load" }>): Promise<void> {
     port.postMessage({ type: "end", id: m.id, error: (err as Error)?.message ?? String(err) } satisfies FromLoadWorker);
   } finally {
     if (current === state) current = null;
+  }
+}
+
+/**
+ * Gives this thread a lower CPU priority than the replica's main thread (Linux: a thread is a task of its own,
+ * and setpriority on its id renices that thread alone). On two cores a reload's reading competes with the calls
+ * being served, Redis and everything else; the scheduler then lets the main thread run first whenever both
+ * want a core, and the load takes the idle time. Elsewhere (no /proc/thread-self) it stays as it is.
+ */
+function lowerPriority(n: number): void {
+  if (n === 0) return;
+  try {
+    const tid = Number(readlinkSync("/proc/thread-self").split("/").pop());
+    if (Number.isInteger(tid) && tid > 0) setPriority(tid, n);
+  } catch {
+    // not Linux, or not allowed: the default priority
   }
 }

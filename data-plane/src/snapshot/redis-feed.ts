@@ -65,6 +65,10 @@ export class RedisPolicySource {
       loadIn?: "worker" | "thread";
       /** how the worker connects (the replica's URL and options); default: what `redis` itself was opened with */
       connection?: RedisConnection;
+      /** how long the load worker may sit idle before it ends (load-thread.ts); default 10 s */
+      workerIdleMs?: number;
+      /** the load worker thread's nice value, 0–19 (load-worker.ts lowerPriority); default 0 */
+      workerNice?: number;
     } = {},
   ) {}
 
@@ -257,22 +261,27 @@ export class RedisPolicySource {
         for (let shard = 0; shard < POLICY_SHARDS; shard++)
           shards.push({ kind, shard, key: this.names.policyShard(epoch, kind, shard) });
       const scan = { scanCount: this.opts.scanCount ?? 1_000, parallel: this.opts.parallel ?? 4, pace };
+      const current = async () => (await this.redis.hget(this.names.policyMeta, "epoch")) === epoch;
       if ((this.opts.loadIn ?? "worker") === "thread") {
         await scanShards(
           this.redis,
           shards,
-          { ...scan, cancelled },
+          { ...scan, cancelled, current },
           (kind, id, json) => load.putBytes(kind, id, json),
           (kind, shard) => load.shardDone(kind, shard),
         );
       } else {
-        this.loader ??= new PolicyLoadWorker(this.opts.connection ?? connectionOf(this.redis));
+        this.loader ??= new PolicyLoadWorker(
+          this.opts.connection ?? connectionOf(this.redis),
+          this.opts.workerIdleMs,
+          this.opts.workerNice,
+        );
         const sized = shards.map((s) => {
           const held = this.store.shard(s.kind, s.shard).table;
           return { ...s, count: held.count, bytes: held.bytes };
         });
         await this.loader.load(
-          { ...scan, shards: sized },
+          { ...scan, shards: sized, metaKey: this.names.policyMeta, epoch },
           (kind, shard, table, money, complete) =>
             complete ? load.swapShard(kind, shard, table, money) : load.putPartial(kind, shard, table, money),
           state.abort.signal,

@@ -24,12 +24,22 @@ export interface ScanOptions {
   pace: number;
   /** checked after every await: true stops the reading (what was put stays put) */
   cancelled(): boolean;
+  /**
+   * Whether the epoch read is still the current one (the head names it): asked when a shard's scan ends with an
+   * empty piece, which is also what HSCAN answers for a hash that is gone. If Redis lost its data mid-load
+   * (restarted without persistence) or a newer epoch replaced this one (the old expires), every shard read from
+   * then on would look empty, and swapping those in would make the replica forget its keys until the next
+   * load; so the reading stops there instead, as when cancelled (the shards swapped in before stay: they were
+   * read whole).
+   */
+  current(): Promise<boolean>;
 }
 
 /**
  * Reads every shard a bounded piece at a time (HSCAN, as bytes), handing each entry to `put` and each shard's
  * end to `done`. Every command names one key (on a Redis Cluster each shard is read from the master holding its
- * slot). Stops quietly when cancelled; a Redis error rejects.
+ * slot). Stops quietly when cancelled, or when the epoch is no longer current ("gone", see ScanOptions.current);
+ * a Redis error rejects.
  */
 export async function scanShards(
   redis: Redis,
@@ -37,17 +47,22 @@ export async function scanShards(
   opts: ScanOptions,
   put: (kind: ShardKind, id: Uint8Array, json: Uint8Array) => void,
   done: (kind: ShardKind, shard: number) => void,
-): Promise<void> {
+): Promise<"read" | "gone"> {
   let next = 0;
+  let gone = false;
   const reader = async () => {
-    while (next < shards.length && !opts.cancelled()) {
+    while (next < shards.length && !opts.cancelled() && !gone) {
       const { kind, shard, key } = shards[next++]!;
       let cursor = "0";
       do {
         const started = performance.now();
         const [c, flat] = await redis.hscanBuffer(key, cursor, "COUNT", opts.scanCount);
-        if (opts.cancelled()) return;
+        if (opts.cancelled() || gone) return;
         cursor = c.toString();
+        if (flat.length === 0 && cursor === "0" && !(await opts.current())) {
+          gone = true;
+          return;
+        }
         for (let i = 0; i + 1 < flat.length; i += 2) put(kind, flat[i]!, flat[i + 1]!);
         if (opts.pace > 0) await pause((performance.now() - started) * opts.pace);
         if (opts.cancelled()) return;
@@ -56,6 +71,7 @@ export async function scanShards(
     }
   };
   await Promise.all(Array.from({ length: opts.pace > 0 ? 1 : opts.parallel }, reader));
+  return gone ? "gone" : "read";
 }
 
 /**
