@@ -33,10 +33,15 @@ export interface ChunkScan {
   /** a `"usage":null` member with one adjacent comma, [start, end): the part to cut for a client that did not ask */
   usageStart: number;
   usageEnd: number;
-  /** how many counted string values there are, and the last one's quotes: [stringStart, stringEnd] */
+  /** how many counted string values there are */
   strings: number;
-  stringStart: number;
-  stringEnd: number;
+  /**
+   * The string values that may differ from chunk to chunk without changing anything else the relay reads:
+   * the counted ones and OpenAI's `obfuscation` padding; each as its opening and closing quote, unsorted.
+   */
+  varOpen: number[];
+  varClose: number[];
+  varCounted: boolean[];
 }
 
 const scan: ChunkScan = {
@@ -46,8 +51,9 @@ const scan: ChunkScan = {
   usageStart: -1,
   usageEnd: -1,
   strings: 0,
-  stringStart: -1,
-  stringEnd: -1,
+  varOpen: [],
+  varClose: [],
+  varCounted: [],
 };
 
 /** Index of the value after key `key` (quotes included) found at `i`, or -1 when that occurrence is not a key. */
@@ -88,8 +94,11 @@ export function stringLength(text: string, q: number): number {
   return -1;
 }
 
-/** Adds the lengths of every string value of `key`; false when a value is neither a string nor null. */
-function countKey(text: string, key: string): boolean {
+/**
+ * Adds the lengths of every string value of `key` (when `counted`) and notes them as variable; false when a
+ * value is neither a string nor null.
+ */
+function countKey(text: string, key: string, counted = true): boolean {
   for (let i = text.indexOf(key); i !== -1; i = text.indexOf(key, i + key.length)) {
     const v = valueAt(text, i, key);
     if (v === -1) continue;
@@ -97,10 +106,13 @@ function countKey(text: string, key: string): boolean {
     if (c === QUOTE) {
       const n = stringLength(text, v);
       if (n === -1) return false;
-      scan.chars += n;
-      scan.strings++;
-      scan.stringStart = v;
-      scan.stringEnd = stringEnd;
+      if (counted) {
+        scan.chars += n;
+        scan.strings++;
+      }
+      scan.varOpen.push(v);
+      scan.varClose.push(stringEnd);
+      scan.varCounted.push(counted);
       i = stringEnd - key.length + 1;
     } else if (!text.startsWith("null", v)) return false;
   }
@@ -118,6 +130,9 @@ export function scanChunk(text: string): ChunkScan | null {
   scan.modelStart = -1;
   scan.usageStart = -1;
   scan.strings = 0;
+  scan.varOpen.length = 0;
+  scan.varClose.length = 0;
+  scan.varCounted.length = 0;
   for (let i = text.indexOf('"error"'); i !== -1; i = text.indexOf('"error"', i + 7))
     if (valueAt(text, i, '"error"') !== -1) return null;
   for (let i = text.indexOf('"usage"'); i !== -1; i = text.indexOf('"usage"', i + 7)) {
@@ -148,7 +163,12 @@ export function scanChunk(text: string): ChunkScan | null {
     scan.modelStart = v;
     scan.modelEnd = end + 1;
   }
-  if (!countKey(text, '"content"') || !countKey(text, '"reasoning_content"') || !countKey(text, '"arguments"'))
+  if (
+    !countKey(text, '"content"') ||
+    !countKey(text, '"reasoning_content"') ||
+    !countKey(text, '"arguments"') ||
+    !countKey(text, '"obfuscation"', false)
+  )
     return null;
   return scan;
 }

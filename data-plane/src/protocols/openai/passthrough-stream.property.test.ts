@@ -130,6 +130,7 @@ const chunk = fc.record(
     ),
     usage: maybe(fc.option(usage, { nil: null })),
     system_fingerprint: maybe(text),
+    obfuscation: maybe(text),
   },
   { requiredKeys: ["id", "object", "model", "choices"] },
 );
@@ -142,16 +143,17 @@ const write = (o: unknown, s: string) => {
   if (s === "spaced") return JSON.stringify(o, null, 1).replace(/\n */g, " ");
   return json.replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 };
-// A run of token chunks as an upstream writes them: one chunk's shape again and again, only its one string of
-// output changing (the relay's template path), sometimes with no string or a second one.
+// A run of token chunks as an upstream writes them: one chunk's shape again and again, only its string of
+// output (and OpenAI's obfuscation padding, when there is one) changing: the relay's template path. Sometimes
+// with no string or a second choice.
 const run = fc
-  .tuple(chunk, style, fc.array(fc.option(text, { nil: undefined }), { minLength: 1, maxLength: 6 }))
+  .tuple(chunk, style, fc.array(fc.tuple(fc.option(text, { nil: undefined }), text), { minLength: 1, maxLength: 6 }))
   .map(([c, s, texts]) =>
     texts
-      .map((t) => {
+      .map(([t, pad]) => {
         const choice = { index: 0, delta: { content: t }, logprobs: null, finish_reason: null };
         const choices = t === "\\" ? [choice, choice] : [choice];
-        return `data: ${write({ ...c, choices }, s)}\n\n`;
+        return `data: ${write({ ...c, choices, ...(c.obfuscation === undefined ? {} : { obfuscation: pad }) }, s)}\n\n`;
       })
       .join(""),
   );

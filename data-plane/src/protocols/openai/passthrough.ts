@@ -163,19 +163,37 @@ export const openAIPassthrough: Passthrough = {
       const ev = parseEvent(fromBytes(raw));
       return ev ? bytesOf(relayEvent(ev.data)) : "";
     };
-    // A stream's token chunks differ from one another only in their one string of output: the last scanned
-    // chunk with exactly one such string is kept as a template (the text before the string's content and
-    // from its closing quote on, and both as they go out). An event that is the template's prefix, a string
-    // that ends exactly where the template's suffix begins, and that suffix, has the template's keys and
-    // values everywhere else: it needs no scan, and goes out as the template's edited prefix and suffix
-    // around its own content.
-    // Compared as bytes (Buffer.compare: a memcmp; String#startsWith at an offset was several times slower
-    // in a profile of this loop).
-    let tplPrefix: Buffer | null = null;
-    let tplSuffix: Buffer | null = null;
-    let tplOutPrefix = "";
-    let tplOutSuffix = "";
+    // A stream's token chunks differ from one another only in their string of output (and OpenAI's
+    // obfuscation padding): the last scanned chunk with output is kept as a template, the bytes between those
+    // variable strings (segment k ends with string k's opening quote, segment k+1 starts with its closing
+    // one), and each segment as it goes out (model replaced, usage cut). An event made of the same segments
+    // around strings that each end where the next segment begins has the template's keys and values
+    // everywhere else: it needs no scan, only its variable strings walked, and goes out as the edited
+    // segments around them. Segments are compared as bytes (Buffer.compare: a memcmp; String#startsWith at
+    // an offset was several times slower in a profile of this loop).
+    let tplSegs: Buffer[] = [];
+    let tplOut: string[] = [];
+    let tplCounted: boolean[] = [];
     let tplEdited = false;
+    const varFrom: number[] = [];
+    const varTo: number[] = [];
+    /** The template's match for the event whose data is text[from, end): delivered characters, or -1. */
+    const matchTemplate = (text: string, bytes: Buffer, from: number, end: number): number => {
+      let p = from;
+      let n = 0;
+      const last = tplSegs.length - 1;
+      for (let k = 0; ; k++) {
+        const seg = tplSegs[k]!;
+        if (p + seg.length > end || bytes.compare(seg, 0, seg.length, p, p + seg.length) !== 0) return -1;
+        p += seg.length;
+        if (k === last) return p === end ? n : -1;
+        const c = stringLength(text, p - 1);
+        if (c === -1) return -1;
+        if (tplCounted[k]) n += c;
+        varFrom[k] = p;
+        p = varTo[k] = lastStringEnd();
+      }
+    };
     // The edits of the last scan (model value replaced, `"usage":null` cut), applied to data[from, to).
     let model = false;
     let cut = false;
@@ -209,24 +227,17 @@ export const openAIPassthrough: Passthrough = {
       let copied = 0;
       let start = 0;
       for (let end = text.indexOf("\n\n"); end !== -1; start = end + 2, end = text.indexOf("\n\n", start)) {
-        if (tplPrefix !== null && tplSuffix !== null && !error && text.startsWith("data: ", start)) {
-          const from = start + 6 + tplPrefix.length;
-          const to = end - tplSuffix.length;
+        if (tplSegs.length !== 0 && !error && text.startsWith("data: ", start)) {
           bytes ??= Buffer.from(text, "latin1");
-          if (
-            from <= to &&
-            bytes.compare(tplPrefix, 0, tplPrefix.length, start + 6, from) === 0 &&
-            bytes.compare(tplSuffix, 0, tplSuffix.length, to, end) === 0
-          ) {
-            const n = stringLength(text, from - 1);
-            if (n !== -1 && lastStringEnd() === to) {
-              deliveredChars += n;
-              if (tplEdited) {
-                out += text.slice(copied, start + 6) + tplOutPrefix + text.slice(from, to) + tplOutSuffix;
-                copied = end;
-              }
-              continue;
+          const n = matchTemplate(text, bytes, start + 6, end);
+          if (n !== -1) {
+            deliveredChars += n;
+            if (tplEdited) {
+              out += text.slice(copied, start + 6) + tplOut[0]!;
+              for (let k = 1; k < tplOut.length; k++) out += text.slice(varFrom[k - 1]!, varTo[k - 1]!) + tplOut[k]!;
+              copied = end;
             }
+            continue;
           }
         }
         const simple = text.startsWith("data: ", start) && text.indexOf("\n", start) === end;
@@ -247,14 +258,22 @@ export const openAIPassthrough: Passthrough = {
         deliveredChars += s.chars;
         model = s.modelStart !== -1 && data.slice(s.modelStart, s.modelEnd) !== clientModelBytes;
         cut = !includeUsage && s.usageStart !== -1;
-        if (s.strings === 1) {
-          tplPrefix = Buffer.from(data.slice(0, s.stringStart + 1), "latin1");
-          tplSuffix = Buffer.from(data.slice(s.stringEnd), "latin1");
+        if (s.strings !== 0) {
+          // The variable strings in order, and the segments around them.
+          const order = s.varOpen.map((_, k) => k).sort((x, y) => s.varOpen[x]! - s.varOpen[y]!);
+          tplSegs = [];
+          tplOut = [];
+          tplCounted = [];
           tplEdited = model || cut;
-          if (tplEdited) {
-            tplOutPrefix = edited(data, s, 0, s.stringStart + 1);
-            tplOutSuffix = edited(data, s, s.stringEnd, data.length);
+          let at = 0;
+          for (const k of order) {
+            tplSegs.push(Buffer.from(data.slice(at, s.varOpen[k]! + 1), "latin1"));
+            if (tplEdited) tplOut.push(edited(data, s, at, s.varOpen[k]! + 1));
+            tplCounted.push(s.varCounted[k]!);
+            at = s.varClose[k]!;
           }
+          tplSegs.push(Buffer.from(data.slice(at), "latin1"));
+          if (tplEdited) tplOut.push(edited(data, s, at, data.length));
         }
         if (!model && !cut) continue; // the event goes out as it came
         out += text.slice(copied, start + 6) + edited(data, s, 0, data.length);
