@@ -82,6 +82,8 @@ const source = new RedisPolicySource(
     loadIn,
     connection: { url: env.REDIS_URL, options: { ...redisOptions } },
     workerNice: loadNice,
+    // MODELGATE_POLICY_LOAD_SHARED=0: the load worker transfers its tables instead of sharing them (an A/B)
+    sharedTables: env.MODELGATE_POLICY_LOAD_SHARED !== "0",
   },
 );
 // A worker of a multi-worker data plane (workers.ts) has a folder of its own.

@@ -29,6 +29,8 @@ export const toLoadWorkerSchema = z.discriminatedUnion("type", [
     /** the head and the epoch it must still name (ScanOptions.current) */
     metaKey: z.string(),
     epoch: z.string(),
+    /** build the tables in SharedArrayBuffers (shared with the main thread) instead of transferring them */
+    shared: z.boolean(),
     scanCount: z.number().int().positive(),
     parallel: z.number().int().positive(),
     pace: z.number().nonnegative(),

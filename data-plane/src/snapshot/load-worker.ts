@@ -13,8 +13,13 @@ import { type PolicyTable, ShardBuilders, type ShardKind } from "./table.ts";
 // id and per JSON, and the builders' growing arrays). On the request thread that garbage set off a burst of
 // mark-compacts (6–7 in a 2 s reload at 100k keys, 5–17 ms each) that the calls served meanwhile waited for.
 // A worker has a V8 heap of its own: its collections pause only this thread. What crosses to the main thread
-// is each finished shard's few typed arrays, transferred (moved, not copied), which the main thread wraps as a
-// PolicyTable and swaps in (store.ts FullLoad.swapShard), as it would a table it had built itself.
+// is each finished shard's few typed arrays, which the main thread wraps as a PolicyTable and swaps in
+// (store.ts FullLoad.swapShard), as it would a table it had built itself. They are built in SharedArrayBuffers
+// (shared, not copied): transferred ArrayBuffers count as the main thread's external memory, and a reload
+// moving the whole set's bytes (~90 MB at 100k keys) across made V8 start a mark-compact on the request
+// thread every time (an 11 ms pause in the reload at 100k keys; in a node experiment, 90 MB of transferred
+// tables per round set off a mark-compact per round, shared ones none). A shared table's memory goes when the
+// main thread's collector drops its last view, at its next collection as for any other garbage.
 //
 // One load at a time: a new `load` cancels the one running. The worker keeps its connection between loads
 // (a reload after a gap or on a new epoch needs no new connection); the replica terminates it on stop.
@@ -56,7 +61,9 @@ function post(id: number, kind: ShardKind, shard: number, complete: boolean, tab
   const transfer: ArrayBuffer[] = [];
   for (const p of [msg.table, msg.money])
     // each array's own buffer (TableBuilder allocates them; a subarray of one still moves the whole buffer)
-    if (p) for (const a of [p.blob, p.offs, p.idLens, p.vers, p.index]) transfer.push(a.buffer as ArrayBuffer);
+    if (p)
+      for (const a of [p.blob, p.offs, p.idLens, p.vers, p.index])
+        if (a.buffer instanceof ArrayBuffer) transfer.push(a.buffer); // (a SharedArrayBuffer is shared, not moved)
   port.postMessage(msg, transfer);
 }
 
@@ -65,7 +72,7 @@ async function run(m: Extract<ToLoadWorker, { type: "load" }>): Promise<void> {
   current = state;
   const like = { key: new Map<number, { count: number; bytes: number }>(), account: new Map() };
   for (const s of m.shards) like[s.kind].set(s.shard, { count: s.count, bytes: s.bytes });
-  const builders = new ShardBuilders((kind, shard) => like[kind].get(shard));
+  const builders = new ShardBuilders((kind, shard) => like[kind].get(shard), m.shared);
   // What was read of shards not finished: the main thread applies it as changes if it gives the load up.
   const rest = () => {
     for (const [kind, shard] of builders.open()) {

@@ -69,6 +69,11 @@ export class RedisPolicySource {
       workerIdleMs?: number;
       /** the load worker thread's nice value, 0–19 (load-worker.ts lowerPriority); default 0 */
       workerNice?: number;
+      /**
+       * whether the load worker builds its tables in SharedArrayBuffers (default) or transfers ArrayBuffers
+       * (load-worker.ts says why shared)
+       */
+      sharedTables?: boolean;
     } = {},
   ) {}
 
@@ -281,7 +286,7 @@ export class RedisPolicySource {
           return { ...s, count: held.count, bytes: held.bytes };
         });
         await this.loader.load(
-          { ...scan, shards: sized, metaKey: this.names.policyMeta, epoch },
+          { ...scan, shards: sized, metaKey: this.names.policyMeta, epoch, shared: this.opts.sharedTables ?? true },
           (kind, shard, table, money, complete) =>
             complete ? load.swapShard(kind, shard, table, money) : load.putPartial(kind, shard, table, money),
           state.abort.signal,

@@ -77,4 +77,30 @@ describe("policy tables (a shard's entities as bytes)", () => {
     expect(money.json(money.find("key-3", idHash("key-3")))).toBe('{"v":99,"spent":"5"}');
     expect(PolicyTable.fromParts(PolicyTable.empty.parts())).toBe(PolicyTable.empty);
   });
+
+  it("shared: every array of a built table is in a SharedArrayBuffer of its size; another thread sees the same table without a copy", () => {
+    const b = new ShardBuilders(() => undefined, true);
+    const ids = Array.from({ length: 200 }, (_, i) => `key-${i}`);
+    for (const [i, id] of ids.entries()) b.putBytes("key", Buffer.from(id), Buffer.from(entityJson(i + 1, { n: i })));
+    b.putBytes("key", Buffer.from("$key-3"), Buffer.from('{"v":99,"spent":"5"}'));
+    for (const [kind, shard] of [...b.open()]) {
+      const { table, money } = b.take(kind, shard);
+      for (const p of [table.parts(), money.parts()]) {
+        if (p === null) continue;
+        for (const a of [p.blob, p.offs, p.idLens, p.vers, p.index]) {
+          expect(a.buffer).toBeInstanceOf(SharedArrayBuffer);
+          expect(a.byteLength).toBe(a.buffer.byteLength); // copied to size: nothing unused is shared
+        }
+      }
+      // what postMessage does with a SharedArrayBuffer: the other side gets the same memory
+      const [t] = structuredClone([table.parts()]);
+      expect(t!.blob.buffer).not.toBe(table.parts()!.blob.buffer);
+      table.parts()!.blob[0] = table.parts()!.blob[0]! ^ 0xff;
+      expect(t!.blob[0]).toBe(table.parts()!.blob[0]);
+      table.parts()!.blob[0] = table.parts()!.blob[0]! ^ 0xff;
+      const there = PolicyTable.fromParts(t!);
+      for (const e of table.entries())
+        expect(there.json(there.find(table.id(e), idHash(table.id(e))))).toBe(table.json(e));
+    }
+  });
 });

@@ -240,16 +240,19 @@ export class TableBuilder {
     for (const e of table.entries()) yield [table.id(e), table.json(e), table.version(e)];
   }
 
-  /** The table: copied to its exact size, indexed at a load factor of at most one half. */
-  build(): PolicyTable {
+  /**
+   * The table: copied to its exact size, indexed at a load factor of at most one half. `shared`: its arrays in
+   * SharedArrayBuffers (the load worker's tables, see load-worker.ts), each copied to its exact size.
+   */
+  build(shared = false): PolicyTable {
     if (this.count === 0) return PolicyTable.empty;
     let size = 8;
     while (size < this.count * 2) size *= 2;
-    const index = new Int32Array(size);
+    const index = shared ? new Int32Array(new SharedArrayBuffer(size * 4)) : new Int32Array(size);
     const mask = size - 1;
-    // kept as they are unless more than a fifth is unused (then copied to size)
+    // kept as they are unless more than a fifth is unused (then copied to size); shared: always copied
     const fit = <A extends Uint8Array | Uint32Array | Float64Array>(a: A, n: number): A =>
-      (n * 5 >= a.length * 4 ? a.subarray(0, n) : a.slice(0, n)) as A;
+      (shared ? sharedCopy(a, n) : n * 5 >= a.length * 4 ? a.subarray(0, n) : a.slice(0, n)) as A;
     this.offs[this.count] = this.used; // add() keeps room for this one
     const offs = fit(this.offs, this.count + 1);
     const blob = fit(this.blob, this.used);
@@ -273,6 +276,14 @@ export class TableBuilder {
   }
 }
 
+/** The first n elements of a typed array, copied into a SharedArrayBuffer of their size. */
+function sharedCopy<A extends Uint8Array | Uint32Array | Float64Array>(a: A, n: number): A {
+  const Kind = a.constructor as new (buffer: SharedArrayBuffer) => A;
+  const out = new Kind(new SharedArrayBuffer(Math.max(1, n) * a.BYTES_PER_ELEMENT));
+  out.set(a.subarray(0, n));
+  return (n === 0 ? out.subarray(0, 0) : out) as A;
+}
+
 function sameBytes(blob: Uint8Array, a: number, aLen: number, b: number, bLen: number): boolean {
   if (aLen !== bLen) return false;
   for (let i = 0; i < aLen; i++) if (blob[a + i] !== blob[b + i]) return false;
@@ -290,9 +301,13 @@ export class ShardBuilders {
   private readonly entities: Record<ShardKind, (TableBuilder | undefined)[]> = { key: [], account: [] };
   private readonly money: Record<ShardKind, (TableBuilder | undefined)[]> = { key: [], account: [] };
 
-  /** `like`: what a shard held before, to size its builder (see TableBuilder's constructor). */
+  /**
+   * `like`: what a shard held before, to size its builder (see TableBuilder's constructor); `shared`: tables
+   * built in SharedArrayBuffers (TableBuilder.build).
+   */
   constructor(
     private readonly like: (kind: ShardKind, shard: number) => { count: number; bytes: number } | undefined,
+    private readonly shared = false,
   ) {}
 
   private builder(kind: ShardKind, shard: number): TableBuilder {
@@ -328,8 +343,8 @@ export class ShardBuilders {
 
   /** The shard's tables as built so far (empty where nothing was put); its builders are forgotten. */
   take(kind: ShardKind, shard: number): { table: PolicyTable; money: PolicyTable } {
-    const table = this.entities[kind][shard]?.build() ?? PolicyTable.empty;
-    const money = this.money[kind][shard]?.build() ?? PolicyTable.empty;
+    const table = this.entities[kind][shard]?.build(this.shared) ?? PolicyTable.empty;
+    const money = this.money[kind][shard]?.build(this.shared) ?? PolicyTable.empty;
     this.entities[kind][shard] = undefined;
     this.money[kind][shard] = undefined;
     return { table, money };
