@@ -50,7 +50,7 @@ export class PolicyLoadWorker {
 
   constructor(
     private readonly connection: RedisConnection,
-    private readonly idleMs = 10_000,
+    private readonly idleMs = 1_000,
     /** the worker thread's nice value (load-worker.ts lowerPriority) */
     private readonly nice = 0,
   ) {}

@@ -75,7 +75,8 @@ function follower(
     {
       paceRatio: PACE,
       loadIn: opts.loadIn ?? "worker",
-      ...(opts.workerIdleMs === undefined ? {} : { workerIdleMs: opts.workerIdleMs }),
+      // (the tests hold on to the worker between loads; only the idle test lets it end)
+      workerIdleMs: opts.workerIdleMs ?? 60_000,
       ...(opts.workerNice === undefined ? {} : { workerNice: opts.workerNice }),
     },
   );

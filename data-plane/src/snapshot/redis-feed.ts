@@ -65,7 +65,7 @@ export class RedisPolicySource {
       loadIn?: "worker" | "thread";
       /** how the worker connects (the replica's URL and options); default: what `redis` itself was opened with */
       connection?: RedisConnection;
-      /** how long the load worker may sit idle before it ends (load-thread.ts); default 10 s */
+      /** how long the load worker may sit idle before it ends (load-thread.ts); default 1 s */
       workerIdleMs?: number;
       /** the load worker thread's nice value, 0–19 (load-worker.ts lowerPriority); default 0 */
       workerNice?: number;
