@@ -601,6 +601,42 @@ describe("policy feed", () => {
     cp.stop();
   });
 
+  it("a control plane that finds a bridge epoch current (the one that started it died) writes its full publication", async () => {
+    // Redis lost the feed and a control plane bridged it, then died before its full publication was current.
+    const lostAt = (await redis.hget(names.policyMeta, "cursor"))!;
+    const all = await redis.keys(`${names.prefix}*`);
+    await redis.del(...all);
+    const bridge = await new RedisPolicyBus(redis, names).bridge(lostAt, Date.now());
+    expect(bridge?.bridge).toBe(true);
+    const revoked = await newKey("revoked-after-the-bridge");
+    await sql(`UPDATE api_keys SET status = 'revoked', revoked_at = now() WHERE key_hash = $1`, [revoked]);
+    // Another control plane starts: it appends to the bridge at once, and publishes in full beside it.
+    const next = new SnapshotPublisher(db.db, new RedisPolicyBus(redis, names), 1, (err) => {
+      throw err;
+    });
+    await next.start();
+    await next.flush();
+    await source.sync();
+    expect(store.key(revoked)?.status).toBe("revoked");
+    await next.republishing;
+    await next.flush();
+    expect(next.fullPublications).toBe(1);
+    expect(next.bridges).toBe(0);
+    expect(await redis.hget(names.policyMeta, "base")).toBeNull();
+    expect(await redis.hget(names.policyMeta, "epoch")).not.toBe(bridge!.epoch);
+    // A replica that holds nothing can start now.
+    const fresh = new SnapshotStore();
+    const follower = new RedisPolicySource(redis, sub, fresh, names, 3_600_000, (err) => {
+      throw err;
+    });
+    await follower.sync();
+    expect(fresh.loaded).toBe(true);
+    expect(fresh.key(revoked)?.status).toBe("revoked");
+    await follower.stop();
+    next.stop();
+    await source.sync();
+  });
+
   it("publishes a bulk insert and a mass revocation of more keys than a page as changes, in pages: no full publication, no full load", async () => {
     let appends = 0;
     const counted = new Proxy(redis, {

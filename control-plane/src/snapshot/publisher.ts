@@ -19,6 +19,8 @@ export interface FeedHead {
   cursor: string;
   /** changes appended to the epoch so far: an append names it, so no other append lands in between */
   seq: number;
+  /** a bridge epoch (see PolicyBus.bridge): changes only, its full publication still to come */
+  bridge?: boolean;
 }
 
 /** A full publication in progress: pages of entities, then the switch to it. */
@@ -210,6 +212,9 @@ export class SnapshotPublisher {
     }
     this.checkedCursor = true;
     this.lastCursor = head.cursor;
+    // A bridge is current: its full publication runs beside it, here too if the control plane that started it
+    // is gone (else replicas that hold nothing would wait for one forever).
+    if (head.bridge && !this.fullRun) this.wantFull = true;
     if (this.wantFull && !this.fullRun) {
       this.fullRun = this.full()
         .catch((err: unknown) => this.onError(err))

@@ -134,14 +134,15 @@ export class RedisPolicyBus implements PolicyBus {
   }
 
   async head(): Promise<FeedHead | null> {
-    const [epoch, cursor, seq] = await this.redis.hmget(this.names.policyMeta, "epoch", "cursor", "seq");
-    return epoch && cursor ? { epoch, cursor, seq: Number(seq ?? 0) } : null;
+    const [epoch, cursor, seq, base] = await this.redis.hmget(this.names.policyMeta, "epoch", "cursor", "seq", "base");
+    if (!epoch || !cursor) return null;
+    return base ? { epoch, cursor, seq: Number(seq ?? 0), bridge: true } : { epoch, cursor, seq: Number(seq ?? 0) };
   }
 
   async bridge(cursor: string, at: number): Promise<FeedHead | null> {
     const epoch = randomBytes(6).toString("hex");
     const made = await this.redis.policyBridge(this.names.policyMeta, epoch, cursor, String(at));
-    return Number(made) === 1 ? { epoch, cursor, seq: 0 } : null;
+    return Number(made) === 1 ? { epoch, cursor, seq: 0, bridge: true } : null;
   }
 
   /** Every key of an epoch (shards, catalog, stream): what expires once another epoch is current. */
