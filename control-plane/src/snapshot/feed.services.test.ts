@@ -637,6 +637,51 @@ describe("policy feed", () => {
     await source.sync();
   });
 
+  it("a full publication during which Redis restarted empty is not made current; the next one publishes the whole set", async () => {
+    let pages = 0;
+    let holdAt = Infinity;
+    let reached!: () => void;
+    const atPage = new Promise<void>((r) => (reached = r));
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const errors: unknown[] = [];
+    const cp = new SnapshotPublisher(db.db, new RedisPolicyBus(redis, names), 1, (err) => void errors.push(err), {
+      pageSize: 2,
+      beforeFullPage: async () => {
+        if (++pages !== holdAt) return;
+        reached();
+        await gate;
+      },
+    });
+    cp.changed();
+    await cp.flush();
+    // A republication whose first page is written, then Redis restarts empty before the rest.
+    holdAt = pages + 2;
+    cp.republish();
+    await atPage;
+    const all = await redis.keys(`${names.prefix}*`);
+    await redis.del(...all);
+    release();
+    await cp.republishing;
+    expect(String(errors[0])).toMatch(/lost the full publication's pages/);
+    // The next rounds bridge and publish in full again (the one that failed made nothing current).
+    cp.changed();
+    await cp.flush();
+    await cp.republishing;
+    await cp.flush();
+    expect(await redis.hget(names.policyMeta, "base")).toBeNull();
+    const [{ n }] = (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM api_keys`)) as [{ n: number }];
+    const fresh = new SnapshotStore();
+    const follower = new RedisPolicySource(redis, sub, fresh, names, 3_600_000, (err) => {
+      throw err;
+    });
+    await follower.sync();
+    expect(fresh.size.keys).toBe(n);
+    await follower.stop();
+    cp.stop();
+    await source.sync();
+  });
+
   it("publishes a bulk insert and a mass revocation of more keys than a page as changes, in pages: no full publication, no full load", async () => {
     let appends = 0;
     const counted = new Proxy(redis, {

@@ -81,6 +81,18 @@ if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'epoch', ARGV[1], 'cursor', ARGV[2], 'base', ARGV[2], 'seq', 0, 'lastId', '0-0', 'version', 0, 'at', ARGV[3])
 return 1`;
 
+// A full publication's switch to its epoch (see beginFull), only if the marker written when it began is still
+// there: a Redis that restarted empty meanwhile lost the pages written before, and the epoch is not complete.
+const COMMIT = `
+if redis.call('DEL', KEYS[2]) == 0 then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], 'epoch', ARGV[1], 'cursor', ARGV[2], 'seq', 0, 'lastId', '0-0', 'version', ARGV[3], 'at', ARGV[4])
+redis.call('PUBLISH', ARGV[5], '0')
+return 1`;
+
+/** How long a full publication's begin marker lasts (a publication that died leaves it behind). */
+const BEGUN_TTL_S = 24 * 3600;
+
 /** How long an epoch's keys stay after a newer epoch became current (a replica may be loading it). */
 const OLD_EPOCH_TTL_S = 120;
 
@@ -88,6 +100,7 @@ type Scripted = Redis & {
   policyShardWrite(key: string, ...args: string[]): Promise<unknown>;
   policyAppend(...keysAndArgs: string[]): Promise<unknown>;
   policyBridge(key: string, ...args: string[]): Promise<unknown>;
+  policyCommit(meta: string, begun: string, ...args: string[]): Promise<unknown>;
 };
 
 /** The shard (by entity kind) and the field a key's or account's change is written to: `$<id>` for money. */
@@ -130,6 +143,7 @@ export class RedisPolicyBus implements PolicyBus {
     redis.defineCommand("policyShardWrite", { numberOfKeys: 1, lua: SHARD_WRITE });
     redis.defineCommand("policyAppend", { numberOfKeys: 3, lua: APPEND });
     redis.defineCommand("policyBridge", { numberOfKeys: 1, lua: BRIDGE });
+    redis.defineCommand("policyCommit", { numberOfKeys: 2, lua: COMMIT });
     this.redis = redis as Scripted;
   }
 
@@ -153,8 +167,14 @@ export class RedisPolicyBus implements PolicyBus {
     return keys;
   }
 
+  /** A full publication's begin marker: in `{ctl}`, the head's slot, so the commit script can check it. */
+  private begun(epoch: string): string {
+    return `${this.names.policyStream(epoch)}:begun`;
+  }
+
   async beginFull(): Promise<FullWriter> {
     const epoch = randomBytes(6).toString("hex");
+    await this.redis.set(this.begun(epoch), "1", "EX", BEGUN_TTL_S);
     return {
       put: async (changes) => {
         // One HSET per shard touched by the page, sent together: a page costs Redis a few milliseconds in all.
@@ -177,12 +197,19 @@ export class RedisPolicyBus implements PolicyBus {
       },
       commit: async (cursor, version) => {
         const old = await this.redis.hget(this.names.policyMeta, "epoch");
-        await this.redis
-          .multi()
-          .del(this.names.policyMeta)
-          .hset(this.names.policyMeta, { epoch, cursor, seq: 0, lastId: "0-0", version, at: Date.now() })
-          .publish(this.names.policyChannel, "0")
-          .exec();
+        const switched = await this.redis.policyCommit(
+          this.names.policyMeta,
+          this.begun(epoch),
+          epoch,
+          cursor,
+          String(version),
+          String(Date.now()),
+          this.names.policyChannel,
+        );
+        if (Number(switched) !== 1)
+          throw new Error(
+            "policy feed: Redis lost the full publication's pages while they were written (it restarted empty?); the epoch was not made current and is published again",
+          );
         // The old epoch stays readable a while for a replica in the middle of loading it, then goes.
         if (old && old !== epoch)
           await sendAll(
