@@ -106,6 +106,32 @@ const usage = (keyId: string, cost: number): UsageEvent => ({
   tags: [],
 });
 
+/**
+ * A control plane (pages of 2) whose full publication is held before the page `hold` picks (counted from 1
+ * across its publications) until `release()`; `atPage` resolves when it is held.
+ */
+function heldPublisher(
+  hold: (page: number) => boolean,
+  onError: (err: unknown) => void = (err) => {
+    throw err;
+  },
+) {
+  let pages = 0;
+  let reached!: () => void;
+  const atPage = new Promise<void>((r) => (reached = r));
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  const cp = new SnapshotPublisher(db.db, new RedisPolicyBus(redis, names), 1, onError, {
+    pageSize: 2,
+    beforeFullPage: async () => {
+      if (!hold(++pages)) return;
+      reached();
+      await gate;
+    },
+  });
+  return { cp, atPage, release, pages: () => pages };
+}
+
 beforeAll(async () => {
   db = await freshDatabase("feed");
   redis = new Redis(REDIS_URL);
@@ -504,26 +530,7 @@ describe("policy feed", () => {
   it("when Redis lost the feed, changes reach replicas at once on a bridge epoch while the full publication is written beside it; the replica then loads the new epoch", async () => {
     // A control plane whose full publication can be held before its first page.
     let hold = false;
-    let reached!: () => void;
-    const atPage = new Promise<void>((r) => (reached = r));
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    const cp = new SnapshotPublisher(
-      db.db,
-      new RedisPolicyBus(redis, names),
-      1,
-      (err) => {
-        throw err;
-      },
-      {
-        pageSize: 2,
-        beforeFullPage: async () => {
-          if (!hold) return;
-          reached();
-          await gate;
-        },
-      },
-    );
+    const { cp, atPage, release } = heldPublisher(() => hold);
     // A replica that falls behind before the loss (it misses the last change before it).
     const behind = new SnapshotStore();
     const lagging = new RedisPolicySource(redis, sub, behind, names, 3_600_000, (err) => {
@@ -638,25 +645,16 @@ describe("policy feed", () => {
   });
 
   it("a full publication during which Redis restarted empty is not made current; the next one publishes the whole set", async () => {
-    let pages = 0;
     let holdAt = Infinity;
-    let reached!: () => void;
-    const atPage = new Promise<void>((r) => (reached = r));
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
     const errors: unknown[] = [];
-    const cp = new SnapshotPublisher(db.db, new RedisPolicyBus(redis, names), 1, (err) => void errors.push(err), {
-      pageSize: 2,
-      beforeFullPage: async () => {
-        if (++pages !== holdAt) return;
-        reached();
-        await gate;
-      },
-    });
+    const { cp, atPage, release, pages } = heldPublisher(
+      (page) => page === holdAt,
+      (err) => void errors.push(err),
+    );
     cp.changed();
     await cp.flush();
     // A republication whose first page is written, then Redis restarts empty before the rest.
-    holdAt = pages + 2;
+    holdAt = pages() + 2;
     cp.republish();
     await atPage;
     const all = await redis.keys(`${names.prefix}*`);
@@ -801,25 +799,7 @@ describe("policy feed", () => {
     const revoked = await newKey("revoked-during-full");
     await publish();
     // The full publication's snapshot is taken, then it is held before it writes its first page.
-    let reached!: () => void;
-    const atPage = new Promise<void>((r) => (reached = r));
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    const republisher = new SnapshotPublisher(
-      db.db,
-      new RedisPolicyBus(redis, names),
-      1,
-      (err) => {
-        throw err;
-      },
-      {
-        pageSize: 2,
-        beforeFullPage: async () => {
-          reached();
-          await gate;
-        },
-      },
-    );
+    const { cp: republisher, atPage, release } = heldPublisher(() => true);
     const before = (await redis.hget(names.policyMeta, "epoch"))!;
     const loads = store.fullLoads;
     republisher.republish();

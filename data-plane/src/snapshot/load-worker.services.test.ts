@@ -3,12 +3,11 @@ import { readdirSync, readFileSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { AccountSnapshot } from "../contract/snapshot.ts";
 import { entityJson, redisNames, shardOf } from "../contract/index.ts";
 import { dropPrefix, TEST_REDIS_URL } from "../redis/test-fixture.ts";
 import { RedisPolicySource } from "./redis-feed.ts";
 import { SnapshotStore } from "./store.ts";
-import { testKey } from "./test-fixture.ts";
+import { testAccount, testKey } from "./test-fixture.ts";
 
 // A replica's full load on the load worker (load-worker.ts) against a real Redis: the feed is written here by
 // hand (head, shard hashes, stream entries, as control-plane/src/snapshot/redis-bus.ts writes them), so each
@@ -20,17 +19,6 @@ let redis: Redis;
 let sub: Redis;
 const sources: RedisPolicySource[] = [];
 
-const account = (id: string, over: Partial<AccountSnapshot> = {}): AccountSnapshot => ({
-  id,
-  name: `acct-${id}`,
-  status: "active",
-  balance: "1000",
-  spent: "0",
-  limits: { rpm: null, tpm: null, concurrency: null },
-  contracts: {},
-  ...over,
-});
-
 /** A feed under a prefix of its own: `keys` keys over `keys / 10` accounts in epoch `epoch`, all at version 10. */
 async function writeFeed(epoch: string, keys: number, tag = epoch) {
   const names = redisNames(`mgtest:loadworker:${randomBytes(4).toString("hex")}:`);
@@ -39,7 +27,11 @@ async function writeFeed(epoch: string, keys: number, tag = epoch) {
   for (let a = 0; a < Math.max(1, keys / 10); a++) {
     const id = `${tag}-account-${a}`;
     feed.accountIds.push(id);
-    pipe.hset(names.policyShard(epoch, "account", shardOf(id)), id, entityJson(10, account(id)));
+    pipe.hset(
+      names.policyShard(epoch, "account", shardOf(id)),
+      id,
+      entityJson(10, testAccount({ id, name: `acct-${id}` })),
+    );
   }
   for (let k = 0; k < keys; k++) {
     const id = `${tag}-key-${k}`;
@@ -82,6 +74,20 @@ function follower(
   );
   sources.push(source);
   return source;
+}
+
+/** A follower whose errors are recorded; `failure` resolves at the first. */
+function failingFollower(names: ReturnType<typeof redisNames>, store: SnapshotStore) {
+  const errors: unknown[] = [];
+  let failed!: () => void;
+  const failure = new Promise<void>((r) => (failed = r));
+  const source = follower(names, store, {
+    onError: (err) => {
+      errors.push(err);
+      failed();
+    },
+  });
+  return { source, errors, failure };
 }
 
 /** Moves the head past what the stream holds (as after a long disconnect): the follower's next pass reloads. */
@@ -227,15 +233,7 @@ describe("full load on the load worker", () => {
     const feed = await writeFeed("e1", 2_000);
     const { names } = feed;
     const store = new SnapshotStore();
-    const errors: unknown[] = [];
-    let failed!: () => void;
-    const failure = new Promise<void>((r) => (failed = r));
-    const source = follower(names, store, {
-      onError: (err) => {
-        errors.push(err);
-        failed();
-      },
-    });
+    const { source, errors, failure } = failingFollower(names, store);
     await source.sync();
     const thread = source.loadThread!;
     // A key added while the replica is away (its stream entry trimmed): only a full load brings it.
@@ -265,15 +263,7 @@ describe("full load on the load worker", () => {
     const feed = await writeFeed("e1", 500);
     const { names } = feed;
     const store = new SnapshotStore();
-    const errors: unknown[] = [];
-    let failed!: () => void;
-    const failure = new Promise<void>((r) => (failed = r));
-    const source = follower(names, store, {
-      onError: (err) => {
-        errors.push(err);
-        failed();
-      },
-    });
+    const { source, errors, failure } = failingFollower(names, store);
     await source.sync();
     // A shard key that is not a hash: HSCAN on it fails (WRONGTYPE) on the worker.
     const broken = names.policyShard("e1", "key", 200);

@@ -5,22 +5,12 @@ import { entityJson, type PolicyChange } from "../contract/policy-feed.ts";
 import { checkKeyPolicy } from "../policy/check.ts";
 import { MemorySpendCounter } from "../billing/spend.ts";
 import { SnapshotStore } from "./store.ts";
-import { testKey as key } from "./test-fixture.ts";
+import { testAccount as account, testKey as key } from "./test-fixture.ts";
 
 // Money changes (contract/policy-feed.ts): a key's or an account's settled figures alone, patched over the
 // entity held. Versions are one sequence per entity's state, so whatever order payloads arrive in, a replica
 // ends at the newest state and never goes back, for the policy and for the figures alike.
 
-const account = (over: Partial<AccountSnapshot> = {}): AccountSnapshot => ({
-  id: "a1",
-  name: "Acme",
-  status: "active",
-  balance: "1000",
-  spent: "0",
-  limits: { rpm: null, tpm: null, concurrency: null },
-  contracts: {},
-  ...over,
-});
 const keyAt = (v: number, over: Partial<KeySnapshot> | null = {}): PolicyChange => ({
   kind: "key",
   id: "h1",
