@@ -26,6 +26,12 @@ export async function bootControlPlane(settings: Settings, bus: PolicyBus, logge
     onRound: (r) => {
       if (r.readMs + r.prepareMs + r.appendMs > 250) logger.warn(r, "slow policy round");
     },
+    compactTombstones: settings.compactTombstones,
+    onCompact: (head, threshold) =>
+      logger.info(
+        { epoch: head.epoch, tombstones: head.tombstones, entities: head.entities, threshold },
+        "policy feed: compacting tombstones (a full publication beside the current epoch)",
+      ),
   });
   const ctx: ServiceContext = {
     prisma: db.prisma,

@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseMasterKey, usageShardCount } from "@modelgate/data-plane";
 import { auditRetentionDays } from "../audit/retention.ts";
+import { compactTombstones } from "../snapshot/compaction.ts";
 import { type OidcSettings, readOidcSettings } from "../auth/oidc.ts";
 import { secureDataDir } from "./data-dir.ts";
 
@@ -26,6 +27,8 @@ export interface Settings {
   oidc: OidcSettings | null;
   /** days an audit log row is kept (MODELGATE_AUDIT_RETENTION_DAYS; null: forever) */
   auditRetentionDays: number | null;
+  /** tombstones a policy feed epoch may hold before it is published again (MODELGATE_POLICY_COMPACT_TOMBSTONES; 0: never) */
+  compactTombstones: number;
   /** entries of the data directory that were readable or writable by others and have been made private */
   tightened: number;
 }
@@ -67,6 +70,7 @@ export function readSettings(env: NodeJS.ProcessEnv, defaultPort: number): Setti
     operatorPassword: env.MODELGATE_OPERATOR_PASSWORD || undefined,
     oidc: readOidcSettings(env),
     auditRetentionDays: auditRetentionDays(env),
+    compactTombstones: compactTombstones(env),
     tightened,
   };
 }

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import fc from "fast-check";
 import {
   type PolicyChange,
+  POLICY_SHARDS,
   redisNames,
   shardOf,
   SnapshotStore,
@@ -1022,6 +1023,97 @@ describe("policy feed", () => {
     expect(replica.key(hash)).toBeUndefined();
     expect(replica.size.keys).toBe(store.size.keys);
     await follower.stop();
+  });
+
+  it("compacts tombstones: past the threshold the epoch is published again beside it without them, and replicas follow it, still refusing the deleted keys; at the threshold nothing happens", async () => {
+    const bus = new RedisPolicyBus(redis, names);
+    await publish();
+    const before = (await bus.head())!;
+    // Compaction past three tombstones more than the epoch counts now (no share of the entities: a fixed figure).
+    const threshold = before.tombstones! + 3;
+    const cp = new SnapshotPublisher(
+      db.db,
+      new RedisPolicyBus(redis, names),
+      1,
+      (err) => {
+        throw err;
+      },
+      { compactTombstones: threshold, compactShare: 0 },
+    );
+    const doomed: string[] = [];
+    for (let i = 0; i < 5; i++) doomed.push(await newKey(`churned-${i}`));
+    const live = await newKey("outlives-the-churn");
+    cp.changed();
+    await cp.flush();
+    await source.sync();
+    const deleteKeys = (hashes: string[]) => sql(`DELETE FROM api_keys WHERE key_hash = ANY($1)`, [hashes]);
+    const isTombstone = (v: string) => /^\{"v":\d+\}$/.test(v);
+
+    // Three deletions: the head counts them (at the threshold, not past it), and nothing is republished.
+    await deleteKeys(doomed.slice(0, 3));
+    cp.changed();
+    await cp.flush();
+    expect((await bus.head())!.tombstones).toBe(threshold);
+    expect(isTombstone((await shardField("key", doomed[0]!))!)).toBe(true);
+    expect(cp.compactions).toBe(0);
+    expect(cp.republishing).toBeNull();
+    expect((await bus.head())!.epoch).toBe(before.epoch);
+    await source.sync();
+    // the replica remembers each deletion (a change with no entity) until its next full load
+    expect(store.shard("key", shardOf(doomed[0]!)).changes.get(doomed[0]!)?.json).toBeNull();
+
+    // Two more: past it. The round that appended them starts a full publication beside the epoch.
+    const loads = store.fullLoads;
+    await deleteKeys(doomed.slice(3));
+    cp.changed();
+    await cp.flush();
+    expect(cp.compactions).toBe(1);
+    expect(cp.republishing).not.toBeNull();
+    await cp.republishing;
+    await cp.flush();
+    expect(cp.fullPublications).toBe(1);
+    const after = (await bus.head())!;
+    expect(after.epoch).not.toBe(before.epoch);
+    expect(after.tombstones).toBe(0);
+    // No shard of the new epoch holds a tombstone; the old epoch's expire.
+    let fields = 0;
+    for (let n = 0; n < POLICY_SHARDS; n++)
+      for (const kind of ["key", "account"] as const)
+        for (const [field, value] of Object.entries(await redis.hgetall(names.policyShard(after.epoch, kind, n)))) {
+          if (!field.startsWith("$")) fields++;
+          expect(isTombstone(value), field).toBe(false);
+        }
+    expect(await redis.ttl(names.policyShard(before.epoch, "key", shardOf(doomed[0]!)))).toBeGreaterThan(0);
+
+    // The replica loads the new epoch: the deleted keys stay refused (and are no longer remembered), the live one is served.
+    await source.sync();
+    expect(fields).toBe(store.size.keys + store.size.accounts);
+    expect(store.fullLoads).toBe(loads + 1);
+    for (const hash of doomed) {
+      expect(store.key(hash)).toBeUndefined();
+      expect(store.shard("key", shardOf(hash)).changes.has(hash)).toBe(false);
+    }
+    expect(store.key(live)?.status).toBe("active");
+    const fresh = new SnapshotStore();
+    const follower = new RedisPolicySource(redis, sub, fresh, names, 3_600_000, (err) => {
+      throw err;
+    });
+    await follower.sync();
+    for (const hash of doomed) expect(fresh.key(hash)).toBeUndefined();
+    expect(fresh.key(live)?.status).toBe("active");
+    expect(fresh.size).toEqual(store.size);
+    await follower.stop();
+
+    // A deletion on the new epoch counts from zero there; the rounds go on without another full publication.
+    await deleteKeys([live]);
+    cp.changed();
+    await cp.flush();
+    await source.sync();
+    expect((await bus.head())!.tombstones).toBe(1);
+    expect(store.key(live)).toBeUndefined();
+    expect(cp.fullPublications).toBe(1);
+    expect(cp.compactions).toBe(1);
+    cp.stop();
   });
 
   it("after an upgrade, publishes in full under the new names and lets the older release's feed expire", async () => {

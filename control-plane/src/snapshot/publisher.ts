@@ -2,6 +2,7 @@ import { type BudgetCalendar, entityJson, type PolicyChange } from "@modelgate/d
 import { controlCalendar } from "../budgets/calendar.ts";
 import type { Database } from "../db/client.ts";
 import { buildCatalog } from "./catalog.ts";
+import { COMPACT_TOMBSTONES, compactionThreshold } from "./compaction.ts";
 import { withBudgets } from "./feed-budgets.ts";
 import {
   type ChangePage,
@@ -21,12 +22,17 @@ export interface FeedHead {
   seq: number;
   /** a bridge epoch (see PolicyBus.bridge): changes only, its full publication still to come */
   bridge?: boolean;
+  /** deletions appended to the epoch, each a tombstone in its shard (what compaction counts; absent: not counted) */
+  tombstones?: number;
+  /** keys and accounts the epoch's full publication wrote (0 for a bridge) */
+  entities?: number;
 }
 
 /** A full publication in progress: pages of entities, then the switch to it. */
 export interface FullWriter {
   put(changes: PolicyChange[]): Promise<void>;
-  commit(cursor: string, version: number): Promise<void>;
+  /** makes the publication current; `entities`: the keys and accounts it wrote */
+  commit(cursor: string, version: number, entities: number): Promise<void>;
 }
 
 /** Where policy goes: straight into the data plane's store (embedded) or to Redis (distributed). */
@@ -65,7 +71,8 @@ export interface PolicyBus {
  * that snapshot with the last page. A full publication (streamed a page at a time) happens only when nothing is
  * published yet or the published cursor belongs to another database (changes wait for it: there is no usable
  * epoch to append them to), or when asked for (`republish`: it is written beside the current epoch while rounds
- * keep appending changes to that one, and changes after its snapshot follow it once it is current).
+ * keep appending changes to that one, and changes after its snapshot follow it once it is current), or to compact
+ * the current epoch's tombstones (see compact).
  *
  * Rounds coalesce: however many writes happen in a burst, one round runs per `debounceMs`, never two at once.
  * `flush()` resolves once every change requested so far is published.
@@ -91,6 +98,8 @@ export class SnapshotPublisher {
   private lastCursor: string | null = null;
   /** bridge epochs started (for tests and the benchmark) */
   bridges = 0;
+  /** full publications started to compact an epoch's tombstones (for tests) */
+  compactions = 0;
 
   constructor(
     private readonly db: Database,
@@ -107,6 +116,12 @@ export class SnapshotPublisher {
       calendar?: BudgetCalendar;
       /** every round's cost (ms per step) and size, for a log line when it was slow */
       onRound?: (r: { readMs: number; prepareMs: number; appendMs: number; changes: number }) => void;
+      /** tombstones an epoch may hold before it is compacted (see compaction.ts; 0: never) */
+      compactTombstones?: number;
+      /** ... or this share of the entities its full publication wrote, if more (tests set 0) */
+      compactShare?: number;
+      /** told when a compaction starts (for a log line) */
+      onCompact?: (head: FeedHead, threshold: number) => void;
     } = {},
   ) {}
 
@@ -215,15 +230,7 @@ export class SnapshotPublisher {
     // A bridge is current: its full publication runs beside it, here too if the control plane that started it
     // is gone (else replicas that hold nothing would wait for one forever).
     if (head.bridge && !this.fullRun) this.wantFull = true;
-    if (this.wantFull && !this.fullRun) {
-      this.fullRun = this.full()
-        .catch((err: unknown) => this.onError(err))
-        .finally(() => {
-          this.fullRun = null;
-          // changes committed after the new epoch's snapshot were appended to the old one only: append them again
-          this.changed();
-        });
-    }
+    this.startFull();
     const page = this.opts.maxChanges ?? 1_000;
     let from = head;
     const cost = { readMs: 0, prepareMs: 0, appendMs: 0, changes: 0 };
@@ -297,6 +304,39 @@ export class SnapshotPublisher {
     if (!ok) this.dirty = true;
     else if (commits === this.commits) this.lastRoundAt = now;
     this.opts.onRound?.(cost);
+    // The head as this round left it (its own deletions counted, and any another control plane appended).
+    if (ok) this.compact(from);
+  }
+
+  /** Starts the full publication asked for beside the rounds, unless one is running. */
+  private startFull(): void {
+    if (!this.wantFull || this.fullRun) return;
+    this.fullRun = this.full()
+      .catch((err: unknown) => this.onError(err))
+      .finally(() => {
+        this.fullRun = null;
+        // changes committed after the new epoch's snapshot were appended to the old one only: append them again
+        this.changed();
+      });
+  }
+
+  /**
+   * Tombstones are dropped only by a new epoch (a full load leaves them out): once the head counts more than the
+   * threshold (compactionThreshold), a full publication is written beside the current epoch, as `republish`
+   * does. One at a time (fullRun), and not again for this epoch: the new one starts with none.
+   */
+  private compact(head: FeedHead): void {
+    if (this.fullRun || this.wantFull || head.bridge || head.tombstones === undefined) return;
+    const threshold = compactionThreshold(
+      head.entities ?? 0,
+      this.opts.compactTombstones ?? COMPACT_TOMBSTONES,
+      this.opts.compactShare,
+    );
+    if (threshold === null || head.tombstones <= threshold) return;
+    this.opts.onCompact?.(head, threshold);
+    this.compactions++;
+    this.wantFull = true;
+    this.startFull();
   }
 
   /** Time zones of budgeted entities whose calendar day turned over since the last complete round. */
@@ -323,12 +363,14 @@ export class SnapshotPublisher {
     this.wantFull = false;
     const writer = await this.bus.beginFull();
     const startedAt = this.calendar.now();
+    let entities = 0;
     const read = await readAll(this.db, this.opts.pageSize ?? 5_000, async (page) => {
       await this.opts.beforeFullPage?.();
+      entities += page.length;
       await writer.put((await this.prepare(page)).changes);
     });
     await writer.put([await this.catalog(read.catalogVersion)]);
-    await writer.commit(read.cursor, read.version);
+    await writer.commit(read.cursor, read.version, entities);
     this.lastCursor = read.cursor;
     // Budget periods are as of the full read: a day turning over after it is the rounds' to publish.
     // (and a round that read before this commit does not move that mark past it).

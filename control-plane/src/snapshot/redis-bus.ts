@@ -53,11 +53,15 @@ for i = 1, #ARGV, 3 do
 end
 return 0`;
 
+//    It also counts the epoch's tombstones in the head (`tombstones`, one per deletion appended), which is what
+//    the control planes compact by (a new epoch, see SnapshotPublisher): the head is in `{ctl}`, so the count is
+//    moved by the same script that appends the deletion, exact on a cluster too, and readable by every control plane.
 const APPEND = `
-local m = redis.call('HMGET', KEYS[1], 'epoch', 'cursor', 'seq', 'lastId', 'version')
+local m = redis.call('HMGET', KEYS[1], 'epoch', 'cursor', 'seq', 'lastId', 'version', 'tombstones')
 local seq = tonumber(m[3]) or 0
 if m[1] ~= ARGV[1] or m[2] ~= ARGV[2] or seq ~= tonumber(ARGV[8]) then return -1 end
 local last = m[4] or '0-0'
+local dead = tonumber(m[6]) or 0
 local n = (#ARGV - 8) / 4
 for i = 0, n - 1 do
   local kind, id, v, json = ARGV[9 + i * 4], ARGV[10 + i * 4], ARGV[11 + i * 4], ARGV[12 + i * 4]
@@ -65,14 +69,16 @@ for i = 0, n - 1 do
     local cur = redis.call('GET', KEYS[3])
     local cv = cur and tonumber(string.match(cur, '^{"v":(%d+)'))
     if not cv or cv <= tonumber(v) then redis.call('SET', KEYS[3], json) end
+  elseif json == '' and (kind == 'key' or kind == 'account') then
+    dead = dead + 1
   end
   seq = seq + 1
   last = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[6], '*', 's', seq, 'k', kind, 'i', id, 'v', v, 'd', json)
 end
 local version = math.max(tonumber(m[5]) or 0, tonumber(ARGV[4]))
-redis.call('HSET', KEYS[1], 'cursor', ARGV[3], 'seq', seq, 'lastId', last, 'version', string.format('%d', version), 'at', ARGV[5])
+redis.call('HSET', KEYS[1], 'cursor', ARGV[3], 'seq', seq, 'lastId', last, 'version', string.format('%d', version), 'at', ARGV[5], 'tombstones', dead)
 if n > 0 then redis.call('PUBLISH', ARGV[7], seq) end
-return seq`;
+return {seq, dead}`;
 
 // A bridge epoch's head (see RedisPolicyBus.bridge), written only where no head is: `base` is the cursor its
 // stream's changes follow, which a replica compares with the cursor it was last current at.
@@ -86,7 +92,7 @@ return 1`;
 const COMMIT = `
 if redis.call('DEL', KEYS[2]) == 0 then return 0 end
 redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], 'epoch', ARGV[1], 'cursor', ARGV[2], 'seq', 0, 'lastId', '0-0', 'version', ARGV[3], 'at', ARGV[4])
+redis.call('HSET', KEYS[1], 'epoch', ARGV[1], 'cursor', ARGV[2], 'seq', 0, 'lastId', '0-0', 'version', ARGV[3], 'at', ARGV[4], 'entities', ARGV[6], 'tombstones', 0)
 redis.call('PUBLISH', ARGV[5], '0')
 return 1`;
 
@@ -148,15 +154,31 @@ export class RedisPolicyBus implements PolicyBus {
   }
 
   async head(): Promise<FeedHead | null> {
-    const [epoch, cursor, seq, base] = await this.redis.hmget(this.names.policyMeta, "epoch", "cursor", "seq", "base");
+    const [epoch, cursor, seq, base, tombstones, entities] = await this.redis.hmget(
+      this.names.policyMeta,
+      "epoch",
+      "cursor",
+      "seq",
+      "base",
+      "tombstones",
+      "entities",
+    );
     if (!epoch || !cursor) return null;
-    return base ? { epoch, cursor, seq: Number(seq ?? 0), bridge: true } : { epoch, cursor, seq: Number(seq ?? 0) };
+    const head: FeedHead = {
+      epoch,
+      cursor,
+      seq: Number(seq ?? 0),
+      tombstones: Number(tombstones ?? 0),
+      entities: Number(entities ?? 0),
+    };
+    if (base) head.bridge = true;
+    return head;
   }
 
   async bridge(cursor: string, at: number): Promise<FeedHead | null> {
     const epoch = randomBytes(6).toString("hex");
     const made = await this.redis.policyBridge(this.names.policyMeta, epoch, cursor, String(at));
-    return Number(made) === 1 ? { epoch, cursor, seq: 0, bridge: true } : null;
+    return Number(made) === 1 ? { epoch, cursor, seq: 0, bridge: true, tombstones: 0, entities: 0 } : null;
   }
 
   /** Every key of an epoch (shards, catalog, stream): what expires once another epoch is current. */
@@ -195,7 +217,7 @@ export class RedisPolicyBus implements PolicyBus {
         for (const [key, fields] of byKey) ops.push(["hset", key, ...fields]);
         await sendAll(this.redis, ops);
       },
-      commit: async (cursor, version) => {
+      commit: async (cursor, version, entities) => {
         const old = await this.redis.hget(this.names.policyMeta, "epoch");
         const switched = await this.redis.policyCommit(
           this.names.policyMeta,
@@ -205,6 +227,7 @@ export class RedisPolicyBus implements PolicyBus {
           String(version),
           String(Date.now()),
           this.names.policyChannel,
+          String(entities),
         );
         if (Number(switched) !== 1)
           throw new Error(
@@ -288,16 +311,15 @@ export class RedisPolicyBus implements PolicyBus {
         String(head.seq),
       ];
       for (const c of part) args.push(c.kind, c.id, String(c.v), c.json ?? "");
-      const seq = Number(
-        await this.redis.policyAppend(
-          this.names.policyMeta,
-          this.names.policyStream(from.epoch),
-          this.names.policyCatalog(from.epoch),
-          ...args,
-        ),
+      const done = await this.redis.policyAppend(
+        this.names.policyMeta,
+        this.names.policyStream(from.epoch),
+        this.names.policyCatalog(from.epoch),
+        ...args,
       );
-      if (seq < 0) return null;
-      head = { epoch: head.epoch, cursor: next, seq };
+      if (!Array.isArray(done)) return null; // -1: the head moved on
+      const [seq, tombstones] = done as [number, number];
+      head = { ...head, cursor: next, seq, tombstones };
     } while (at < changes.length);
     return head;
   }
