@@ -4,6 +4,7 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { POLICY_SHARDS } from "../../data-plane/src/contract/policy-feed.ts";
 import { redisNames, usageShard, usageShardFor } from "../../data-plane/src/contract/redis-names.ts";
+import { fullLease } from "../../control-plane/src/snapshot/redis-bus.ts";
 import { type Gateway, startGateway, waitForKey } from "../helpers/gateway.ts";
 import { eventually } from "../helpers/processes.ts";
 import { startRedisCluster, type TestRedisCluster } from "../helpers/redis-cluster.ts";
@@ -144,9 +145,9 @@ it("spreads the policy feed's shards over all three masters, its head and stream
   expect(byMaster.size).toBe(3);
   for (const n of byMaster.values()) expect(n).toBeGreaterThan(100);
 
-  // The head, the stream and the catalog share one slot: `{ctl}`.
+  // The head, the stream, the catalog and the full publication lease (the commit script checks it) share one slot: `{ctl}`.
   const ctl = await cluster.client.cluster("KEYSLOT", names.policyMeta);
-  for (const key of [names.policyStream(epoch), names.policyCatalog(epoch), names.controlHeartbeat])
+  for (const key of [names.policyStream(epoch), names.policyCatalog(epoch), names.controlHeartbeat, fullLease(names)])
     expect(await cluster.client.cluster("KEYSLOT", key)).toBe(ctl);
 });
 

@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -18,7 +19,7 @@ import { freshDatabase } from "../../../test/helpers/postgres.ts";
 import { SnapshotPublisher } from "./publisher.ts";
 import { settleUsageBatch } from "../usage/settle.ts";
 import { InProcessPolicyBus } from "./memory-bus.ts";
-import { RedisPolicyBus } from "./redis-bus.ts";
+import { fullLease, RedisPolicyBus } from "./redis-bus.ts";
 
 // The policy feed end to end in one process: Postgres triggers → the publisher's change reads → Redis → a
 // replica's store. Every step is awaited (flush, sync), so nothing here depends on timing.
@@ -116,13 +117,14 @@ function heldPublisher(
   onError: (err: unknown) => void = (err) => {
     throw err;
   },
+  busOpts: ConstructorParameters<typeof RedisPolicyBus>[2] = {},
 ) {
   let pages = 0;
   let reached!: () => void;
   const atPage = new Promise<void>((r) => (reached = r));
   let release!: () => void;
   const gate = new Promise<void>((r) => (release = r));
-  const cp = new SnapshotPublisher(db.db, new RedisPolicyBus(redis, names), 1, onError, {
+  const cp = new SnapshotPublisher(db.db, new RedisPolicyBus(redis, names, busOpts), 1, onError, {
     pageSize: 2,
     beforeFullPage: async () => {
       if (!hold(++pages)) return;
@@ -1114,6 +1116,115 @@ describe("policy feed", () => {
     expect(cp.fullPublications).toBe(1);
     expect(cp.compactions).toBe(1);
     cp.stop();
+  });
+
+  it("one full publication at a time: a control plane asked to republish while another runs one skips it (a lease, renewed while held, released at the end) and finds it done at its next round", async () => {
+    const lease = fullLease(names);
+    const epoch = async () => (await redis.hget(names.policyMeta, "epoch"))!;
+    const { cp: first, atPage, release } = heldPublisher(() => true, undefined, { leaseMs: 300 });
+    const second = new SnapshotPublisher(db.db, new RedisPolicyBus(redis, names), 1, (err) => {
+      throw err;
+    });
+    // Both have seen the current epoch; the operator's `republish` reaches both.
+    await Promise.all([first.start(), second.start()]);
+    const before = await epoch();
+    const loads = store.fullLoads;
+    first.republish();
+    await atPage;
+    const token = await redis.get(lease);
+    expect(token).not.toBeNull();
+    expect(await redis.pttl(lease)).toBeGreaterThan(0);
+    expect(await redis.pttl(lease)).toBeLessThanOrEqual(300);
+    // Held past twice the lease's life (nothing to await: the point is that it does not expire): renewed.
+    for (const until = Date.now() + 700; Date.now() < until;) {
+      await sleep(100);
+      expect(await redis.get(lease)).toBe(token);
+    }
+    second.republish();
+    await second.flush();
+    await second.republishing;
+    expect(second.fullSkipped).toBe(1);
+    expect(second.fullPublications).toBe(0);
+    expect(await epoch()).toBe(before);
+
+    release();
+    await first.republishing;
+    await first.flush();
+    expect(first.fullPublications).toBe(1);
+    const after = await epoch();
+    expect(after).not.toBe(before);
+    expect(await redis.exists(lease)).toBe(0);
+    // The second's next round finds the epoch it was asked to replace replaced: it does not publish again.
+    second.changed();
+    await second.flush();
+    expect(second.republishing).toBeNull();
+    expect(second.fullPublications).toBe(0);
+    expect(await epoch()).toBe(after);
+    await source.sync();
+    expect(store.fullLoads).toBe(loads + 1);
+    first.stop();
+    second.stop();
+  });
+
+  it("a full publication lease left by a control plane that died expires, and the next round that wants one publishes", async () => {
+    const lease = fullLease(names);
+    const cp = new SnapshotPublisher(db.db, new RedisPolicyBus(redis, names), 1, (err) => {
+      throw err;
+    });
+    await cp.start();
+    const before = (await redis.hget(names.policyMeta, "epoch"))!;
+    await redis.set(lease, "a-control-plane-that-died", "PX", 400);
+    cp.republish();
+    await cp.flush();
+    await cp.republishing;
+    expect(cp.fullSkipped).toBe(1);
+    expect(cp.fullPublications).toBe(0);
+    // The lease expires on Redis's clock (no event to await but its absence).
+    while ((await redis.exists(lease)) === 1) await sleep(50);
+    cp.changed();
+    await cp.flush();
+    await cp.republishing;
+    await cp.flush();
+    expect(cp.fullPublications).toBe(1);
+    expect(await redis.hget(names.policyMeta, "epoch")).not.toBe(before);
+    // and changes follow on the new epoch
+    const created = await newKey("after-the-takeover");
+    cp.changed();
+    await cp.flush();
+    await source.sync();
+    expect(store.key(created)?.status).toBe("active");
+    cp.stop();
+  });
+
+  it("two control planes that find a bridge epoch with no full publication running publish one between them", async () => {
+    const lostAt = (await redis.hget(names.policyMeta, "cursor"))!;
+    await redis.del(...(await redis.keys(`${names.prefix}*`)));
+    const bridge = (await new RedisPolicyBus(redis, names).bridge(lostAt, Date.now()))!;
+    const cps = [0, 1].map(
+      () =>
+        new SnapshotPublisher(db.db, new RedisPolicyBus(redis, names), 1, (err) => {
+          throw err;
+        }),
+    );
+    await Promise.all(cps.map((cp) => cp.start()));
+    await Promise.all(cps.map((cp) => cp.republishing));
+    await Promise.all(cps.map((cp) => cp.flush()));
+    expect(cps[0]!.fullPublications + cps[1]!.fullPublications).toBe(1);
+    expect(cps[0]!.fullSkipped + cps[1]!.fullSkipped).toBeGreaterThanOrEqual(1);
+    expect(await redis.hget(names.policyMeta, "base")).toBeNull();
+    expect(await redis.hget(names.policyMeta, "epoch")).not.toBe(bridge.epoch);
+    // The one that skipped does not publish at its next round either.
+    await Promise.all(cps.map((cp) => (cp.changed(), cp.flush())));
+    expect(cps[0]!.fullPublications + cps[1]!.fullPublications).toBe(1);
+    const fresh = new SnapshotStore();
+    const follower = new RedisPolicySource(redis, sub, fresh, names, 3_600_000, (err) => {
+      throw err;
+    });
+    await follower.sync();
+    expect(fresh.loaded).toBe(true);
+    await follower.stop();
+    for (const cp of cps) cp.stop();
+    await source.sync();
   });
 
   it("after an upgrade, publishes in full under the new names and lets the older release's feed expire", async () => {

@@ -11,10 +11,13 @@ export class InProcessPolicyBus implements PolicyBus {
     return this.current;
   }
 
+  /** One control plane in the process: no lease to take, and no other publication to find. */
   async beginFull(): Promise<FullWriter> {
     const load = this.store.beginFullLoad();
     const epoch = `in-process-${++this.epochs}`;
     return {
+      epoch,
+      close: async () => undefined,
       put: async (changes) => {
         for (const c of changes) load.put(c);
       },

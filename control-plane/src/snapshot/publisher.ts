@@ -30,17 +30,25 @@ export interface FeedHead {
 
 /** A full publication in progress: pages of entities, then the switch to it. */
 export interface FullWriter {
+  /** the epoch it writes */
+  readonly epoch: string;
   put(changes: PolicyChange[]): Promise<void>;
   /** makes the publication current; `entities`: the keys and accounts it wrote */
   commit(cursor: string, version: number, entities: number): Promise<void>;
+  /** ends it, committed or not (lets another control plane publish in full) */
+  close(): Promise<void>;
 }
 
 /** Where policy goes: straight into the data plane's store (embedded) or to Redis (distributed). */
 export interface PolicyBus {
   /** the published feed's head, or null when nothing is published (Redis is new or lost its data) */
   head(): Promise<FeedHead | null>;
-  /** starts a full publication: it becomes current only at commit, so readers keep the old one until then */
-  beginFull(): Promise<FullWriter>;
+  /**
+   * Starts a full publication to replace the epoch `current` (null: no head): it becomes current only at commit,
+   * so readers keep the old one until then. Null when another control plane is running one (one at a time: Redis
+   * holds a lease for it) or the head no longer names `current` (one was published meanwhile).
+   */
+  beginFull(current: string | null): Promise<FullWriter | null>;
   /**
    * Appends changes after `from` and moves the cursor to `cursor`, only if the head is still `from` (its epoch,
    * cursor and seq): returns the head it left, or null when another control plane appended or published
@@ -91,9 +99,17 @@ export class SnapshotPublisher {
   private commits = 0;
   /** full publications so far (for tests and the benchmark) */
   fullPublications = 0;
-  /** a full publication asked for (republish), and the one running beside the rounds */
-  private wantFull = false;
+  /**
+   * A full publication wanted (republish, a bridge, compaction) to replace the epoch named (undefined: whichever
+   * the next round finds), and the one running beside the rounds. A publication another control plane commits
+   * meanwhile satisfies it: the head then names another epoch.
+   */
+  private wanted: { epoch?: string } | null = null;
   private fullRun: Promise<void> | null = null;
+  /** the epoch of the newest head this control plane read */
+  private seenEpoch: string | undefined;
+  /** full publications not started: another control plane held the lease, or had replaced the epoch (for tests) */
+  fullSkipped = 0;
   /** the cursor of the newest head this control plane read, appended or committed (what a bridge starts from) */
   private lastCursor: string | null = null;
   /** bridge epochs started (for tests and the benchmark) */
@@ -157,7 +173,7 @@ export class SnapshotPublisher {
    * the current epoch meanwhile. For an operator (PUBLISH control:changed republish) or a test.
    */
   republish(): void {
-    this.wantFull = true;
+    this.wanted = { epoch: this.seenEpoch };
     this.changed();
   }
 
@@ -217,19 +233,25 @@ export class SnapshotPublisher {
       head = await this.bus.bridge(this.lastCursor, startedAt);
       if (head === null) return void (this.dirty = true); // another control plane published meanwhile
       this.bridges++;
-      this.wantFull = true;
     }
     if (head === null || (!this.checkedCursor && (await cursorFromElsewhere(this.db, head.cursor)))) {
-      // Nothing to append changes to (or only another database's): they wait for the full publication.
+      // Nothing to append changes to (or only another database's): they wait for the full publication (this
+      // control plane's, or the one another is running: its rounds append what committed after its snapshot).
       if (this.fullRun) await this.fullRun;
-      else await this.full();
+      else await this.full(head?.epoch ?? null);
       return;
     }
     this.checkedCursor = true;
     this.lastCursor = head.cursor;
+    this.seenEpoch = head.epoch;
     // A bridge is current: its full publication runs beside it, here too if the control plane that started it
-    // is gone (else replicas that hold nothing would wait for one forever).
-    if (head.bridge && !this.fullRun) this.wantFull = true;
+    // is gone (else replicas that hold nothing would wait for one forever). A full publication wanted for an
+    // epoch that is no longer current was done meanwhile, by this control plane or another.
+    if (head.bridge) this.wanted = { epoch: head.epoch };
+    else if (this.wanted) {
+      this.wanted.epoch ??= head.epoch;
+      if (this.wanted.epoch !== head.epoch) this.wanted = null;
+    }
     this.startFull();
     const page = this.opts.maxChanges ?? 1_000;
     let from = head;
@@ -308,15 +330,23 @@ export class SnapshotPublisher {
     if (ok) this.compact(from);
   }
 
-  /** Starts the full publication asked for beside the rounds, unless one is running. */
+  /**
+   * Starts the full publication wanted beside the rounds, unless one is running here. If another control plane
+   * is running one, it stays wanted and the next round looks again: by then that one is current (and satisfies
+   * it), or still running, or gone with its holder (whose lease expires, and this one takes over).
+   */
   private startFull(): void {
-    if (!this.wantFull || this.fullRun) return;
-    this.fullRun = this.full()
-      .catch((err: unknown) => this.onError(err))
+    if (!this.wanted || this.fullRun) return;
+    let skipped = false;
+    this.fullRun = this.full(this.wanted.epoch ?? null)
+      .then(
+        (published) => void (skipped = !published),
+        (err: unknown) => this.onError(err),
+      )
       .finally(() => {
         this.fullRun = null;
         // changes committed after the new epoch's snapshot were appended to the old one only: append them again
-        this.changed();
+        if (!skipped) this.changed();
       });
   }
 
@@ -326,7 +356,7 @@ export class SnapshotPublisher {
    * does. One at a time (fullRun), and not again for this epoch: the new one starts with none.
    */
   private compact(head: FeedHead): void {
-    if (this.fullRun || this.wantFull || head.bridge || head.tombstones === undefined) return;
+    if (this.fullRun || this.wanted || head.bridge || head.tombstones === undefined) return;
     const threshold = compactionThreshold(
       head.entities ?? 0,
       this.opts.compactTombstones ?? COMPACT_TOMBSTONES,
@@ -335,7 +365,7 @@ export class SnapshotPublisher {
     if (threshold === null || head.tombstones <= threshold) return;
     this.opts.onCompact?.(head, threshold);
     this.compactions++;
-    this.wantFull = true;
+    this.wanted = { epoch: head.epoch };
     this.startFull();
   }
 
@@ -359,9 +389,23 @@ export class SnapshotPublisher {
     return done;
   }
 
-  private async full(): Promise<void> {
-    this.wantFull = false;
-    const writer = await this.bus.beginFull();
+  /** A full publication to replace the epoch `current` (null: none); false when another control plane runs one. */
+  private async full(current: string | null): Promise<boolean> {
+    const writer = await this.bus.beginFull(current);
+    if (writer === null) {
+      this.fullSkipped++;
+      return false;
+    }
+    try {
+      await this.fullWith(writer);
+    } finally {
+      await writer.close();
+    }
+    return true;
+  }
+
+  private async fullWith(writer: FullWriter): Promise<void> {
+    this.wanted = null;
     const startedAt = this.calendar.now();
     let entities = 0;
     const read = await readAll(this.db, this.opts.pageSize ?? 5_000, async (page) => {
@@ -372,6 +416,7 @@ export class SnapshotPublisher {
     await writer.put([await this.catalog(read.catalogVersion)]);
     await writer.commit(read.cursor, read.version, entities);
     this.lastCursor = read.cursor;
+    this.seenEpoch = writer.epoch;
     // Budget periods are as of the full read: a day turning over after it is the rounds' to publish.
     // (and a round that read before this commit does not move that mark past it).
     this.lastRoundAt = startedAt;

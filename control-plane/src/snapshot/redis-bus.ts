@@ -88,13 +88,34 @@ redis.call('HSET', KEYS[1], 'epoch', ARGV[1], 'cursor', ARGV[2], 'base', ARGV[2]
 return 1`;
 
 // A full publication's switch to its epoch (see beginFull), only if the marker written when it began is still
-// there: a Redis that restarted empty meanwhile lost the pages written before, and the epoch is not complete.
+// there (a Redis that restarted empty meanwhile lost the pages written before, and the epoch is not complete: 0)
+// and this control plane still holds the lease (-1: it was paused past the lease's expiry, and another may be
+// publishing in full now).
 const COMMIT = `
-if redis.call('DEL', KEYS[2]) == 0 then return 0 end
+if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
+if redis.call('GET', KEYS[3]) ~= ARGV[7] then return -1 end
+redis.call('DEL', KEYS[2])
 redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'epoch', ARGV[1], 'cursor', ARGV[2], 'seq', 0, 'lastId', '0-0', 'version', ARGV[3], 'at', ARGV[4], 'entities', ARGV[6], 'tombstones', 0)
 redis.call('PUBLISH', ARGV[5], '0')
 return 1`;
+
+// The full publication lease (see beginFull): prolonged, and released, only by the holder of its token.
+const RENEW = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0`;
+const RELEASE = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`;
+
+/**
+ * How long the full publication lease lasts unless renewed (a third of it apart, while publishing): how long the
+ * other control planes wait when its holder dies before one of them takes over (at its next round).
+ */
+const LEASE_MS = 15_000;
+
+/** The full publication lease: in `{ctl}`, the head's slot, so the commit script can check it. */
+export const fullLease = (names: RedisNames): string => `${names.prefix}{ctl}:policy:full-lease`;
 
 /** How long a full publication's begin marker lasts (a publication that died leaves it behind). */
 const BEGUN_TTL_S = 24 * 3600;
@@ -106,7 +127,9 @@ type Scripted = Redis & {
   policyShardWrite(key: string, ...args: string[]): Promise<unknown>;
   policyAppend(...keysAndArgs: string[]): Promise<unknown>;
   policyBridge(key: string, ...args: string[]): Promise<unknown>;
-  policyCommit(meta: string, begun: string, ...args: string[]): Promise<unknown>;
+  policyCommit(meta: string, begun: string, lease: string, ...args: string[]): Promise<unknown>;
+  policyLeaseRenew(lease: string, token: string, ms: string): Promise<unknown>;
+  policyLeaseRelease(lease: string, token: string): Promise<unknown>;
 };
 
 /** The shard (by entity kind) and the field a key's or account's change is written to: `$<id>` for money. */
@@ -143,13 +166,15 @@ export class RedisPolicyBus implements PolicyBus {
   constructor(
     redis: Redis,
     private readonly names: RedisNames,
-    private readonly opts: { streamMaxLen?: number; chunk?: number } = {},
+    private readonly opts: { streamMaxLen?: number; chunk?: number; leaseMs?: number } = {},
   ) {
     // Defined commands run by EVALSHA (EVAL once per node that lacks the script), on a plain Redis and a cluster.
     redis.defineCommand("policyShardWrite", { numberOfKeys: 1, lua: SHARD_WRITE });
     redis.defineCommand("policyAppend", { numberOfKeys: 3, lua: APPEND });
     redis.defineCommand("policyBridge", { numberOfKeys: 1, lua: BRIDGE });
-    redis.defineCommand("policyCommit", { numberOfKeys: 2, lua: COMMIT });
+    redis.defineCommand("policyCommit", { numberOfKeys: 3, lua: COMMIT });
+    redis.defineCommand("policyLeaseRenew", { numberOfKeys: 1, lua: RENEW });
+    redis.defineCommand("policyLeaseRelease", { numberOfKeys: 1, lua: RELEASE });
     this.redis = redis as Scripted;
   }
 
@@ -194,11 +219,53 @@ export class RedisPolicyBus implements PolicyBus {
     return `${this.names.policyStream(epoch)}:begun`;
   }
 
-  async beginFull(): Promise<FullWriter> {
+  /**
+   * One full publication at a time among the control planes: it takes a lease in `{ctl}` (SET NX PX with a token
+   * of its own), renewed a third of its life apart while it runs, checked by the commit and released at the end
+   * (by a script that deletes it only if it still holds the token). Another control plane that finds the lease
+   * taken does not start one (null): two would each read and write every entity, and replicas could load twice.
+   * If the holder dies, the lease expires and the next round that wants a full publication takes it. Also null
+   * when the head no longer names `current`: one was published (or, with no head, a bridge started) meanwhile.
+   */
+  async beginFull(current: string | null): Promise<FullWriter | null> {
+    const lease = fullLease(this.names);
+    const leaseMs = this.opts.leaseMs ?? LEASE_MS;
+    const token = randomBytes(12).toString("hex");
+    if ((await this.redis.set(lease, token, "PX", leaseMs, "NX")) !== "OK") return null;
+    const release = () => this.redis.policyLeaseRelease(lease, token).catch(() => undefined); // else it expires
+    if (((await this.head())?.epoch ?? null) !== current) {
+      await release();
+      return null;
+    }
     const epoch = randomBytes(6).toString("hex");
     await this.redis.set(this.begun(epoch), "1", "EX", BEGUN_TTL_S);
+    let lost = false;
+    const renew = setInterval(() => {
+      this.redis.policyLeaseRenew(lease, token, String(leaseMs)).then(
+        (renewed) => void (lost ||= Number(renewed) !== 1),
+        () => undefined, // Redis unreachable: the next renewal tries again, and the commit checks the lease
+      );
+    }, leaseMs / 3);
+    renew.unref();
+    const lostLease = () =>
+      new Error(
+        "policy feed: the full publication's lease was lost (this control plane was paused past its expiry?); the publication is abandoned and another control plane's, or the next round's, publishes",
+      );
+    let committed = false;
     return {
+      epoch,
+      close: async () => {
+        clearInterval(renew);
+        await release();
+        // A publication that failed or was abandoned leaves its pages to expire like an old epoch.
+        if (!committed)
+          await sendAll(
+            this.redis,
+            this.epochKeys(epoch).map((key): Op => ["expire", key, OLD_EPOCH_TTL_S]),
+          ).catch(() => undefined);
+      },
       put: async (changes) => {
+        if (lost) throw lostLease();
         // One HSET per shard touched by the page, sent together: a page costs Redis a few milliseconds in all.
         const byKey = new Map<string, string[]>();
         const ops: Op[] = [];
@@ -222,17 +289,21 @@ export class RedisPolicyBus implements PolicyBus {
         const switched = await this.redis.policyCommit(
           this.names.policyMeta,
           this.begun(epoch),
+          lease,
           epoch,
           cursor,
           String(version),
           String(Date.now()),
           this.names.policyChannel,
           String(entities),
+          token,
         );
+        if (Number(switched) === -1) throw lostLease();
         if (Number(switched) !== 1)
           throw new Error(
             "policy feed: Redis lost the full publication's pages while they were written (it restarted empty?); the epoch was not made current and is published again",
           );
+        committed = true;
         // The old epoch stays readable a while for a replica in the middle of loading it, then goes.
         if (old && old !== epoch)
           await sendAll(
