@@ -80,6 +80,38 @@ describe("RedisSpendCounter across replicas", () => {
     broken.disconnect();
   });
 
+  it("forgets counters idle for idleMs, but not while Redis fails", async () => {
+    let clock = 2_000_000;
+    const counter = new RedisSpendCounter(c1, { prefix, clock: () => clock, idleMs: 60_000 });
+    const account = makeAccount("0");
+    const keys = ["idle-1", "idle-2", "busy"].map((id) => makeKey(account.id, "0", id));
+    for (const k of keys) await counter.get(k, account);
+    expect(counter.cached).toBe(4); // three keys and their account
+    clock += 30_000;
+    await counter.add(keys[2]!, account, 5n); // refreshes "busy" and the account
+    clock += 31_000;
+    expect(await counter.get(keys[2]!, account)).toMatchObject({ keySpent: 5n });
+    expect(counter.cached).toBe(2);
+    // an idle counter read again comes from Redis, exact
+    await c1.incrby(`${prefix}{acct:${account.id}}:k:idle-1`, 7);
+    expect(await counter.get(keys[0]!, account)).toMatchObject({ keySpent: 7n });
+
+    // While Redis fails, the cache holds this replica's own spend: nothing is forgotten.
+    const broken = new Redis("redis://127.0.0.1:1", {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
+    const offline = new RedisSpendCounter(broken, { prefix, clock: () => clock, idleMs: 60_000, onError: () => {} });
+    await offline.add(keys[0]!, account, 30n);
+    clock += 61_000;
+    await offline.add(keys[1]!, account, 1n); // fails again: Redis still away
+    clock += 59_000;
+    expect(await offline.get(keys[0]!, account)).toEqual({ keySpent: 30n, accountSpent: 31n });
+    broken.disconnect();
+  });
+
   it("sums one key's adds of one turn into one script call, exact to the micro-unit", async () => {
     const counter = new RedisSpendCounter(c1, { prefix });
     const account = makeAccount("0");

@@ -48,6 +48,11 @@ export interface RedisSpendCounterOptions {
    * as 0 and the next add lifts it to the snapshot's settled figure.
    */
   ttlMs?: number;
+  /**
+   * A cached counter not read or added to for this long is forgotten (its next use reads Redis again), except
+   * while Redis fails (the cache then holds this replica's own spend); default 60000
+   */
+  idleMs?: number;
   onError?: (err: unknown) => void;
   clock?: () => number;
 }
@@ -78,6 +83,9 @@ export class RedisSpendCounter implements SpendCounter {
   private readonly onError: (err: unknown) => void;
   private readonly clock: () => number;
   private readonly cache = new Map<string, Cached>();
+  private readonly idleMs: number;
+  private sweptAt: number;
+  private failedAt = Number.NEGATIVE_INFINITY;
   private readonly adds = new TurnBatcher<PendingAdd>((kName, adds) => this.send(kName, adds));
 
   constructor(
@@ -90,6 +98,8 @@ export class RedisSpendCounter implements SpendCounter {
     this.ttlMs = options.ttlMs ?? 7 * 24 * 3600 * 1000;
     this.onError = options.onError ?? (() => {});
     this.clock = options.clock ?? Date.now;
+    this.idleMs = options.idleMs ?? 60_000;
+    this.sweptAt = this.clock();
     redis.defineCommand("modelgateSpendAdd", { numberOfKeys: 2, lua: ADD_LUA });
   }
 
@@ -141,7 +151,7 @@ export class RedisSpendCounter implements SpendCounter {
       this.store(aName, BigInt(aTotal!), now);
     } catch (err) {
       // This replica still sees its own spend; the usage event (spooled if need be) settles it later.
-      this.onError(err);
+      this.failed(err);
       this.bump(kName, micro);
       this.bump(aName, micro);
     }
@@ -153,6 +163,7 @@ export class RedisSpendCounter implements SpendCounter {
     const k = this.cache.get(kName);
     const a = this.cache.get(aName);
     const now = this.clock();
+    if (now - this.sweptAt >= this.idleMs) this.sweep(now);
     if (k !== undefined && a !== undefined) {
       const age = now - (k.fetchedAt < a.fetchedAt ? k.fetchedAt : a.fetchedAt);
       if (age < this.refreshMs) return this.result(k.value, a.value, key, account);
@@ -164,6 +175,29 @@ export class RedisSpendCounter implements SpendCounter {
     return this.fetch(kName, aName).then(() =>
       this.result(this.cache.get(kName)?.value ?? 0n, this.cache.get(aName)?.value ?? 0n, key, account),
     );
+  }
+
+  /** counters cached (metrics, tests) */
+  get cached(): number {
+    return this.cache.size;
+  }
+
+  private failed(err: unknown): void {
+    this.failedAt = this.clock();
+    this.onError(err);
+  }
+
+  /**
+   * Forgets the counters idle for idleMs: the cache would otherwise hold one entry per key and account ever
+   * used (at a million keys, hundreds of MB of heap), and one that old is read from Redis again anyway (a get
+   * waits for Redis past maxStaleMs). A counter in use is refreshed at least every maxStaleMs, by a get or an
+   * add, so only idle ones are that old, or every one while Redis fails: then nothing is forgotten, as the
+   * cache holds the spend this replica could not add to Redis.
+   */
+  private sweep(now: number): void {
+    this.sweptAt = now;
+    if (now - this.failedAt < this.idleMs) return;
+    for (const [name, c] of this.cache) if (!c.refreshing && now - c.fetchedAt >= this.idleMs) this.cache.delete(name);
   }
 
   private result(kValue: bigint, aValue: bigint, key: KeySnapshot, account: AccountSnapshot): UnsettledSpend {
@@ -185,7 +219,7 @@ export class RedisSpendCounter implements SpendCounter {
       this.store(aName, BigInt(av ?? "0"), now);
     } catch (err) {
       // Fail static: keep serving the last known counters (or none) while Redis is away.
-      this.onError(err);
+      this.failed(err);
       if (k !== undefined) k.refreshing = false;
       if (a !== undefined) a.refreshing = false;
     }
