@@ -142,6 +142,18 @@ describe("money changes", () => {
     expect(store.applyChange(keyMoney(7, "70"))).toBe(false);
   });
 
+  it("a parse kept across a full load of the same version gets the figures that load read", async () => {
+    const store = new SnapshotStore();
+    store.applyChange(keyAt(3, { spent: "30" }));
+    const held = store.key("h1")!;
+    const load = store.beginFullLoad();
+    load.put(keyAt(3, { spent: "30" }));
+    load.put(keyMoney(9, "90"));
+    await load.finish(9, Date.now());
+    expect(store.key("h1")).toBe(held); // not parsed again
+    expect(held.spent).toBe("90");
+  });
+
   it("whatever order payloads arrive in (with replays and full loads), the newest policy and figures win and neither goes back", () => {
     // A history of one key: each version either changes policy (the name says which: p<version>) or settles
     // (spent grows). Every version has an entity payload (the state as read then); a settling one also a money

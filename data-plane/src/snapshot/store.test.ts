@@ -116,6 +116,27 @@ describe("SnapshotStore full loads", () => {
     expect(store.version).toBe(4);
   });
 
+  it("keeps the parses of keys a full load left at the same version, and parses the changed ones anew", async () => {
+    const store = new SnapshotStore();
+    store.applyChange(keyChange("same", 1));
+    store.applyChange(keyChange("changed", 2));
+    const same = store.key("same")!;
+    const changed = store.key("changed")!;
+    const load = store.beginFullLoad();
+    load.put(keyChange("same", 1));
+    load.put(keyChange("changed", 3, { name: "renamed" }));
+    await load.finish(3, Date.now());
+    expect(store.key("same")).toBe(same); // the same object: no parse
+    expect(store.key("changed")).not.toBe(changed);
+    expect(store.key("changed")).toMatchObject({ name: "renamed", v: 3 });
+    // kept across a second swap too, and gone with the key
+    const next = store.beginFullLoad();
+    next.put(keyChange("same", 1));
+    await next.finish(4, Date.now());
+    expect(store.key("same")).toBe(same);
+    expect(store.key("changed")).toBeUndefined();
+  });
+
   it("swaps each shard in whole once it is complete", async () => {
     const store = new SnapshotStore();
     store.applyChange(keyChange("a", 1));
@@ -140,10 +161,16 @@ describe("SnapshotStore full loads", () => {
     expect(store.key("h")?.status).toBe("revoked");
     await load.finish(3, Date.now());
     expect(store.key("h")?.status).toBe("revoked");
-    // and once a later load holds the revocation itself, the change gives way to the table
+    // and once a later load holds the revocation itself, the change gives way to the table (a version names one
+    // state, so the revocation's parse is taken back as it is; a newer version is parsed from the table)
+    const revoked = store.key("h");
     const next = store.beginFullLoad();
-    next.put(keyChange("h", 3, { status: "revoked", name: "loaded" }));
+    next.put(keyChange("h", 3, { status: "revoked" }));
     await next.finish(3, Date.now());
+    expect(store.key("h")).toBe(revoked);
+    const later = store.beginFullLoad();
+    later.put(keyChange("h", 4, { status: "revoked", name: "loaded" }));
+    await later.finish(4, Date.now());
     expect(store.key("h")).toMatchObject({ status: "revoked", name: "loaded" });
   });
 

@@ -37,8 +37,11 @@ interface Money {
 /** The settled figures of a money change, as they replace the entity's (contract/policy-feed.ts). */
 type Figures = { spent: string; balance?: string; budgets?: unknown };
 
-/** Parsed entities kept per shard, for the keys and accounts requests use; past this the shard's set starts over. */
-const CACHE_PER_SHARD = 512;
+/**
+ * Parsed entities kept per shard, for the keys and accounts requests use; past this the shard's set starts over
+ * (the old set kept as Shard.previous, from which a lookup takes back what it uses).
+ */
+const CACHE_PER_SHARD = 256;
 
 /**
  * Changes a shard keeps on the heap before they are folded into its table (see Shard.fold): at least this many,
@@ -57,6 +60,13 @@ class Shard<T extends object> {
   table = PolicyTable.empty;
   readonly changes = new Map<string, Changed<T>>();
   cache = new Map<string, T & { v: number }>();
+  /**
+   * The parses of the cache before the table was last replaced (a full load's swap, a fold) or the cache
+   * filled: a lookup takes one back when the table holds the same version (one table lookup, no parse). Without
+   * it every swap made each key in use parse its JSON again on its next call, a burst of parsing and
+   * promoted garbage on the request thread right after each shard of a full load went in.
+   */
+  previous = new Map<string, T & { v: number }>();
   /** money changes newer than the entity held: the settled figures over it (see SnapshotStore.applyChange) */
   readonly money = new Map<string, Money>();
   /** the money changes a full load read (distributed: the shard hash's `$<id>` fields), as bytes */
@@ -78,6 +88,19 @@ class Shard<T extends object> {
     }
     this.changes.set(id, c);
     this.cache.delete(id);
+    this.previous.delete(id);
+  }
+
+  /** The table changed (or the cache is full): the parses so far may only be taken back verified (see previous). */
+  retire(): void {
+    this.previous = this.cache;
+    this.cache = new Map();
+  }
+
+  /** Keeps a parse for the next lookups. */
+  remember(id: string, parsed: T & { v: number }): void {
+    if (this.cache.size >= CACHE_PER_SHARD) this.retire();
+    this.cache.set(id, parsed);
   }
 
   /** The version held for an id (-1: none), whichever of the table and the changes has it. */
@@ -122,10 +145,14 @@ class Shard<T extends object> {
    * A change applied while the load ran stays, and wins wherever it is newer.
    */
   swap(table: PolicyTable, gen: number, moneyTable: PolicyTable = PolicyTable.empty): void {
+    this.retire();
     for (const [id, c] of this.changes) {
       if (c.gen >= gen) continue;
       const e = table.find(id, idHash(id));
-      if (e < 0 || table.version(e) >= c.v) this.changes.delete(id);
+      if (e < 0 || table.version(e) >= c.v) {
+        this.changes.delete(id);
+        if (c.parsed !== undefined) this.previous.set(id, c.parsed); // taken back if the table holds its version
+      }
     }
     // Money changes likewise: one applied before the load began is in what it read (the entity, or its money
     // field, at that version or newer), or its entity is gone.
@@ -142,7 +169,6 @@ class Shard<T extends object> {
     }
     this.moneyTable = moneyTable;
     this.table = table;
-    this.cache = new Map();
     this.counted = -1;
     this.unfolded = Math.min(this.unfolded, this.changes.size);
   }
@@ -185,10 +211,12 @@ class Shard<T extends object> {
       b.addString(id, c.json, c.v);
     }
     this.table = b.build();
+    this.retire();
+    // the parses of the changes taken in, taken back by their next lookups (the table holds their versions)
+    for (const [id, c] of this.changes) if (c.parsed !== undefined) this.previous.set(id, c.parsed);
     this.changes.clear();
     for (const [id, c] of kept) this.changes.set(id, c);
     this.unfolded = kept.length;
-    this.cache = new Map();
     this.counted = -1;
   }
 
@@ -457,11 +485,19 @@ export class SnapshotStore {
     }
     if (cached !== undefined) return cached;
     if (e < 0) return undefined;
-    const parsed = this.withMoney(shard, kind, id, hash, this.parse(kind, id, shard.table.json(e), schema));
-    if (parsed !== undefined) {
-      if (shard.cache.size >= CACHE_PER_SHARD) shard.cache = new Map();
-      shard.cache.set(id, parsed);
+    // Parsed before the table was replaced: still good if the table holds that same version (its money figures
+    // brought up to date as a fresh parse's would be).
+    const before = shard.previous.get(id);
+    if (before !== undefined) {
+      shard.previous.delete(id);
+      if (before.v === tv) {
+        const kept = this.withMoney(shard, kind, id, hash, before)!;
+        shard.remember(id, kept);
+        return kept;
+      }
     }
+    const parsed = this.withMoney(shard, kind, id, hash, this.parse(kind, id, shard.table.json(e), schema));
+    if (parsed !== undefined) shard.remember(id, parsed);
     return parsed;
   }
 
