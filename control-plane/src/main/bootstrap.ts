@@ -32,6 +32,11 @@ export async function bootControlPlane(settings: Settings, bus: PolicyBus, logge
         { epoch: head.epoch, tombstones: head.tombstones, entities: head.entities, threshold },
         "policy feed: compacting tombstones (a full publication beside the current epoch)",
       ),
+    onBridge: (head, base) =>
+      logger.warn(
+        { epoch: head.epoch, base: base.cursor, from: base.from, lostEpoch: base.epoch, lostSeq: base.seq },
+        "policy feed: Redis lost the feed; changes go to a bridge epoch while it is published again in full",
+      ),
   });
   const ctx: ServiceContext = {
     prisma: db.prisma,

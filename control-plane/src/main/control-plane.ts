@@ -43,7 +43,11 @@ const consumerConn = connectRedis(settings.redisUrl);
 for (const r of [redis, subscriber, consumerConn])
   r.on("error", (err) => logger.warn({ err: err.message }, "redis error"));
 
-const core = await bootControlPlane(settings, new RedisPolicyBus(redis, names), logger);
+const core = await bootControlPlane(
+  settings,
+  new RedisPolicyBus(redis, names, { leaseMs: settings.fullLeaseMs }),
+  logger,
+);
 // The admin CLI writes to Postgres directly and asks for a publication round here; an operator's
 // `PUBLISH <prefix>control:changed republish` asks for a full publication (a new epoch, written beside the current
 // one while changes keep flowing to it).

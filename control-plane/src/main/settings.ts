@@ -4,6 +4,7 @@ import { join, resolve } from "node:path";
 import { parseMasterKey, usageShardCount } from "@modelgate/data-plane";
 import { auditRetentionDays } from "../audit/retention.ts";
 import { compactTombstones } from "../snapshot/compaction.ts";
+import { fullLeaseMs } from "../snapshot/full-lease.ts";
 import { type OidcSettings, readOidcSettings } from "../auth/oidc.ts";
 import { secureDataDir } from "./data-dir.ts";
 
@@ -29,6 +30,8 @@ export interface Settings {
   auditRetentionDays: number | null;
   /** tombstones a policy feed epoch may hold before it is published again (MODELGATE_POLICY_COMPACT_TOMBSTONES; 0: never) */
   compactTombstones: number;
+  /** how long a full publication's lease lasts unless renewed (MODELGATE_POLICY_FULL_LEASE_MS) */
+  fullLeaseMs: number;
   /** entries of the data directory that were readable or writable by others and have been made private */
   tightened: number;
 }
@@ -71,6 +74,7 @@ export function readSettings(env: NodeJS.ProcessEnv, defaultPort: number): Setti
     oidc: readOidcSettings(env),
     auditRetentionDays: auditRetentionDays(env),
     compactTombstones: compactTombstones(env),
+    fullLeaseMs: fullLeaseMs(env),
     tightened,
   };
 }

@@ -20,6 +20,7 @@ import { SnapshotPublisher } from "./publisher.ts";
 import { settleUsageBatch } from "../usage/settle.ts";
 import { InProcessPolicyBus } from "./memory-bus.ts";
 import { fullLease, RedisPolicyBus } from "./redis-bus.ts";
+import { recordFeedPosition } from "./feed-position.ts";
 
 // The policy feed end to end in one process: Postgres triggers → the publisher's change reads → Redis → a
 // replica's store. Every step is awaited (flush, sync), so nothing here depends on timing.
@@ -609,6 +610,96 @@ describe("policy feed", () => {
     await follower.stop();
     await lagging.stop();
     cp.stop();
+  });
+
+  it("a control plane that restarted with Redis (it never saw the lost feed) bridges from the cursor recorded in Postgres: a revocation after the restart reaches a replica holding the old policy at once; a fresh replica waits for the full epoch", async () => {
+    const victim = await newKey("revoked-after-restart");
+    await publish();
+    expect(store.key(victim)?.status).toBe("active");
+    // Every round records where the feed stands, after its append.
+    const [recorded] = await sql<{ cursor: string; epoch: string; seq: string }>(
+      `SELECT cursor, epoch, seq::text AS seq FROM policy_feed_position WHERE feed = $1`,
+      [names.policyMeta],
+    );
+    expect(recorded).toEqual({
+      cursor: await redis.hget(names.policyMeta, "cursor"),
+      epoch: await redis.hget(names.policyMeta, "epoch"),
+      seq: await redis.hget(names.policyMeta, "seq"),
+    });
+    const loads = store.fullLoads;
+
+    // The control plane stops and Redis restarts empty; after the restart a key is revoked and another created.
+    const beforeLoss = Date.now();
+    await redis.del(...(await redis.keys(`${names.prefix}*`)));
+    await sql(`UPDATE api_keys SET status = 'revoked', revoked_at = now() WHERE key_hash = $1`, [victim]);
+    const created = await newKey("created-after-restart");
+    // A new control plane (no memory of any head) starts, its full publication held.
+    const { cp, atPage, release } = heldPublisher(() => true);
+    const started = cp.start();
+    await atPage;
+    // The publication held is the one beside the bridge (with no bridge, it would be the round's own).
+    expect(cp.bridges).toBe(1);
+    expect(cp.republishing).not.toBeNull();
+    await started;
+    await cp.flush();
+    await source.sync();
+    expect(cp.fullPublications).toBe(0);
+    expect(await redis.hget(names.policyMeta, "base")).toBe(recorded!.cursor);
+    expect(store.key(victim)?.status).toBe("revoked");
+    expect(store.key(created)?.status).toBe("active");
+    expect(store.fullLoads).toBe(loads);
+    // It was current at the recorded cursor, so it is current again.
+    expect(store.publishedAgeMs()).toBeLessThanOrEqual(Date.now() - beforeLoss);
+    const fresh = new SnapshotStore();
+    const follower = new RedisPolicySource(redis, sub, fresh, names, 3_600_000, (err) => {
+      throw err;
+    });
+    await follower.sync();
+    expect(fresh.loaded).toBe(false);
+
+    release();
+    await cp.republishing;
+    await cp.flush();
+    await source.sync();
+    await follower.sync();
+    expect(cp.fullPublications).toBe(1);
+    expect(await redis.hget(names.policyMeta, "base")).toBeNull();
+    expect(fresh.key(victim)?.status).toBe("revoked");
+    expect(fresh.key(created)?.status).toBe("active");
+    expect(fresh.size).toEqual(store.size);
+    await follower.stop();
+    cp.stop();
+  });
+
+  it("the recorded position only moves forward, and one ahead of the database (a restore) or recorded in another database is not bridged from: the control plane publishes in full", async () => {
+    await publish();
+    const position = async () =>
+      (await sql<{ cursor: string }>(`SELECT cursor FROM policy_feed_position WHERE feed = $1`, [names.policyMeta]))[0]!
+        .cursor;
+    // A slow control plane's record of an older cursor does not overwrite a newer one.
+    const newer = await position();
+    await recordFeedPosition(db.db, names.policyMeta, { epoch: "old", cursor: "3:3:", seq: 1 });
+    expect(await position()).toBe(newer);
+    for (const tamper of [
+      // Postgres restored to an earlier point than the record (as a dump from before the restore would leave)
+      `UPDATE policy_feed_position SET cursor = '4000000000:4000000000:'`,
+      // a record a dump carried over from another database
+      `UPDATE policy_feed_position SET database = 'another'`,
+    ]) {
+      await sql(tamper);
+      await redis.del(...(await redis.keys(`${names.prefix}*`)));
+      const cp = new SnapshotPublisher(db.db, new RedisPolicyBus(redis, names), 1, (err) => {
+        throw err;
+      });
+      await cp.start();
+      expect(cp.bridges).toBe(0);
+      expect(cp.fullPublications).toBe(1);
+      expect(await redis.hget(names.policyMeta, "base")).toBeNull();
+      // Such a record is replaced by the new feed's position.
+      expect(await position()).toBe(await redis.hget(names.policyMeta, "cursor"));
+      cp.stop();
+    }
+    await source.sync();
   });
 
   it("a control plane that finds a bridge epoch current (the one that started it died) writes its full publication", async () => {
@@ -1239,6 +1330,8 @@ describe("policy feed", () => {
     await redis.hset(previousHead, { epoch: "prev", cursor: "1:1:", seq: 0, lastId: "0-0", version: 1, at: 1 });
     await redis.hset(previousShard, "x", '{"v":1}');
     await redis.del(names.policyMeta);
+    // ...and a release before the recorded feed position had none.
+    await sql(`DELETE FROM policy_feed_position`);
     // The new release's control plane: a process of its own, which has seen no feed under the new names (so it
     // publishes in full, where one that had would bridge).
     const upgraded = new SnapshotPublisher(db.db, new RedisPolicyBus(redis, names), 1, (err) => {

@@ -4,6 +4,7 @@ import type { Database } from "../db/client.ts";
 import { buildCatalog } from "./catalog.ts";
 import { COMPACT_TOMBSTONES, compactionThreshold } from "./compaction.ts";
 import { withBudgets } from "./feed-budgets.ts";
+import { type BridgeBase, bridgeBase, recordFeedPosition } from "./feed-position.ts";
 import {
   type ChangePage,
   cursorFromElsewhere,
@@ -69,6 +70,11 @@ export interface PolicyBus {
    * them at once) until the full publication running beside it is current. Absent: changes wait for that.
    */
   bridge?(cursor: string, at: number): Promise<FeedHead | null>;
+  /**
+   * The feed's name in Postgres's record of where it stood (feed-position.ts), which every round that moved
+   * the cursor updates, so that a control plane that never saw a lost feed can bridge it. Absent: not recorded.
+   */
+  readonly feed?: string;
 }
 
 /**
@@ -138,6 +144,8 @@ export class SnapshotPublisher {
       compactShare?: number;
       /** told when a compaction starts (for a log line) */
       onCompact?: (head: FeedHead, threshold: number) => void;
+      /** told when a bridge epoch starts, and from which cursor (for a log line) */
+      onBridge?: (head: FeedHead, base: BridgeBase) => void;
     } = {},
   ) {}
 
@@ -147,6 +155,8 @@ export class SnapshotPublisher {
 
   async start(): Promise<void> {
     await this.round();
+    // Refused (another control plane appended first): read again, as run() would.
+    if (this.dirty) this.changed();
   }
 
   /**
@@ -195,7 +205,7 @@ export class SnapshotPublisher {
         clearTimeout(this.timer);
         this.timer = null;
         void this.run();
-      }
+      } else if (!this.running) void this.run(); // work left with none scheduled: run it rather than wait forever
     });
   }
 
@@ -226,13 +236,19 @@ export class SnapshotPublisher {
     // The feed is current as of this moment (before anything is read): what replicas report as its age.
     const startedAt = Date.now();
     let head = await this.bus.head();
-    if (head === null && this.lastCursor !== null && this.bus.bridge && !this.fullRun) {
+    if (head === null && this.bus.bridge && !this.fullRun) {
       // Redis lost the feed (restarted without persistence, flushed). A full publication takes seconds to
       // tens of seconds at a million keys, and the replicas still hold the policy of the lost feed: the changes
-      // after its cursor go to a bridge epoch at once, and the full publication is written beside it.
-      head = await this.bus.bridge(this.lastCursor, startedAt);
-      if (head === null) return void (this.dirty = true); // another control plane published meanwhile
-      this.bridges++;
+      // after its cursor go to a bridge epoch at once, and the full publication is written beside it. The
+      // cursor is the one recorded in Postgres (this control plane may have restarted too), or the one it saw
+      // if newer; none, or only one ahead of this database (a restore): publish in full (feed-position.ts).
+      const base = await bridgeBase(this.db, this.bus.feed ?? null, this.lastCursor);
+      if (base !== null) {
+        head = await this.bus.bridge(base.cursor, startedAt);
+        if (head === null) return void (this.dirty = true); // another control plane published meanwhile
+        this.bridges++;
+        this.opts.onBridge?.(head, base);
+      }
     }
     if (head === null || (!this.checkedCursor && (await cursorFromElsewhere(this.db, head.cursor)))) {
       // Nothing to append changes to (or only another database's): they wait for the full publication (this
@@ -325,6 +341,8 @@ export class SnapshotPublisher {
     // Someone else moved the head: read again from where it is now.
     if (!ok) this.dirty = true;
     else if (commits === this.commits) this.lastRoundAt = now;
+    // Where the feed stands now, recorded after the append that put it there (never ahead of the feed).
+    if (from.cursor !== head.cursor) await this.record(from);
     this.opts.onRound?.(cost);
     // The head as this round left it (its own deletions counted, and any another control plane appended).
     if (ok) this.compact(from);
@@ -415,6 +433,7 @@ export class SnapshotPublisher {
     });
     await writer.put([await this.catalog(read.catalogVersion)]);
     await writer.commit(read.cursor, read.version, entities);
+    await this.record({ epoch: writer.epoch, cursor: read.cursor, seq: 0 });
     this.lastCursor = read.cursor;
     this.seenEpoch = writer.epoch;
     // Budget periods are as of the full read: a day turning over after it is the rounds' to publish.
@@ -423,6 +442,15 @@ export class SnapshotPublisher {
     this.commits++;
     this.checkedCursor = true;
     this.fullPublications++;
+  }
+
+  /**
+   * Records in Postgres where the feed stands (feed-position.ts): one small upsert. A failure is reported, not
+   * thrown: the feed itself moved, and a record that lags only makes a later bridge start further back.
+   */
+  private async record(head: FeedHead): Promise<void> {
+    if (this.bus.feed === undefined) return;
+    await recordFeedPosition(this.db, this.bus.feed, head).catch((err: unknown) => this.onError(err));
   }
 
   private async catalog(v: number): Promise<PolicyChange> {

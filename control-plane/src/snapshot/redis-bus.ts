@@ -8,6 +8,7 @@ import {
   type PolicyChange,
   type RedisNames,
 } from "@modelgate/data-plane";
+import { FULL_LEASE_MS } from "./full-lease.ts";
 import type { FeedHead, FullWriter, PolicyBus } from "./publisher.ts";
 
 // Appending a chunk of changes takes two steps, because on a Redis Cluster a change's shard and the stream live
@@ -108,12 +109,6 @@ const RELEASE = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`;
 
-/**
- * How long the full publication lease lasts unless renewed (a third of it apart, while publishing): how long the
- * other control planes wait when its holder dies before one of them takes over (at its next round).
- */
-const LEASE_MS = 15_000;
-
 /** The full publication lease: in `{ctl}`, the head's slot, so the commit script can check it. */
 export const fullLease = (names: RedisNames): string => `${names.prefix}{ctl}:policy:full-lease`;
 
@@ -162,6 +157,8 @@ async function sendAll(redis: Redis, ops: Op[]): Promise<void> {
  */
 export class RedisPolicyBus implements PolicyBus {
   private readonly redis: Scripted;
+  /** the head's key names the feed in Postgres's record of where it stood (feed-position.ts) */
+  readonly feed: string;
 
   constructor(
     redis: Redis,
@@ -176,6 +173,7 @@ export class RedisPolicyBus implements PolicyBus {
     redis.defineCommand("policyLeaseRenew", { numberOfKeys: 1, lua: RENEW });
     redis.defineCommand("policyLeaseRelease", { numberOfKeys: 1, lua: RELEASE });
     this.redis = redis as Scripted;
+    this.feed = names.policyMeta;
   }
 
   async head(): Promise<FeedHead | null> {
@@ -229,7 +227,7 @@ export class RedisPolicyBus implements PolicyBus {
    */
   async beginFull(current: string | null): Promise<FullWriter | null> {
     const lease = fullLease(this.names);
-    const leaseMs = this.opts.leaseMs ?? LEASE_MS;
+    const leaseMs = this.opts.leaseMs ?? FULL_LEASE_MS; // see full-lease.ts
     const token = randomBytes(12).toString("hex");
     if ((await this.redis.set(lease, token, "PX", leaseMs, "NX")) !== "OK") return null;
     const release = () => this.redis.policyLeaseRelease(lease, token).catch(() => undefined); // else it expires
