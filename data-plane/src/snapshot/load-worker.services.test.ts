@@ -15,13 +15,15 @@ import { testAccount, testKey } from "./test-fixture.ts";
 // are paced reloads (PACE: a pause 10 times as long as each piece took), which take seconds over 512 shards.
 
 const PACE = 10;
+/** this run's feeds (dropped at the end): another run of the suite on the same Redis keeps its own */
+const RUN_PREFIX = `mgtest:loadworker:${randomBytes(4).toString("hex")}:`;
 let redis: Redis;
 let sub: Redis;
 const sources: RedisPolicySource[] = [];
 
 /** A feed under a prefix of its own: `keys` keys over `keys / 10` accounts in epoch `epoch`, all at version 10. */
 async function writeFeed(epoch: string, keys: number, tag = epoch) {
-  const names = redisNames(`mgtest:loadworker:${randomBytes(4).toString("hex")}:`);
+  const names = redisNames(`${RUN_PREFIX}${randomBytes(4).toString("hex")}:`);
   const feed = { names, keyIds: [] as string[], accountIds: [] as string[] };
   const pipe = redis.pipeline();
   for (let a = 0; a < Math.max(1, keys / 10); a++) {
@@ -52,6 +54,7 @@ function follower(
     onError?: (err: unknown) => void;
     workerIdleMs?: number;
     workerNice?: number;
+    loadYieldMs?: number;
   } = {},
 ) {
   const source = new RedisPolicySource(
@@ -70,6 +73,8 @@ function follower(
       // (the tests hold on to the worker between loads; only the idle test lets it end)
       workerIdleMs: opts.workerIdleMs ?? 60_000,
       ...(opts.workerNice === undefined ? {} : { workerNice: opts.workerNice }),
+      // (no yielding unless a test asks: a busy test machine would slow every paced reload)
+      loadYieldMs: opts.loadYieldMs ?? 0,
     },
   );
   sources.push(source);
@@ -114,7 +119,7 @@ beforeAll(() => {
 
 afterAll(async () => {
   for (const s of sources) await s.stop();
-  await dropPrefix(redis, "mgtest:loadworker:");
+  await dropPrefix(redis, RUN_PREFIX);
   redis.disconnect();
   sub.disconnect();
 });
@@ -354,6 +359,31 @@ describe("full load on the load worker", () => {
     expect(store.size.keys).toBe(200);
     expect(source.loadThread).not.toBe(first);
     expect(source.loadThread).not.toBeNull();
+  });
+
+  it("a reload yields to a busy request thread: late event-loop turns slow the worker, and only then", async () => {
+    /** Runs a reload while the main thread is kept busy in 30 ms stretches; the slowest pace it ran at. */
+    const reloadWhileBusy = async (loadYieldMs: number) => {
+      const feed = await writeFeed("e1", 2_000);
+      const store = new SnapshotStore();
+      const source = follower(feed.names, store, { loadYieldMs });
+      await source.sync();
+      await gap(feed.names);
+      const reload = source.sync();
+      await source.follow(); // the pass that saw the gap has started the reload
+      expect(store.loading).toBe(true);
+      for (let i = 0; i < 5 && store.loading; i++) {
+        const until = performance.now() + 30;
+        while (performance.now() < until); // a busy request thread: the pacer's next tick is ~30 ms late
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      await reload;
+      expect(store.fullLoads).toBe(2);
+      expect(store.size.keys).toBe(2_000);
+      return source.lastLoadMaxPace;
+    };
+    expect(await reloadWhileBusy(2)).toBe(16); // PACE 10, doubled and capped at MAX_PACE
+    expect(await reloadWhileBusy(0)).toBe(PACE); // not yielding: the pace it started at
   });
 
   it("the worker thread runs at the nice value asked for, the replica's own threads as they were", async () => {
