@@ -71,15 +71,6 @@ if (!Number.isInteger(loadNice) || loadNice < 0 || loadNice > 19) {
   );
   process.exit(2);
 }
-// MODELGATE_POLICY_LOAD_YIELD_MS: a reload while serving slows down while the request thread's event loop runs
-// later than this (snapshot/load-pacer.ts); 0 keeps its pace fixed.
-const loadYieldMs = env.MODELGATE_POLICY_LOAD_YIELD_MS ? Number(env.MODELGATE_POLICY_LOAD_YIELD_MS) : 2;
-if (!Number.isFinite(loadYieldMs) || loadYieldMs < 0 || loadYieldMs > 1000) {
-  console.error(
-    `MODELGATE_POLICY_LOAD_YIELD_MS must be a number of ms from 0 to 1000, not ${JSON.stringify(env.MODELGATE_POLICY_LOAD_YIELD_MS)}`,
-  );
-  process.exit(2);
-}
 const source = new RedisPolicySource(
   snapshotRedis,
   subscriber,
@@ -91,7 +82,6 @@ const source = new RedisPolicySource(
     loadIn,
     connection: { url: env.REDIS_URL, options: { ...redisOptions } },
     workerNice: loadNice,
-    loadYieldMs,
     // MODELGATE_POLICY_LOAD_SHARED=0: the load worker transfers its tables instead of sharing them (an A/B)
     sharedTables: env.MODELGATE_POLICY_LOAD_SHARED !== "0",
   },

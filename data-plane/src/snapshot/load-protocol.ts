@@ -37,8 +37,6 @@ export const toLoadWorkerSchema = z.discriminatedUnion("type", [
   }),
   /** stop reading (a newer epoch, or the replica stops); the worker answers with what it read and `end` */
   z.object({ type: z.literal("cancel"), id: z.number().int() }),
-  /** the load's pace from now on (the main thread's event loop is late or calm again: load-pacer.ts) */
-  z.object({ type: z.literal("pace"), id: z.number().int(), pace: z.number().nonnegative() }),
 ]);
 export type ToLoadWorker = z.infer<typeof toLoadWorkerSchema>;
 
@@ -66,15 +64,7 @@ export const fromLoadWorkerSchema = z.discriminatedUnion("type", [
     table: partsSchema,
     money: partsSchema,
   }),
-  /**
-   * the load ended: read in full, or cancelled (no error), or Redis failed (error: its message); maxPace: the
-   * slowest pace it ran at (load-pacer.ts)
-   */
-  z.object({
-    type: z.literal("end"),
-    id: z.number().int(),
-    error: z.string().optional(),
-    maxPace: z.number().nonnegative().optional(),
-  }),
+  /** the load ended: read in full, or cancelled (no error), or Redis failed (error: its message) */
+  z.object({ type: z.literal("end"), id: z.number().int(), error: z.string().optional() }),
 ]);
 export type FromLoadWorker = z.infer<typeof fromLoadWorkerSchema>;

@@ -1,6 +1,5 @@
 import { Worker } from "node:worker_threads";
 import type { RedisConnection } from "../redis/connect.ts";
-import { LoadPacer } from "./load-pacer.ts";
 import { fromLoadWorkerSchema, type LoadWorkerData, type ToLoadWorker } from "./load-protocol.ts";
 import { PolicyTable, type ShardKind } from "./table.ts";
 
@@ -54,12 +53,7 @@ export class PolicyLoadWorker {
     private readonly idleMs = 1_000,
     /** the worker thread's nice value (load-worker.ts lowerPriority) */
     private readonly nice = 0,
-    /** a paced load slows while this thread's event loop is later than this (load-pacer.ts); 0: never */
-    private readonly yieldMs = 0,
   ) {}
-
-  /** The slowest pace the last load that ended ran at (tests, logs). */
-  lastMaxPace: number | null = null;
 
   /** The worker thread while one runs (tests). */
   get thread(): Worker | null {
@@ -79,14 +73,7 @@ export class PolicyLoadWorker {
     return new Promise<void>((resolve, reject) => {
       const cancel = () => w.postMessage({ type: "cancel", id } satisfies ToLoadWorker);
       signal.addEventListener("abort", cancel, { once: true });
-      const unwatch =
-        req.pace > 0 && this.yieldMs > 0
-          ? LoadPacer.watch(req.pace, this.yieldMs, (pace) =>
-              w.postMessage({ type: "pace", id, pace } satisfies ToLoadWorker),
-            )
-          : () => undefined;
       const settle = () => {
-        unwatch();
         signal.removeEventListener("abort", cancel);
         this.pending.delete(id);
         // An idle worker never holds the process open (a replica that forgot stop() still exits), and ends
@@ -134,7 +121,6 @@ export class PolicyLoadWorker {
         p.onShard(m.kind, m.shard, PolicyTable.fromParts(m.table), PolicyTable.fromParts(m.money), m.complete);
         return;
       }
-      if (m.maxPace !== undefined) this.lastMaxPace = m.maxPace;
       if (m.error === undefined) p.resolve();
       else p.reject(new Error(`policy load worker: ${m.error}`));
     });

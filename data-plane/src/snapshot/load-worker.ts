@@ -4,7 +4,7 @@ import { parentPort, workerData } from "node:worker_threads";
 import type { RedisOptions } from "ioredis";
 import { connectFrom } from "../redis/connect.ts";
 import { type FromLoadWorker, loadWorkerDataSchema, type ToLoadWorker, toLoadWorkerSchema } from "./load-protocol.ts";
-import { type ScanOptions, scanShards } from "./scan.ts";
+import { scanShards } from "./scan.ts";
 import { type PolicyTable, ShardBuilders, type ShardKind } from "./table.ts";
 
 // The policy load worker: a replica's full load (redis-feed.ts) read and built here, on a thread of its own.
@@ -34,17 +34,12 @@ const redis = connectFrom({ ...connection, options: connection.options as RedisO
 // Errors reach the load through the commands that fail; an unhandled 'error' event would end the thread.
 redis.on("error", () => undefined);
 
-/** The load running: `scan` is read by scanShards at every piece, so a new pace applies from the next one. */
-let current: { id: number; cancelled: boolean; scan: { pace: number } } | null = null;
+let current: { id: number; cancelled: boolean } | null = null;
 
 port.on("message", (raw: unknown) => {
   const m: ToLoadWorker = toLoadWorkerSchema.parse(raw);
   if (m.type === "cancel") {
     if (current?.id === m.id) current.cancelled = true;
-    return;
-  }
-  if (m.type === "pace") {
-    if (current?.id === m.id && current.scan.pace > 0) current.scan.pace = m.pace;
     return;
   }
   if (current) current.cancelled = true;
@@ -73,14 +68,7 @@ function post(id: number, kind: ShardKind, shard: number, complete: boolean, tab
 }
 
 async function run(m: Extract<ToLoadWorker, { type: "load" }>): Promise<void> {
-  const scan: ScanOptions = {
-    scanCount: m.scanCount,
-    parallel: m.parallel,
-    pace: m.pace,
-    cancelled: () => state.cancelled,
-    current: async () => (await redis.hget(m.metaKey, "epoch")) === m.epoch,
-  };
-  const state = { id: m.id, cancelled: false, scan };
+  const state = { id: m.id, cancelled: false };
   current = state;
   const like = { key: new Map<number, { count: number; bytes: number }>(), account: new Map() };
   for (const s of m.shards) like[s.kind].set(s.shard, { count: s.count, bytes: s.bytes });
@@ -96,7 +84,13 @@ async function run(m: Extract<ToLoadWorker, { type: "load" }>): Promise<void> {
     const read = await scanShards(
       redis,
       m.shards,
-      scan,
+      {
+        scanCount: m.scanCount,
+        parallel: m.parallel,
+        pace: m.pace,
+        cancelled: () => state.cancelled,
+        current: async () => (await redis.hget(m.metaKey, "epoch")) === m.epoch,
+      },
       (kind, id, json) => builders.putBytes(kind, id, json),
       (kind, shard) => {
         const { table, money } = builders.take(kind, shard);
@@ -104,7 +98,7 @@ async function run(m: Extract<ToLoadWorker, { type: "load" }>): Promise<void> {
       },
     );
     if (state.cancelled || read === "gone") rest();
-    port.postMessage({ type: "end", id: m.id, maxPace: scan.slowest ?? m.pace } satisfies FromLoadWorker);
+    port.postMessage({ type: "end", id: m.id } satisfies FromLoadWorker);
   } catch (err) {
     rest();
     // The message alone: ioredis' errors name the command and the server, never the credentials.

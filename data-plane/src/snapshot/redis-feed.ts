@@ -70,11 +70,6 @@ export class RedisPolicySource {
       /** the load worker thread's nice value, 0–19 (load-worker.ts lowerPriority); default 0 */
       workerNice?: number;
       /**
-       * a reload while serving slows while this thread's event loop is later than this many ms (load-pacer.ts);
-       * 0: it keeps its pace; default 2
-       */
-      loadYieldMs?: number;
-      /**
        * whether the load worker builds its tables in SharedArrayBuffers (default) or transfers ArrayBuffers
        * (load-worker.ts says why shared)
        */
@@ -85,11 +80,6 @@ export class RedisPolicySource {
   /** @internal The load worker's thread while one runs (tests). */
   get loadThread(): Worker | null {
     return this.loader?.thread ?? null;
-  }
-
-  /** The slowest pace the last load on the worker ran at, having yielded to the requests (tests, logs). */
-  get lastLoadMaxPace(): number | null {
-    return this.loader?.lastMaxPace ?? null;
   }
 
   async start(): Promise<void> {
@@ -290,7 +280,6 @@ export class RedisPolicySource {
           this.opts.connection ?? connectionOf(this.redis),
           this.opts.workerIdleMs,
           this.opts.workerNice,
-          this.opts.loadYieldMs ?? 2,
         );
         const sized = shards.map((s) => {
           const held = this.store.shard(s.kind, s.shard).table;

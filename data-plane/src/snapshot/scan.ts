@@ -20,11 +20,8 @@ export interface ScanOptions {
   /**
    * 0: flat out. Otherwise one piece in flight, then a pause of `pace` times as long as that piece took (read,
    * Redis's reply, putting it), so the load takes at most about 1/(1 + pace) of the replica's and Redis's time.
-   * Read at every piece: the load worker changes it while it runs (load-pacer.ts).
    */
   pace: number;
-  /** set here: the slowest pace a pause ran at (what the worker reports of a load that yielded) */
-  slowest?: number;
   /** checked after every await: true stops the reading (what was put stays put) */
   cancelled(): boolean;
   /**
@@ -67,10 +64,7 @@ export async function scanShards(
           return;
         }
         for (let i = 0; i + 1 < flat.length; i += 2) put(kind, flat[i]!, flat[i + 1]!);
-        if (opts.pace > 0) {
-          opts.slowest = Math.max(opts.slowest ?? 0, opts.pace);
-          await pause((performance.now() - started) * opts.pace);
-        }
+        if (opts.pace > 0) await pause((performance.now() - started) * opts.pace);
         if (opts.cancelled()) return;
       } while (cursor !== "0");
       done(kind, shard);
