@@ -37,6 +37,11 @@ let accountId: string;
 
 const sql = <T = Record<string, unknown>>(text: string, params: unknown[] = []) =>
   db.db.sql.transaction((tx) => tx.query<T>(text, params));
+/** A replica following this suite's feed (no timer: the tests drive it with sync); its errors fail the test. */
+const replicaOf = (store: SnapshotStore) =>
+  new RedisPolicySource(redis, sub, store, names, 3_600_000, (err) => {
+    throw err;
+  });
 const hashOf = (v: string) => createHash("sha256").update(v).digest("hex");
 async function newKey(name: string): Promise<string> {
   const hash = hashOf(`${name}-${randomBytes(4).toString("hex")}`);
@@ -151,9 +156,7 @@ beforeAll(async () => {
   await publisher.start();
   store = new SnapshotStore();
   // not started (no subscription, no polling): each test says when the replica syncs
-  source = new RedisPolicySource(redis, sub, store, names, 3_600_000, (err) => {
-    throw err;
-  });
+  source = replicaOf(store);
   await source.sync();
 });
 
@@ -259,9 +262,7 @@ describe("policy feed", () => {
     expect(await shardField("key", hash)).toContain('"spent":"10"');
     expect(await shardField("key", `$${hash}`)).toBe(entries[2]!.d);
     const replica = new SnapshotStore();
-    const follower = new RedisPolicySource(redis, sub, replica, names, 3_600_000, (err) => {
-      throw err;
-    });
+    const follower = replicaOf(replica);
     await follower.sync();
     expect(replica.key(hash)).toMatchObject({ status: "revoked", spent: "30" });
     await follower.stop();
@@ -537,9 +538,7 @@ describe("policy feed", () => {
     const { cp, atPage, release } = heldPublisher(() => hold);
     // A replica that falls behind before the loss (it misses the last change before it).
     const behind = new SnapshotStore();
-    const lagging = new RedisPolicySource(redis, sub, behind, names, 3_600_000, (err) => {
-      throw err;
-    });
+    const lagging = replicaOf(behind);
     await lagging.sync();
     const victim = await newKey("revoked-on-bridge");
     const missed = await newKey("missed-by-one");
@@ -582,9 +581,7 @@ describe("policy feed", () => {
     expect(behind.publishedAgeMs()).toBeGreaterThan(Date.now() - beforeLoss);
     // A replica that holds nothing has nothing to build on: it waits for the full epoch.
     const fresh = new SnapshotStore();
-    const follower = new RedisPolicySource(redis, sub, fresh, names, 3_600_000, (err) => {
-      throw err;
-    });
+    const follower = replicaOf(fresh);
     await follower.sync();
     expect(fresh.loaded).toBe(false);
 
@@ -651,9 +648,7 @@ describe("policy feed", () => {
     // It was current at the recorded cursor, so it is current again.
     expect(store.publishedAgeMs()).toBeLessThanOrEqual(Date.now() - beforeLoss);
     const fresh = new SnapshotStore();
-    const follower = new RedisPolicySource(redis, sub, fresh, names, 3_600_000, (err) => {
-      throw err;
-    });
+    const follower = replicaOf(fresh);
     await follower.sync();
     expect(fresh.loaded).toBe(false);
 
@@ -727,9 +722,7 @@ describe("policy feed", () => {
     expect(await redis.hget(names.policyMeta, "epoch")).not.toBe(bridge!.epoch);
     // A replica that holds nothing can start now.
     const fresh = new SnapshotStore();
-    const follower = new RedisPolicySource(redis, sub, fresh, names, 3_600_000, (err) => {
-      throw err;
-    });
+    const follower = replicaOf(fresh);
     await follower.sync();
     expect(fresh.loaded).toBe(true);
     expect(fresh.key(revoked)?.status).toBe("revoked");
@@ -764,9 +757,7 @@ describe("policy feed", () => {
     expect(await redis.hget(names.policyMeta, "base")).toBeNull();
     const [{ n }] = (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM api_keys`)) as [{ n: number }];
     const fresh = new SnapshotStore();
-    const follower = new RedisPolicySource(redis, sub, fresh, names, 3_600_000, (err) => {
-      throw err;
-    });
+    const follower = replicaOf(fresh);
     await follower.sync();
     expect(fresh.size.keys).toBe(n);
     await follower.stop();
@@ -819,9 +810,7 @@ describe("policy feed", () => {
     for (const h of hashes) expect(store.key(h)?.status).toBe("revoked");
     // …and a replica starting now reads the same from the shards
     const replica = new SnapshotStore();
-    const follower = new RedisPolicySource(redis, sub, replica, names, 3_600_000, (err) => {
-      throw err;
-    });
+    const follower = replicaOf(replica);
     await follower.sync();
     for (const h of hashes) expect(replica.key(h)?.status).toBe("revoked");
     expect(replica.size).toEqual(store.size);
@@ -925,9 +914,7 @@ describe("policy feed", () => {
     expect(store.key(revoked)?.status).toBe("revoked");
     expect(store.key(created)?.status).toBe("active");
     const replica = new SnapshotStore();
-    const follower = new RedisPolicySource(redis, sub, replica, names, 3_600_000, (err) => {
-      throw err;
-    });
+    const follower = replicaOf(replica);
     await follower.sync();
     expect(replica.key(revoked)?.status).toBe("revoked");
     expect(replica.key(created)?.status).toBe("active");
@@ -994,9 +981,7 @@ describe("policy feed", () => {
       last.set(e.i, Number(e.v));
     }
     const replica = new SnapshotStore();
-    const follower = new RedisPolicySource(redis, sub, replica, names, 3_600_000, (err) => {
-      throw err;
-    });
+    const follower = replicaOf(replica);
     await follower.sync();
     for (const h of hashes) {
       expect(store.key(h)?.status).toBe("revoked");
@@ -1055,9 +1040,7 @@ describe("policy feed", () => {
 
     // A replica starting now reads the head (no entry for the rename yet) and then the shard (the rename).
     const replica = new SnapshotStore();
-    const follower = new RedisPolicySource(redis, sub, replica, names, 3_600_000, (err) => {
-      throw err;
-    });
+    const follower = replicaOf(replica);
     await follower.sync();
     expect(replica.fullLoads).toBe(1);
     expect(replica.key(hash)?.name).toBe("early-renamed");
@@ -1109,9 +1092,7 @@ describe("policy feed", () => {
     expect(await bus.append(stale, [change], "1:1:", versionOf(alive))).toBeNull();
     expect(await redis.hget(shardKey, hash)).toBe(tombstone);
     const replica = new SnapshotStore();
-    const follower = new RedisPolicySource(redis, sub, replica, names, 3_600_000, (err) => {
-      throw err;
-    });
+    const follower = replicaOf(replica);
     await follower.sync();
     expect(replica.key(hash)).toBeUndefined();
     expect(replica.size.keys).toBe(store.size.keys);
@@ -1188,9 +1169,7 @@ describe("policy feed", () => {
     }
     expect(store.key(live)?.status).toBe("active");
     const fresh = new SnapshotStore();
-    const follower = new RedisPolicySource(redis, sub, fresh, names, 3_600_000, (err) => {
-      throw err;
-    });
+    const follower = replicaOf(fresh);
     await follower.sync();
     for (const hash of doomed) expect(fresh.key(hash)).toBeUndefined();
     expect(fresh.key(live)?.status).toBe("active");
@@ -1308,9 +1287,7 @@ describe("policy feed", () => {
     await Promise.all(cps.map((cp) => (cp.changed(), cp.flush())));
     expect(cps[0]!.fullPublications + cps[1]!.fullPublications).toBe(1);
     const fresh = new SnapshotStore();
-    const follower = new RedisPolicySource(redis, sub, fresh, names, 3_600_000, (err) => {
-      throw err;
-    });
+    const follower = replicaOf(fresh);
     await follower.sync();
     expect(fresh.loaded).toBe(true);
     await follower.stop();

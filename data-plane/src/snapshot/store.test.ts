@@ -2,17 +2,9 @@ import { describe, expect, it } from "vitest";
 import type { KeySnapshot } from "../contract/snapshot.ts";
 import { entityJson, type PolicyChange, shardOf, versionOf, POLICY_SHARDS } from "../contract/policy-feed.ts";
 import { SnapshotStore } from "./store.ts";
-import { testKey as key } from "./test-fixture.ts";
+import { testAccount, testKey as key } from "./test-fixture.ts";
 
-const account = {
-  id: "a1",
-  name: "Acme",
-  status: "active",
-  balance: "1000",
-  spent: "0",
-  limits: { rpm: null, tpm: null, concurrency: null },
-  contracts: {},
-};
+const account = testAccount();
 const keyChange = (hash: string, v: number, over: Partial<KeySnapshot> | null = {}): PolicyChange => ({
   kind: "key",
   id: hash,
