@@ -15,5 +15,10 @@ describe("tombstone compaction threshold", () => {
     expect(compactTombstones({ MODELGATE_POLICY_COMPACT_TOMBSTONES: "0" })).toBe(0);
     for (const bad of ["-1", "1.5", "lots"])
       expect(() => compactTombstones({ MODELGATE_POLICY_COMPACT_TOMBSTONES: bad })).toThrow(/whole number/);
+    expect(() => compactTombstones({ MODELGATE_POLICY_COMPACT_TOMBSTONES: " 1e9x " })).toThrow(
+      new Error(
+        "MODELGATE_POLICY_COMPACT_TOMBSTONES must be a whole number of tombstones (0: never compact), not '1e9x'",
+      ),
+    );
   });
 });

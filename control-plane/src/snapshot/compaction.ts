@@ -1,3 +1,5 @@
+import { wholeNumberEnv } from "../main/env.ts";
+
 // When an epoch's tombstones are compacted (SnapshotPublisher.compact): a deleted key or account leaves a
 // tombstone `{"v":<version>}` in its shard for the rest of the epoch (it keeps an older version written late by
 // a slow control plane out), and every replica remembers the deletion until its next full load; only a new
@@ -27,12 +29,8 @@ export function compactionThreshold(entities: number, floor: number, share = COM
 
 /** MODELGATE_POLICY_COMPACT_TOMBSTONES: a whole number of tombstones; 0 turns compaction off. */
 export function compactTombstones(env: NodeJS.ProcessEnv = process.env): number {
-  const raw = env.MODELGATE_POLICY_COMPACT_TOMBSTONES?.trim();
-  if (!raw) return COMPACT_TOMBSTONES;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0)
-    throw new Error(
-      `MODELGATE_POLICY_COMPACT_TOMBSTONES must be a whole number of tombstones (0: never compact), not '${raw}'`,
-    );
-  return n;
+  return wholeNumberEnv(env, "MODELGATE_POLICY_COMPACT_TOMBSTONES", COMPACT_TOMBSTONES, {
+    unit: "tombstones",
+    note: "0: never compact",
+  });
 }

@@ -8,5 +8,8 @@ describe("full publication lease length", () => {
     expect(fullLeaseMs({ MODELGATE_POLICY_FULL_LEASE_MS: "1000" })).toBe(1_000);
     for (const bad of ["999", "0", "-1", "1500.5", "long"])
       expect(() => fullLeaseMs({ MODELGATE_POLICY_FULL_LEASE_MS: bad })).toThrow(/whole number of milliseconds/);
+    expect(() => fullLeaseMs({ MODELGATE_POLICY_FULL_LEASE_MS: "999" })).toThrow(
+      new Error("MODELGATE_POLICY_FULL_LEASE_MS must be a whole number of milliseconds, at least 1000, not '999'"),
+    );
   });
 });

@@ -1,3 +1,5 @@
+import { wholeNumberEnv } from "../main/env.ts";
+
 // How long the full publication lease lasts unless renewed (redis-bus.ts beginFull: renewed a third of it apart
 // while its holder publishes). It trades two things: when a holder dies, the other control planes wait up to
 // this long before one of them takes over (at its next round); and a holder that cannot renew for two thirds of
@@ -13,12 +15,8 @@ const MIN_LEASE_MS = 1_000;
 
 /** MODELGATE_POLICY_FULL_LEASE_MS: whole milliseconds, at least 1,000. */
 export function fullLeaseMs(env: NodeJS.ProcessEnv = process.env): number {
-  const raw = env.MODELGATE_POLICY_FULL_LEASE_MS?.trim();
-  if (!raw) return FULL_LEASE_MS;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < MIN_LEASE_MS)
-    throw new Error(
-      `MODELGATE_POLICY_FULL_LEASE_MS must be a whole number of milliseconds, at least ${MIN_LEASE_MS}, not '${raw}'`,
-    );
-  return n;
+  return wholeNumberEnv(env, "MODELGATE_POLICY_FULL_LEASE_MS", FULL_LEASE_MS, {
+    unit: "milliseconds",
+    min: MIN_LEASE_MS,
+  });
 }
