@@ -5,7 +5,8 @@ import { wholeNumberEnv } from "../main/env.ts";
 // a slow control plane out), and every replica remembers the deletion until its next full load; only a new
 // epoch drops both. With key churn they would grow without bound, so an epoch is published again in full once
 // the head counts more than max(MODELGATE_POLICY_COMPACT_TOMBSTONES, a quarter of the entities the epoch's full
-// publication wrote) tombstones.
+// publication wrote) tombstones. Embedded mode likewise (memory-bus.ts): there the in-process store remembers each
+// deletion until a full load, and a new in-process epoch is one.
 //
 // Why these figures: a tombstone costs Redis about 100 bytes (a 64-character id, a small value, the hash entry)
 // and each replica one remembered change, so 10,000 of them are about a megabyte a copy, not worth a full

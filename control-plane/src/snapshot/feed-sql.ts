@@ -196,14 +196,17 @@ export interface FullRead {
 
 /**
  * Reads every key and account in pages of `pageSize`, all from one snapshot (REPEATABLE READ), handing each
- * page on before reading the next: memory holds one page, whatever the key count.
+ * page on before reading the next: memory holds one page, whatever the key count. On PGlite (one connection,
+ * which `onPage`'s own queries, budgets, would wait for until the transaction ends: a full publication with a
+ * budgeted entity hung) the pages are collected and handed on after it, as paged does for the other reads.
  */
 export async function readAll(
   db: Database,
   pageSize: number,
   onPage: (changes: ReadChange[]) => Promise<void>,
 ): Promise<FullRead> {
-  return db.sql.transaction(async (tx) => {
+  const collected: ReadChange[][] | null = db.kind === "postgres" ? null : [];
+  const read = await db.sql.transaction(async (tx) => {
     await tx.exec("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
     await tx.exec("SET LOCAL jit = off");
     const [head] = await tx.query<{ snap: string; version: string; catalog: string | null }>(
@@ -218,13 +221,17 @@ export async function readAll(
       for (;;) {
         const rows = await tx.query<{ id: string; json: string; budget: string | null }>(sql, [after, pageSize]);
         if (rows.length === 0) break;
-        await onPage(rows.map((r) => ({ kind, id: r.id, v: versionOfRow(r.json), json: r.json, budget: r.budget })));
+        const page = rows.map((r) => ({ kind, id: r.id, v: versionOfRow(r.json), json: r.json, budget: r.budget }));
+        if (collected) collected.push(page);
+        else await onPage(page);
         after = rows[rows.length - 1]!.id;
         if (rows.length < pageSize) break;
       }
     }
     return { cursor: head!.snap, version: Number(head!.version), catalogVersion: Number(head!.catalog ?? 0) };
   });
+  for (const page of collected ?? []) await onPage(page);
+  return read;
 }
 
 const versionOfRow = (json: string) => Number(/^\{"v":(\d+)/.exec(json)?.[1] ?? 0);

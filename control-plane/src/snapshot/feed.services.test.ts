@@ -1188,6 +1188,147 @@ describe("policy feed", () => {
     cp.stop();
   });
 
+  it("embedded: the in-process store's remembered deletions are compacted the same way: at the threshold nothing happens; past it a full publication into a new in-process epoch, served throughout, after which the store no longer remembers them, deleted keys stay refused and live and new keys are served", async () => {
+    const local = new SnapshotStore();
+    const bus = new InProcessPolicyBus(local);
+    // the compaction's full publication is held before its first page (after its snapshot) until released
+    let hold = false;
+    let reached!: () => void;
+    const atPage = new Promise<void>((r) => (reached = r));
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const cp = new SnapshotPublisher(
+      db.db,
+      bus,
+      1,
+      (err) => {
+        throw err;
+      },
+      {
+        compactTombstones: 3,
+        compactShare: 0,
+        pageSize: 2,
+        beforeFullPage: async () => {
+          if (!hold) return;
+          hold = false;
+          reached();
+          await gate;
+        },
+      },
+    );
+    const round = async () => {
+      cp.changed();
+      await cp.flush();
+    };
+    const deleteKeys = (hashes: string[]) => sql(`DELETE FROM api_keys WHERE key_hash = ANY($1)`, [hashes]);
+    const remembered = (hash: string) => local.shard("key", shardOf(hash)).changes.get(hash)?.json === null;
+    await cp.start();
+    const first = (await bus.head())!;
+    expect(first).toMatchObject({ seq: 0, tombstones: 0 });
+    expect(first.entities).toBe(local.size.keys + local.size.accounts);
+    const doomed: string[] = [];
+    for (let i = 0; i < 5; i++) doomed.push(await newKey(`embedded-churned-${i}`));
+    const live = await newKey("embedded-outlives-the-churn");
+    const late = await newKey("embedded-deleted-while-compacting");
+    await round();
+
+    // Three deletions: the head counts them (at the threshold, not past it), and the store remembers each.
+    await deleteKeys(doomed.slice(0, 3));
+    await round();
+    expect((await bus.head())!).toMatchObject({ epoch: first.epoch, tombstones: 3 });
+    expect(cp.compactions).toBe(0);
+    expect(cp.republishing).toBeNull();
+    expect(local.deletions).toBe(3);
+    expect(remembered(doomed[0]!)).toBe(true);
+    expect(local.fullLoads).toBe(1);
+
+    // Two more: past it. The round that appended them starts a full publication into a new in-process epoch.
+    hold = true;
+    await deleteKeys(doomed.slice(3));
+    await round();
+    expect(cp.compactions).toBe(1);
+    expect(cp.republishing).not.toBeNull();
+    await atPage;
+    // While it is written the store serves its current state, and rounds go on appending to the current epoch.
+    expect(local.loading).toBe(true);
+    const during = await newKey("embedded-created-while-compacting");
+    await deleteKeys([late]);
+    await round();
+    expect((await bus.head())!.epoch).toBe(first.epoch);
+    for (const hash of [...doomed, late]) expect(local.key(hash)).toBeUndefined();
+    expect(local.key(live)?.status).toBe("active");
+    expect(local.key(during)?.status).toBe("active");
+    release();
+    await cp.republishing;
+    await cp.flush();
+
+    const after = (await bus.head())!;
+    expect(after.epoch).not.toBe(first.epoch);
+    expect(after.entities).toBe(local.size.keys + local.size.accounts);
+    expect(cp.fullPublications).toBe(2);
+    expect(local.fullLoads).toBe(2);
+    expect(local.loading).toBe(false);
+    // The deletions before the new epoch's snapshot are no longer remembered; the one during it (applied while
+    // the load ran) is, and is the new epoch's one tombstone (appended again after its snapshot).
+    for (const hash of doomed) {
+      expect(local.key(hash)).toBeUndefined();
+      expect(remembered(hash)).toBe(false);
+    }
+    expect(remembered(late)).toBe(true);
+    expect(local.deletions).toBe(1);
+    expect(after.tombstones).toBe(1);
+    expect(local.key(late)).toBeUndefined();
+    expect(local.key(live)?.status).toBe("active");
+    expect(local.key(during)?.status).toBe("active");
+    const fresh = await newKey("embedded-created-after-compaction");
+    await round();
+    expect(local.key(fresh)?.status).toBe("active");
+
+    // A deletion on the new epoch counts from there; the rounds go on without another full publication.
+    await deleteKeys([live]);
+    await round();
+    expect(local.key(live)).toBeUndefined();
+    expect((await bus.head())!.tombstones).toBe(2);
+    expect(local.deletions).toBe(2);
+    expect(cp.compactions).toBe(1);
+    expect(cp.fullPublications).toBe(2);
+    cp.stop();
+  });
+
+  it("embedded: a full publication that fails midway ends the store's full load (it keeps serving, and no longer says it is loading); the next one publishes", async () => {
+    const local = new SnapshotStore();
+    const errors: unknown[] = [];
+    let fail = false;
+    const cp = new SnapshotPublisher(db.db, new InProcessPolicyBus(local), 1, (err) => errors.push(err), {
+      pageSize: 2,
+      beforeFullPage: async () => {
+        if (!fail) return;
+        fail = false;
+        throw new Error("read failed");
+      },
+    });
+    await cp.start();
+    const hash = await newKey("embedded-survives-a-failed-publication");
+    cp.changed();
+    await cp.flush();
+    fail = true;
+    cp.republish();
+    await cp.flush();
+    await cp.republishing;
+    expect(errors).toEqual([new Error("read failed")]);
+    expect(local.loading).toBe(false);
+    expect(local.fullLoads).toBe(1);
+    expect(local.key(hash)?.status).toBe("active");
+    cp.republish();
+    await cp.flush();
+    await cp.republishing;
+    await cp.flush();
+    expect(local.fullLoads).toBe(2);
+    expect(local.key(hash)?.status).toBe("active");
+    expect(errors).toHaveLength(1);
+    cp.stop();
+  });
+
   it("one full publication at a time: a control plane asked to republish while another runs one skips it (a lease, renewed while held, released at the end) and finds it done at its next round", async () => {
     const lease = fullLease(names);
     const epoch = async () => (await redis.hget(names.policyMeta, "epoch"))!;

@@ -23,7 +23,10 @@ export interface FeedHead {
   seq: number;
   /** a bridge epoch (see PolicyBus.bridge): changes only, its full publication still to come */
   bridge?: boolean;
-  /** deletions appended to the epoch, each a tombstone in its shard (what compaction counts; absent: not counted) */
+  /**
+   * deletions appended to the epoch, each a tombstone in its shard (in-process: a deletion the store remembers);
+   * what compaction counts (absent: not counted)
+   */
   tombstones?: number;
   /** keys and accounts the epoch's full publication wrote (0 for a bridge) */
   entities?: number;

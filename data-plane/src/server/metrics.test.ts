@@ -10,6 +10,7 @@ const store = {
   controlPlane: () => ({ heartbeatAgeMs: null }),
   version: 1,
   size: { keys: 0, accounts: 0, models: 0 },
+  deletions: 3,
   fullLoads: 0,
 } as unknown as SnapshotStore;
 const breakers = () => ({ states: () => ({}) }) as unknown as BreakerRegistry;
@@ -38,6 +39,14 @@ describe("per-call metrics", () => {
     expect(text).toContain('modelgate_time_to_first_token_seconds_count{protocol="openai"} 2');
     expect(text).toContain('modelgate_time_to_first_token_seconds_bucket{le="0.005",protocol="openai"} 1');
     expect(text).not.toContain('modelgate_time_to_first_token_seconds_count{protocol="anthropic"}');
+  });
+});
+
+describe("policy gauges", () => {
+  it("report what the replica holds, the deletions it remembers included", async () => {
+    const text = await createMetrics(store, breakers).registry.metrics();
+    expect(text).toContain('modelgate_policy_entities{kind="key"} 0');
+    expect(text).toContain("modelgate_policy_deletions_remembered 3");
   });
 });
 

@@ -79,6 +79,14 @@ export function createMetrics(
     },
   });
   new Gauge({
+    name: "modelgate_policy_deletions_remembered",
+    help: "Deleted keys and accounts this replica remembers (each until its next full load; a feed epoch's compaction bounds them)",
+    registers: [registry],
+    collect() {
+      this.set(store.deletions);
+    },
+  });
+  new Gauge({
     name: "modelgate_policy_full_loads_total",
     help: "Full loads of the policy feed since start",
     registers: [registry],

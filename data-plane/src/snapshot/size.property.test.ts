@@ -2,12 +2,13 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { entityJson, type PolicyChange } from "../contract/policy-feed.ts";
 import { SnapshotStore } from "./store.ts";
+import { idHash } from "./table.ts";
 import { testKey } from "./test-fixture.ts";
 
 // The store's key count is made once and then kept up by each change (store.ts Shard.change), not recounted
 // on every readiness probe. Checked against a model of what the store holds: after any mix of full loads
 // (tables), creations, updates, deletions and stale changes, read at any point, it is the number of keys a
-// lookup finds.
+// lookup finds. The count of deletions remembered (store.deletions) is kept up the same way.
 
 const ids = ["a", "b", "c", "d", "e", "f"];
 type Op =
@@ -55,6 +56,10 @@ describe("SnapshotStore's key count", () => {
           }
           const found = ids.filter((id) => store.key(id) !== undefined).length;
           if (o.op === "size") expect(store.size.keys).toBe(found);
+          // the deletions remembered, likewise kept up: each id whose change held is a deletion
+          expect(store.deletions).toBe(
+            ids.filter((id) => store.shard("key", idHash(id) & 0xff).changes.get(id)?.json === null).length,
+          );
         }
         expect(store.size.keys).toBe(ids.filter((id) => store.key(id) !== undefined).length);
       }),

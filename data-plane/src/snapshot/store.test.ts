@@ -262,7 +262,7 @@ describe("SnapshotStore folds changes into its tables", () => {
     expect(store.key(ids[0]!)?.status).toBe("revoked");
   });
 
-  it("a deletion stays remembered through folds: an older version arriving late does not bring the entity back", () => {
+  it("a deletion stays remembered through folds (counted): an older version arriving late does not bring the entity back; the next full load forgets it", async () => {
     const store = new SnapshotStore();
     const ids = inShard(600, 9);
     for (const [i, id] of ids.entries()) store.applyChange(keyChange(id, i + 1));
@@ -275,6 +275,15 @@ describe("SnapshotStore folds changes into its tables", () => {
       expect(store.applyChange(keyChange(id, 5))).toBe(false);
       expect(store.key(id)).toBeUndefined();
     }
+    for (const id of ids.slice(300)) expect(store.key(id)?.name).toBe("again");
+    // counted (store.deletions) through the folds, and forgotten by the next full load, which lacks them
+    expect(store.deletions).toBe(300);
+    const load = store.beginFullLoad();
+    for (const [i, id] of ids.slice(300).entries()) load.put(keyChange(id, 2_000 + i, { name: "again" }));
+    await load.finish(3_000, Date.now());
+    expect(store.deletions).toBe(0);
+    expect(store.shard("key", 9).changes.size).toBe(0);
+    for (const id of ids.slice(0, 300)) expect(store.key(id)).toBeUndefined();
     for (const id of ids.slice(300)) expect(store.key(id)?.name).toBe("again");
   });
 

@@ -75,6 +75,8 @@ class Shard<T extends object> {
   private counted = -1;
   /** deletions the last fold kept as changes (not counted towards the next fold) */
   private unfolded = 0;
+  /** the changes that are deletions: what the shard remembers of deleted entities (kept up by every step) */
+  deletions = 0;
 
   change(id: string, c: Changed<T>, hash: number): void {
     // The count, once made, follows each change (one table lookup) instead of being made again: readiness
@@ -86,6 +88,7 @@ class Shard<T extends object> {
       const before = this.changes.get(id);
       this.counted += adds(c, e, tv) - (before === undefined ? 0 : adds(before, e, tv));
     }
+    this.deletions += (c.json === null ? 1 : 0) - (this.changes.get(id)?.json === null ? 1 : 0);
     this.changes.set(id, c);
     this.cache.delete(id);
     this.previous.delete(id);
@@ -151,6 +154,7 @@ class Shard<T extends object> {
       const e = table.find(id, idHash(id));
       if (e < 0 || table.version(e) >= c.v) {
         this.changes.delete(id);
+        if (c.json === null) this.deletions--;
         if (c.parsed !== undefined) this.previous.set(id, c.parsed); // taken back if the table holds its version
       }
     }
@@ -217,6 +221,7 @@ class Shard<T extends object> {
     this.changes.clear();
     for (const [id, c] of kept) this.changes.set(id, c);
     this.unfolded = kept.length;
+    this.deletions = kept.length;
     this.counted = -1;
   }
 
@@ -297,6 +302,14 @@ export class SnapshotStore {
   get size(): { keys: number; accounts: number; models: number } {
     const count = (all: Shard<object>[]) => all.reduce((n, s) => n + s.size, 0);
     return { keys: count(this.keys), accounts: count(this.accounts), models: Object.keys(this.models).length };
+  }
+  /**
+   * Deleted keys and accounts remembered as changes (each keeps its deleted version, so an older one cannot come
+   * back) until a full load that began after the deletion: what a feed epoch's compaction bounds.
+   */
+  get deletions(): number {
+    const count = (all: Shard<object>[]) => all.reduce((n, s) => n + s.deletions, 0);
+    return count(this.keys) + count(this.accounts);
   }
   /**
    * Milliseconds since the control plane last published or confirmed the policy in use (it does so at least every
