@@ -2,10 +2,14 @@
 // batches through the real settleUsageBatch on one dedicated connection, reporting that backend's CPU per event
 // (on-CPU time from /proc/<pid>/schedstat, nanoseconds; utime+stime as a cross-check), wall time, WAL bytes
 // per event, the CPU of each statement, and EXPLAIN (ANALYZE, BUFFERS, WAL) of each statement of one more batch.
+// The control plane's side too: this Node process's own CPU per event (process.cpuUsage(), which counts its GC
+// and libuv threads) for settling, and for reading the events out of usage-stream entries as the Redis
+// consumer does (eventsOfEntries: JSON and schema validation) before each batch settles them. Each batch
+// arrives as entries of SETTLE_ENTRY_EVENTS events (25), JSON-encoded like a data plane's turn.
 //
 // Knobs (environment): SETTLE_EVENTS (50000), SETTLE_BATCH (300), SETTLE_ACCOUNTS (4), SETTLE_PREFILL (usage rows
 // already in the table before the run, 0), SETTLE_EXPLAIN (1; 0 skips the EXPLAIN pass), SETTLE_EXTRA_SQL (run
-// after migrating, e.g. to try an index), SETTLE_SEED (1). Autovacuum is off for the run's tables, so that the
+// after migrating, e.g. to try an index), SETTLE_SEED (1), SETTLE_ENTRY_EVENTS (25). Autovacuum is off for the run's tables, so that the
 // maintenance inserts leave behind (dead tuples, a GIN index's pending list) is done by a VACUUM at the end, on
 // the same connection, and reported as its own line rather than landing on a worker at a random moment.
 import { readFileSync } from "node:fs";
@@ -14,6 +18,7 @@ import pg from "pg";
 import type { UsageEvent } from "../../data-plane/src/contract/usage.ts";
 import type { Database, SqlRunner, SqlTx } from "../../control-plane/src/db/client.ts";
 import { settleUsageBatch } from "../../control-plane/src/usage/settle.ts";
+import { eventsOfEntries } from "../../control-plane/src/usage/redis-consumer.ts";
 import { freshDatabase } from "../helpers/postgres.ts";
 
 const EVENTS = Number(process.env.SETTLE_EVENTS ?? 50_000);
@@ -22,6 +27,7 @@ const ACCOUNTS = Number(process.env.SETTLE_ACCOUNTS ?? 4);
 const KEYS_PER_ACCOUNT = 5;
 const PREFILL = Number(process.env.SETTLE_PREFILL ?? 0);
 const EXPLAIN = process.env.SETTLE_EXPLAIN !== "0";
+const ENTRY_EVENTS = Number(process.env.SETTLE_ENTRY_EVENTS ?? 25);
 const WARMUP_BATCHES = 5;
 
 // A small deterministic generator (mulberry32), so runs settle the same events.
@@ -145,6 +151,23 @@ function makeBatches(fx: Fixture, events: number, batch: number, t0: number): Us
   return out;
 }
 
+/** This process's CPU (user + system, all its threads) since `from`, in nanoseconds. */
+const nodeCpuNs = (from: NodeJS.CpuUsage) => {
+  const d = process.cpuUsage(from);
+  return (d.user + d.system) * 1000;
+};
+
+/** A batch as the Redis consumer reads it: stream entries of a replica's turn of events each, as JSON. */
+const asEntries = (batch: UsageEvent[]): [string, string[]][] => {
+  const entries: [string, string[]][] = [];
+  for (let i = 0; i < batch.length; i += ENTRY_EVENTS)
+    entries.push([`${i}-0`, ["events", JSON.stringify(batch.slice(i, i + ENTRY_EVENTS))]]);
+  return entries;
+};
+const dropped = (err: unknown) => {
+  throw err; // the bench's events are all valid
+};
+
 /** A transaction runner on one connection that charges each statement's backend CPU to the statement. */
 function measuredRunner(client: pg.Client, pid: number) {
   const byStatement = new Map<string, { calls: number; ns: number; rows: number }>();
@@ -266,7 +289,8 @@ try {
   const database: Database = { ...db.db, sql: measured.runner };
   const batches = makeBatches(fx, EVENTS, BATCH, Date.now() - 3600_000);
   const warm = batches.splice(0, WARMUP_BATCHES);
-  for (const b of warm) await settleUsageBatch(database, b);
+  for (const b of warm) await settleUsageBatch(database, eventsOfEntries(asEntries(b), dropped));
+  const streamed = batches.map(asEntries);
   measured.byStatement.clear();
 
   const events = batches.reduce((s, b) => s + b.length, 0);
@@ -292,14 +316,26 @@ try {
   const ticks0 = ticksMs(pid);
   const t0 = performance.now();
   let settled = 0;
-  // per batch, its backend CPU per event: the median is less moved by other work on the machine than the mean
+  // per batch, CPU per event: the median is less moved by other work on the machine than the mean
   const perBatch: number[] = [];
-  for (const b of batches) {
+  const nodePerBatch: number[] = [];
+  const parsePerBatch: number[] = [];
+  let nodeNs = 0;
+  let parseNs = 0;
+  for (const entries of streamed) {
+    const p0 = process.cpuUsage();
+    const b = eventsOfEntries(entries, dropped);
+    const parsed = nodeCpuNs(p0);
+    parseNs += parsed;
+    parsePerBatch.push(parsed / b.length);
     const before = onCpuNs(pid);
+    const n0 = process.cpuUsage();
     settled += await settleUsageBatch(database, b);
+    const node = nodeCpuNs(n0);
+    nodeNs += node;
+    nodePerBatch.push(node / b.length);
     perBatch.push((onCpuNs(pid) - before) / b.length);
   }
-  perBatch.sort((a, b) => a - b);
   const wallMs = performance.now() - t0;
   const cpuNs = onCpuNs(pid) - cpu0;
   const tickMs = ticksMs(pid) - ticks0;
@@ -339,9 +375,15 @@ try {
   );
   console.log(`| per event | settlement | VACUUM afterwards |\n|---|---|---|`);
   console.log(`| Postgres backend CPU (schedstat) | **${us(cpuNs)} µs** | ${us(vacuumNs)} µs |`);
-  const median = perBatch[Math.floor(perBatch.length / 2)]!;
-  console.log(`| the same, median batch | ${(median / 1000).toFixed(1)} µs | |`);
+  const median = (list: number[]) => ([...list].sort((a, b) => a - b)[Math.floor(list.length / 2)]! / 1000).toFixed(1);
+  console.log(`| the same, median batch | ${median(perBatch)} µs | |`);
   console.log(`| Postgres backend CPU (utime+stime, 10 ms ticks) | ${us(tickMs * 1e6)} µs | |`);
+  console.log(`| settling Node process CPU (process.cpuUsage) | **${us(nodeNs)} µs** | |`);
+  console.log(`| the same, median batch | ${median(nodePerBatch)} µs | |`);
+  console.log(
+    `| Node CPU reading the events from stream entries (JSON, validation; ${ENTRY_EVENTS} events an entry) | **${us(parseNs)} µs** | |`,
+  );
+  console.log(`| the same, median batch | ${median(parsePerBatch)} µs | |`);
   if (inspect)
     console.log(
       `| WAL, this database's records (pg_walinspect) | **${(ourWal / events).toFixed(0)} B** (full-page images ${(ourFpi / events).toFixed(0)} B; ${checkpointsDuring} checkpoints during the run) | |`,

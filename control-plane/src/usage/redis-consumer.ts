@@ -6,6 +6,28 @@ export const USAGE_GROUP = "modelgate-settlers";
 type Entry = [id: string, fields: string[]];
 
 /**
+ * The valid usage events of a read's stream entries, in order; an unreadable entry or a malformed event is
+ * reported and dropped (the entry is still acknowledged: reading it again would not make it valid).
+ */
+export function eventsOfEntries(entries: readonly Entry[], onError: (err: unknown) => void): UsageEvent[] {
+  const events: UsageEvent[] = [];
+  for (const [id, fields] of entries) {
+    if (!fields) continue; // an entry deleted before it was claimed
+    const raw = usageEntryEvents(fields);
+    if (raw === null) {
+      onError(new Error(`dropping unreadable usage entry ${id}`));
+      continue;
+    }
+    for (const r of raw) {
+      const parsed = usageEventSchema.safeParse(r);
+      if (parsed.success) events.push(parsed.data);
+      else onError(new Error(`dropping a malformed usage event in entry ${id}`));
+    }
+  }
+  return events;
+}
+
+/**
  * Reads the usage stream's shards as a member of a consumer group and acknowledges an entry only after it
  * settled. Entries left pending by a consumer that died are claimed after `claimIdleMs`, so every event
  * settles (settlement is idempotent, so a claim that races a slow consumer is harmless).
@@ -129,20 +151,7 @@ export class RedisUsageConsumer {
   /** Settles a read's entries in one transaction, then acknowledges (and deletes) them together. */
   private async handle(redis: Redis, stream: string, entries: Entry[]): Promise<void> {
     if (entries.length === 0) return;
-    const events: UsageEvent[] = [];
-    for (const [id, fields] of entries) {
-      if (!fields) continue; // an entry deleted before it was claimed
-      const raw = usageEntryEvents(fields);
-      if (raw === null) {
-        this.onError(new Error(`dropping unreadable usage entry ${id}`));
-        continue;
-      }
-      for (const r of raw) {
-        const parsed = usageEventSchema.safeParse(r);
-        if (parsed.success) events.push(parsed.data);
-        else this.onError(new Error(`dropping a malformed usage event in entry ${id}`));
-      }
-    }
+    const events = eventsOfEntries(entries, this.onError);
     // An entry holds a replica's turn of events (up to 500), so one read can hold tens of thousands: they
     // settle in transactions of a bounded size, and the entries are acknowledged once all of them did.
     for (let i = 0; i < events.length; i += this.maxSettleBatch)
