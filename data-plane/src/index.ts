@@ -6,6 +6,7 @@ export {
   entityOfMoney,
   isMoneyKind,
   POLICY_SHARDS,
+  readUsageEvent,
   redisNames,
   shardOf,
   usageEntryEvents,

@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
+import fc from "fast-check";
 import type { UsageEvent } from "../../data-plane/src/contract/usage.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { settleUsageBatch } from "../../control-plane/src/usage/settle.ts";
+import { pgArray, settleUsageBatch } from "../../control-plane/src/usage/settle.ts";
 import { freshDatabase } from "../helpers/postgres.ts";
 
 // Settlement in plain SQL: rows, running ledger balances, wallet, key spend; exactly once per request id.
@@ -210,6 +211,102 @@ describe("settleUsageBatch", () => {
     const rows = await fx.db.prisma.usageLog.findMany({ where: { requestId: { in: [e.requestId, plain.requestId] } } });
     expect(rows.find((r) => r.requestId === e.requestId)!.tags).toEqual(tags);
     expect(rows.find((r) => r.requestId === plain.requestId)!.tags).toEqual([]);
+  });
+
+  it("stores any text in every text column as given (request id, model, protocol, upstream, error, IP, end user)", async () => {
+    const a = await accountWithKeys(1000n, 1);
+    const hostile = [
+      'say "hi"',
+      "back\\slash",
+      "ends\\",
+      "{a,b}",
+      "NULL",
+      "null",
+      " spaced ",
+      "",
+      "ünï=cödé",
+      "tab\tnew\nline",
+    ];
+    // each event carries one hostile string in every text column; the last has the nullable ones null
+    const events = hostile.map((text, i) =>
+      event(a.accountId, a.keyIds[0]!, "1", "2026-11-23T03:40:00.000Z", {
+        requestId: `req_${i}_${text}_${randomUUID()}`,
+        model: text,
+        protocol: text as UsageEvent["protocol"],
+        upstream: text,
+        errorCode: text,
+        clientIp: text,
+        endUser: text,
+        tags: [text, `${text}2`],
+      }),
+    );
+    const nulls = event(a.accountId, a.keyIds[0]!, "1", "2026-11-23T03:40:00.000Z", {
+      upstream: null,
+      errorCode: null,
+      clientIp: null,
+      endUser: null,
+    });
+    expect(await settleUsageBatch(fx.db, [...events, nulls])).toBe(events.length + 1);
+    const columns = async (requestId: string) =>
+      (
+        await fx.db.sql.transaction((tx) =>
+          tx.query<Record<string, unknown>>(
+            `SELECT l.request_id, l.model, l.protocol, l.upstream, l.error_code, l.client_ip, l.end_user, l.tags,
+               (SELECT request_id FROM ledger_entries WHERE request_id = l.request_id) AS ledger_request_id
+             FROM usage_logs l WHERE l.request_id = $1`,
+            [requestId],
+          ),
+        )
+      )[0];
+    for (const [i, e] of events.entries())
+      expect(await columns(e.requestId), `event ${i}: ${JSON.stringify(hostile[i])}`).toEqual({
+        request_id: e.requestId,
+        model: hostile[i],
+        protocol: hostile[i],
+        upstream: hostile[i],
+        error_code: hostile[i],
+        client_ip: hostile[i],
+        end_user: hostile[i],
+        tags: [hostile[i], `${hostile[i]}2`],
+        ledger_request_id: e.requestId,
+      });
+    expect(await columns(nulls.requestId)).toMatchObject({
+      upstream: null,
+      error_code: null,
+      client_ip: null,
+      end_user: null,
+      tags: [],
+    });
+  });
+
+  it("writes array parameters Postgres reads back as the same values (pgArray)", async () => {
+    const text = fc.oneof(
+      fc.string({ unit: fc.constantFrom('"', "\\", "{", "}", ",", " ", "\t", "\n", "N", "U", "L", "a", "é", "😀") }),
+      fc.string({ unit: "binary" }).filter((t) => !t.includes("\0")),
+      fc.constantFrom("NULL", "null", "", " ", '""', "{}"),
+    );
+    await fx.db.sql.transaction(async (tx) => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(fc.option(text)),
+          fc.array(fc.oneof(fc.integer(), fc.boolean(), fc.constant(null))),
+          async (texts, scalars) => {
+            const [row] = await tx.query<{ t: (string | null)[]; i: (number | null)[]; b: (boolean | null)[] }>(
+              `SELECT $1::text[] AS t, $2::int[] AS i, $3::bool[] AS b`,
+              [
+                pgArray(texts, (t) => t),
+                pgArray(scalars, (v) => (typeof v === "boolean" ? null : v)),
+                pgArray(scalars, (v) => (typeof v === "number" ? null : v)),
+              ],
+            );
+            expect(row!.t).toEqual(texts);
+            expect(row!.i).toEqual(scalars.map((v) => (typeof v === "boolean" ? null : v)));
+            expect(row!.b).toEqual(scalars.map((v) => (typeof v === "number" ? null : v)));
+          },
+        ),
+        { numRuns: 300 },
+      );
+    });
   });
 
   it("replaces an estimate with the exact count once, settling the difference in wallet, ledger, key and rollup", async () => {

@@ -1,5 +1,5 @@
 import type { Redis } from "ioredis";
-import { duplicateRedis, type UsageEvent, usageEntryEvents, usageEventSchema } from "@modelgate/data-plane";
+import { duplicateRedis, readUsageEvent, type UsageEvent, usageEntryEvents } from "@modelgate/data-plane";
 
 export const USAGE_GROUP = "modelgate-settlers";
 
@@ -19,7 +19,7 @@ export function eventsOfEntries(entries: readonly Entry[], onError: (err: unknow
       continue;
     }
     for (const r of raw) {
-      const parsed = usageEventSchema.safeParse(r);
+      const parsed = readUsageEvent(r);
       if (parsed.success) events.push(parsed.data);
       else onError(new Error(`dropping a malformed usage event in entry ${id}`));
     }
