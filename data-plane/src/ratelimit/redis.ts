@@ -58,8 +58,11 @@ export interface RedisRateLimiterOptions {
   localViewMs?: number;
   /**
    * What nobody waits for, calls admitted locally and calls that ended, goes to Redis at most this long
-   * later, together (one script call per account and window instead of one per call); default 5 ms. Before
+   * later, together (one script call per account and window instead of one per call); default 20 ms. Before
    * a call that Redis decides, all of it goes at once, so Redis always decides on everything this replica knows.
+   * Why 20: at a few hundred calls a second the calls seldom share a window of 5 ms, so each paid its own
+   * acquire and release scripts (at 500 req/s, 16 Redis commands per call against 12.9 with 20 ms, Redis CPU
+   * per call −17%); the lag it adds is small beside the 1 s a replica's view of Redis may be old (localViewMs).
    */
   syncMs?: number;
   /** a call admitted locally turned out to be past a limit (it was taken nonetheless; later calls pay for it) */
@@ -197,7 +200,7 @@ export class RedisRateLimiter implements RateLimiter {
     const viewMs = options.localViewMs ?? 1000;
     this.headroom = new Headroom(options.localFreeShare ?? 0.5, viewMs);
     this.onLocalOverrun = options.onLocalOverrun ?? (() => {});
-    const windowMs = options.syncMs ?? 5;
+    const windowMs = options.syncMs ?? 20;
     // Corked like the releases: nobody waits on these, so they go out in the turn's one write to Redis (an
     // uncorked script call is a write syscall of its own, which profiles showed on every window).
     this.localAcquires = new TurnBatcher(

@@ -63,8 +63,8 @@ export class InProcessUsageSink implements UsageSink {
 }
 
 /**
- * Distributed mode: a Redis Stream read by the control plane's consumer group. The events of one 5 ms
- * window go as one stream entry (see USAGE_ENTRY_FIELD). While Redis cannot take an entry, its events go to
+ * Distributed mode: a Redis Stream read by the control plane's consumer group. The events of one event-loop
+ * turn go as one stream entry (see USAGE_ENTRY_FIELD). While Redis cannot take an entry, its events go to
  * the local disk spool instead, and a replay loop moves the backlog to Redis once it is back (the control
  * plane settles by request id, so a replayed duplicate is harmless). Nothing is dropped.
  *
