@@ -34,7 +34,14 @@ describe("/readyz and a frozen control plane", () => {
     const controlPlane = gw.procs[0]!.child;
     controlPlane.kill("SIGSTOP");
     try {
-      const frozen = await eventually(readyz, (r) => r.controlPlane.state === "silent", 15_000, 250);
+      // The heartbeat and the last publication are written at different moments, so the heartbeat can pass 5 s a
+      // few milliseconds before the publication does: wait for both, each bounded by the same 15 s.
+      const frozen = await eventually(
+        readyz,
+        (r) => r.controlPlane.state === "silent" && (r.publishedSnapshotAgeMs ?? 0) > 5_000,
+        15_000,
+        250,
+      );
       expect(frozen.status).toBe("ready"); // fail static: still serving from the last snapshot
       expect(frozen.snapshotAgeMs).toBeLessThan(2_000); // the replica still confirms with Redis: not the signal
       expect(frozen.publishedSnapshotAgeMs).toBeGreaterThan(5_000);
