@@ -112,6 +112,33 @@ describe("RedisSpendCounter across replicas", () => {
     broken.disconnect();
   });
 
+  it("sweeps in slices: a call looks at a bounded number of counters, the next slice 10 ms later", async () => {
+    let clock = 3_000_000;
+    const counter = new RedisSpendCounter(c1, { prefix, clock: () => clock, idleMs: 60_000, sweepSlice: 4 });
+    const account = makeAccount("0");
+    const keys = Array.from({ length: 9 }, (_, i) => makeKey(account.id, "0", `slice-${i}`));
+    // The cache's order (a Map's): slice-0, the account, slice-1 … slice-8.
+    for (const k of keys) await counter.get(k, account);
+    expect(counter.cached).toBe(10);
+    const busy = keys[8]!;
+    clock += 59_000;
+    await counter.get(busy, account); // read from Redis again (too old to use): "busy" and the account are fresh
+    clock += 1_000; // the sweep is due
+    await counter.get(busy, account); // slice 1: slice-0, the account (fresh, kept), slice-1, slice-2
+    expect(counter.cached).toBe(7);
+    await counter.get(busy, account); // the next slice is not due yet
+    expect(counter.cached).toBe(7);
+    clock += 10;
+    await counter.get(busy, account); // slice 2: slice-3 … slice-6
+    expect(counter.cached).toBe(3);
+    clock += 10;
+    await counter.get(busy, account); // slice 3: slice-7, and "busy" (kept); the sweep ends
+    expect(counter.cached).toBe(2);
+    clock += 10;
+    await counter.get(busy, account);
+    expect(counter.cached).toBe(2);
+  });
+
   it("sums one key's adds of one turn into one script call, exact to the micro-unit", async () => {
     const counter = new RedisSpendCounter(c1, { prefix });
     const account = makeAccount("0");

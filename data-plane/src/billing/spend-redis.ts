@@ -53,6 +53,8 @@ export interface RedisSpendCounterOptions {
    * while Redis fails (the cache then holds this replica's own spend); default 60000
    */
   idleMs?: number;
+  /** counters the idle sweep looks at per slice (it runs in slices on calls' path); default 2000 */
+  sweepSlice?: number;
   onError?: (err: unknown) => void;
   clock?: () => number;
 }
@@ -62,6 +64,9 @@ interface PendingAdd {
   account: AccountSnapshot;
   micro: bigint;
 }
+
+/** the gap between two slices of the idle sweep */
+const SWEEP_GAP_MS = 10;
 
 interface Cached {
   value: bigint;
@@ -84,7 +89,10 @@ export class RedisSpendCounter implements SpendCounter {
   private readonly clock: () => number;
   private readonly cache = new Map<string, Cached>();
   private readonly idleMs: number;
-  private sweptAt: number;
+  private readonly sweepSlice: number;
+  /** when the next slice of the sweep is due; the sweep in progress (null: none) */
+  private sweepAt: number;
+  private sweeping: Iterator<[string, Cached]> | null = null;
   private failedAt = Number.NEGATIVE_INFINITY;
   private readonly adds = new TurnBatcher<PendingAdd>((kName, adds) => this.send(kName, adds));
 
@@ -99,7 +107,8 @@ export class RedisSpendCounter implements SpendCounter {
     this.onError = options.onError ?? (() => {});
     this.clock = options.clock ?? Date.now;
     this.idleMs = options.idleMs ?? 60_000;
-    this.sweptAt = this.clock();
+    this.sweepSlice = options.sweepSlice ?? 2_000;
+    this.sweepAt = this.clock() + this.idleMs;
     redis.defineCommand("modelgateSpendAdd", { numberOfKeys: 2, lua: ADD_LUA });
   }
 
@@ -163,7 +172,7 @@ export class RedisSpendCounter implements SpendCounter {
     const k = this.cache.get(kName);
     const a = this.cache.get(aName);
     const now = this.clock();
-    if (now - this.sweptAt >= this.idleMs) this.sweep(now);
+    if (now >= this.sweepAt) this.sweep(now);
     if (k !== undefined && a !== undefined) {
       const age = now - (k.fetchedAt < a.fetchedAt ? k.fetchedAt : a.fetchedAt);
       if (age < this.refreshMs) return this.result(k.value, a.value, key, account);
@@ -193,11 +202,30 @@ export class RedisSpendCounter implements SpendCounter {
    * waits for Redis past maxStaleMs). A counter in use is refreshed at least every maxStaleMs, by a get or an
    * add, so only idle ones are that old, or every one while Redis fails: then nothing is forgotten, as the
    * cache holds the spend this replica could not add to Redis.
+   *
+   * It runs on a call's path, so in slices: a walk over a million counters at once would hold that call (and
+   * every other) for tens of ms. Each slice looks at sweepSlice counters (a few tens of µs) and the next is due SWEEP_GAP_MS
+   * later (a Map's iterator survives deletions and sees entries added meanwhile); a sweep of a million takes
+   * a few seconds of calls, once per idleMs.
    */
   private sweep(now: number): void {
-    this.sweptAt = now;
-    if (now - this.failedAt < this.idleMs) return;
-    for (const [name, c] of this.cache) if (!c.refreshing && now - c.fetchedAt >= this.idleMs) this.cache.delete(name);
+    if (now - this.failedAt < this.idleMs) {
+      this.sweeping = null;
+      this.sweepAt = now + this.idleMs;
+      return;
+    }
+    const it = (this.sweeping ??= this.cache.entries());
+    for (let i = 0; i < this.sweepSlice; i++) {
+      const next = it.next();
+      if (next.done === true) {
+        this.sweeping = null;
+        this.sweepAt = now + this.idleMs;
+        return;
+      }
+      const [name, c] = next.value;
+      if (!c.refreshing && now - c.fetchedAt >= this.idleMs) this.cache.delete(name);
+    }
+    this.sweepAt = now + SWEEP_GAP_MS;
   }
 
   private result(kValue: bigint, aValue: bigint, key: KeySnapshot, account: AccountSnapshot): UnsettledSpend {

@@ -82,13 +82,13 @@ class Shard<T extends object> {
     // The count, once made, follows each change (one table lookup) instead of being made again: readiness
     // probes and metrics ask for it, and recounting walks every change held (tens of thousands during a bulk
     // import: a stall of milliseconds per probe).
+    const before = this.changes.get(id);
     if (this.counted >= 0) {
       const e = this.table.find(id, hash);
       const tv = e < 0 ? -1 : this.table.version(e);
-      const before = this.changes.get(id);
       this.counted += adds(c, e, tv) - (before === undefined ? 0 : adds(before, e, tv));
     }
-    this.deletions += (c.json === null ? 1 : 0) - (this.changes.get(id)?.json === null ? 1 : 0);
+    this.deletions += (c.json === null ? 1 : 0) - (before?.json === null ? 1 : 0);
     this.changes.set(id, c);
     this.cache.delete(id);
     this.previous.delete(id);
