@@ -1332,7 +1332,10 @@ describe("policy feed", () => {
   it("one full publication at a time: a control plane asked to republish while another runs one skips it (a lease, renewed while held, released at the end) and finds it done at its next round", async () => {
     const lease = fullLease(names);
     const epoch = async () => (await redis.hget(names.policyMeta, "epoch"))!;
-    const { cp: first, atPage, release } = heldPublisher(() => true, undefined, { leaseMs: 300 });
+    // The shortest lease the product accepts (MIN_LEASE_MS in full-lease.ts): renewed every 333 ms, lost only if
+    // no renewal lands for 667 ms. Shorter, a pause of this process on a loaded machine loses it in the test.
+    const LEASE_MS = 1_000;
+    const { cp: first, atPage, release } = heldPublisher(() => true, undefined, { leaseMs: LEASE_MS });
     const second = new SnapshotPublisher(db.db, new RedisPolicyBus(redis, names), 1, (err) => {
       throw err;
     });
@@ -1345,10 +1348,10 @@ describe("policy feed", () => {
     const token = await redis.get(lease);
     expect(token).not.toBeNull();
     expect(await redis.pttl(lease)).toBeGreaterThan(0);
-    expect(await redis.pttl(lease)).toBeLessThanOrEqual(300);
+    expect(await redis.pttl(lease)).toBeLessThanOrEqual(LEASE_MS);
     // Held past twice the lease's life (nothing to await: the point is that it does not expire): renewed.
-    for (const until = Date.now() + 700; Date.now() < until;) {
-      await sleep(100);
+    for (const until = Date.now() + 2 * LEASE_MS + 100; Date.now() < until;) {
+      await sleep(LEASE_MS / 4);
       expect(await redis.get(lease)).toBe(token);
     }
     second.republish();
