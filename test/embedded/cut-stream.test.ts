@@ -56,11 +56,15 @@ const rows = () => gw.admin<Row[]>("usage list", { account: "cuts", limit: "50" 
 describe("a stream the client cuts", () => {
   it("is charged by estimate, then by the upstream's exact usage once it finishes", async () => {
     const before = await gw.balance("cuts");
-    // Slow enough that the client is gone long before message_delta carries the output count.
+    // The upstream's message_delta, which carries the output count, waits until the test has seen the estimate:
+    // timed by a delay instead, a slow machine could settle the exact count before the estimate was ever read.
+    let finish!: () => void;
+    const finished = new Promise<void>((r) => (finish = r));
     mock.reply({
       text: ["a", "b", "c", "d", "e", "f"],
       usage: { promptTokens: 1000, cachedTokens: 200, cacheWrite1hTokens: 400, completionTokens: 50 },
       delayMs: 100,
+      holdFinal: finished,
     });
     const sdk = new OpenAI({ baseURL: `${gw.bases[0]}/v1`, apiKey, maxRetries: 0 });
     const stream = await sdk.chat.completions.create({
@@ -72,7 +76,12 @@ describe("a stream the client cuts", () => {
     for await (const chunk of stream) if (chunk.choices[0]?.delta?.content) break;
 
     // The estimate first: the prompt and cache classes message_start reported, the output delivered so far.
-    const [estimate] = await eventually(rows, (r) => r.length === 1, 10_000, 20);
+    let estimate: Row | undefined;
+    try {
+      [estimate] = await eventually(rows, (r) => r.length === 1, 10_000, 20);
+    } finally {
+      finish();
+    }
     expect(estimate).toMatchObject({
       status: 499,
       estimated: true,

@@ -177,6 +177,7 @@ async function stream(res: ServerResponse, r: MockReply, model: string): Promise
     await write({ type: "content_block_stop", index });
     index++;
   }
+  if (r.holdFinal) await r.holdFinal;
   await write({
     type: "message_delta",
     delta: { stop_reason: STOP_REASON[finishOf(r)], stop_sequence: null },

@@ -47,6 +47,11 @@ export interface MockReply {
   dropAfterChunks?: number;
   /** Pause between stream events, to test time to first token and client disconnects. */
   delayMs?: number;
+  /**
+   * Streams only (the Anthropic mock): the final usage event waits for this, so a test can look at what the
+   * gateway did before the upstream finished (a cut stream's estimate) for as long as it needs.
+   */
+  holdFinal?: Promise<unknown>;
 }
 
 export interface RecordedRequest {
