@@ -35,7 +35,9 @@ async function streamAfter(
 
 describe("startEventStream", () => {
   it("sends the head alone when the first chunk is slow to come", async () => {
-    const { res, chunkWritten, body } = await streamAfter(400);
+    // The head goes alone after 20 ms (HEAD_ALONE_AFTER_MS); the chunk comes long after, so that a pause of this
+    // process (server and client both) on a loaded machine does not fire both timers in the same turn.
+    const { res, chunkWritten, body } = await streamAfter(2_000);
     expect(res.statusCode).toBe(200);
     expect(res.headers["content-type"]).toBe("text/event-stream");
     expect(chunkWritten()).toBe(false); // the head arrived while the upstream was still silent
