@@ -165,7 +165,7 @@ describe("distributed mode", () => {
   it("admits calls far from their limits without waiting for Redis, while Redis counts every one for all replicas", async () => {
     const created = (
       await admin(env, "key", "create", "--account", "globex", "--name", "local", "--rpm", "100", "--concurrency", "50")
-    ).json as { key: string };
+    ).json as { id: string; key: string };
     const [a, b] = replicas;
     const remaining = async (base: string) => {
       const c = sdk(base, created.key);
@@ -191,7 +191,25 @@ describe("distributed mode", () => {
     const granted = Number(/modelgate_ratelimit_local_admissions_total\{kind="granted"\} (\d+)/.exec(metrics)?.[1]);
     expect(granted).toBeGreaterThanOrEqual(5); // the first waits for Redis, then locally while more than 50 are left
     expect(metrics).toContain('modelgate_ratelimit_local_admissions_total{kind="overrun"} 0');
-    await new Promise((r) => setTimeout(r, 100)); // a's last local admissions reach Redis within 5 ms
+    // a tells Redis of the calls it admitted locally at the end of its 20 ms sync window, in its own process: wait
+    // for Redis to hold them rather than for a pause. Each call a takes moves the key's rpm TAT (GCRA) 600 ms on
+    // from the later of the TAT and the call's time, which is after `start`: once a's ten are in, the TAT is at
+    // least 6 s past `start` (and then the bound below holds whatever the count: b's call leaves at most
+    // 89 + its own refill since `start`).
+    const redis = new Redis(REDIS_URL);
+    try {
+      await eventually(
+        async () => {
+          const [rpm] = await redis.keys(`${prefix}rl:{acct:*}:k:${created.id}:rpm`);
+          return rpm === undefined ? 0 : Number(await redis.get(rpm));
+        },
+        (tat) => tat >= start + 10 * 600,
+        5_000,
+        10,
+      );
+    } finally {
+      redis.disconnect();
+    }
     // The other replica has no view of this key: Redis decides its call, and has all eleven.
     const other = await remaining(b!.base);
     const refilled = Math.floor((Date.now() - start) / 600);
