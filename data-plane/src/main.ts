@@ -91,7 +91,11 @@ const worker = env.MODELGATE_WORKER_INDEX === undefined ? "" : `-w${env.MODELGAT
 const spoolDir =
   (env.MODELGATE_SPOOL_DIR ?? join(env.MODELGATE_DATA_DIR ?? "./data", `spool-${hostname()}-${env.PORT ?? 8080}`)) +
   worker;
-const spool = await UsageSpool.open(spoolDir, { onError: (err) => logger.error({ err }, "usage spool error") });
+const spool = await UsageSpool.open(spoolDir, {
+  onError: (err) => logger.error({ err }, "usage spool error"),
+  // replays that find Redis still away: counted in the outage's summary, not a line a second
+  onSendError: (err) => outage.failure("redis", "usage replay (kept on disk)", err),
+});
 // This replica's usage stream shard: one per replica, spread by a hash of its identity (MODELGATE_USAGE_SHARDS).
 const shard = usageShardFor(`${hostname()}:${process.pid}:${env.PORT ?? 8080}${worker}`, usageShardCount(env));
 const usage = new RedisUsageSink(

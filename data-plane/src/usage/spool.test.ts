@@ -88,6 +88,23 @@ describe("UsageSpool", () => {
     await spool.close();
   });
 
+  it("reports a replay's failed send through onSendError when given, not onError", async () => {
+    const errors: string[] = [];
+    const sendErrors: string[] = [];
+    const spool = await UsageSpool.open(dir, {
+      onError: (e) => errors.push((e as Error).message),
+      onSendError: (e) => sendErrors.push((e as Error).message),
+    });
+    spool.append(event(1));
+    const r = await spool.replay(async () => {
+      throw new Error("redis down");
+    });
+    expect(r).toEqual({ sent: 0, complete: false });
+    expect(sendErrors).toEqual(["redis down"]);
+    expect(errors).toEqual([]);
+    await spool.close();
+  });
+
   it("survives a restart: a new process replays what the old one spooled, torn last line ignored", async () => {
     await writeFile(join(dir, "7.jsonl"), lines(event(1), event(2)) + JSON.stringify(event(3)).slice(0, 40));
     await writeFile(join(dir, "8.jsonl"), lines(event(4)));

@@ -21,6 +21,12 @@ export interface SpoolOptions {
   /** a line that is not a valid event (skipped, never sent) */
   onCorrupt?: (segment: string, line: string) => void;
   onError?: (err: unknown) => void;
+  /**
+   * A replay's send failed (the sink's store is away; the events stay on disk for the next replay). Default:
+   * onError. Separate because it is an outage's symptom, repeated every replay while it lasts, not a fault of
+   * the spool: the data plane counts it in its outage summary instead of logging each one.
+   */
+  onSendError?: (err: unknown) => void;
 }
 
 export interface ReplayResult {
@@ -40,6 +46,7 @@ export class UsageSpool {
   private readonly maxSegmentBytes: number;
   private readonly onCorrupt: (segment: string, line: string) => void;
   private readonly onError: (err: unknown) => void;
+  private readonly onSendError: (err: unknown) => void;
 
   private seq: number;
   private file: FileHandle | null = null;
@@ -63,6 +70,7 @@ export class UsageSpool {
     this.maxSegmentBytes = options.maxSegmentBytes ?? 16 * 1024 * 1024;
     this.onCorrupt = options.onCorrupt ?? (() => {});
     this.onError = options.onError ?? (() => {});
+    this.onSendError = options.onSendError ?? this.onError;
   }
 
   /** Opens (creating) the spool directory; segments left by an earlier process are kept for replay. */
@@ -217,7 +225,7 @@ export class UsageSpool {
       await send(batch);
       return true;
     } catch (err) {
-      this.onError(err);
+      this.onSendError(err);
       return false;
     }
   }
