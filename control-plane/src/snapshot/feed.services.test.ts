@@ -818,6 +818,43 @@ describe("policy feed", () => {
     small.stop();
   });
 
+  it("a replica applies a batch of changes in slices: the event loop runs between them", async () => {
+    const replica = new SnapshotStore();
+    const follower = replicaOf(replica);
+    await follower.sync();
+    const hashes = await bulkKeys("slices", 60);
+    publisher.changed();
+    await publisher.flush();
+    // Each change takes 0.5 ms to apply here (a fold's cost, say); the 60 arrive in one stream read. Other work
+    // (an immediate that re-schedules itself) counts how often the loop got a turn while they were applied.
+    let turns = 0;
+    let ticking = true;
+    const tick = () => {
+      turns++;
+      if (ticking) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const turnAt: number[] = [];
+    const apply = replica.applyChange.bind(replica);
+    replica.applyChange = (c) => {
+      const until = performance.now() + 0.5;
+      while (performance.now() < until);
+      turnAt.push(turns);
+      return apply(c);
+    };
+    try {
+      await follower.sync();
+    } finally {
+      ticking = false;
+    }
+    expect(turnAt).toHaveLength(60);
+    // 30 ms of applying in 2 ms slices: the loop ran between them (one synchronous batch would show no turn)
+    expect(turnAt.at(-1)! - turnAt[0]!).toBeGreaterThanOrEqual(5);
+    for (const h of hashes) expect(replica.key(h)?.status).toBe("active");
+    await follower.stop();
+    await source.sync();
+  });
+
   // A publisher (pages of maxChanges) whose n-th append is held until released.
   const holding = (n: number, maxChanges: number) => {
     let appends = 0;

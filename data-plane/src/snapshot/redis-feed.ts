@@ -22,6 +22,12 @@ import type { SnapshotStore } from "./store.ts";
  * +79 ms and 18 ms; 100 was no better than 200).
  */
 const FEED_BATCH = 200;
+/**
+ * Applying a batch yields to the event loop (setImmediate) once it has run this long since it last did: a batch
+ * whose changes make shards fold (a table rebuilt, ~1 ms each at 100k keys on a slow machine, and during a bulk
+ * import many shards reach the fold threshold together) otherwise held the loop for several ms at a time.
+ */
+const APPLY_SLICE_MS = 2;
 
 export class RedisPolicySource {
   private timer: NodeJS.Timeout | undefined;
@@ -172,7 +178,7 @@ export class RedisPolicySource {
       }
       const headSeq = Number(seqText);
       const entries = results[2]![1] as [string, string[]][];
-      if (this.seq < headSeq && (entries.length === 0 || !this.applyAll(entries))) {
+      if (this.seq < headSeq && (entries.length === 0 || !(await this.applyAll(entries)))) {
         // A gap in a bridge: wait for the full epoch (the bridge cannot be loaded).
         if (base != null) {
           this.bridgedFromCurrent = false;
@@ -192,9 +198,16 @@ export class RedisPolicySource {
     }
   }
 
-  /** Applies stream entries in seq order; false at the first gap. */
-  private applyAll(entries: [string, string[]][]): boolean {
+  /** Applies stream entries in seq order, yielding every APPLY_SLICE_MS; false at the first gap. */
+  private async applyAll(entries: [string, string[]][]): Promise<boolean> {
+    let sliceStart = performance.now();
     for (const [id, fields] of entries) {
+      if (performance.now() - sliceStart >= APPLY_SLICE_MS) {
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        // stopped meanwhile: apply no more (the entries left are read again by nobody; nothing is half applied)
+        if (this.stopped) return true;
+        sliceStart = performance.now();
+      }
       const f: Record<string, string> = {};
       for (let i = 0; i + 1 < fields.length; i += 2) f[fields[i]!] = fields[i + 1]!;
       const seq = Number(f.s);
