@@ -191,7 +191,7 @@ describe("migration runner", () => {
     try {
       const results = await Promise.all(dbs.map((d) => migrate(d.sql)));
       expect(results.flat()).toEqual([]); // all applied already by freshDatabase
-      const rows = await q<{ name: string }>(`SELECT name FROM "_modelgate_migrations"`);
+      const rows = await q<{ name: string }>(`SELECT name FROM "_modelgate_migrations" ORDER BY name COLLATE "C"`);
       expect(rows.map((r) => r.name)).toEqual(loadMigrations().map((m) => m.name));
     } finally {
       await Promise.all(dbs.map((d) => d.close()));
