@@ -204,9 +204,9 @@ export class RedisSpendCounter implements SpendCounter {
    * cache holds the spend this replica could not add to Redis.
    *
    * It runs on a call's path, so in slices: a walk over a million counters at once would hold that call (and
-   * every other) for tens of ms. Each slice looks at sweepSlice counters (a few tens of µs) and the next is due SWEEP_GAP_MS
-   * later (a Map's iterator survives deletions and sees entries added meanwhile); a sweep of a million takes
-   * a few seconds of calls, once per idleMs.
+   * every other) for tens of ms. Each slice looks at sweepSlice counters (a few tens of µs) and the next is due
+   * SWEEP_GAP_MS later (a Map's iterator survives deletions and sees entries added meanwhile); a sweep of a
+   * million takes a few seconds of calls, once per idleMs.
    */
   private sweep(now: number): void {
     if (now - this.failedAt < this.idleMs) {

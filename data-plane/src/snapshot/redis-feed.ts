@@ -204,7 +204,7 @@ export class RedisPolicySource {
     for (const [id, fields] of entries) {
       if (performance.now() - sliceStart >= APPLY_SLICE_MS) {
         await new Promise<void>((resolve) => setImmediate(resolve));
-        // stopped meanwhile: apply no more (the entries left are read again by nobody; nothing is half applied)
+        // stopped meanwhile: apply no more (each entry applied so far is applied whole)
         if (this.stopped) return true;
         sliceStart = performance.now();
       }
