@@ -284,6 +284,31 @@ describe("embedded mode, refusals", () => {
     ).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
   });
 
+  it("refuses model names that name Object.prototype's properties like any unknown model, in every protocol", async () => {
+    // A protocol-fuzz run found /v1beta/models/valueOf:streamGenerateContent answered 500: the catalog was a plain
+    // object, and "valueOf" found Object.prototype's function.
+    const keyHeaders = { "x-api-key": apiKey, "x-goog-api-key": apiKey, "anthropic-version": "2023-06-01" };
+    const gemini = JSON.stringify({ contents: [{ role: "user", parts: [{ text: "x" }] }] });
+    for (const name of ["valueOf", "constructor", "__proto__", "toString", "hasOwnProperty"]) {
+      const answers = await Promise.all([
+        post("/v1/chat/completions", JSON.stringify({ model: name, messages: [{ role: "user", content: "x" }] })),
+        post(
+          "/v1/messages",
+          JSON.stringify({ model: name, max_tokens: 5, messages: [{ role: "user", content: "x" }] }),
+          keyHeaders,
+        ),
+        post(`/v1beta/models/${name}:generateContent`, gemini, keyHeaders),
+        post(`/v1beta/models/${name}:streamGenerateContent?alt=sse`, gemini, keyHeaders),
+      ]);
+      for (const res of answers) {
+        const what = `${name}: ${new URL(res.url).pathname} ${res.status}`;
+        expect(res.status, what).toBeGreaterThanOrEqual(400);
+        expect(res.status, what).toBeLessThan(500);
+        expect(await res.text(), what).toContain(`request id: ${res.headers.get("x-gateway-request-id")}`);
+      }
+    }
+  });
+
   it("answers 404 for a model that is not a full model ID, naming the model list", async () => {
     const err = await expectOpenAIError(
       await post(

@@ -470,7 +470,8 @@ export class SnapshotStore {
     return this.lookup(this.accounts, "account", id, accountEntrySchema);
   }
   model(id: string): ModelSnapshot | undefined {
-    return this.models[id];
+    // own properties only: a client's model name "valueOf" or "constructor" must not find Object.prototype's
+    return Object.hasOwn(this.models, id) ? this.models[id] : undefined;
   }
 
   /** The newest of an entity's change and table entry; parsed and validated once, on first use. */
