@@ -78,7 +78,7 @@ function openCluster(nodes: { host: string; port: number }[], nodeOptions: Redis
  * SUBSCRIBE issued while its handshake is in flight (connected, the ready check's INFO not yet sent) before that
  * INFO; Redis refuses the INFO in subscriber mode, the ready check fails, ioredis drops the connection, and the
  * subscription delivers nothing (20 of 20 times in a script that subscribed on "connect"; ioredis issue 2037).
- * A replica that started that way followed the policy feed by its 250 ms poll alone: in 2 of 9 bench:keys runs
+ * A replica that started that way followed the policy feed by its 250 ms poll alone: in 2 of 10 bench:keys runs
  * every revocation took ~240 ms instead of ~40. Waiting for "ready" (or "end": the subscribe then fails as it
  * would have) keeps the offline queue's meaning: a subscriber opened while Redis is down subscribes when it is up.
  */
