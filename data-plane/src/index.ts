@@ -15,7 +15,7 @@ export {
   usageShards,
   versionOf,
 } from "./contract/index.ts";
-export { connectRedis, duplicateRedis, isCluster, subscribeWhenReady } from "./redis/connect.ts";
+export { connectRedis, duplicateRedis, isCluster } from "./redis/connect.ts";
 export { open, parseMasterKey, seal } from "./crypto/secret-box.ts";
 export { initTracing, inSpan, SpanKind, SpanStatusCode, tracingNow } from "./telemetry/tracing.ts";
 export { createLogger } from "./logger.ts";

@@ -4,7 +4,6 @@ import {
   redisNames,
   usageShards,
   connectRedis,
-  subscribeWhenReady,
   createLogger,
   createGatewayServer,
   initTracing,
@@ -52,7 +51,7 @@ const core = await bootControlPlane(
 // The admin CLI writes to Postgres directly and asks for a publication round here; an operator's
 // `PUBLISH <prefix>control:changed republish` asks for a full publication (a new epoch, written beside the current
 // one while changes keep flowing to it).
-await subscribeWhenReady(subscriber, names.changedChannel);
+await subscriber.subscribe(names.changedChannel);
 subscriber.on("message", (_channel: string, message: string) =>
   message === "republish" ? core.publisher.republish() : core.publisher.changed(),
 );
