@@ -2,7 +2,7 @@ import * as oidc from "openid-client";
 import { z } from "zod";
 import { open, seal } from "@modelgate/data-plane";
 import type { Db } from "../db/client.ts";
-import { audit } from "../audit/record.ts";
+import { audit, type AuditDb } from "../audit/record.ts";
 import { createSession } from "./sessions.ts";
 
 // Console sign-in through OpenID Connect: the authorization code flow with PKCE (S256), a state and a nonce,
@@ -190,7 +190,7 @@ export class OidcSignIn {
     if (!claims) throw new OidcError(401, "The identity provider sent no ID token.");
     let user;
     try {
-      user = await this.signIn(claims);
+      user = await this.signIn(claims, clientIp);
     } catch (err) {
       const email = typeof claims.email === "string" ? claims.email.trim().toLowerCase() : null;
       await audit(
@@ -219,42 +219,91 @@ export class OidcSignIn {
     return { token, returnTo: flow.returnTo, userId: user.id };
   }
 
-  /** Finds or creates the user behind the claims and gives it the role the rules say. */
-  private async signIn(claims: Record<string, unknown>) {
+  /**
+   * Finds the user behind the claims, links a local user to the identity, or creates one. Only a user that SSO
+   * created follows the rules' role and account at each sign-in; a local user keeps the role and account it had
+   * (an identity provider must never re-role or move it), and an operator is never linked by e-mail at all.
+   */
+  private async signIn(claims: Record<string, unknown>, clientIp: string | null) {
     const subject = `${String(claims.iss)}#${String(claims.sub)}`;
     const email = typeof claims.email === "string" ? claims.email.trim().toLowerCase() : "";
-    if (!email) throw new OidcError(403, "The identity provider did not share an e-mail address (scope email).");
-    if (claims.email_verified === false)
-      throw new OidcError(403, "The identity provider says this e-mail address is not verified.");
     const rule = matchRule(this.settings.rules, claims);
     if (!rule)
       throw new OidcError(
         403,
         "This identity has no role in modelgate: ask the operator to map it (MODELGATE_OIDC_ROLES).",
       );
-    let accountId: string | null = null;
-    if (rule.role !== "operator") {
-      const account = await this.prisma.account.findFirst({
-        where: /^[0-9a-f-]{36}$/i.test(rule.account!) ? { id: rule.account! } : { name: rule.account! },
-      });
-      if (!account) throw new OidcError(403, `The account ${rule.account} that this identity maps to does not exist.`);
-      if (account.status !== "active") throw new OidcError(403, "The account this identity maps to is disabled.");
-      accountId = account.id;
-    }
     const name = typeof claims.name === "string" ? claims.name.slice(0, 200) : null;
+    const linked = await this.prisma.user.findUnique({ where: { oidcSubject: subject } });
+    if (linked && !linked.oidcManaged) return linked; // a linked local user: its role and account stay its own
+    // Linking or creating goes by the e-mail, so the provider must vouch for it: only the boolean true counts
+    // (a missing claim, "false" or "true" as text do not).
+    if (!linked) {
+      if (!email) throw new OidcError(403, "The identity provider did not share an e-mail address (scope email).");
+      if (claims.email_verified !== true)
+        throw new OidcError(403, "The identity provider does not say this e-mail address is verified.");
+    }
+    const accountId = rule.role === "operator" ? null : await this.ruleAccount(rule);
+    const mapped = { role: rule.role, accountId, ...(name ? { name } : {}) } as const;
     return this.prisma.$transaction(async (tx) => {
-      const bySubject = await tx.user.findUnique({ where: { oidcSubject: subject } });
-      const byEmail = bySubject ?? (await tx.user.findUnique({ where: { email } }));
-      // A local user with this e-mail is linked on the first sign-in; once linked, only that subject signs in as it.
-      if (byEmail?.oidcSubject && byEmail.oidcSubject !== subject)
-        throw new OidcError(403, "This e-mail address is linked to another identity.");
-      const data = { role: rule.role, accountId, oidcSubject: subject, ...(name ? { name } : {}) } as const;
-      if (byEmail)
-        return tx.user.update({
-          where: { id: byEmail.id },
-          data: { ...data, emailVerifiedAt: byEmail.emailVerifiedAt ?? new Date() },
+      if (linked) return tx.user.update({ where: { id: linked.id }, data: mapped });
+      const byEmail = await tx.user.findUnique({ where: { email } });
+      if (!byEmail) {
+        const created = await tx.user.create({
+          data: { ...mapped, email, emailVerifiedAt: new Date(), oidcSubject: subject, oidcManaged: true },
         });
-      return tx.user.create({ data: { ...data, email, emailVerifiedAt: new Date() } });
+        await auditLink(tx, created, subject, clientIp, { created: true, role: created.role });
+        return created;
+      }
+      if (byEmail.oidcSubject) throw new OidcError(403, "This e-mail address is linked to another identity.");
+      if (byEmail.role === "operator")
+        throw new OidcError(
+          403,
+          "This e-mail address belongs to an operator, and single sign-on never links an operator by e-mail: sign in with the password.",
+        );
+      const user = await tx.user.update({
+        where: { id: byEmail.id },
+        data: { oidcSubject: subject, emailVerifiedAt: byEmail.emailVerifiedAt ?? new Date() },
+      });
+      // The mapping's role and account are recorded, not applied: the local user keeps its own.
+      await auditLink(tx, user, subject, clientIp, {
+        created: false,
+        role: user.role,
+        mappedRole: rule.role,
+        mappedAccountId: accountId,
+      });
+      return user;
     });
   }
+
+  /** The account an owner or member rule names; refused when it is missing or disabled. */
+  private async ruleAccount(rule: OidcRule): Promise<string> {
+    const account = await this.prisma.account.findFirst({
+      where: /^[0-9a-f-]{36}$/i.test(rule.account!) ? { id: rule.account! } : { name: rule.account! },
+    });
+    if (!account) throw new OidcError(403, `The account ${rule.account} that this identity maps to does not exist.`);
+    if (account.status !== "active") throw new OidcError(403, "The account this identity maps to is disabled.");
+    return account.id;
+  }
+}
+
+/** Every link of a user to an identity (created by SSO or a local user linked by e-mail) is audited. */
+function auditLink(
+  tx: AuditDb,
+  user: { id: string; email: string; accountId: string | null },
+  subject: string,
+  clientIp: string | null,
+  detail: Record<string, unknown>,
+) {
+  return audit(
+    tx,
+    { type: "user", userId: user.id, email: user.email, address: clientIp },
+    {
+      action: "auth.sso_link",
+      subjectType: "user",
+      subjectId: user.id,
+      accountId: user.accountId,
+      after: { identity: subject, ...detail },
+    },
+  );
 }
