@@ -9,6 +9,7 @@ export {
   readUsageEvent,
   redisNames,
   shardOf,
+  USAGE_ENTRY_FIELD,
   usageEntryEvents,
   usageEventSchema,
   usageShardCount,
@@ -27,6 +28,13 @@ export { createDataPlaneHandler } from "./server/app.ts";
 export { newRequestId } from "./server/request-id.ts";
 export { SnapshotStore } from "./snapshot/store.ts";
 export { InProcessUsageSink } from "./usage/sink.ts";
+export {
+  checkUsageEntry,
+  signedEntryFields,
+  signUsageEntry,
+  usageEntryKey,
+  USAGE_SIGNATURE_FIELD,
+} from "./usage/entry-signature.ts";
 export {
   BudgetCalendar,
   budgetClockFromEnv,

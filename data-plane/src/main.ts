@@ -14,6 +14,7 @@ import { RedisPolicySource } from "./snapshot/redis-feed.ts";
 import { SnapshotStore } from "./snapshot/store.ts";
 import { RedisUsageSink } from "./usage/sink.ts";
 import { UsageSpool } from "./usage/spool.ts";
+import { usageEntryKey } from "./usage/entry-signature.ts";
 
 // A data-plane replica (distributed mode): stateless; policy from the Redis policy feed, usage to the Redis stream.
 
@@ -98,9 +99,12 @@ const spool = await UsageSpool.open(spoolDir, {
 });
 // This replica's usage stream shard: one per replica, spread by a hash of its identity (MODELGATE_USAGE_SHARDS).
 const shard = usageShardFor(`${hostname()}:${process.pid}:${env.PORT ?? 8080}${worker}`, usageShardCount(env));
+const masterKey = parseMasterKey(env.MODELGATE_MASTER_KEY);
 const usage = new RedisUsageSink(
   redis,
   usageShard(names.prefix, shard),
+  // entries are signed with a key derived from the master key: the control plane settles no other
+  usageEntryKey(masterKey),
   spool,
   (err) => outage.failure("redis", "usage write (spooled to disk)", err),
   1_000,
@@ -114,7 +118,7 @@ const options = createDataPlaneOptions({
   store,
   usage,
   logger,
-  masterKey: parseMasterKey(env.MODELGATE_MASTER_KEY),
+  masterKey,
   ready: () => !draining,
   dependencies: () => ({
     redis: redis.status,

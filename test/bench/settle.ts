@@ -4,7 +4,7 @@
 // per event, the CPU of each statement, and EXPLAIN (ANALYZE, BUFFERS, WAL) of each statement of one more batch.
 // The control plane's side too: this Node process's own CPU per event (process.cpuUsage(), which counts its GC
 // and libuv threads) for settling, and for reading the events out of usage-stream entries as the Redis
-// consumer does (eventsOfEntries: JSON and schema validation) before each batch settles them. Each batch
+// consumer does (eventsOfEntries: the entry's signature, JSON and schema validation) before each batch settles them. Each batch
 // arrives as entries of SETTLE_ENTRY_EVENTS events (25), JSON-encoded like a data plane's turn.
 //
 // Knobs (environment): SETTLE_EVENTS (50000), SETTLE_BATCH (300), SETTLE_ACCOUNTS (4), SETTLE_PREFILL (usage rows
@@ -12,13 +12,15 @@
 // after migrating, e.g. to try an index), SETTLE_SEED (1), SETTLE_ENTRY_EVENTS (25). Autovacuum is off for the run's tables, so that the
 // maintenance inserts leave behind (dead tuples, a GIN index's pending list) is done by a VACUUM at the end, on
 // the same connection, and reported as its own line rather than landing on a worker at a random moment.
+import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 import pg from "pg";
 import type { UsageEvent } from "../../data-plane/src/contract/usage.ts";
 import type { Database, SqlRunner, SqlTx } from "../../control-plane/src/db/client.ts";
 import { settleUsageBatch } from "../../control-plane/src/usage/settle.ts";
-import { eventsOfEntries } from "../../control-plane/src/usage/redis-consumer.ts";
+import { type EntryChecks, eventsOfEntries } from "../../control-plane/src/usage/redis-consumer.ts";
+import { signedEntryFields, usageEntryKey } from "../../data-plane/src/usage/entry-signature.ts";
 import { freshDatabase } from "../helpers/postgres.ts";
 
 const EVENTS = Number(process.env.SETTLE_EVENTS ?? 50_000);
@@ -157,15 +159,23 @@ const nodeCpuNs = (from: NodeJS.CpuUsage) => {
   return (d.user + d.system) * 1000;
 };
 
-/** A batch as the Redis consumer reads it: stream entries of a replica's turn of events each, as JSON. */
+const entryKey = usageEntryKey(randomBytes(32));
+/** A batch as the Redis consumer reads it: stream entries of a replica's turn of events each, as signed JSON. */
 const asEntries = (batch: UsageEvent[]): [string, string[]][] => {
   const entries: [string, string[]][] = [];
   for (let i = 0; i < batch.length; i += ENTRY_EVENTS)
-    entries.push([`${i}-0`, ["events", JSON.stringify(batch.slice(i, i + ENTRY_EVENTS))]]);
+    entries.push([`${i}-0`, signedEntryFields(entryKey, JSON.stringify(batch.slice(i, i + ENTRY_EVENTS)))]);
   return entries;
 };
 const dropped = (err: unknown) => {
   throw err; // the bench's events are all valid
+};
+const checks: EntryChecks = {
+  key: entryKey,
+  stream: "bench",
+  onRefused: (r) => {
+    throw new Error(`bench entry ${r.id} refused: ${r.reason}`); // the bench's entries are all signed
+  },
 };
 
 /** A transaction runner on one connection that charges each statement's backend CPU to the statement. */
@@ -289,7 +299,7 @@ try {
   const database: Database = { ...db.db, sql: measured.runner };
   const batches = makeBatches(fx, EVENTS, BATCH, Date.now() - 3600_000);
   const warm = batches.splice(0, WARMUP_BATCHES);
-  for (const b of warm) await settleUsageBatch(database, eventsOfEntries(asEntries(b), dropped));
+  for (const b of warm) await settleUsageBatch(database, eventsOfEntries(asEntries(b), dropped, checks));
   const streamed = batches.map(asEntries);
   measured.byStatement.clear();
 
@@ -324,7 +334,7 @@ try {
   let parseNs = 0;
   for (const entries of streamed) {
     const p0 = process.cpuUsage();
-    const b = eventsOfEntries(entries, dropped);
+    const b = eventsOfEntries(entries, dropped, checks);
     const parsed = nodeCpuNs(p0);
     parseNs += parsed;
     parsePerBatch.push(parsed / b.length);
@@ -381,7 +391,7 @@ try {
   console.log(`| settling Node process CPU (process.cpuUsage) | **${us(nodeNs)} µs** | |`);
   console.log(`| the same, median batch | ${median(nodePerBatch)} µs | |`);
   console.log(
-    `| Node CPU reading the events from stream entries (JSON, validation; ${ENTRY_EVENTS} events an entry) | **${us(parseNs)} µs** | |`,
+    `| Node CPU reading the events from stream entries (signature, JSON, validation; ${ENTRY_EVENTS} events an entry) | **${us(parseNs)} µs** | |`,
   );
   console.log(`| the same, median batch | ${median(parsePerBatch)} µs | |`);
   if (inspect)

@@ -8,7 +8,9 @@ import {
   createGatewayServer,
   initTracing,
   inSpan,
+  usageEntryKey,
 } from "@modelgate/data-plane";
+import { audit } from "../audit/record.ts";
 import { type AlertRunner, readBreakerReports } from "../alerts/runner.ts";
 import { chain, notFound } from "../http/app.ts";
 import { RedisPolicyBus } from "../snapshot/redis-bus.ts";
@@ -88,6 +90,24 @@ const consumer = new RedisUsageConsumer(
     alerts.runner?.settled(events.map((e) => e.accountId));
   },
   (err) => logger.error({ err }, "usage consumer error"),
+  {
+    // Only entries a data plane signed settle (a key derived from the master key both planes hold). Anything
+    // else on the stream was written by someone else with access to Redis: refused, logged once with its
+    // stream id, recorded in the audit log, and acknowledged so it is never read again.
+    key: usageEntryKey(settings.masterKey),
+    onRefused: (r) => {
+      logger.warn(
+        { stream: r.stream, streamId: r.id, reason: r.reason, events: r.events },
+        "usage entry refused: not signed by a data plane; its events are not settled",
+      );
+      audit(core.ctx.prisma, undefined, {
+        action: "usage.entry_refused",
+        subjectType: "usage_entry",
+        subjectId: `${r.stream} ${r.id}`,
+        after: { stream: r.stream, streamId: r.id, reason: r.reason, events: r.events },
+      }).catch((err: unknown) => logger.error({ err }, "audit of a refused usage entry failed"));
+    },
+  },
 );
 await consumer.start();
 

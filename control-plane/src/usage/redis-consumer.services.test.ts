@@ -1,10 +1,14 @@
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
-import { redisNames, type UsageEvent, usageShards } from "@modelgate/data-plane";
-import { RedisUsageConsumer } from "./redis-consumer.ts";
+import { redisNames, signedEntryFields, type UsageEvent, usageEntryKey, usageShards } from "@modelgate/data-plane";
+import { type RefusedEntry, RedisUsageConsumer } from "./redis-consumer.ts";
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+
+const key = usageEntryKey(randomBytes(32));
+const signed = (json: string) => signedEntryFields(key, json);
+const ignoreRefused = { key, onRefused: () => undefined };
 
 const event = (n: number): UsageEvent => ({
   requestId: `req_${n}_${randomUUID()}`,
@@ -41,22 +45,29 @@ describe("RedisUsageConsumer", () => {
     redis.disconnect();
   });
 
-  it("settles turn entries and one-event entries in bounded batches, then acknowledges and deletes them", async () => {
+  it("settles signed entries in bounded batches, refuses unsigned ones, then acknowledges and deletes them all", async () => {
     const turn1 = [event(1), event(2), event(3)];
     const turn2 = [event(4), event(5)];
     const single = event(6);
-    await redis.xadd(names.usageStream, "*", "events", JSON.stringify(turn1));
-    await redis.xadd(names.usageStream, "*", "event", JSON.stringify(single));
-    await redis.xadd(names.usageStream, "*", "events", "{not json");
-    await redis.xadd(names.usageStream, "*", "events", JSON.stringify([...turn2, { requestId: "" }]));
+    const forged = event(7);
+    await redis.xadd(names.usageStream, "*", ...signed(JSON.stringify(turn1)));
+    // the older unsigned one-event form, an unsigned turn and a signature over other bytes: none settles
+    const legacyId = await redis.xadd(names.usageStream, "*", "event", JSON.stringify(single));
+    const unsignedId = await redis.xadd(names.usageStream, "*", "events", JSON.stringify([forged]));
+    const [, , , sigOfTurn1] = signed(JSON.stringify(turn1));
+    const misSignedId = await redis.xadd(names.usageStream, "*", "events", JSON.stringify([forged]), "sig", sigOfTurn1);
+    await redis.xadd(names.usageStream, "*", ...signed("{not json"));
+    await redis.xadd(names.usageStream, "*", ...signed(JSON.stringify([...turn2, { requestId: "" }])));
     const batches: string[][] = [];
     const errors: string[] = [];
+    const refused: RefusedEntry[] = [];
     const consumer = new RedisUsageConsumer(
       redis.duplicate(),
       [names.usageStream],
       "c1",
       async (events) => void batches.push(events.map((e) => e.requestId)),
       (err) => errors.push(String(err)),
+      { key, onRefused: (r) => refused.push(r) },
       30_000,
       2,
     );
@@ -68,7 +79,12 @@ describe("RedisUsageConsumer", () => {
       await consumer.stop();
     }
     expect(batches.every((b) => b.length <= 2)).toBe(true);
-    expect(batches.flat()).toEqual([...turn1, single, ...turn2].map((e) => e.requestId));
+    expect(batches.flat()).toEqual([...turn1, ...turn2].map((e) => e.requestId));
+    expect(refused).toEqual([
+      { stream: names.usageStream, id: legacyId, reason: "unsigned", events: 1 },
+      { stream: names.usageStream, id: unsignedId, reason: "unsigned", events: 1 },
+      { stream: names.usageStream, id: misSignedId, reason: "bad signature", events: 1 },
+    ]);
     expect(await redis.xlen(names.usageStream)).toBe(0);
     expect(errors.some((e) => e.includes("unreadable"))).toBe(true);
     expect(errors.some((e) => e.includes("malformed"))).toBe(true);
@@ -84,6 +100,7 @@ describe("RedisUsageConsumer", () => {
       "c2",
       async (events) => void settled.push(...events.map((e) => e.requestId)),
       () => undefined,
+      ignoreRefused,
       30_000,
       100,
     );
@@ -91,7 +108,7 @@ describe("RedisUsageConsumer", () => {
     // Written after the loops are blocked reading: shard 3 stays empty, and shards 0-2 each get an entry.
     const sent = [event(10), event(11), event(12)];
     try {
-      for (let i = 0; i < 3; i++) await redis.xadd(shards[i]!, "*", "events", JSON.stringify([sent[i]]));
+      for (let i = 0; i < 3; i++) await redis.xadd(shards[i]!, "*", ...signed(JSON.stringify([sent[i]])));
       const until = Date.now() + 5_000;
       while (settled.length < 3 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
     } finally {

@@ -1,19 +1,55 @@
 import type { Redis } from "ioredis";
-import { duplicateRedis, readUsageEvent, type UsageEvent, usageEntryEvents } from "@modelgate/data-plane";
+import {
+  checkUsageEntry,
+  duplicateRedis,
+  readUsageEvent,
+  type UsageEvent,
+  USAGE_ENTRY_FIELD,
+  usageEntryEvents,
+} from "@modelgate/data-plane";
 
 export const USAGE_GROUP = "modelgate-settlers";
 
 type Entry = [id: string, fields: string[]];
 
+/** An entry settlement refused: not signed by a data plane (or altered since). Its events are never settled. */
+export interface RefusedEntry {
+  stream: string;
+  id: string;
+  reason: string;
+  /** how many events it claimed to hold (0 when unreadable) */
+  events: number;
+}
+
+/** How the entries of one read are checked before their events settle. */
+export interface EntryChecks {
+  /** usageEntryKey(master key): only entries signed with it settle */
+  key: Buffer;
+  /** the stream the entries were read from (for the refusal's record) */
+  stream: string;
+  /** an entry refused; called once per entry read */
+  onRefused: (entry: RefusedEntry) => void;
+}
+
 /**
- * The valid usage events of a read's stream entries, in order; an unreadable entry or a malformed event is
- * reported and dropped (the entry is still acknowledged: reading it again would not make it valid).
+ * The valid usage events of a read's stream entries, in order. An entry without a valid signature is refused
+ * (reported through checks.onRefused, its events dropped); an unreadable entry or a malformed event is reported
+ * and dropped. Either way the entry is still acknowledged: reading it again would not make it valid.
  */
-export function eventsOfEntries(entries: readonly Entry[], onError: (err: unknown) => void): UsageEvent[] {
+export function eventsOfEntries(
+  entries: readonly Entry[],
+  onError: (err: unknown) => void,
+  checks: EntryChecks,
+): UsageEvent[] {
   const events: UsageEvent[] = [];
   for (const [id, fields] of entries) {
     if (!fields) continue; // an entry deleted before it was claimed
-    const raw = usageEntryEvents(fields);
+    const check = checkUsageEntry(checks.key, fields);
+    if (!check.ok) {
+      checks.onRefused({ stream: checks.stream, id, reason: check.reason, events: claimedEvents(fields) });
+      continue;
+    }
+    const raw = usageEntryEvents([USAGE_ENTRY_FIELD, check.json]);
     if (raw === null) {
       onError(new Error(`dropping unreadable usage entry ${id}`));
       continue;
@@ -25,6 +61,15 @@ export function eventsOfEntries(entries: readonly Entry[], onError: (err: unknow
     }
   }
   return events;
+}
+
+/** How many events a refused entry claims to hold, for its record (never trusted for anything else). */
+function claimedEvents(fields: readonly string[]): number {
+  try {
+    return usageEntryEvents(fields)?.length ?? 0;
+  } catch {
+    return 0;
+  }
 }
 
 /**
@@ -46,6 +91,8 @@ export class RedisUsageConsumer {
     private readonly consumer: string,
     private readonly settle: (events: UsageEvent[]) => Promise<unknown>,
     private readonly onError: (err: unknown) => void,
+    /** usageEntryKey(master key), and what to do with an entry that is not signed with it */
+    private readonly entries: { key: Buffer; onRefused: (entry: RefusedEntry) => void },
     private readonly claimIdleMs = 30_000,
     private readonly maxSettleBatch = 2_000,
     /**
@@ -151,7 +198,23 @@ export class RedisUsageConsumer {
   /** Settles a read's entries in one transaction, then acknowledges (and deletes) them together. */
   private async handle(redis: Redis, stream: string, entries: Entry[]): Promise<void> {
     if (entries.length === 0) return;
-    const events = eventsOfEntries(entries, this.onError);
+    const refused: string[] = [];
+    const events = eventsOfEntries(entries, this.onError, {
+      key: this.entries.key,
+      stream,
+      onRefused: (r) => {
+        refused.push(r.id);
+        this.entries.onRefused(r);
+      },
+    });
+    // Refused entries are acknowledged (and deleted) at once, whatever happens to the rest: they are never read,
+    // reported or retried again.
+    if (refused.length > 0)
+      await redis
+        .multi()
+        .xack(stream, USAGE_GROUP, ...refused)
+        .xdel(stream, ...refused)
+        .exec();
     // An entry holds a replica's turn of events (up to 500), so one read can hold tens of thousands: they
     // settle in transactions of a bounded size, and the entries are acknowledged once all of them did.
     for (let i = 0; i < events.length; i += this.maxSettleBatch)

@@ -47,7 +47,7 @@ describe("readUsageEvent", () => {
     completionTokens: fc.nat(),
     reasoningTokens: fc.nat(),
     cachedTokens: fc.nat(),
-    cost: fc.bigInt().map(String),
+    cost: fc.bigInt({ min: 0n, max: 10n ** 18n - 1n }).map(String),
     status: fc.integer({ min: 100, max: 599 }),
     errorCode: fc.option(fc.string()),
     latencyMs: fc.nat(),
@@ -74,7 +74,23 @@ describe("readUsageEvent", () => {
   // values a field might hold instead: other types, the bounds, near misses of the formats
   const edge = fc.constantFrom<unknown>(
     ...[null, undefined, true, false, 0, -0, -1, 1.5, 2 ** 53, Number.MAX_SAFE_INTEGER, NaN, Infinity, -Infinity],
-    ...["", "x", "-1", "-0", "007", "1.25", "1.255", "1e3", " 1", "1.", "openai", "x".repeat(128), "x".repeat(129)],
+    ...[
+      "",
+      "x",
+      "-1",
+      "-0",
+      "-1000000000",
+      "1000000000000000000",
+      "007",
+      "1.25",
+      "1.255",
+      "1e3",
+      " 1",
+      "1.",
+      "openai",
+      "x".repeat(128),
+      "x".repeat(129),
+    ],
     ...["x".repeat(256), "x".repeat(257), [], {}, ["a"], [1], [null], ["x".repeat(129)], Array(16).fill("t")],
     ...[Array(17).fill("t"), { input: "1", cachedInput: "1", cacheWrite5m: "1", cacheWrite1h: "1", output: "1" }],
   );
@@ -127,6 +143,30 @@ describe("readUsageEvent", () => {
       }),
       { numRuns: 2_000 },
     );
+  });
+
+  it("refuses a negative or fractional cost or token count (the stream is an input: a negative cost was a credit)", () => {
+    const [base] = fc.sample(valid, { numRuns: 1, seed: 7 });
+    const ok = { ...JSON.parse(JSON.stringify(base)), cost: "1000", promptTokens: 10, completionTokens: 5 };
+    expect(readUsageEvent(ok).success).toBe(true);
+    const bad: Record<string, unknown>[] = [
+      { cost: "-1000000000" },
+      { cost: "-0" },
+      { cost: "1.5" },
+      { cost: "1e3" },
+      { cost: "1000000000000000000" }, // past Postgres' bigint: 19 digits
+      { promptTokens: -1 },
+      { completionTokens: -5 },
+      { reasoningTokens: 1.5 },
+      { cachedTokens: -1 },
+      { cacheWrite5mTokens: -1 },
+      { cacheWrite1hTokens: 0.25 },
+    ];
+    for (const change of bad) {
+      const raw = { ...ok, ...change };
+      expect(readUsageEvent(raw).success, JSON.stringify(change)).toBe(false);
+      expect(usageEventSchema.safeParse(raw).success, JSON.stringify(change)).toBe(false);
+    }
   });
 
   it("knows every field of the schema (a field added to the schema must be added here too)", () => {

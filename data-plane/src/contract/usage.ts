@@ -1,5 +1,4 @@
 import { z } from "zod";
-import { microString } from "./snapshot.ts";
 
 export const clientProtocolSchema = z.enum(["openai", "anthropic", "gemini", "openai-responses"]);
 export type ClientProtocol = z.infer<typeof clientProtocolSchema>;
@@ -13,6 +12,14 @@ export const unitPricesSchema = z.object({
   cacheWrite1h: unitPrice,
   output: unitPrice,
 });
+
+/**
+ * A call's cost: integer micro-units, never negative, at most 18 digits (it must fit Postgres' bigint). The
+ * usage stream is an input from outside the control plane: a negative cost settled as a credit (one XADD of
+ * "-1000000000" raised a balance by 1,000 units), and a cost past bigint failed its batch on every retry.
+ */
+export const USAGE_COST = /^\d{1,18}$/;
+const usageCost = z.string().regex(USAGE_COST, "a non-negative integer of micro-units (at most 18 digits)");
 
 /** Bounds on cost-attribution data, so a client cannot grow the usage log without limit. */
 export const ATTRIBUTION_LIMITS = { tags: 16, tagChars: 128, endUserChars: 256 } as const;
@@ -31,7 +38,7 @@ export const usageEventSchema = z.object({
   completionTokens: z.number().int().nonnegative(),
   reasoningTokens: z.number().int().nonnegative(),
   cachedTokens: z.number().int().nonnegative(),
-  cost: microString,
+  cost: usageCost,
   status: z.number().int(),
   errorCode: z.string().nullable(),
   latencyMs: z.number().int().nonnegative(),
@@ -60,7 +67,6 @@ export type UnitPrices = z.infer<typeof unitPricesSchema>;
 // only what the schema accepts and answering what it answers (a property test holds the two together); an
 // event it does not take that way (a missing optional field is fine, anything unusual is not) goes to the schema.
 const PROTOCOLS: ReadonlySet<unknown> = new Set(clientProtocolSchema.options);
-const MICRO = /^-?\d+$/;
 const UNIT_PRICE = /^-?\d+(\.\d{1,2})?$/;
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 const isCount = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
@@ -109,7 +115,7 @@ export function plainUsageEvent(raw: unknown): UsageEvent | undefined {
     !isCount(reasoningTokens) ||
     !isCount(cachedTokens) ||
     typeof cost !== "string" ||
-    !MICRO.test(cost) ||
+    !USAGE_COST.test(cost) ||
     typeof status !== "number" ||
     !Number.isSafeInteger(status) ||
     (errorCode !== null && typeof errorCode !== "string") ||

@@ -1,4 +1,4 @@
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -7,10 +7,12 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type UsageEvent, usageEntryEvents } from "../contract/usage.ts";
 import { RedisUsageSink, streamIdLess } from "./sink.ts";
 import { UsageSpool } from "./spool.ts";
+import { checkUsageEntry, usageEntryKey } from "./entry-signature.ts";
 import { usageSinkContract } from "./contract.ts";
 import { usageEvent as event } from "../../../test/helpers/usage-event.ts";
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+const key = usageEntryKey(randomBytes(32));
 
 usageSinkContract(
   "redis",
@@ -21,12 +23,16 @@ usageSinkContract(
     const reader = new Redis(REDIS_URL);
     await new Promise((r) => redis.once("ready", r)); // so the sink learns the server's run id at once
     const dir = await mkdtemp(join(tmpdir(), "mg-sink-contract-"));
-    const sink = new RedisUsageSink(redis, stream, await UsageSpool.open(dir), () => undefined, 3_600_000, 30_000);
+    const sink = new RedisUsageSink(redis, stream, key, await UsageSpool.open(dir), () => undefined, 3_600_000, 30_000);
     return {
       sink,
       async delivered() {
+        // Only what the control plane would settle counts: entries signed with the key, sent at once or
+        // replayed from the spool alike.
         const entries = await reader.xrange(stream, "-", "+");
-        return entries.flatMap(([, fields]) => (usageEntryEvents(fields) as UsageEvent[]).map((e) => e.requestId));
+        return entries.flatMap(([, fields]) =>
+          checkUsageEntry(key, fields).ok ? (usageEntryEvents(fields) as UsageEvent[]).map((e) => e.requestId) : [],
+        );
       },
       async breakDestination() {
         // Closed for good before the test goes on: connect() on a client whose socket has not closed yet
@@ -63,7 +69,7 @@ describe("RedisUsageSink retention", () => {
     await redis.ping(); // ready, so the sink learns the server's run id at once
     dir = await mkdtemp(join(tmpdir(), "mg-sink-"));
     // replay and forgetting settled entries only when the test says so
-    sink = new RedisUsageSink(redis, stream, await UsageSpool.open(dir), () => undefined, 3_600_000, 30_000);
+    sink = new RedisUsageSink(redis, stream, key, await UsageSpool.open(dir), () => undefined, 3_600_000, 30_000);
   });
   afterAll(async () => {
     await sink.close();
@@ -123,6 +129,7 @@ describe("RedisUsageSink retention", () => {
     const small = new RedisUsageSink(
       redis,
       `${stream}:small`,
+      key,
       await UsageSpool.open(join(dir, "small")),
       () => undefined,
       3_600_000,

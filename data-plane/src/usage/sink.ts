@@ -1,7 +1,8 @@
 import type { Redis } from "ioredis";
-import { USAGE_ENTRY_FIELD, type UsageEvent } from "../contract/index.ts";
+import type { UsageEvent } from "../contract/index.ts";
 import { TurnBatcher } from "../redis/turn-batcher.ts";
 import { batchWritesThisTurn } from "../redis/write-batch.ts";
+import { signedEntryFields } from "./entry-signature.ts";
 import type { UsageSpool } from "./spool.ts";
 
 /** Where finished calls go to be settled. */
@@ -73,6 +74,9 @@ export class InProcessUsageSink implements UsageSink {
  * control plane has not settled yet, for at most `retainMs` and `retainMaxChars` of JSON, and, when it sees
  * a different Redis server run id after a reconnect, sends those events again. Settlement ignores the ones
  * that had settled already.
+ *
+ * Every entry is signed (entry-signature.ts, with `entryKey`), whether sent at once, replayed from the spool or
+ * resent: the control plane settles no entry without a valid signature.
  */
 export class RedisUsageSink implements UsageSink {
   private inflight = new Set<Promise<unknown>>();
@@ -92,6 +96,8 @@ export class RedisUsageSink implements UsageSink {
   constructor(
     private readonly redis: Redis,
     private readonly stream: string,
+    /** usageEntryKey(master key): signs each entry */
+    private readonly entryKey: Buffer,
     private readonly spool: UsageSpool,
     private readonly onError: (err: unknown) => void,
     replayEveryMs = 1_000,
@@ -125,7 +131,7 @@ export class RedisUsageSink implements UsageSink {
       const entry = events.slice(i, i + this.maxEntryEvents);
       const json = JSON.stringify(entry);
       const p = this.redis
-        .xadd(this.stream, "*", USAGE_ENTRY_FIELD, json)
+        .xadd(this.stream, "*", ...signedEntryFields(this.entryKey, json))
         .then(
           (id) => this.remember(id, json),
           (err) => {
@@ -146,7 +152,7 @@ export class RedisUsageSink implements UsageSink {
     if ((await this.spool.backlogBytes()) === 0) return 0;
     const r = await this.spool.replay(async (batch) => {
       const json = JSON.stringify(batch);
-      this.remember(await this.redis.xadd(this.stream, "*", USAGE_ENTRY_FIELD, json), json);
+      this.remember(await this.redis.xadd(this.stream, "*", ...signedEntryFields(this.entryKey, json)), json);
     });
     return r.sent;
   }
