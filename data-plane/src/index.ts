@@ -16,7 +16,15 @@ export {
   usageShards,
   versionOf,
 } from "./contract/index.ts";
-export { connectRedis, duplicateRedis, isCluster } from "./redis/connect.ts";
+export {
+  connectRedis,
+  duplicateRedis,
+  isCluster,
+  isRedisAuthError,
+  onCredentialsRefusedAtStart,
+  redactRedisUrl,
+  redisUrlHasCredentials,
+} from "./redis/connect.ts";
 export { open, parseMasterKey, seal } from "./crypto/secret-box.ts";
 export { initTracing, inSpan, SpanKind, SpanStatusCode, tracingNow } from "./telemetry/tracing.ts";
 export { createLogger } from "./logger.ts";

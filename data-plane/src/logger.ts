@@ -13,6 +13,9 @@ export const createLogger = (name: string, level = process.env.LOG_LEVEL ?? "inf
         "headers.authorization",
         "key",
         "apiKey",
+        // ioredis puts the failed command on its errors: a refused AUTH carries the password as its argument
+        "err.command.args",
+        "*.command.args",
       ],
       censor: "[redacted]",
     },

@@ -1,7 +1,7 @@
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { redisNames, usageShard, usageShardCount, usageShardFor } from "./contract/index.ts";
-import { connectRedis } from "./redis/connect.ts";
+import { connectRedis, onCredentialsRefusedAtStart, redactRedisUrl, redisUrlHasCredentials } from "./redis/connect.ts";
 import { parseMasterKey } from "./crypto/secret-box.ts";
 import { createLogger } from "./logger.ts";
 import { OutageLog } from "./logging/outage-log.ts";
@@ -44,6 +44,19 @@ const redis = connectRedis(env.REDIS_URL, redisOptions);
 // replies queued behind them on one socket.
 const snapshotRedis = connectRedis(env.REDIS_URL, redisOptions);
 const subscriber = connectRedis(env.REDIS_URL, { lazyConnect: false });
+if (!redisUrlHasCredentials(env.REDIS_URL))
+  logger.warn(
+    { redis: redactRedisUrl(env.REDIS_URL) },
+    "REDIS_URL carries no credentials: whoever reaches this Redis can change the policy this replica enforces. " +
+      "Run Redis with a password or an ACL user (docs/deployment.md)",
+  );
+onCredentialsRefusedAtStart([redis, snapshotRedis, subscriber], (err) => {
+  logger.fatal(
+    { redis: redactRedisUrl(env.REDIS_URL!), err: err.message },
+    "Redis refused this replica's credentials: check the user and password in REDIS_URL",
+  );
+  process.exit(2);
+});
 // An outage is logged as a change of state, then one summary line per interval, then the recovery: not a
 // line per failed request or reconnect attempt.
 const outage = new OutageLog(logger, Number(env.MODELGATE_LOG_SUMMARY_MS ?? 30_000));

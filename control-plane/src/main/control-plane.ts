@@ -4,6 +4,9 @@ import {
   redisNames,
   usageShards,
   connectRedis,
+  onCredentialsRefusedAtStart,
+  redactRedisUrl,
+  redisUrlHasCredentials,
   createLogger,
   createGatewayServer,
   initTracing,
@@ -42,6 +45,20 @@ const names = redisNames();
 const redis = connectRedis(settings.redisUrl);
 const subscriber = connectRedis(settings.redisUrl);
 const consumerConn = connectRedis(settings.redisUrl);
+const redisUrl = settings.redisUrl;
+if (!redisUrlHasCredentials(redisUrl))
+  logger.warn(
+    { redis: redactRedisUrl(redisUrl) },
+    "REDIS_URL carries no credentials: whoever reaches this Redis can change the policy the replicas enforce. " +
+      "Run Redis with a password or an ACL user (docs/deployment.md)",
+  );
+onCredentialsRefusedAtStart([redis, subscriber, consumerConn], (err) => {
+  logger.fatal(
+    { redis: redactRedisUrl(redisUrl), err: err.message },
+    "Redis refused the control plane's credentials: check the user and password in REDIS_URL",
+  );
+  process.exit(2);
+});
 for (const r of [redis, subscriber, consumerConn])
   r.on("error", (err) => logger.warn({ err: err.message }, "redis error"));
 

@@ -22,7 +22,7 @@ export class MemoryConversationStore implements ConversationStore {
     private readonly maxRecords = 10_000,
   ) {}
 
-  async get(accountId: string, id: string): Promise<Record<string, unknown> | null> {
+  async get(accountId: string, id: string): Promise<{ record: Record<string, unknown>; bytes: number } | null> {
     const key = keyOf(accountId, id);
     const r = this.records.get(key);
     if (!r) return null;
@@ -30,7 +30,10 @@ export class MemoryConversationStore implements ConversationStore {
       this.records.delete(key);
       return null;
     }
-    return JSON.parse(open(this.opts.masterKey, r.sealed)) as Record<string, unknown>;
+    return {
+      record: JSON.parse(open(this.opts.masterKey, r.sealed)) as Record<string, unknown>,
+      bytes: r.sealed.length,
+    };
   }
 
   async put(accountId: string, id: string, record: Record<string, unknown>): Promise<void> {
@@ -56,9 +59,11 @@ export class RedisConversationStore implements ConversationStore {
     private readonly opts: ConversationStoreOptions,
   ) {}
 
-  async get(accountId: string, id: string): Promise<Record<string, unknown> | null> {
+  async get(accountId: string, id: string): Promise<{ record: Record<string, unknown>; bytes: number } | null> {
     const sealed = await this.redis.get(this.prefix + keyOf(accountId, id));
-    return sealed === null ? null : (JSON.parse(open(this.opts.masterKey, sealed)) as Record<string, unknown>);
+    return sealed === null
+      ? null
+      : { record: JSON.parse(open(this.opts.masterKey, sealed)) as Record<string, unknown>, bytes: sealed.length };
   }
 
   async put(accountId: string, id: string, record: Record<string, unknown>): Promise<void> {

@@ -123,7 +123,8 @@ export interface Passthrough {
 
 /** Where stateful protocols keep earlier answers (see data-plane/src/conversations). */
 export interface ConversationStore {
-  get(accountId: string, id: string): Promise<Record<string, unknown> | null>;
+  /** The record and the size it is kept at (sealed), which is what reading it costs. */
+  get(accountId: string, id: string): Promise<{ record: Record<string, unknown>; bytes: number } | null>;
   put(accountId: string, id: string, record: Record<string, unknown>): Promise<void>;
   delete(accountId: string, id: string): Promise<boolean>;
 }
@@ -136,6 +137,8 @@ export interface ClientSession {
   readonly withoutState: Record<string, unknown>;
   /** The body with every reference replaced by what it refers to; throws a 400 when that cannot be done. */
   expand(): Promise<Record<string, unknown>>;
+  /** Once expanded: about how many bytes the expanded body is (null before, or when nothing was expanded). */
+  readonly expandedBytes?: number | null;
   /** Keeps the rendered answer (with the expanded input) when the client asked for it to be kept. */
   commit?: (rendered: Record<string, unknown>) => Promise<void>;
 }
@@ -171,7 +174,12 @@ export interface ProtocolAdapter {
     query: URLSearchParams | null,
   ): unknown;
   /** Stateful protocols (Responses): reads what a request refers to and how its answer is kept. */
-  openSession?(body: Record<string, unknown>, store: ConversationStore | null, accountId: string): ClientSession;
+  openSession?(
+    body: Record<string, unknown>,
+    store: ConversationStore | null,
+    accountId: string,
+    limits: { maxBytes: number; bodyBytes: number },
+  ): ClientSession;
   // upstream side
   /** The version segment the vendor's paths go after, added to a base URL given as a bare host (`/v1`). */
   readonly basePath: string;

@@ -1,8 +1,44 @@
 import { describe, expect, it } from "vitest";
 import { usageShardCount, usageShardFor, usageShards } from "../contract/redis-names.ts";
-import { connectionOf, connectRedis, parseClusterUrl } from "./connect.ts";
+import {
+  connectionOf,
+  connectRedis,
+  isRedisAuthError,
+  parseClusterUrl,
+  redactRedisUrl,
+  redisUrlHasCredentials,
+} from "./connect.ts";
 
 describe("Redis URLs", () => {
+  it("takes credentials from every URL form (user and password, password alone, TLS, cluster)", () => {
+    for (const url of [
+      "redis://:s3cret@127.0.0.1:6379",
+      "redis://modelgate-replica:s3cret@redis:6379/0",
+      "rediss://modelgate-replica:s3cret@redis.example:6380",
+      "redis+cluster://app:s3cret@10.0.0.1:7000,10.0.0.2:7001",
+      "rediss+cluster://:s3cret@10.0.0.1:7000",
+    ])
+      expect(redisUrlHasCredentials(url), url).toBe(true);
+    for (const url of ["redis://127.0.0.1:6379", "rediss://redis:6380", "redis+cluster://10.0.0.1:7000", "nonsense"])
+      expect(redisUrlHasCredentials(url), url).toBe(false);
+    // what ioredis opens with: user, password and TLS from the URL
+    const tls = connectRedis("rediss://modelgate-replica:p%40ss@127.0.0.1:6380/2", { lazyConnect: true });
+    expect(tls.options).toMatchObject({ username: "modelgate-replica", password: "p@ss", db: 2, port: 6380 });
+    expect(tls.options.tls).toBeTruthy();
+    tls.disconnect();
+  });
+
+  it("logs a URL without its credentials, and knows Redis' refusals of them", () => {
+    expect(redactRedisUrl("redis://user:s3cret@redis:6379")).toBe("redis://[credentials]@redis:6379");
+    expect(redactRedisUrl("rediss+cluster://:s3cret@a:1,b:2")).toBe("rediss+cluster://[credentials]@a:1,b:2");
+    expect(redactRedisUrl("redis://redis:6379")).toBe("redis://redis:6379");
+    expect(isRedisAuthError(new Error("NOAUTH Authentication required."))).toBe(true);
+    expect(isRedisAuthError(new Error("WRONGPASS invalid username-password pair or user is disabled."))).toBe(true);
+    expect(isRedisAuthError(new Error("ERR invalid password"))).toBe(true);
+    expect(isRedisAuthError(new Error("connect ECONNREFUSED 127.0.0.1:6379"))).toBe(false);
+    expect(isRedisAuthError(new Error("NOPERM this user has no permissions to run the 'xack' command"))).toBe(false);
+  });
+
   it("reads a cluster's seed nodes, credentials and TLS; a single-server URL is left to ioredis", () => {
     expect(parseClusterUrl("redis://127.0.0.1:6379")).toBeNull();
     expect(parseClusterUrl("redis+cluster://10.0.0.1:7000,10.0.0.2:7001,redis-3")).toEqual({

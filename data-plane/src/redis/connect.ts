@@ -47,6 +47,55 @@ export function parseClusterUrl(url: string): RedisTarget | null {
   return { cluster: true, tls: m[1] === "rediss", nodes, username, password };
 }
 
+/**
+ * True when `url` names a user or a password (`redis://:pw@…`, `redis://user:pw@…`, `rediss://…`, the cluster
+ * forms). A Redis without authentication lets anyone who reaches it rewrite the policy the replicas enforce and
+ * the usage they bill: each plane warns at start when its URL carries none (docs/deployment.md).
+ */
+export function redisUrlHasCredentials(url: string): boolean {
+  const cluster = parseClusterUrl(url);
+  if (cluster !== null) return Boolean(cluster.username || cluster.password);
+  try {
+    const u = new URL(url.trim());
+    return u.username !== "" || u.password !== "";
+  } catch {
+    return false;
+  }
+}
+
+/** The URL without its credentials, for a log line. */
+export function redactRedisUrl(url: string): string {
+  return url.trim().replace(/^([a-z+]+:\/\/)[^@/]*@/i, "$1[credentials]@");
+}
+
+/**
+ * True for Redis' refusals of the connection's credentials: none given to a server that requires them
+ * (NOAUTH), a wrong user or password (WRONGPASS, "invalid password"). Not a transient outage: the process
+ * cannot do anything until its configuration changes.
+ */
+export function isRedisAuthError(err: unknown): boolean {
+  const m = (err as Error | undefined)?.message ?? "";
+  return /\b(NOAUTH|WRONGPASS)\b|invalid (username-)?password|AUTH <password> called without any password/i.test(m);
+}
+
+/**
+ * Calls `refused` (once) when Redis refuses the credentials of any of `clients` before one of them was ready:
+ * a process started with the wrong REDIS_URL says so plainly and stops, instead of retrying forever as if Redis
+ * were down. Once a client has been ready, a refusal (a password rotated under a running process) is an outage
+ * like any other.
+ */
+export function onCredentialsRefusedAtStart(clients: readonly Redis[], refused: (err: Error) => void): void {
+  let done = false;
+  for (const c of clients) {
+    c.once("ready", () => void (done = true));
+    c.on("error", (err: Error) => {
+      if (done || !isRedisAuthError(err)) return;
+      done = true;
+      refused(err);
+    });
+  }
+}
+
 /** Opens a connection (or a cluster client) for `url` with `options` for every node. */
 export function connectRedis(url: string, options: RedisOptions = {}): Redis {
   const target = parseClusterUrl(url);

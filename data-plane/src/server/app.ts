@@ -234,9 +234,9 @@ async function stored(
         "response_id",
       );
     if (!opts.conversations || !client.renderStored) throw missing();
-    const record = await opts.conversations.get(caller.account.id, id);
-    if (!record || (op === "delete" && !(await opts.conversations.delete(caller.account.id, id)))) throw missing();
-    sendJson(res, 200, JSON.stringify(client.renderStored(op, id, record, query)), limits.headers);
+    const found = await opts.conversations.get(caller.account.id, id);
+    if (!found || (op === "delete" && !(await opts.conversations.delete(caller.account.id, id)))) throw missing();
+    sendJson(res, 200, JSON.stringify(client.renderStored(op, id, found.record, query)), limits.headers);
   } finally {
     limits.release();
   }

@@ -58,7 +58,11 @@ export async function handleGenerate(
     if (declared !== null) limits = startLimits(opts, caller, tokensFromChars(declared), startedAt);
     const raw = await readBody(req, opts.maxBodyBytes);
     const body = parseJsonObject(raw);
-    const session: ClientSession | null = client.openSession?.(body, opts.conversations, caller.account.id) ?? null;
+    const session: ClientSession | null =
+      client.openSession?.(body, opts.conversations, caller.account.id, {
+        maxBytes: opts.maxBodyBytes,
+        bodyBytes: raw.length,
+      }) ?? null;
     let canonical = client.parseClientRequest(session?.refersToState ? session.withoutState : body, ep.route);
     const attribution = attributionOf(client.name, body, req.headers);
     trace?.request(canonical.model, canonical.stream, caller.account.id, caller.key.id);
@@ -112,9 +116,14 @@ export async function handleGenerate(
         if (!sameProtocol(routes[0]!)) throw err;
         stateError = err; // only the translated fallbacks fail on it
       }
-      // The limits were taken on the body's size; the conversation is what the call sends.
+      // The limits were taken on the body's size; the conversation is what the call sends (measured while it was
+      // expanded: serialising it here again cost as much as the expansion).
       if (translated !== body)
-        await topUpLimits(admission, tokensFromChars(JSON.stringify(translated).length), startedAt);
+        await topUpLimits(
+          admission,
+          tokensFromChars(session?.expandedBytes ?? JSON.stringify(translated).length),
+          startedAt,
+        );
     }
 
     const abort = new CallAbort();
