@@ -59,7 +59,10 @@ onCredentialsRefusedAtStart([redis, snapshotRedis, subscriber], (err) => {
 });
 // An outage is logged as a change of state, then one summary line per interval, then the recovery: not a
 // line per failed request or reconnect attempt.
-const outage = new OutageLog(logger, Number(env.MODELGATE_LOG_SUMMARY_MS ?? 30_000));
+// Its end follows health: every connection ready and no failure for a second (outage-log.ts).
+const outage = new OutageLog(logger, Number(env.MODELGATE_LOG_SUMMARY_MS ?? 30_000), Date.now, {
+  healthy: () => [redis, snapshotRedis, subscriber].every((r) => r.status === "ready"),
+});
 for (const r of [redis, snapshotRedis, subscriber]) {
   r.on("error", (err) => outage.failure("redis", "connection", err));
   r.on("ready", () => outage.recovered("redis"));
