@@ -196,7 +196,8 @@ export async function startAnthropicUpstream(opts: MockUpstreamOptions = {}): Pr
     async (mock, recorded, req, res): Promise<void> => {
       const bearer = req.headers.authorization?.startsWith("Bearer ") ? req.headers.authorization.slice(7) : undefined;
       if (req.headers["x-api-key"] !== apiKey && bearer !== apiKey) return sendError(res, 401, "invalid x-api-key");
-      if (req.method !== "POST" || req.url !== "/v1/messages")
+      // The path without its query: Anthropic's API takes the SDK's `?beta=true` (Claude Code sends it).
+      if (req.method !== "POST" || new URL(req.url ?? "", "http://mock").pathname !== "/v1/messages")
         return sendError(res, 404, `Not found: ${req.url ?? ""}`);
       if (typeof req.headers["anthropic-version"] !== "string") {
         return sendError(res, 400, "anthropic-version: header is required");

@@ -175,14 +175,18 @@ async function call(
   key: string = apiKey,
 ): Promise<void> {
   const text = `call #${i}: say something`;
+  // Every call names its output cap, as the Anthropic one must: a call without one holds 4,096 output tokens'
+  // worth of the budget while in flight (docs/billing.md, reservations), and six of those at the contract's
+  // output price are more than the whole daily budget.
   if (client === "openai") {
     const sdk = new OpenAI({ baseURL: `${base}/v1`, apiKey: key, maxRetries: 0 });
     if (mode === "json") {
-      await sdk.chat.completions.create({ model, messages: [{ role: "user", content: text }] });
+      await sdk.chat.completions.create({ model, max_tokens: 256, messages: [{ role: "user", content: text }] });
       return;
     }
     const stream = await sdk.chat.completions.create({
       model,
+      max_tokens: 256,
       messages: [{ role: "user", content: text }],
       stream: true,
       stream_options: { include_usage: true },
@@ -207,7 +211,7 @@ async function call(
   }
   const ai = new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: base, apiVersion: "v1beta" } });
   if (mode === "json") {
-    await ai.models.generateContent({ model, contents: text });
+    await ai.models.generateContent({ model, contents: text, config: { maxOutputTokens: 256 } });
     return;
   }
   const abort = new AbortController();
@@ -215,7 +219,7 @@ async function call(
     for await (const chunk of await ai.models.generateContentStream({
       model,
       contents: text,
-      config: { abortSignal: abort.signal },
+      config: { abortSignal: abort.signal, maxOutputTokens: 256 },
     })) {
       if (mode === "cut" && chunk.text) {
         abort.abort();

@@ -2,6 +2,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AccountSnapshot, KeySnapshot } from "../contract/snapshot.ts";
+import type { Reservation, ReserveResult, Rooms } from "./reservation.ts";
 import type { SpendCounter } from "./spend.ts";
 
 export interface SpendCounterFixture {
@@ -108,6 +109,72 @@ export function spendCounterContract(name: string, setup: () => Promise<SpendCou
       const k = makeKey(a.id);
       await fx.counter.add(k, a, 100n);
       expect(await get(k, a)).toEqual({ keySpent: 100n, accountSpent: 0n });
+    });
+
+    const rooms = (key: bigint | null, account: bigint | null): Rooms => ({ key, account });
+    const held = (r: ReserveResult): Reservation => {
+      if (!r.ok)
+        throw new Error(`expected a reservation, got a refusal: ${JSON.stringify(r.spend, (_k, v) => String(v))}`);
+      return r.reservation;
+    };
+
+    it("holds a reservation against the key's room until it is settled, then counts the cost", async () => {
+      const a = makeAccount();
+      const k = makeKey(a.id);
+      const first = held(await fx.counter.reserve(k, a, 600n, rooms(1000n, null)));
+      // 600 held + 600 more > 1000: refused, with the spend that makes checkKeyPolicy see the quota used up
+      expect(await fx.counter.reserve(k, a, 600n, rooms(1000n, null))).toEqual({
+        ok: false,
+        spend: { keySpent: 1199n, accountSpent: 0n },
+      });
+      const second = held(await fx.counter.reserve(k, a, 400n, rooms(1000n, null))); // 600 + 400 fits exactly
+      await fx.counter.settle(first, 500n);
+      await fx.counter.settle(first, 500n); // once only
+      expect(await get(k, a)).toEqual({ keySpent: 500n, accountSpent: 500n });
+      // 500 spent, 400 held: 100 fits, 101 does not
+      expect((await fx.counter.reserve(k, a, 101n, rooms(1000n, null))).ok).toBe(false);
+      const third = held(await fx.counter.reserve(k, a, 100n, rooms(1000n, null)));
+      await fx.counter.settle(second, 0n); // a failed call: its hold goes, nothing is added
+      await fx.counter.settle(third, 100n);
+      expect(await get(k, a)).toEqual({ keySpent: 600n, accountSpent: 600n });
+    });
+
+    it("lets a call go alone while anything is left, and none once nothing is", async () => {
+      const a = makeAccount();
+      const k = makeKey(a.id);
+      // nothing held: a call whose estimate is above the remainder still goes (as before reservations)
+      const alone = held(await fx.counter.reserve(k, a, 5000n, rooms(null, 1000n)));
+      expect(await fx.counter.reserve(k, a, 1n, rooms(null, 1000n))).toEqual({
+        ok: false,
+        spend: { keySpent: 0n, accountSpent: 5000n },
+      });
+      await fx.counter.settle(alone, 1000n);
+      // the account's room is used up: refused even alone, with the spend as it is
+      expect(await fx.counter.reserve(k, a, 1n, rooms(null, 1000n))).toEqual({
+        ok: false,
+        spend: { keySpent: 1000n, accountSpent: 1000n },
+      });
+    });
+
+    it("never refuses a subject without a limit", async () => {
+      const a = makeAccount();
+      const k = makeKey(a.id);
+      const rs = [];
+      for (let i = 0; i < 3; i++) rs.push(held(await fx.counter.reserve(k, a, 10n ** 15n, rooms(null, null))));
+      for (const r of rs) await fx.counter.settle(r, 1n);
+      expect(await get(k, a)).toEqual({ keySpent: 3n, accountSpent: 3n });
+    });
+
+    it("admits parallel reservations only as far as they fit: 40 of 300 against 1000 hold 3", async () => {
+      const a = makeAccount();
+      const k = makeKey(a.id);
+      const results = await Promise.all(
+        Array.from({ length: 40 }, async () => fx.counter.reserve(k, a, 300n, rooms(1000n, 1000n))),
+      );
+      const ok = results.filter((r) => r.ok);
+      expect(ok.length).toBe(3);
+      await Promise.all(ok.map((r) => fx.counter.settle(held(r), 300n)));
+      expect(await get(k, a)).toEqual({ keySpent: 900n, accountSpent: 900n });
     });
 
     it("resets a key's counter, or the account's", async () => {

@@ -3,6 +3,8 @@ import { Redis } from "ioredis";
 import { dropPrefix, TEST_REDIS_URL as REDIS_URL } from "../redis/test-fixture.ts";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { RedisSpendCounter } from "./spend-redis.ts";
+import type { AccountSnapshot, KeySnapshot } from "../contract/snapshot.ts";
+import type { Reservation, ReserveResult, Rooms } from "./reservation.ts";
 import { makeAccount, makeKey, spendCounterContract } from "./spend-contract.ts";
 
 spendCounterContract("redis", async () => {
@@ -168,5 +170,130 @@ describe("RedisSpendCounter across replicas", () => {
       keySpent: 9_007_199_254_741_000n,
       accountSpent: 9_007_199_254_741_005n,
     });
+  });
+});
+
+describe("RedisSpendCounter reservations", () => {
+  const prefix = `mgtest:spend:${randomUUID()}:`;
+  const c1 = new Redis(REDIS_URL);
+  const c2 = new Redis(REDIS_URL);
+  afterAll(async () => {
+    await dropPrefix(c1, prefix);
+    c1.disconnect();
+    c2.disconnect();
+  });
+  const rooms = (key: bigint | null, account: bigint | null): Rooms => ({ key, account });
+  const held = (r: ReserveResult): Reservation => {
+    if (!r.ok) throw new Error("expected a reservation");
+    return r.reservation;
+  };
+  const holdsOf = async (account: AccountSnapshot, key: KeySnapshot) =>
+    (await c1.hvals(`${prefix}{acct:${account.id}}:k:${key.id}:held`)).map((v) => v.split(" ")[0]);
+
+  it("holds far from every limit without a round trip, and lets Redis decide near one", async () => {
+    const counter = new RedisSpendCounter(c1, { prefix, clock: () => 5_000_000 });
+    const account = makeAccount("0");
+    const key = makeKey(account.id, "0");
+    await counter.get(key, account); // the view: fresh for as long as the clock stands still
+    const spy = vi.spyOn(c1, "modelgateSpendReserve");
+    try {
+      // 400 of 1000 free: this replica's unwritten holds stay within half of what Redis has free
+      const a = held(await counter.reserve(key, account, 400_000n, rooms(1_000_000n, null)));
+      expect(spy).toHaveBeenCalledTimes(0);
+      // 800 would not: Redis decides (it fits: 400 + 400 ≤ 1000)
+      const b = held(await counter.reserve(key, account, 400_000n, rooms(1_000_000n, null)));
+      expect(spy).toHaveBeenCalledTimes(1);
+      expect(await holdsOf(account, key)).toEqual(["800000"]);
+      // 300 more does not fit: refused by Redis
+      expect((await counter.reserve(key, account, 300_000n, rooms(1_000_000n, null))).ok).toBe(false);
+      expect(spy).toHaveBeenCalledTimes(2);
+      await counter.settle(a, 100n);
+      await counter.settle(b, 0n);
+      expect(await holdsOf(account, key)).toEqual([]); // released with the cost, in the same script
+      expect(await counter.get(key, account)).toEqual({ keySpent: 100n, accountSpent: 100n });
+    } finally {
+      spy.mockRestore();
+      await counter.close();
+    }
+  });
+
+  it("counts the other replicas' holds, and writes a hold taken locally within publishMs", async () => {
+    const a = new RedisSpendCounter(c1, { prefix, publishMs: 5 });
+    const b = new RedisSpendCounter(c2, { prefix, refreshMs: 0, maxStaleMs: 0 });
+    const account = makeAccount("0");
+    const key = makeKey(account.id, "0");
+    await a.get(key, account);
+    const r = held(await a.reserve(key, account, 300n, rooms(1000n, 1_000_000n))); // local: 600 ≤ 1000
+    await vi.waitFor(async () => expect(await holdsOf(account, key)).toEqual(["300"]), { timeout: 5_000, interval: 5 });
+    // b sees a's 300: 300 + 701 > 1000, 300 + 700 fits
+    expect(await b.reserve(key, account, 701n, rooms(1000n, 1_000_000n))).toEqual({
+      ok: false,
+      spend: { keySpent: 1000n, accountSpent: 0n },
+    });
+    const rb = held(await b.reserve(key, account, 700n, rooms(1000n, 1_000_000n)));
+    await a.settle(r, 250n);
+    await b.settle(rb, 700n);
+    expect(await b.get(key, account)).toEqual({ keySpent: 950n, accountSpent: 950n });
+    await a.close();
+    await b.close();
+  });
+
+  it("lets a dead replica's holds expire after reserveTtlMs, while a live one's are renewed", async () => {
+    const dead = new RedisSpendCounter(c1, { prefix, refreshMs: 0, maxStaleMs: 0, reserveTtlMs: 300 });
+    const live = new RedisSpendCounter(c1, { prefix, refreshMs: 0, maxStaleMs: 0, reserveTtlMs: 300 });
+    const other = new RedisSpendCounter(c2, { prefix, refreshMs: 0, maxStaleMs: 0 });
+    const account = makeAccount("0");
+    const k1 = makeKey(account.id, "0");
+    const k2 = makeKey(account.id, "0");
+    held(await dead.reserve(k1, account, 900n, rooms(1000n, null)));
+    await dead.close(); // stops its heartbeat: as a replica that died holding the call
+    const kept = held(await live.reserve(k2, account, 900n, rooms(1000n, null)));
+    const field = `${prefix}{acct:${account.id}}:k:${k2.id}:held`;
+    const expiryOf = async () => Number((await c1.hvals(field))[0]!.split(" ")[1]);
+    const first = await expiryOf();
+    expect((await other.reserve(k1, account, 900n, rooms(1000n, null))).ok).toBe(false);
+    // the dead replica's hold goes by itself; the live one's expiry moves on (its heartbeat, every 100 ms)
+    const r = await vi.waitFor(
+      async () => {
+        const res = await other.reserve(k1, account, 900n, rooms(1000n, null));
+        expect(res.ok).toBe(true);
+        return res;
+      },
+      { timeout: 5_000, interval: 20 },
+    );
+    await vi.waitFor(async () => expect(await expiryOf()).toBeGreaterThan(first), { timeout: 5_000, interval: 20 });
+    expect((await other.reserve(k2, account, 900n, rooms(1000n, null))).ok).toBe(false); // k2 still held
+    await other.settle(held(r), 0n);
+    await live.settle(kept, 0n);
+    await live.close();
+    await other.close();
+  });
+
+  it("costs one Redis command per call far from its limits (the add it always sent), two near one", async () => {
+    const account = makeAccount("0");
+    const key = makeKey(account.id, "0");
+    /** commands sent for `calls` calls one after the other, each holding `micro` and costing `cost` */
+    const count = async (calls: number, micro: bigint, cost: bigint, room: bigint): Promise<number> => {
+      const counter = new RedisSpendCounter(c1, { prefix, clock: () => 6_000_000 });
+      await counter.get(key, account); // the view, fresh while the clock stands still
+      const spy = vi.spyOn(c1, "sendCommand");
+      try {
+        for (let i = 0; i < calls; i++) {
+          const r = held(await counter.reserve(key, account, micro, rooms(room, 10n ** 12n)));
+          await counter.settle(r, cost);
+        }
+        await counter.close(); // flushes what waits for its window (nothing: each call wrote its holds)
+        return spy.mock.calls.length;
+      } finally {
+        spy.mockRestore();
+      }
+    };
+    // far: 20 calls holding 100 against 1,000,000 (1,000 spent by them)
+    const far = await count(20, 100n, 50n, 1_000_000n);
+    // near: 1,500 left, so a hold of 1,000 is more than half of it: Redis decides each (and they cost nothing)
+    const near = await count(20, 1_000n, 0n, 2_500n);
+    console.log(`Redis commands per call: far from the limit ${far / 20}, near it ${near / 20}`);
+    expect(far).toBe(20);
+    expect(near).toBe(40);
   });
 });

@@ -1,5 +1,6 @@
 import type { AccountSnapshot, KeySnapshot } from "../contract/snapshot.ts";
 import { compileKey, type UnsettledSpend } from "../policy/check.ts";
+import { overReserve, Reservation, refusedSpend, type ReserveResult, type Rooms } from "./reservation.ts";
 
 // Running spend between snapshots.
 //
@@ -14,11 +15,10 @@ import { compileKey, type UnsettledSpend } from "../policy/check.ts";
 // failed while its usage event still settled) is lifted to the settled figure by the next add, so it never
 // hides spend for long: the error is at most the spend whose add failed, until that spend settles.
 //
-// Maximum overrun: checkKeyPolicy lets a call through while anything remains, and a call's cost is known
-// only when it ends. So a burst may overrun a quota or balance by
-//   (calls in flight for the key or account) × (cost of the largest call)
-// which the concurrency limit bounds; across replicas (Redis) add what other replicas spend within one
-// refresh interval of the local cache (RedisSpendCounter: refreshMs, default 250 ms).
+// Maximum overrun: a call's cost is known only when it ends, so each admitted call holds an estimate of it
+// (reserve, released with the actual cost by settle; see reservation.ts for the rule). A burst then overruns
+// a quota, budget or balance by at most one call's cost plus what calls cost beyond their estimates; across
+// replicas (Redis) add what a replica holds without asking Redis (RedisSpendCounter.reserve).
 //
 // A control-plane action that lowers a key's spent (a quota reset) must call reset(), or the old counter
 // would count the cleared spend again.
@@ -26,6 +26,19 @@ import { compileKey, type UnsettledSpend } from "../policy/check.ts";
 export interface SpendCounter {
   /** Records a finished call's cost (micro-units; a negative value is a refund). */
   add(key: KeySnapshot, account: AccountSnapshot, micro: bigint): Promise<void>;
+  /**
+   * Admits a call against the money it may still spend, atomically: the call's estimate is held against the
+   * key and the account until settle() (see reservation.ts for the rule). Refused, nothing is held and the
+   * answer carries the spend figures that make checkKeyPolicy give the refusal the limit's exhaustion gives.
+   */
+  reserve(
+    key: KeySnapshot,
+    account: AccountSnapshot,
+    micro: bigint,
+    rooms: Rooms,
+  ): ReserveResult | Promise<ReserveResult>;
+  /** Ends a reservation: releases its hold and adds the call's actual cost, in one step. Idempotent. */
+  settle(reservation: Reservation, micro: bigint): Promise<void>;
   /** Spend the given snapshot does not include yet, for checkKeyPolicy. */
   get(key: KeySnapshot, account: AccountSnapshot): UnsettledSpend | Promise<UnsettledSpend>;
   /** Forgets the counters of a key (or, without keyId, of the account) after the control plane lowered spent. */
@@ -67,6 +80,36 @@ export function afterAdd(counter: bigint, settled: bigint | null, micro: bigint)
 export class MemorySpendCounter implements SpendCounter {
   private readonly keys = new Map<string, bigint>();
   private readonly accounts = new Map<string, bigint>();
+  /** what the calls in flight hold, by key and by account */
+  private readonly keysHeld = new Map<string, bigint>();
+  private readonly accountsHeld = new Map<string, bigint>();
+
+  reserve(key: KeySnapshot, account: AccountSnapshot, micro: bigint, rooms: Rooms): ReserveResult {
+    const { keySpent: ku, accountSpent: au } = this.get(key, account);
+    const kr = this.keysHeld.get(key.id) ?? 0n;
+    const ar = this.accountsHeld.get(account.id) ?? 0n;
+    const kOver = overReserve(ku, kr, micro, rooms.key);
+    const aOver = overReserve(au, ar, micro, rooms.account);
+    if (kOver || aOver) {
+      return {
+        ok: false,
+        spend: {
+          keySpent: kOver ? refusedSpend(ku, kr, micro) : ku,
+          accountSpent: aOver ? refusedSpend(au, ar, micro) : au,
+        },
+      };
+    }
+    this.keysHeld.set(key.id, kr + micro);
+    this.accountsHeld.set(account.id, ar + micro);
+    return { ok: true, reservation: new Reservation(key, account, micro) };
+  }
+
+  settle(r: Reservation, micro: bigint): Promise<void> {
+    if (!r.end()) return Promise.resolve();
+    release(this.keysHeld, r.key.id, r.micro);
+    release(this.accountsHeld, r.account.id, r.micro);
+    return micro === 0n ? Promise.resolve() : this.add(r.key, r.account, micro);
+  }
 
   async add(key: KeySnapshot, account: AccountSnapshot, micro: bigint): Promise<void> {
     this.keys.set(key.id, afterAdd(this.keys.get(key.id) ?? 0n, keySettled(key), micro));
@@ -86,4 +129,10 @@ export class MemorySpendCounter implements SpendCounter {
   }
 
   async close(): Promise<void> {}
+}
+
+function release(held: Map<string, bigint>, id: string, micro: bigint): void {
+  const left = (held.get(id) ?? 0n) - micro;
+  if (left > 0n) held.set(id, left);
+  else held.delete(id);
 }

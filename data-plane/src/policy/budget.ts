@@ -4,9 +4,8 @@ import { GatewayError } from "../errors.ts";
 
 // Budgets: spend limits per calendar period (day, ISO week, month in the account's time zone), per key and
 // per account, beside the key's lifetime quota. Enforced from the same numbers as the quota: the snapshot's
-// settled spend in the period plus the unsettled spend of the running counters (billing/spend.ts), so the
-// overrun bound is the quota's: (calls in flight) × (cost of the largest call), plus across replicas what the
-// others spend within one spend-cache refresh (250 ms).
+// settled spend in the period plus the unsettled spend of the running counters (billing/spend.ts) and the
+// reservations of the calls in flight (billing/reservation.ts), so the overrun bound is the quota's.
 //
 // Unsettled spend has no period: it is the last second or so of calls, counted in the current period. Right
 // after a reset it may still hold calls from the end of the previous period; they count against the new one
@@ -52,6 +51,21 @@ function formatMicro(micro: bigint): string {
   const whole = micro / 1_000_000n;
   const frac = (micro % 1_000_000n).toString().padStart(6, "0").replace(/0+$/, "");
   return frac ? `${whole}.${frac}` : `${whole}`;
+}
+
+/**
+ * What the budgets leave of their periods' limits beyond the settled spend (the smallest; negative once
+ * one is overrun), as checkBudgets counts it; null without budgets. For reservations (billing/reservation.ts).
+ */
+export function budgetRoom(budgets: BudgetsSnapshot | undefined, calendar: BudgetCalendar): bigint | null {
+  if (budgets === undefined) return null;
+  const t = calendar.now();
+  let room: bigint | null = null;
+  for (const b of compile(budgets)) {
+    const left = b.limit - (t < b.end ? b.spent : 0n);
+    if (room === null || left < room) room = left;
+  }
+  return room;
 }
 
 /**

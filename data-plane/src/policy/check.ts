@@ -62,7 +62,7 @@ export function compileKey(key: KeySnapshot): CompiledKey {
   return c;
 }
 
-function balanceOf(account: AccountSnapshot): bigint {
+export function balanceOf(account: AccountSnapshot): bigint {
   let b = balances.get(account);
   if (b === undefined || b.text !== account.balance) {
     b = { text: account.balance, micro: BigInt(account.balance) };
@@ -84,9 +84,9 @@ export function isModelAllowed(key: KeySnapshot, model: string): boolean {
  * only that, and an address outside the allowlist hears nothing about models or balance.
  *
  * Money: the key's quota is reached when snapshot spent + unsettled key spend ≥ quota; the account's balance
- * is exhausted when snapshot balance − unsettled account spend ≤ 0. A call is let through with any positive
- * remainder, so one burst can overrun by at most (concurrent calls in flight) × (cost of the largest call);
- * see policy/README.md.
+ * is exhausted when snapshot balance − unsettled account spend ≤ 0. This check lets a call through with any
+ * positive remainder; admission then holds the call's estimated cost against what the calls in flight hold
+ * (billing/reservation.ts), so a burst overruns by about one call; see policy/README.md.
  */
 export function checkKeyPolicy(input: PolicyInput): GatewayError | null {
   const refusal = checkKeyAccess(input);

@@ -2,7 +2,9 @@ import type { IncomingMessage } from "node:http";
 import type { AccountSnapshot, KeySnapshot, ModelSnapshot, Price } from "../contract/index.ts";
 import { pickPrice } from "../billing/cost.ts";
 import { GatewayError } from "../errors.ts";
-import { checkKeyPolicy } from "../policy/check.ts";
+import { moneyRooms, reservationEstimate, type Reservation } from "../billing/reservation.ts";
+import type { BudgetCalendar } from "../billing/periods.ts";
+import { checkKeyPolicy, type UnsettledSpend } from "../policy/check.ts";
 import { resolveClientIp } from "../policy/client-ip.ts";
 import { rateLimitError, rateLimitHeaders } from "../ratelimit/headers.ts";
 import type { AcquireResult, RateLimitGrant } from "../ratelimit/types.ts";
@@ -36,6 +38,8 @@ export interface Admission {
   headers: Record<string, string>;
   /** the prompt's size in tokens as estimated from the request (for a call the upstream never reports) */
   estimatedPromptTokens: number;
+  /** the call's hold on its key's and account's money, settled by Call.finish (billing/reservation.ts) */
+  reservation?: Reservation;
 }
 
 /**
@@ -86,6 +90,8 @@ export async function admit(
   limits?: Promise<AcquireResult>,
   /** what the endpoint serves: a chat endpoint refuses an embedding model, and the other way round */
   purpose: "chat" | "embedding" = "chat",
+  /** the request's output cap (max_tokens …); absent: DEFAULT_RESERVED_OUTPUT_TOKENS is reserved */
+  maxOutputTokens?: number,
 ): Promise<Admission> {
   const spend = await opts.spend.get(caller.key, caller.account);
   const refusal = checkKeyPolicy({
@@ -110,28 +116,30 @@ export async function admit(
   if ((model.type ?? "chat") !== purpose) throw wrongModelType(modelId, purpose);
   const result = await (limits ?? startLimits(opts, caller, estimatedTokens, now));
   if (!result.ok) throw rateLimitError(result);
-  // Calls that ended while the limiter answered (one of them may have freed the slot this call just took) are
-  // in the spend counters by now: check the money again, so a burst overruns a quota or balance by at most
-  // (concurrency limit) × (one call's cost), as documented, and not by the calls that ended in between.
-  const late = checkKeyPolicy({
-    key: caller.key,
-    account: caller.account,
-    model: modelId,
-    clientIp: caller.clientIp,
-    now,
-    spend: await opts.spend.get(caller.key, caller.account),
-    calendar: opts.calendar,
-  });
-  if (late) {
+  // Last, once the limiter answered (calls that ended meanwhile are in the counters): the call holds its
+  // estimated cost against the key's and the account's money, atomically with the check, so parallel calls
+  // see each other and a burst overruns a quota, budget or balance by about one call, not by every call in
+  // flight (billing/reservation.ts). A refusal is the one the exhausted limit gives.
+  const price = pickPrice(caller.account, model);
+  const estimate = reservationEstimate(price, estimatedTokens, purpose === "embedding" ? 0 : maxOutputTokens);
+  const calendar = opts.calendar;
+  const reserved = await opts.spend.reserve(
+    caller.key,
+    caller.account,
+    estimate,
+    moneyRooms(caller.key, caller.account, calendar),
+  );
+  if (!reserved.ok) {
     await result.cancel();
-    throw late;
+    throw moneyRefusal(caller, modelId, now, reserved.spend, calendar);
   }
   return {
     model,
-    price: pickPrice(caller.account, model),
+    price,
     grant: result,
     headers: rateLimitHeaders(result.info),
     estimatedPromptTokens: estimatedTokens,
+    reservation: reserved.reservation,
   };
 }
 
@@ -154,6 +162,31 @@ export async function topUpLimits(admission: Admission, estimatedTokens: number,
   }
   admission.headers = rateLimitHeaders(result.info);
   admission.estimatedPromptTokens = estimatedTokens;
+}
+
+/**
+ * The refusal for a reservation that does not fit: checkKeyPolicy on the spend figures the counter answered
+ * (made so that the limit that refused is exhausted by them). Should the snapshot have moved in between, the
+ * subject's limits are taken as used up, so the answer is still that limit's refusal, never a pass.
+ */
+function moneyRefusal(
+  caller: Caller,
+  modelId: string,
+  now: number,
+  spend: UnsettledSpend,
+  calendar: BudgetCalendar,
+): GatewayError {
+  const input = { key: caller.key, account: caller.account, model: modelId, clientIp: caller.clientIp, now, calendar };
+  const ALL = 1n << 62n;
+  return (
+    checkKeyPolicy({ ...input, spend }) ??
+    checkKeyPolicy({ ...input, spend: { keySpent: ALL, accountSpent: ALL } }) ??
+    new GatewayError(
+      "payment_required",
+      "insufficient_balance",
+      "The account's balance is exhausted; top it up to continue.",
+    )
+  );
 }
 
 const wrongModelType = (modelId: string, purpose: "chat" | "embedding"): GatewayError =>

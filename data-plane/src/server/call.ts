@@ -1,6 +1,7 @@
 import { GatewayError } from "../errors.ts";
 import type { CanonicalStreamEvent, Usage } from "../protocols/index.ts";
 import { type CallRecord, type TokenUsage, tokensFromChars, usageEvent, zeroUsage } from "../usage/record.ts";
+import type { Reservation } from "../billing/reservation.ts";
 import type { Admission, Caller } from "./admission.ts";
 import type { CallTrace } from "../telemetry/call-trace.ts";
 import type { DataPlaneOptions } from "./context.ts";
@@ -108,7 +109,9 @@ export class Call {
     const event = usageEvent(this.record, usage, this.admission.price, status, errorCode, charge, estimated);
     const durable = this.opts.usage.emit(event);
     const cost = BigInt(event.cost);
-    const spent = cost !== 0n ? this.addSpend(cost) : undefined;
+    // The hold the call took at admission goes and its cost comes in one step (billing/reservation.ts).
+    const held = this.admission.reservation;
+    const spent = held !== undefined ? this.addSpend(cost, held) : cost !== 0n ? this.addSpend(cost) : undefined;
     if (estimated && charge && status === 499) this.estimatedCharge = cost;
     void this.admission.grant.release(usage.promptTokens + usage.completionTokens);
     this.opts.metrics.call(
@@ -178,8 +181,12 @@ export class Call {
   }
 
   /** Resolves once the counters took the cost (never rejects: a failure is logged and the call goes on). */
-  private addSpend(cost: bigint): Promise<void> {
-    return this.opts.spend.add(this.caller.key, this.caller.account, cost).then(
+  private addSpend(cost: bigint, held?: Reservation): Promise<void> {
+    const added =
+      held !== undefined
+        ? this.opts.spend.settle(held, cost)
+        : this.opts.spend.add(this.caller.key, this.caller.account, cost);
+    return added.then(
       () => undefined,
       (err: unknown) => this.opts.logger.warn({ err, requestId: this.record.requestId }, "spend counter not updated"),
     );

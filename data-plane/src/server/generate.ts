@@ -12,6 +12,7 @@ import { CallTrace } from "../telemetry/call-trace.ts";
 import { CallAbort } from "../upstreams/call-abort.ts";
 import { orderRoutes } from "../upstreams/pick-route.ts";
 import type { AcquireResult } from "../ratelimit/types.ts";
+import { maxOutputTokensOf } from "../billing/reservation.ts";
 import { admit, cancelLimits, identify, startLimits, topUpLimits } from "./admission.ts";
 import { keyHashFrom } from "./auth.ts";
 import { declaredLength, parseJsonObject, readBody } from "./body.ts";
@@ -67,7 +68,16 @@ export async function handleGenerate(
     const attribution = attributionOf(client.name, body, req.headers);
     trace?.request(canonical.model, canonical.stream, caller.account.id, caller.key.id);
     const limitsSpan = trace?.limits();
-    const admitting = admit(opts, caller, canonical.model, tokensFromChars(declared ?? raw.length), startedAt, limits);
+    const admitting = admit(
+      opts,
+      caller,
+      canonical.model,
+      tokensFromChars(declared ?? raw.length),
+      startedAt,
+      limits,
+      "chat",
+      maxOutputTokensOf(body),
+    );
     // Untraced calls skip the .finally: its closure and two promises were per-call garbage for nothing.
     const admission = await (limitsSpan === undefined ? admitting : admitting.finally(() => limitsSpan.end()));
     admitted = true;
