@@ -2,21 +2,34 @@ import { audit } from "../audit/record.ts";
 import type { Db } from "../db/client.ts";
 import { open } from "@modelgate/data-plane";
 import { AppError } from "../services/errors.ts";
-import { dummyHash, hashPassword, needsRehash, verifyPassword } from "./password.ts";
+import { dummyHash, HashQueueFull, hashPassword, LOGIN_HASH_QUEUE, needsRehash, verifyPassword } from "./password.ts";
 import { createSession, revokeSession } from "./sessions.ts";
 import { hmacCode, normaliseRecoveryCode, safeEqualHex } from "./tokens.ts";
-import { LOGIN_POLICY, loginKey, secondStepKey, succeeded, takeAttempt } from "./throttle.ts";
+import {
+  ADDRESS_POLICY,
+  LOGIN_POLICY,
+  loginAddressKey,
+  loginKey,
+  refund,
+  secondStepKey,
+  succeeded,
+  takeAttempt,
+} from "./throttle.ts";
 import { totpStep } from "./totp.ts";
 
 export const normaliseEmail = (email: string) => email.trim().toLowerCase();
+
+/** RFC 5321's limit on an address (a path of 256 minus its angle brackets). */
+export const MAX_EMAIL_LENGTH = 254;
 
 export type LoginResult =
   | { secondStepRequired: false; token: string; userId: string }
   | { secondStepRequired: true; token: string; userId: string };
 
 /**
- * Password sign-in, throttled by (e-mail, client address) before the password is checked. An unknown e-mail
- * costs and answers exactly what a known one does: the same hash work, the same throttle, the same message.
+ * Password sign-in, throttled by client address and by (e-mail, client address) before the password is checked.
+ * An unknown e-mail costs and answers exactly what a known one does: the same hash work, the same throttle, the
+ * same message. An e-mail longer than any address is refused before anything else, so it is never stored.
  */
 export async function login(
   prisma: Db,
@@ -24,8 +37,13 @@ export async function login(
   password: string,
   clientIp: string | null = null,
 ): Promise<LoginResult> {
+  if (email.length > MAX_EMAIL_LENGTH)
+    throw new AppError("BAD_USER_INPUT", `an e-mail address has at most ${MAX_EMAIL_LENGTH} characters`, {
+      field: "email",
+    });
   const address = normaliseEmail(email);
   const key = loginKey(address, clientIp);
+  const addressKey = loginAddressKey(clientIp);
   // Every failure is audited with the address tried (never the password); the known user's account sees it too.
   const failed = async (reason: string, user: { id: string; accountId: string | null } | null, err: AppError) => {
     await audit(
@@ -42,12 +60,35 @@ export async function login(
     return err;
   };
   try {
-    await takeAttempt(prisma, key, LOGIN_POLICY);
+    // the address's budget first: a fresh e-mail per attempt buys nothing
+    await takeAttempt(prisma, addressKey, ADDRESS_POLICY);
+    try {
+      await takeAttempt(prisma, key, LOGIN_POLICY);
+    } catch (err) {
+      await refund(prisma, addressKey);
+      throw err;
+    }
   } catch (err) {
     throw err instanceof AppError ? await failed("throttled", null, err) : err;
   }
   const user = await prisma.user.findUnique({ where: { email: address }, include: { account: true } });
-  const ok = await verifyPassword(password, user?.passwordHash ?? (await dummyHash())); // same cost either way
+  let ok: boolean;
+  try {
+    // same cost either way; refused at once while too many checks wait for a hash slot
+    ok = await verifyPassword(password, user?.passwordHash ?? (await dummyHash()), LOGIN_HASH_QUEUE);
+  } catch (err) {
+    if (!(err instanceof HashQueueFull)) throw err;
+    // nothing was checked: the attempt counts against neither budget
+    await refund(prisma, key);
+    await refund(prisma, addressKey);
+    throw await failed(
+      "busy",
+      null,
+      new AppError("TOO_MANY_REQUESTS", "too many sign-ins at once; try again in a few seconds", {
+        retryAt: new Date(Date.now() + 5_000).toISOString(),
+      }),
+    );
+  }
   if (!user || !user.passwordHash || !ok) {
     throw await failed(
       user ? "wrong_password" : "unknown_email",
@@ -56,6 +97,7 @@ export async function login(
     );
   }
   await succeeded(prisma, key);
+  await refund(prisma, addressKey);
   if (user.role !== "operator" && user.account?.status === "disabled") {
     throw await failed(
       "account_disabled",

@@ -3,6 +3,7 @@ import { z } from "zod";
 import { open, seal } from "@modelgate/data-plane";
 import type { Db } from "../db/client.ts";
 import { audit, type AuditDb } from "../audit/record.ts";
+import { MAX_EMAIL_LENGTH } from "./login.ts";
 import { createSession } from "./sessions.ts";
 
 // Console sign-in through OpenID Connect: the authorization code flow with PKCE (S256), a state and a nonce,
@@ -192,7 +193,9 @@ export class OidcSignIn {
     try {
       user = await this.signIn(claims, clientIp);
     } catch (err) {
-      const email = typeof claims.email === "string" ? claims.email.trim().toLowerCase() : null;
+      // never more of the provider's text than an address can hold
+      const email =
+        typeof claims.email === "string" ? claims.email.trim().toLowerCase().slice(0, MAX_EMAIL_LENGTH) : null;
       await audit(
         this.prisma,
         { type: "anonymous", address: clientIp },
@@ -239,7 +242,8 @@ export class OidcSignIn {
     // Linking or creating goes by the e-mail, so the provider must vouch for it: only the boolean true counts
     // (a missing claim, "false" or "true" as text do not).
     if (!linked) {
-      if (!email) throw new OidcError(403, "The identity provider did not share an e-mail address (scope email).");
+      if (!email || email.length > MAX_EMAIL_LENGTH)
+        throw new OidcError(403, "The identity provider did not share an e-mail address (scope email).");
       if (claims.email_verified !== true)
         throw new OidcError(403, "The identity provider does not say this e-mail address is verified.");
     }

@@ -27,8 +27,34 @@ export function scryptN(v: string | undefined): number {
 const MAX_PARALLEL = 2;
 let running = 0;
 const waiting: (() => void)[] = [];
-async function limited<T>(fn: () => Promise<T>): Promise<T> {
-  if (running >= MAX_PARALLEL) await new Promise<void>((r) => waiting.push(r));
+
+/**
+ * How many sign-in checks may wait for a hash slot (MODELGATE_LOGIN_HASH_QUEUE, default 16): past that a sign-in
+ * is refused at once instead of queueing, so a flood from many addresses makes refusals, not a queue that every
+ * real sign-in waits behind (16 waiting at ~0.45 s a hash, two at a time: about 4 s at most).
+ */
+export const LOGIN_HASH_QUEUE = hashQueue(process.env.MODELGATE_LOGIN_HASH_QUEUE);
+
+export function hashQueue(v: string | undefined): number {
+  if (v === undefined || v === "") return 16;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0 || n > 10_000)
+    throw new Error(`MODELGATE_LOGIN_HASH_QUEUE must be an integer from 0 to 10000, not ${v}`);
+  return n;
+}
+
+/** Every hash slot is taken and `maxWaiting` checks already wait for one. */
+export class HashQueueFull extends Error {
+  constructor() {
+    super("too many password checks at once");
+  }
+}
+
+async function limited<T>(fn: () => Promise<T>, maxWaiting = Infinity): Promise<T> {
+  if (running >= MAX_PARALLEL) {
+    if (waiting.length >= maxWaiting) throw new HashQueueFull();
+    await new Promise<void>((r) => waiting.push(r));
+  }
   running++;
   try {
     return await fn();
@@ -38,7 +64,7 @@ async function limited<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
-const scrypt = (password: string, salt: Buffer, keylen: number, opts: ScryptOptions) =>
+const scrypt = (password: string, salt: Buffer, keylen: number, opts: ScryptOptions, maxWaiting = Infinity) =>
   limited(
     () =>
       new Promise<Buffer>((resolve, reject) =>
@@ -46,6 +72,7 @@ const scrypt = (password: string, salt: Buffer, keylen: number, opts: ScryptOpti
           err ? reject(err) : resolve(key),
         ),
       ),
+    maxWaiting,
   );
 
 /** The stored hash was made at a lower cost than the current one. */
@@ -70,8 +97,11 @@ export async function hashPassword(password: string): Promise<string> {
   return `scrypt$${N}$${R}$${P}$${salt.toString("base64")}$${hash.toString("base64")}`;
 }
 
-/** Constant-time comparison; a malformed stored value simply fails. */
-export async function verifyPassword(password: string, stored: string): Promise<boolean> {
+/**
+ * Constant-time comparison; a malformed stored value simply fails. With `maxWaiting`, throws HashQueueFull
+ * rather than wait behind that many other checks.
+ */
+export async function verifyPassword(password: string, stored: string, maxWaiting = Infinity): Promise<boolean> {
   const parts = stored.split("$");
   if (parts.length !== 6 || parts[0] !== "scrypt") return false;
   const [, n, r, p, saltText, hashText] = parts as [string, string, string, string, string, string];
@@ -79,11 +109,17 @@ export async function verifyPassword(password: string, stored: string): Promise<
   if (expected.length < 16) return false;
   const cost = Number(n);
   if (!Number.isInteger(cost) || cost < 2 || cost > 2 ** 20) return false; // a tampered row must not make us allocate gigabytes
-  const actual = await scrypt(password, Buffer.from(saltText, "base64"), expected.length, {
-    N: cost,
-    r: Number(r),
-    p: Number(p),
-  });
+  const actual = await scrypt(
+    password,
+    Buffer.from(saltText, "base64"),
+    expected.length,
+    {
+      N: cost,
+      r: Number(r),
+      p: Number(p),
+    },
+    maxWaiting,
+  );
   return timingSafeEqual(actual, expected);
 }
 

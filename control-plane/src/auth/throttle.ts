@@ -17,6 +17,13 @@ export interface ThrottlePolicy {
 }
 
 export const LOGIN_POLICY: ThrottlePolicy = { free: 5, windowMs: 3600_000, maxWaitMs: 15 * 60_000 };
+/**
+ * Every sign-in attempt from one client address, whatever e-mail it names (checked before the (e-mail, address)
+ * key and before any hash), so fresh e-mails buy no fresh attempts: ten free, then the same doubling wait. A
+ * success gives its attempt back (refund) rather than clearing the key, so one known password does not reset
+ * an address's budget for guesses at others.
+ */
+export const ADDRESS_POLICY: ThrottlePolicy = { free: 10, windowMs: 15 * 60_000, maxWaitMs: 15 * 60_000 };
 export const STEP_UP_POLICY: ThrottlePolicy = { free: 5, windowMs: 3600_000, maxWaitMs: 15 * 60_000 };
 
 /** The wait after `failures` failures (none within the free attempts). */
@@ -55,6 +62,11 @@ export async function succeeded(prisma: Db, key: string): Promise<void> {
   await prisma.$executeRaw`DELETE FROM auth_throttles WHERE key = ${key}`;
 }
 
+/** The attempt did not count (a success, or refused before its secret was checked): one failure less. */
+export async function refund(prisma: Db, key: string): Promise<void> {
+  await prisma.$executeRaw`UPDATE auth_throttles SET failures = GREATEST(failures - 1, 0) WHERE key = ${key}`;
+}
+
 /** Runs `check` as one throttled attempt: cleared when it returns true, counted when it returns false. */
 export async function throttled(
   prisma: Db,
@@ -74,5 +86,6 @@ export async function forgetStale(prisma: Db, policy: ThrottlePolicy = LOGIN_POL
 }
 
 export const loginKey = (email: string, clientIp: string | null) => `login:${email}:${clientIp ?? "unknown"}`;
+export const loginAddressKey = (clientIp: string | null) => `login-address:${clientIp ?? "unknown"}`;
 export const secondStepKey = (userId: string) => `second-step:${userId}`;
 export const stepUpKey = (userId: string) => `step-up:${userId}`;
