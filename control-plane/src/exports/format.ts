@@ -100,16 +100,34 @@ export function toRecord(r: ExportRow, keyName: string | null) {
   } satisfies Record<(typeof COLUMNS)[number], unknown>;
 }
 
+// Spreadsheet formula injection (OWASP "CSV Injection"): a cell a spreadsheet reads as a formula starts with
+// = + - @ (or their full-width and small forms), possibly after spaces a spreadsheet trims (any Unicode space,
+// NBSP, zero-width, control characters such as tab and CR). Such a cell gets a leading apostrophe. Because a
+// file may be opened with another separator than ours (';' in many locales, or tab), a trigger right after a
+// ',', ';', tab or line break inside the cell would start a cell of its own there: it gets the apostrophe too,
+// after that separator. Model names, tags, end users and sign-in e-mails come from clients.
+const SPACE = "\\s\\u0000-\\u001f\\u007f-\\u009f\\u180e\\u200b-\\u200d\\u2060\\ufeff";
+const TRIGGER = "=+\\-@\\u2212\\ufe62\\ufe63\\ufe66\\ufe6b\\uff0b\\uff0d\\uff1d\\uff20";
+const FORMULA_AT_START = new RegExp(`^[${SPACE}"]*[${TRIGGER}]`, "u");
+const FORMULA_AFTER_SEPARATOR = new RegExp(`([,;\\t\\r\\n])(?=[${SPACE}"]*[${TRIGGER}])`, "gu");
+
+/** The text defused: an apostrophe before every place a spreadsheet could start a formula. */
+export function defuseFormulas(s: string): string {
+  const inner = s.replace(FORMULA_AFTER_SEPARATOR, "$1'");
+  return FORMULA_AT_START.test(inner) || /^[\t\r]/.test(inner) ? `'${inner}` : inner;
+}
+
 /**
- * RFC 4180 quoting, plus a guard against spreadsheet formula injection: a text cell that starts with = + - @ or a
- * control character gets a leading apostrophe (model names come from clients).
+ * One CSV cell: text (and a list, as JSON text) defused against formulas, then quoted (RFC 4180) when it holds
+ * a quote, a line break or any separator a reader might use (',' ';' tab), so it stays one cell whichever of
+ * them the file is opened with. Numbers and booleans are ours, and a negative number stays a number.
  */
 export function csvCell(value: unknown): string {
   if (value === null || value === undefined) return "";
   // A list (tags) is one cell of JSON text: a tag may itself hold a comma or a space.
   let s = Array.isArray(value) ? JSON.stringify(value) : String(value);
-  if (typeof value === "string" && /^[=+\-@\t\r]/.test(s)) s = `'${s}`;
-  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+  if (typeof value !== "number" && typeof value !== "bigint" && typeof value !== "boolean") s = defuseFormulas(s);
+  return /[",;\t\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }
 
 export const csvHeader = () => `${COLUMNS.join(",")}\r\n`;
