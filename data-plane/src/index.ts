@@ -21,6 +21,7 @@ export {
   duplicateRedis,
   isCluster,
   isRedisAuthError,
+  isRedisUnavailableError,
   onCredentialsRefusedAtStart,
   redactRedisUrl,
   redisUrlHasCredentials,
@@ -28,6 +29,7 @@ export {
 export { open, parseMasterKey, seal } from "./crypto/secret-box.ts";
 export { initTracing, inSpan, SpanKind, SpanStatusCode, tracingNow } from "./telemetry/tracing.ts";
 export { createLogger } from "./logger.ts";
+export { OutageLog } from "./logging/outage-log.ts";
 export { compileAllowlist } from "./policy/ip.ts";
 export { resolveClientIp } from "./policy/client-ip.ts";
 export { createGatewayServer } from "./http/server.ts";

@@ -185,12 +185,20 @@ export class RedisUsageConsumer {
       } catch (err) {
         ownPending = true;
         if (this.stopped) break;
-        this.onError(err);
-        await new Promise((r) => setTimeout(r, 500));
         // Redis lost its data (a restart without persistence, a failover to an empty replica): the group is
-        // gone, and the replicas' spooled events are arriving in a new stream. Recreate it and read them.
-        if (String(err).includes("NOGROUP"))
-          await this.createGroup(redis, stream).catch((e: unknown) => this.onError(e));
+        // gone, and the replicas' spooled events are arriving in a new stream. Recreate it and read them: an
+        // expected step of coming back, not an error to report.
+        let failure = err;
+        if (String(err).includes("NOGROUP")) {
+          try {
+            await this.createGroup(redis, stream);
+            continue;
+          } catch (e) {
+            failure = e; // Redis went away again: waited for below like any failure
+          }
+        }
+        this.onError(failure);
+        await new Promise((r) => setTimeout(r, 500));
       }
     }
   }
@@ -225,6 +233,11 @@ export class RedisUsageConsumer {
       .xack(stream, USAGE_GROUP, ...ids)
       .xdel(stream, ...ids)
       .exec();
+  }
+
+  /** Every connection the consumer reads on (the first is the one it was given). */
+  get connections(): readonly Redis[] {
+    return this.conns;
   }
 
   async stop(): Promise<void> {

@@ -4,6 +4,7 @@ import {
   connectionOf,
   connectRedis,
   isRedisAuthError,
+  isRedisUnavailableError,
   parseClusterUrl,
   redactRedisUrl,
   redisUrlHasCredentials,
@@ -37,6 +38,15 @@ describe("Redis URLs", () => {
     expect(isRedisAuthError(new Error("ERR invalid password"))).toBe(true);
     expect(isRedisAuthError(new Error("connect ECONNREFUSED 127.0.0.1:6379"))).toBe(false);
     expect(isRedisAuthError(new Error("NOPERM this user has no permissions to run the 'xack' command"))).toBe(false);
+    // an outage's symptoms (counted in the outage log), not other failures
+    for (const m of ["connect ECONNREFUSED 127.0.0.1:6379", "Connection is closed.", "LOADING Redis is loading"])
+      expect(isRedisUnavailableError(new Error(m)), m).toBe(true);
+    const retries = Object.assign(new Error("Reached the max retries per request limit"), {
+      name: "MaxRetriesPerRequestError",
+    });
+    expect(isRedisUnavailableError(retries)).toBe(true);
+    expect(isRedisUnavailableError(new Error("NOGROUP No such key"))).toBe(false);
+    expect(isRedisUnavailableError(new Error('relation "usage_logs" does not exist'))).toBe(false);
   });
 
   it("reads a cluster's seed nodes, credentials and TLS; a single-server URL is left to ioredis", () => {

@@ -79,6 +79,19 @@ export function isRedisAuthError(err: unknown): boolean {
 }
 
 /**
+ * True for the errors a command or a connection meets while Redis is away or coming back (refused or reset
+ * connections, a closed connection, ioredis giving up on a command, Redis loading its data): an outage's
+ * symptoms, counted in the outage log rather than logged one by one.
+ */
+export function isRedisUnavailableError(err: unknown): boolean {
+  const e = err as Error | undefined;
+  if (e?.name === "MaxRetriesPerRequestError") return true;
+  return /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH|ENOTFOUND|EAI_AGAIN|Connection is closed|Stream isn't writeable|max retries per request|Command timed out|^LOADING|CLUSTERDOWN|TRYAGAIN/i.test(
+    e?.message ?? "",
+  );
+}
+
+/**
  * Calls `refused` (once) when Redis refuses the credentials of any of `clients` before one of them was ready:
  * a process started with the wrong REDIS_URL says so plainly and stops, instead of retrying forever as if Redis
  * were down. Once a client has been ready, a refusal (a password rotated under a running process) is an outage
