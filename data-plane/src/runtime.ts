@@ -6,6 +6,7 @@ import { MemorySpendCounter } from "./billing/spend.ts";
 import { BudgetCalendar, budgetClockFromEnv } from "./billing/periods.ts";
 import { RedisSpendCounter } from "./billing/spend-redis.ts";
 import { MemoryConversationStore, RedisConversationStore } from "./conversations/store.ts";
+import { MemoryProviderIdRegistry, RedisProviderIdRegistry } from "./conversations/provider-ids.ts";
 import { compileAllowlist } from "./policy/ip.ts";
 import { MemoryRateLimiter } from "./ratelimit/memory.ts";
 import { RedisRateLimiter } from "./ratelimit/redis.ts";
@@ -80,6 +81,11 @@ export function createDataPlaneOptions(input: RuntimeInput): DataPlaneOptions & 
           })
         : new MemoryConversationStore({ masterKey: input.masterKey, ttlMs })
       : null;
+  // Whatever the store's setting: a passthrough upstream keeps conversations for the operator's one account,
+  // so which tenant was given which of its ids is remembered for as long as the provider keeps them.
+  const providerIds = input.redis
+    ? new RedisProviderIdRegistry(input.redis.client, `${input.redis.prefix}pids:`, ttlMs)
+    : new MemoryProviderIdRegistry(ttlMs);
   return {
     store: input.store,
     usage: input.usage,
@@ -107,6 +113,7 @@ export function createDataPlaneOptions(input: RuntimeInput): DataPlaneOptions & 
     // process under 50 ms; raise it for larger (e.g. image) inputs.
     maxBodyBytes: Number(env.MODELGATE_MAX_BODY_BYTES ?? 4 * 1024 * 1024),
     conversations,
+    providerIds,
     opsToken: env.MODELGATE_METRICS_TOKEN || null,
     ready: input.ready,
     dependencies: input.dependencies,

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { Redis } from "ioredis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import fc from "fast-check";
 import {
   type PolicyChange,
@@ -816,6 +816,30 @@ describe("policy feed", () => {
     expect(replica.size).toEqual(store.size);
     await follower.stop();
     small.stop();
+  });
+
+  it("a replica that subscribes while its connection's handshake is in flight hears the feed's notifications", async () => {
+    // Subscribed on "connect" (before ioredis' ready check), as a replica starting next to a fast Redis can:
+    // ioredis then sent the ready check after the SUBSCRIBE, Redis refused it, and no notification ever came.
+    const fresh = new Redis(REDIS_URL);
+    fresh.on("error", () => undefined);
+    await new Promise<void>((resolve) => fresh.once("connect", () => resolve()));
+    const replica = new SnapshotStore();
+    // polls once an hour: only a notification can bring the change
+    const follower = new RedisPolicySource(redis, fresh, replica, names, 3_600_000, (err) => {
+      throw err;
+    });
+    try {
+      await follower.start();
+      const hash = await newKey("heard");
+      publisher.changed();
+      await publisher.flush();
+      await vi.waitFor(() => expect(replica.key(hash)?.status).toBe("active"), { timeout: 5_000 });
+    } finally {
+      await follower.stop();
+      fresh.disconnect();
+    }
+    await source.sync();
   });
 
   it("a replica applies a batch of changes in slices: the event loop runs between them", async () => {

@@ -94,6 +94,8 @@ export interface PassthroughStream {
   readonly error: GatewayError | null;
   /** the upstream's stream reached its proper end */
   readonly complete: boolean;
+  /** provider-side ids the stream has handed out so far, each once, in order (a stateful protocol's) */
+  readonly providerIds?: readonly string[];
   /**
    * An error the gateway writes into this stream (the upstream broke off): the adapter's error frame, in the
    * stream's own sequence where the protocol numbers its events (Responses: the next `sequence_number`).
@@ -117,7 +119,12 @@ export interface Passthrough {
     text: string,
     clientModel: string,
     estimatedPromptTokens: number,
-  ): { body: string; usage: Usage; exact: boolean; deliveredChars: number };
+  ): { body: string; usage: Usage; exact: boolean; deliveredChars: number; providerIds?: string[] };
+  /**
+   * Provider-side ids the request names (a stateful protocol's: previous_response_id, item ids), which the
+   * provider would resolve in whatever it keeps for the operator's account: each must be one this tenant was given.
+   */
+  namedIds?(body: Record<string, unknown>): { id: string; param: string }[];
   createStream(clientModel: string, requestId: string, req: CanonicalRequest): PassthroughStream;
 }
 

@@ -136,6 +136,29 @@ function openCluster(nodes: { host: string; port: number }[], nodeOptions: Redis
 }
 
 /**
+ * Subscribes `conn` to `channel` once the connection is ready. ioredis (5.8.2 and later, 5.11.1 here) writes a
+ * SUBSCRIBE issued while its handshake is in flight (connected, the ready check's INFO not yet sent) before that
+ * INFO; Redis refuses the INFO in subscriber mode, the ready check fails, ioredis drops the connection, and the
+ * subscription delivers nothing (20 of 20 times in a script that subscribed on "connect"; ioredis issue 2037).
+ * A replica that started that way followed the policy feed by its 250 ms poll alone: in 2 of 10 bench:keys runs
+ * every revocation took ~240 ms instead of ~40. Waiting for "ready" (or "end": the subscribe then fails as it
+ * would have) keeps the offline queue's meaning: a subscriber opened while Redis is down subscribes when it is up.
+ */
+export async function subscribeWhenReady(conn: Redis, channel: string): Promise<void> {
+  if (conn.status !== "ready")
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        conn.off("ready", done);
+        conn.off("end", done);
+        resolve();
+      };
+      conn.on("ready", done);
+      conn.on("end", done);
+    });
+  await conn.subscribe(channel);
+}
+
+/**
  * Where and how a client connects, as plain data a worker thread can receive (a client cannot cross threads):
  * the URL and options it was opened with, or (a client opened elsewhere) what ioredis kept of them. It holds
  * the credentials, so it goes only to postMessage/workerData, never to a log.

@@ -10,6 +10,7 @@ import type { UpstreamTransport } from "../upstreams/transport.ts";
 import type { Tracing } from "../telemetry/tracing.ts";
 import type { UsageSink } from "../usage/sink.ts";
 import type { ConversationStore } from "../protocols/index.ts";
+import type { ProviderIdRegistry } from "../conversations/provider-ids.ts";
 import type { Metrics } from "./metrics.ts";
 
 /** Everything the request path needs; each piece has an in-process and a Redis-backed implementation. */
@@ -36,6 +37,8 @@ export interface DataPlaneOptions {
   maxBodyBytes: number;
   /** stored responses of stateful protocols (the Responses API); null unless MODELGATE_RESPONSES_STORE=1 */
   conversations: ConversationStore | null;
+  /** provider-side ids (a passthrough Responses upstream's) each account was given; always on */
+  providerIds: ProviderIdRegistry;
   /** how long a stream the client left is still read for its exact usage (default 30 s, see server/call.ts) */
   cutStreamDrainMs?: number;
   /** MODELGATE_METRICS_TOKEN: when set, /metrics and /readyz require it as a bearer token */

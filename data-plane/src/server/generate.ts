@@ -19,6 +19,7 @@ import { declaredLength, parseJsonObject, readBody } from "./body.ts";
 import { Call } from "./call.ts";
 import type { DataPlaneOptions } from "./context.ts";
 import { relayJson, relayPassthroughJson, relayPassthroughStream, relayStream } from "./relay.ts";
+import { foreignIdRefusal, idKeeper, keepingIds } from "./provider-ids.ts";
 import { sendError } from "./respond.ts";
 import { type Outgoing, callUpstream } from "../upstreams/upstream-call.ts";
 import { tokensFromChars } from "../usage/record.ts";
@@ -136,6 +137,10 @@ export async function handleGenerate(
         );
     }
 
+    // Provider-side ids a passthrough request names must be the account's own (server/provider-ids.ts); as with
+    // the store above, only the routes that pass through fail on them when the first route translates.
+    const foreignId = routes.some(sameProtocol) ? await foreignIdRefusal(opts, client, body, caller.account.id) : null;
+    if (foreignId && sameProtocol(routes[0]!)) throw foreignId;
     const abort = new CallAbort();
     res.on("close", () => {
       if (res.writableFinished) return;
@@ -147,6 +152,7 @@ export async function handleGenerate(
     });
     const outgoing = (route: RouteSnapshot): Outgoing => {
       if (sameProtocol(route)) {
+        if (foreignId) throw foreignId;
         const pt = client.passthrough!;
         return {
           path: pt.path(route.upstreamModel, canonical.stream),
@@ -166,10 +172,18 @@ export async function handleGenerate(
     const headers = admission.headers;
     if (passes(answer.route)) {
       const pt = client.passthrough!;
+      const keep = idKeeper(opts, caller.account.id, requestId);
       if (canonical.stream) {
         const reader = pt.createStream(canonical.model, requestId, canonical);
-        await relayPassthroughStream(call, res, answer, reader, headers, client.streamContentType?.(ep.route));
-      } else await relayPassthroughJson(call, res, answer, pt, canonical.model, headers);
+        await relayPassthroughStream(
+          call,
+          res,
+          answer,
+          keepingIds(reader, keep),
+          headers,
+          client.streamContentType?.(ep.route),
+        );
+      } else await relayPassthroughJson(call, res, answer, pt, canonical.model, headers, keep);
       return;
     }
     const upstreamAdapter = protocols[upstreamProtocolOf(answer.route.protocol)];

@@ -144,6 +144,8 @@ export async function relayPassthroughJson(
   pt: Passthrough,
   clientModel: string,
   headers: Record<string, string>,
+  /** remembers the provider-side ids the answer hands out, before the client can name them */
+  keepIds?: (ids: string[]) => Promise<void>,
 ): Promise<void> {
   const text = await readAll(answer, call);
   let read: ReturnType<Passthrough["readJson"]>;
@@ -157,6 +159,7 @@ export async function relayPassthroughJson(
   call.deliveredChars += read.deliveredChars;
   call.setUsage(read.usage);
   call.usageComplete = read.exact;
+  if (keepIds && read.providerIds?.length) await keepIds(read.providerIds);
   if (await finishJson(call, res)) sendJson(res, 200, read.body, headers);
 }
 

@@ -1,7 +1,7 @@
 import type { Worker } from "node:worker_threads";
 import type { Redis } from "ioredis";
 import { POLICY_SHARDS, type PolicyKind, type RedisNames, versionOf } from "../contract/index.ts";
-import { connectionOf, type RedisConnection } from "../redis/connect.ts";
+import { connectionOf, type RedisConnection, subscribeWhenReady } from "../redis/connect.ts";
 import { PolicyLoadWorker } from "./load-thread.ts";
 import { scanShards, type ShardToRead } from "./scan.ts";
 import type { SnapshotStore } from "./store.ts";
@@ -92,7 +92,7 @@ export class RedisPolicySource {
     this.subscriber.on("message", (channel: string) => {
       if (channel === this.names.policyChannel) void this.sync();
     });
-    await this.subscriber.subscribe(this.names.policyChannel);
+    await subscribeWhenReady(this.subscriber, this.names.policyChannel);
     await this.sync();
     this.timer = setInterval(() => void this.sync(), this.pollMs);
     this.timer.unref();

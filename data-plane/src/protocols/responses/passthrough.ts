@@ -12,6 +12,7 @@ import { SseParser } from "../sse.ts";
 import type { Passthrough, PassthroughStream } from "../types.ts";
 import { tokensFromChars } from "../../usage/record.ts";
 import { responsesErrorFrame } from "./errors.ts";
+import { namedProviderIds, providerIdsOfEvent, providerIdsOfResponse } from "./provider-ids.ts";
 import { usageOfResponses } from "./response.ts";
 
 const withModel = (text: string, parsed: Json, clientModel: string): string => {
@@ -30,6 +31,7 @@ const renamed = (text: string, data: Json, clientModel: string): string => {
 
 export const responsesPassthrough: Passthrough = {
   path: () => "/responses",
+  namedIds: namedProviderIds,
   body: (raw, body, req, upstreamModel) =>
     upstreamModel === req.model ? raw : JSON.stringify({ ...body, model: upstreamModel }),
   readJson(text, clientModel, estimatedPromptTokens) {
@@ -40,6 +42,7 @@ export const responsesPassthrough: Passthrough = {
         usage: usageOfResponses(parsed.usage),
         exact: true,
         deliveredChars: 0,
+        providerIds: providerIdsOfResponse(parsed),
       };
     // No usage: counted by the gateway (flagged estimated); the bytes go out as they came.
     let chars = 0;
@@ -50,7 +53,13 @@ export const responsesPassthrough: Passthrough = {
       reasoningTokens: 0,
       cachedTokens: 0,
     };
-    return { body: withModel(text, parsed, clientModel), usage, exact: false, deliveredChars: chars };
+    return {
+      body: withModel(text, parsed, clientModel),
+      usage,
+      exact: false,
+      deliveredChars: chars,
+      providerIds: providerIdsOfResponse(parsed),
+    };
   },
   createStream(clientModel, requestId): PassthroughStream {
     const parser = new SseParser();
@@ -61,6 +70,9 @@ export const responsesPassthrough: Passthrough = {
     // The upstream numbers its events; an error the gateway writes into the stream takes the next number, so
     // a client that checks the order (the openai SDK's stream helpers) sees one unbroken sequence.
     let nextSequence = 0;
+    // The ids the provider hands out, in the order the stream shows them (each once).
+    const providerIds: string[] = [];
+    const seen = new Set<string>();
     const relay = (ev: { event: string | null; data: string }): string => {
       if (error || complete) return "";
       let data: Json;
@@ -73,6 +85,11 @@ export const responsesPassthrough: Passthrough = {
       const seq = data.sequence_number;
       const own = typeof seq === "number" && Number.isInteger(seq) ? seq : null;
       if (own !== null) nextSequence = Math.max(nextSequence, own + 1);
+      for (const id of providerIdsOfEvent(type, data)) {
+        if (seen.has(id)) continue;
+        seen.add(id);
+        providerIds.push(id);
+      }
       const frame = (d: string) => `event: ${type}\ndata: ${d}\n\n`;
       switch (type) {
         case "error": {
@@ -133,6 +150,7 @@ export const responsesPassthrough: Passthrough = {
         return complete;
       },
       errorFrame: (err) => responsesErrorFrame(err, requestId, nextSequence++),
+      providerIds,
     };
   },
 };
