@@ -8,6 +8,7 @@ import type { CanonicalRequest, CanonicalResponse, CanonicalStreamEvent, Usage }
 import { SseParser, type SseEvent } from "./sse.ts";
 import type { ClientRoute, Passthrough, PassthroughStream, StreamDecoder } from "./types.ts";
 import { tokensFromChars } from "../usage/record.ts";
+import { usableUsage } from "./shared.ts";
 
 export interface SsePassthroughSpec {
   /** The body to send (default: the client's bytes). */
@@ -72,7 +73,8 @@ export function ssePassthrough(spec: SsePassthroughSpec): Passthrough {
     readJson(text, _clientModel, estimatedPromptTokens) {
       const canonical = spec.parseResponse(parseUpstreamJson(text));
       const u = canonical.usage;
-      if (u.promptTokens !== 0 || u.completionTokens !== 0)
+      // A report the gateway cannot read (see shared.ts, count) counts as none.
+      if (usableUsage(u) && (u.promptTokens !== 0 || u.completionTokens !== 0))
         return { body: text, usage: u, exact: true, deliveredChars: 0 };
       // No usage in the answer: never billed 0 by omission; the bytes go out as they came.
       let chars = 0;

@@ -130,6 +130,43 @@ export const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 export const str = (v: unknown): string | undefined => (typeof v === "string" ? v : undefined);
 export const num = (v: unknown): number => (typeof v === "number" && Number.isFinite(v) ? v : 0);
 
+/**
+ * A token count in an upstream's usage report. Absent (undefined, or null where the vendor writes null for
+ * "not counted") is 0 unless `required`; anything but a non-negative safe integer (10.5, -3, "12", NaN,
+ * 2^53, an object) is NaN, which makes the whole report malformed (see usableUsage): billed counts are
+ * integers the cost's BigInt arithmetic takes, never a credit, and a report the gateway cannot read is
+ * treated as no report (the call is billed by estimate, flagged), not as a count of 0.
+ */
+export const count = (v: unknown, required = false): number =>
+  v === undefined || v === null
+    ? required
+      ? NaN
+      : 0
+    : typeof v === "number" && Number.isSafeInteger(v) && v >= 0
+      ? v
+      : NaN;
+
+/** Every count of a usage report is a non-negative safe integer (sums included): the report can be billed. */
+export function usableUsage(u: {
+  promptTokens: number;
+  completionTokens: number;
+  reasoningTokens: number;
+  cachedTokens: number;
+  cacheWrite5mTokens?: number | undefined;
+  cacheWrite1hTokens?: number | undefined;
+}): boolean {
+  const ok = (n: number | undefined) => n === undefined || (Number.isSafeInteger(n) && n >= 0);
+  return (
+    ok(u.promptTokens) &&
+    ok(u.completionTokens) &&
+    ok(u.reasoningTokens) &&
+    ok(u.cachedTokens) &&
+    ok(u.cacheWrite5mTokens) &&
+    ok(u.cacheWrite1hTokens) &&
+    Number.isSafeInteger(u.promptTokens + u.completionTokens)
+  );
+}
+
 /** The gateway error kind an upstream HTTP status corresponds to, whatever the vendor called it. */
 export function kindOfStatus(status: number): GatewayErrorKind {
   switch (status) {

@@ -36,9 +36,10 @@ function setup(drainMs = 1_000) {
     firstByteAt: null,
   };
   const call = new Call(opts, { key: {}, account: {}, clientIp: null } as never, admission as never, record);
+  call.answered(); // the upstream's status line came
   call.streaming = true;
   call.firstByte();
-  return { call, events, spend };
+  return { call, events, spend, admission };
 }
 
 const usage = (prompt: number, completion: number) => ({
@@ -117,5 +118,76 @@ describe("Call.cut", () => {
     finished.call.cut(stop2);
     expect(stop2).toHaveBeenCalledOnce();
     expect(finished.events).toHaveLength(1);
+  });
+});
+
+describe("what a call the upstream answered costs", () => {
+  it("a cut before any output is charged the prompt's estimate, and the upstream is still read", () => {
+    const { call, events } = setup();
+    const stop = vi.fn();
+    call.cut(stop); // the client read the status line (or a role-only chunk) and left
+    expect(stop).not.toHaveBeenCalled();
+    expect(events[0]).toMatchObject({
+      status: 499,
+      estimated: true,
+      promptTokens: 40,
+      completionTokens: 0,
+      cost: "40",
+    });
+  });
+
+  it("a call the upstream never answered is not charged, and a client gone before the answer does not stop it", () => {
+    vi.useFakeTimers();
+    const { call, events } = setup(500);
+    const fresh = new Call((call as unknown as { opts: DataPlaneOptions }).opts, call.caller, call.admission, {
+      ...call.record,
+      firstByteAt: null,
+    });
+    const stop = vi.fn();
+    fresh.leave(stop);
+    vi.advanceTimersByTime(10_000); // no drain before the status line: the route's own timeouts bound it
+    expect(stop).not.toHaveBeenCalled();
+    fresh.answered();
+    vi.advanceTimersByTime(500);
+    expect(stop).toHaveBeenCalledOnce();
+    void fresh.finish(502, "upstream_stream_error");
+    expect(events[0]).toMatchObject({ status: 502, estimated: true, promptTokens: 40, cost: "40" });
+
+    const refused = setup();
+    const unanswered = new Call(
+      (refused.call as unknown as { opts: DataPlaneOptions }).opts,
+      refused.call.caller,
+      refused.call.admission,
+      { ...refused.call.record },
+    );
+    void unanswered.finish(502, "upstream_error");
+    expect(refused.events[0]).toMatchObject({ status: 502, cost: "0" });
+  });
+
+  it.each([
+    ["a fraction", { ...usage(10, 5), promptTokens: 10.5 }],
+    ["a negative count", usage(-1000, 5)],
+    ["NaN", { ...usage(10, 5), completionTokens: NaN }],
+    ["past 2^53", usage(2 ** 53, 5)],
+  ])("a usage report with %s is billed by estimate, never below 0", (_name, reported) => {
+    const { call, events } = setup();
+    call.observe({ type: "text", text: "a".repeat(40) });
+    call.setUsage(reported);
+    call.usageComplete = true;
+    void call.finish(200);
+    expect(events[0]).toMatchObject({ estimated: true, promptTokens: 40, completionTokens: 10, cost: "60" });
+  });
+
+  it("gives the rate-limit slot back even when accounting throws", () => {
+    const { call, admission } = setup();
+    const release = vi.fn(async () => undefined);
+    admission.grant.release = release;
+    (call as unknown as { opts: { usage: unknown } }).opts.usage = {
+      emit: () => {
+        throw new Error("boom");
+      },
+    };
+    expect(() => call.finish(200)).toThrow("boom");
+    expect(release).toHaveBeenCalledOnce();
   });
 });

@@ -1,5 +1,6 @@
 import { GatewayError } from "../errors.ts";
 import type { CanonicalStreamEvent, Usage } from "../protocols/index.ts";
+import { usableUsage } from "../protocols/shared.ts";
 import { type CallRecord, type TokenUsage, tokensFromChars, usageEvent, zeroUsage } from "../usage/record.ts";
 import type { Reservation } from "../billing/reservation.ts";
 import type { Admission, Caller } from "./admission.ts";
@@ -25,6 +26,16 @@ export class Call {
   streaming = false;
   /** the client left a non-streamed call before its answer; the upstream's answer is still awaited (see leave) */
   clientGone = false;
+  /**
+   * The upstream took the whole request and its status line came (a 2xx): it has processed the prompt, so
+   * the call is charged at least the prompt's estimate however it ends (client gone, stream broken, an
+   * answer over the gateway's limits).
+   */
+  private upstreamAnswered = false;
+  /** what aborts the upstream call once the client left (see leave) */
+  private stopLeft: (() => void) | null = null;
+  /** the upstream's latest usage report could not be read (see setUsage): the call is billed by estimate */
+  private usageMalformed = false;
   private finished = false;
   /** the cost charged by estimate when the client cut the stream; the exact usage replaces it once */
   private estimatedCharge: bigint | null = null;
@@ -39,13 +50,30 @@ export class Call {
     readonly trace: CallTrace | null = null,
   ) {}
 
+  /** The upstream's status line came (a 2xx): from now on the call is charged (see upstreamAnswered). */
+  answered(): void {
+    this.upstreamAnswered = true;
+    // A client that left before it: the answer is read from now on, for at most the drain time.
+    if (this.stopLeft !== null && !this.finished) this.startDrain(this.stopLeft);
+  }
+
   firstByte(): void {
     if (this.record.firstByteAt !== null) return;
     this.record.firstByteAt = Date.now();
     this.opts.metrics.firstByte(this.record.protocol, (this.record.firstByteAt - this.record.startedAt) / 1000);
   }
 
+  /**
+   * Takes the upstream's latest usage report. One with a count that is not a non-negative safe integer
+   * (protocols/shared.ts, count) is not taken: the last readable report stays as the partial count, and the
+   * call is billed by estimate unless a readable report follows.
+   */
   setUsage(u: Usage): void {
+    if (!usableUsage(u)) {
+      this.usageMalformed = true;
+      return;
+    }
+    this.usageMalformed = false;
     this.usage = {
       promptTokens: u.promptTokens,
       completionTokens: u.completionTokens,
@@ -83,7 +111,9 @@ export class Call {
    * is larger than the upstream's partial count.
    */
   private billedUsage(): { usage: TokenUsage; estimated: boolean } {
-    if (this.usageComplete && this.usage !== null) return { usage: this.usage, estimated: false };
+    // A final count of a 0-token prompt is no count: every request has a prompt.
+    if (this.usageComplete && this.usage !== null && !this.usageMalformed && this.usage.promptTokens > 0)
+      return { usage: this.usage, estimated: false };
     const u = this.usage ?? { ...zeroUsage(), promptTokens: this.admission.estimatedPromptTokens };
     return {
       usage: { ...u, completionTokens: Math.max(u.completionTokens, tokensFromChars(this.deliveredChars)) },
@@ -92,20 +122,34 @@ export class Call {
   }
 
   /**
-   * Accounts the call. A failed call is never charged; a stream cut off after delivering output is charged
-   * for what was delivered (by estimate unless the upstream's final count is known, see cut).
+   * Accounts the call. A call the upstream never answered (refused, failed, or the client left before its
+   * status line) is not charged; once the upstream answered (upstreamAnswered) it is, however it ends: by
+   * the upstream's count when its answer ended normally with one, else by estimate (see billedUsage and cut).
    */
   finish(status: number, errorCode: string | null = null): Promise<void> | void {
     if (this.finished) return this.settleExact();
     this.finished = true;
     if (this.drainTimer !== null) clearTimeout(this.drainTimer); // a non-streamed call the client left: answered
     this.drainTimer = null;
+    const billed = this.billedUsage();
+    try {
+      return this.account(status, errorCode, billed.usage, billed.estimated);
+    } finally {
+      // Whatever threw while accounting, the key's concurrency slot and tokens are given back: a call that
+      // held its slot forever locked out a key with concurrency 1.
+      void this.admission.grant.release(billed.usage.promptTokens + billed.usage.completionTokens);
+    }
+  }
+
+  private account(
+    status: number,
+    errorCode: string | null,
+    usage: TokenUsage,
+    estimated: boolean,
+  ): Promise<void> | void {
     const ok = status >= 200 && status < 300;
-    const { usage, estimated } = this.billedUsage();
-    // A non-streamed answer read to its end after the client left is charged: the upstream did the work.
-    const answered = this.clientGone && this.record.firstByteAt !== null;
-    const charge =
-      ok || answered || (this.record.firstByteAt !== null && (usage.completionTokens > 0 || this.deliveredChars > 0));
+    // The upstream processed the prompt once it answered: the call costs at least that, whoever left.
+    const charge = ok || this.upstreamAnswered;
     const event = usageEvent(this.record, usage, this.admission.price, status, errorCode, charge, estimated);
     const durable = this.opts.usage.emit(event);
     const cost = BigInt(event.cost);
@@ -113,7 +157,6 @@ export class Call {
     const held = this.admission.reservation;
     const spent = held !== undefined ? this.addSpend(cost, held) : cost !== 0n ? this.addSpend(cost) : undefined;
     if (estimated && charge && status === 499) this.estimatedCharge = cost;
-    void this.admission.grant.release(usage.promptTokens + usage.completionTokens);
     this.opts.metrics.call(
       this.record.protocol,
       this.record.model,
@@ -146,15 +189,17 @@ export class Call {
       stop();
       return;
     }
-    this.drainTimer = setTimeout(stop, this.opts.cutStreamDrainMs ?? CUT_STREAM_DRAIN_MS);
-    this.drainTimer.unref();
+    this.startDrain(stop);
   }
 
   /**
-   * The client left a non-streamed call before its answer. The upstream has the request and bills for it, so
-   * its answer is still awaited (at most the drain time, then `stop` aborts it) and, when it comes, the call
-   * is charged from its usage (by estimate, flagged, when it reports none): one usage event, status 499. An
-   * upstream that fails meanwhile is not retried, and the call costs nothing, as any failed call.
+   * The client left before the answer (a non-streamed call, or a stream before its status line). The upstream
+   * has the request and bills for it, so its answer is still awaited: until its status line with no bound of
+   * the gateway's own (the route's first-byte timeout bounds it, as for a client that stayed: aborting
+   * earlier would let a client get a long prompt processed for free by leaving at once), then for at most the
+   * drain time, after which `stop` aborts it. When the answer comes, the call is charged from its usage (by
+   * estimate, flagged, when it reports none or the drain ended it): one usage event, status 499. An upstream
+   * that fails before its status line is not retried, and the call costs nothing, as any failed call.
    */
   leave(stop: () => void): void {
     if (this.finished || this.clientGone) {
@@ -162,6 +207,12 @@ export class Call {
       return;
     }
     this.clientGone = true;
+    this.stopLeft = stop;
+    if (this.upstreamAnswered) this.startDrain(stop);
+  }
+
+  private startDrain(stop: () => void): void {
+    if (this.drainTimer !== null) return;
     this.drainTimer = setTimeout(stop, this.opts.cutStreamDrainMs ?? CUT_STREAM_DRAIN_MS);
     this.drainTimer.unref();
   }
@@ -172,8 +223,10 @@ export class Call {
     this.drainTimer = null;
     const before = this.estimatedCharge;
     this.estimatedCharge = null;
-    if (before === null || !this.usageComplete || this.usage === null) return;
-    const event = usageEvent(this.record, this.usage, this.admission.price, 499, "client_closed", true, false);
+    if (before === null) return;
+    const { usage, estimated } = this.billedUsage();
+    if (estimated) return;
+    const event = usageEvent(this.record, usage, this.admission.price, 499, "client_closed", true, false);
     const durable = this.opts.usage.emit(event);
     const delta = BigInt(event.cost) - before;
     if (delta !== 0n) void this.addSpend(delta);

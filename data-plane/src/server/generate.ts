@@ -167,6 +167,7 @@ export async function handleGenerate(
     };
 
     const answer = await callUpstream(opts, routes, outgoing, abort, caller.account.id, trace, () => call!.clientGone);
+    call.answered();
     call.record.upstream = answer.route.upstream;
     trace?.relay(answer.route);
     const headers = admission.headers;

@@ -10,6 +10,7 @@ import type {
 } from "../protocols/index.ts";
 import type { Answer } from "../upstreams/upstream-call.ts";
 import type { Call } from "./call.ts";
+import { usableUsage } from "../protocols/shared.ts";
 import { sendJson, withRequestId } from "./respond.ts";
 import { tokensFromChars } from "../usage/record.ts";
 
@@ -73,14 +74,17 @@ export function startEventStream(res: ServerResponse, headers: Record<string, st
 const streamBroke = () =>
   new GatewayError("upstream", "upstream_stream_error", "The upstream stream failed before it finished.");
 
+/** A broken stream, or the gateway's own verdict on the answer (over its size or time limits), as it is. */
+const upstreamFailure = (err: unknown): GatewayError => (err instanceof GatewayError ? err : streamBroke());
+
 async function readAll(answer: Answer, call: Call): Promise<string> {
   try {
     const text = await answer.upstream.text();
     call.firstByte();
     return text;
-  } catch {
+  } catch (err) {
     answer.settle(false);
-    throw streamBroke();
+    throw upstreamFailure(err);
   }
 }
 
@@ -116,9 +120,9 @@ export async function relayJson(
   answer.settle(true);
   const canonical = upstreamAdapter.parseUpstreamResponse(parsed);
   const u = canonical.usage;
-  if (u.promptTokens === 0 && u.completionTokens === 0) {
-    // No usage in the answer: never billed 0 by omission. The gateway counts it (flagged estimated) and the
-    // client gets that count.
+  if (!usableUsage(u) || (u.promptTokens === 0 && u.completionTokens === 0)) {
+    // No usage in the answer, or one the gateway cannot read (10.5 tokens, -3, "12"): never billed 0 (or a
+    // credit) by omission. The gateway counts it (flagged estimated) and the client gets that count.
     for (const p of canonical.content)
       call.deliveredChars += p.type === "tool_call" ? p.arguments.length : p.text.length;
     canonical.usage = {
@@ -199,6 +203,12 @@ export async function relayStream(
         status = 502;
         errorCode = ev.error.code;
       }
+      // A usage report the gateway cannot read is billed by estimate (Call.setUsage), and not passed on.
+      if (ev.type === "usage" && !usableUsage(ev.usage)) continue;
+      if (ev.type === "start" && ev.usage && !usableUsage(ev.usage)) {
+        out(relay.encoder.encode({ type: "start", id: ev.id, model: ev.model, created: ev.created }));
+        continue;
+      }
       out(relay.encoder.encode(ev));
     }
   };
@@ -211,17 +221,23 @@ export async function relayStream(
     handle(relay.decoder.end());
     answer.settle(status === 200);
     call.usageComplete = status === 200 && call.usage !== null;
-  } catch {
+  } catch (err) {
     if (res.destroyed) {
       status = 499;
       errorCode = "client_closed";
       answer.settle(true);
     } else {
       answer.settle(false);
+      const failure = upstreamFailure(err);
       status = 502;
-      errorCode = "upstream_stream_error";
-      handle([{ type: "error", error: streamBroke() }]);
+      errorCode = failure.code;
+      handle([{ type: "error", error: failure }]);
     }
+  }
+  // The client left before the stream began (Call.leave): read to its end all the same, and it is a 499.
+  if (status === 200 && call.clientGone) {
+    status = 499;
+    errorCode = "client_closed";
   }
   stream.end();
   // Frames the encoder holds back until the answer is kept (the Responses API's response.completed).
@@ -274,19 +290,24 @@ export async function relayPassthroughStream(
       answer.settle(true);
       call.usageComplete = reader.usage !== null;
     }
-  } catch {
+  } catch (err) {
     if (res.destroyed) {
       status = 499;
       errorCode = "client_closed";
       answer.settle(true);
     } else {
       answer.settle(false);
+      const failure = upstreamFailure(err);
       status = 502;
-      errorCode = "upstream_stream_error";
+      errorCode = failure.code;
       out(tail);
       tail = "";
-      out(reader.errorFrame(streamBroke()));
+      out(reader.errorFrame(failure));
     }
+  }
+  if (status === 200 && call.clientGone) {
+    status = 499;
+    errorCode = "client_closed";
   }
   call.deliveredChars = reader.deliveredChars;
   if (reader.usage) call.setUsage(reader.usage);

@@ -69,8 +69,10 @@ export function usageEvent(
     cachedTokens: b.cacheRead,
     cacheWrite5mTokens: b.cacheWrite5m,
     cacheWrite1hTokens: b.cacheWrite1h,
-    // Failed upstream calls are never charged; a successful one always is, at the price of its tokens.
-    cost: billed ? computeCost(usage, price).toString() : "0",
+    // Failed upstream calls are never charged; a successful one always is, at the price of its tokens. Never
+    // below 0: a usage event is a charge, and a negative one would credit the wallet (a rebate price, or counts
+    // an upstream got wrong, are not the client's to cash in).
+    cost: billed ? nonNegative(computeCost(usage, price)).toString() : "0",
     prices: billed ? unitPrices(price) : null,
     estimated,
     endUser: call.attribution?.endUser ?? null,
@@ -83,6 +85,8 @@ export function usageEvent(
     startedAt: new Date(call.startedAt).toISOString(),
   };
 }
+
+const nonNegative = (cost: bigint): bigint => (cost < 0n ? 0n : cost);
 
 /**
  * The gateway's one token estimate: four characters a token, rounded up. Used where no tokenizer's count exists:

@@ -1,7 +1,7 @@
 // Anthropic Messages responses: upstream JSON → canonical, canonical → client JSON.
 
-import type { AssistantPart, CanonicalResponse, FinishReason, Usage } from "../canonical.ts";
-import { type Json, arr, nowSeconds, num, obj, str } from "../shared.ts";
+import { type AssistantPart, type CanonicalResponse, type FinishReason, type Usage, emptyUsage } from "../canonical.ts";
+import { type Json, arr, nowSeconds, count, obj, str } from "../shared.ts";
 import type { ClientResponseContext } from "../types.ts";
 
 export const finishOfAnthropic = (reason: unknown): FinishReason => {
@@ -38,14 +38,16 @@ export const anthropicStopReason = (reason: FinishReason, stopSequence: string |
  * too, so no written token is lost or counted twice.
  */
 export function usageOfAnthropic(u: unknown): Usage {
+  // No usage reads as zeros; a malformed report has NaN counts (see count), and Math.max keeps a NaN.
+  if (u === undefined || u === null) return emptyUsage();
   const o = obj(u);
-  const cacheRead = num(o.cache_read_input_tokens);
+  const cacheRead = count(o.cache_read_input_tokens);
   const split = obj(o.cache_creation);
-  const write1h = num(split.ephemeral_1h_input_tokens);
-  const write5m = Math.max(num(split.ephemeral_5m_input_tokens), num(o.cache_creation_input_tokens) - write1h);
+  const write1h = count(split.ephemeral_1h_input_tokens);
+  const write5m = Math.max(count(split.ephemeral_5m_input_tokens), count(o.cache_creation_input_tokens) - write1h);
   const usage: Usage = {
-    promptTokens: num(o.input_tokens) + cacheRead + write5m + write1h,
-    completionTokens: num(o.output_tokens),
+    promptTokens: count(o.input_tokens, true) + cacheRead + write5m + write1h,
+    completionTokens: count(o.output_tokens, true),
     reasoningTokens: 0, // Anthropic does not report thinking tokens apart from output_tokens
     cachedTokens: cacheRead,
   };

@@ -79,8 +79,10 @@ function decodeEvent(ev: SseEvent, s: DecodeState, out: CanonicalStreamEvent[]):
     }
     case "message_delta": {
       const d = obj(data.delta);
-      // Counters in message_delta are cumulative totals that overwrite, never add (as the SDK does).
-      for (const [k, v] of Object.entries(obj(data.usage))) if (typeof v === "number") s.usage[k] = v;
+      // Counters in message_delta are cumulative totals that overwrite, never add (as the SDK does); null is
+      // "not counted here". Any other value overwrites too, so a malformed count makes the report malformed
+      // (usageOfAnthropic) instead of leaving message_start's count standing as the final one.
+      for (const [k, v] of Object.entries(obj(data.usage))) if (v !== null && v !== undefined) s.usage[k] = v;
       if (d.stop_reason != null && !s.finished) {
         s.finished = true;
         out.push({

@@ -1,7 +1,7 @@
 // Gemini generateContent responses: upstream JSON → canonical, canonical → client JSON.
 
-import type { AssistantPart, CanonicalResponse, FinishReason, Usage } from "../canonical.ts";
-import { type Json, arr, nowSeconds, num, obj, str } from "../shared.ts";
+import { type AssistantPart, type CanonicalResponse, type FinishReason, type Usage, emptyUsage } from "../canonical.ts";
+import { type Json, arr, nowSeconds, count, obj, str } from "../shared.ts";
 import type { ClientResponseContext } from "../types.ts";
 import { assistantPartsOfGemini, geminiPartsOfAssistant } from "./parts.ts";
 
@@ -33,13 +33,16 @@ export const geminiFinish = (reason: FinishReason): string =>
  * is counted apart and is input too.
  */
 export function usageOfGemini(u: unknown): Usage {
+  // No usage reads as zeros; a malformed report has NaN counts (see count). Google leaves out a
+  // candidatesTokenCount of 0, never the prompt's.
+  if (u === undefined || u === null) return emptyUsage();
   const o = obj(u);
-  const thoughts = num(o.thoughtsTokenCount);
+  const thoughts = count(o.thoughtsTokenCount);
   return {
-    promptTokens: num(o.promptTokenCount) + num(o.toolUsePromptTokenCount),
-    completionTokens: num(o.candidatesTokenCount) + thoughts,
+    promptTokens: count(o.promptTokenCount, true) + count(o.toolUsePromptTokenCount),
+    completionTokens: count(o.candidatesTokenCount) + thoughts,
     reasoningTokens: thoughts,
-    cachedTokens: num(o.cachedContentTokenCount),
+    cachedTokens: count(o.cachedContentTokenCount),
   };
 }
 

@@ -10,6 +10,8 @@ import { SseParser, parseEvent } from "../sse.ts";
 import { tokensFromChars } from "../../usage/record.ts";
 import type { Passthrough, PassthroughStream } from "../types.ts";
 import { renderOpenAIError } from "./errors.ts";
+import { usageOfOpenAI } from "./response.ts";
+import { usableUsage } from "../shared.ts";
 import { replaceModelField } from "./model-field.ts";
 import { type ChunkScan, lastStringEnd, scanChunk, stringLength } from "./chunk-scan.ts";
 
@@ -24,12 +26,9 @@ interface OpenAIUsage {
   completion_tokens_details?: { reasoning_tokens?: number } | null;
 }
 
-const usageOf = (u: OpenAIUsage): Usage => ({
-  promptTokens: u.prompt_tokens ?? 0,
-  completionTokens: u.completion_tokens ?? 0,
-  cachedTokens: u.prompt_tokens_details?.cached_tokens ?? 0,
-  reasoningTokens: u.completion_tokens_details?.reasoning_tokens ?? 0,
-});
+// The usage is read as the translating path reads it: a count that is not a non-negative safe integer makes
+// the report malformed (NaN counts), and the call is billed by estimate (see shared.ts, count).
+const usageOf = (u: OpenAIUsage): Usage => usageOfOpenAI(u);
 
 // OpenAI's prompt_tokens already includes cached_tokens (reads); it reports no cache writes.
 
@@ -61,7 +60,7 @@ export const openAIPassthrough: Passthrough = {
       usage?: OpenAIUsage | null;
       choices?: { message?: { content?: unknown; reasoning_content?: unknown } }[];
     };
-    if (parsed.usage && typeof parsed.usage.prompt_tokens === "number") {
+    if (parsed.usage && usableUsage(usageOf(parsed.usage))) {
       const body =
         parsed.model === clientModel
           ? text

@@ -1,7 +1,7 @@
 // OpenAI Chat Completions responses: upstream JSON → canonical, canonical → client JSON.
 
-import type { AssistantPart, CanonicalResponse, FinishReason, Usage } from "../canonical.ts";
-import { type Json, nowSeconds, num, obj, str } from "../shared.ts";
+import { type AssistantPart, type CanonicalResponse, type FinishReason, type Usage, emptyUsage } from "../canonical.ts";
+import { type Json, nowSeconds, count, obj, str } from "../shared.ts";
 import type { ClientResponseContext } from "../types.ts";
 
 export const finishOfOpenAI = (reason: unknown): FinishReason => {
@@ -21,13 +21,15 @@ export const finishOfOpenAI = (reason: unknown): FinishReason => {
 /** OpenAI has no "error" finish reason; the answer did end, so it is reported as a plain stop. */
 export const openAIFinish = (reason: FinishReason): string => (reason === "error" ? "stop" : reason);
 
+/** No usage (absent or null) reads as zeros; a report that is there but malformed has NaN counts (see count). */
 export function usageOfOpenAI(u: unknown): Usage {
+  if (u === undefined || u === null) return emptyUsage();
   const o = obj(u);
   return {
-    promptTokens: num(o.prompt_tokens),
-    completionTokens: num(o.completion_tokens),
-    reasoningTokens: num(obj(o.completion_tokens_details).reasoning_tokens),
-    cachedTokens: num(obj(o.prompt_tokens_details).cached_tokens),
+    promptTokens: count(o.prompt_tokens, true),
+    completionTokens: count(o.completion_tokens, true),
+    reasoningTokens: count(obj(o.completion_tokens_details).reasoning_tokens),
+    cachedTokens: count(obj(o.prompt_tokens_details).cached_tokens),
   };
 }
 

@@ -7,7 +7,7 @@ import { GatewayError } from "../../errors.ts";
 import type { Usage } from "../canonical.ts";
 import { parseUpstreamJson } from "../passthrough.ts";
 import { replaceModelField } from "../openai/model-field.ts";
-import { type Json, obj, str } from "../shared.ts";
+import { type Json, obj, str, usableUsage } from "../shared.ts";
 import { SseParser } from "../sse.ts";
 import type { Passthrough, PassthroughStream } from "../types.ts";
 import { tokensFromChars } from "../../usage/record.ts";
@@ -36,15 +36,17 @@ export const responsesPassthrough: Passthrough = {
     upstreamModel === req.model ? raw : JSON.stringify({ ...body, model: upstreamModel }),
   readJson(text, clientModel, estimatedPromptTokens) {
     const parsed = obj(parseUpstreamJson(text));
-    if (parsed.usage != null)
+    const reported = usageOfResponses(parsed.usage);
+    if (parsed.usage != null && usableUsage(reported))
       return {
         body: withModel(text, parsed, clientModel),
-        usage: usageOfResponses(parsed.usage),
+        usage: reported,
         exact: true,
         deliveredChars: 0,
         providerIds: providerIdsOfResponse(parsed),
       };
-    // No usage: counted by the gateway (flagged estimated); the bytes go out as they came.
+    // No usage, or one the gateway cannot read: counted by the gateway (flagged estimated); the bytes go out as
+    // they came.
     let chars = 0;
     for (const item of Array.isArray(parsed.output) ? parsed.output : []) chars += JSON.stringify(item).length;
     const usage = {

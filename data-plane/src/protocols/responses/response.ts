@@ -2,8 +2,8 @@
 // canonical. Ids the gateway hands out are derived from the request id (resp_<id>, and msg_/rs_/fc_<id>_<n>
 // for output items) so that an item reference can be traced back to the stored response it came from.
 
-import type { AssistantPart, CanonicalResponse, FinishReason, Usage } from "../canonical.ts";
-import { type Json, arr, nowSeconds, num, obj, str } from "../shared.ts";
+import { type AssistantPart, type CanonicalResponse, type FinishReason, type Usage, emptyUsage } from "../canonical.ts";
+import { type Json, arr, nowSeconds, count, obj, str } from "../shared.ts";
 import type { ClientResponseContext } from "../types.ts";
 
 /** The core of the gateway's ids for one call: the request id without its prefix. */
@@ -24,13 +24,15 @@ export const responsesUsage = (u: Usage): Json => ({
   total_tokens: u.promptTokens + u.completionTokens,
 });
 
+/** No usage (absent or null) reads as zeros; a report that is there but malformed has NaN counts (see count). */
 export function usageOfResponses(u: unknown): Usage {
+  if (u === undefined || u === null) return emptyUsage();
   const o = obj(u);
   return {
-    promptTokens: num(o.input_tokens),
-    completionTokens: num(o.output_tokens),
-    reasoningTokens: num(obj(o.output_tokens_details).reasoning_tokens),
-    cachedTokens: num(obj(o.input_tokens_details).cached_tokens),
+    promptTokens: count(o.input_tokens, true),
+    completionTokens: count(o.output_tokens, true),
+    reasoningTokens: count(obj(o.output_tokens_details).reasoning_tokens),
+    cachedTokens: count(obj(o.input_tokens_details).cached_tokens),
   };
 }
 
