@@ -5,7 +5,13 @@ import type { SpendCounter } from "./billing/spend.ts";
 import { MemorySpendCounter } from "./billing/spend.ts";
 import { BudgetCalendar, budgetClockFromEnv } from "./billing/periods.ts";
 import { RedisSpendCounter } from "./billing/spend-redis.ts";
-import { MemoryConversationStore, RedisConversationStore } from "./conversations/store.ts";
+import {
+  DEFAULT_MAX_BYTES_PER_ACCOUNT,
+  DEFAULT_MAX_PER_ACCOUNT,
+  MemoryConversationStore,
+  RedisConversationStore,
+} from "./conversations/store.ts";
+import { wholeNumberEnv } from "./env.ts";
 import { MemoryProviderIdRegistry, RedisProviderIdRegistry } from "./conversations/provider-ids.ts";
 import { compileAllowlist } from "./policy/ip.ts";
 import { MemoryRateLimiter } from "./ratelimit/memory.ts";
@@ -60,9 +66,9 @@ export function createDataPlaneOptions(input: RuntimeInput): DataPlaneOptions & 
     spend = new MemorySpendCounter();
   }
   const breakers = new BreakerRegistry({
-    consecutiveFailures: Number(env.MODELGATE_BREAKER_FAILURES ?? 5),
-    openMs: Number(env.MODELGATE_BREAKER_OPEN_MS ?? 30_000),
-    minAccounts: Number(env.MODELGATE_BREAKER_MIN_ACCOUNTS ?? 2),
+    consecutiveFailures: wholeNumberEnv(env, "MODELGATE_BREAKER_FAILURES", 5, { unit: "failures", min: 1 }),
+    openMs: wholeNumberEnv(env, "MODELGATE_BREAKER_OPEN_MS", 30_000, { unit: "milliseconds", min: 1 }),
+    minAccounts: wholeNumberEnv(env, "MODELGATE_BREAKER_MIN_ACCOUNTS", 2, { unit: "accounts", min: 1 }),
   });
   const trusted = (env.MODELGATE_TRUSTED_PROXIES ?? "")
     .split(",")
@@ -71,15 +77,30 @@ export function createDataPlaneOptions(input: RuntimeInput): DataPlaneOptions & 
   const transport = new UndiciTransport();
   // Stored responses (the Responses API's previous_response_id toward upstreams that keep no state): off unless
   // the operator turns them on, since the gateway otherwise keeps no conversation content.
-  const ttlMs = Number(env.MODELGATE_RESPONSES_TTL_S ?? 30 * 24 * 3600) * 1000;
+  // Checked whether storing is on or not: the provider-id records below use the same TTL.
+  const ttlMs = wholeNumberEnv(env, "MODELGATE_RESPONSES_TTL_S", 30 * 24 * 3600, { unit: "seconds", min: 1 }) * 1000;
+  const storeOptions = {
+    masterKey: input.masterKey,
+    ttlMs,
+    maxPerAccount: wholeNumberEnv(env, "MODELGATE_RESPONSES_MAX_PER_ACCOUNT", DEFAULT_MAX_PER_ACCOUNT, {
+      unit: "stored responses",
+      min: 1,
+    }),
+    maxBytesPerAccount: wholeNumberEnv(
+      env,
+      "MODELGATE_RESPONSES_MAX_BYTES_PER_ACCOUNT",
+      DEFAULT_MAX_BYTES_PER_ACCOUNT,
+      {
+        unit: "bytes",
+        min: 1024,
+      },
+    ),
+  };
   const conversations =
     env.MODELGATE_RESPONSES_STORE === "1" || env.MODELGATE_RESPONSES_STORE === "true"
       ? input.redis
-        ? new RedisConversationStore(input.redis.client, `${input.redis.prefix}responses:`, {
-            masterKey: input.masterKey,
-            ttlMs,
-          })
-        : new MemoryConversationStore({ masterKey: input.masterKey, ttlMs })
+        ? new RedisConversationStore(input.redis.client, `${input.redis.prefix}responses:`, storeOptions)
+        : new MemoryConversationStore(storeOptions)
       : null;
   // Whatever the store's setting: a passthrough upstream keeps conversations for the operator's one account,
   // so which tenant was given which of its ids is remembered for as long as the provider keeps them.
@@ -97,8 +118,13 @@ export function createDataPlaneOptions(input: RuntimeInput): DataPlaneOptions & 
     breakers,
     retry: {
       ...defaultRetryPolicy,
-      maxAttempts: Number(env.MODELGATE_RETRY_ATTEMPTS ?? defaultRetryPolicy.maxAttempts),
-      baseDelayMs: Number(env.MODELGATE_RETRY_BASE_MS ?? defaultRetryPolicy.baseDelayMs),
+      maxAttempts: wholeNumberEnv(env, "MODELGATE_RETRY_ATTEMPTS", defaultRetryPolicy.maxAttempts, {
+        unit: "attempts",
+        min: 1,
+      }),
+      baseDelayMs: wholeNumberEnv(env, "MODELGATE_RETRY_BASE_MS", defaultRetryPolicy.baseDelayMs, {
+        unit: "milliseconds",
+      }),
     },
     trustedProxies: compileAllowlist(trusted),
     metrics: createMetrics(
@@ -111,7 +137,7 @@ export function createDataPlaneOptions(input: RuntimeInput): DataPlaneOptions & 
     masterKey: input.masterKey,
     // 4 MiB: parsing a body holds the event loop about 10 ms per MB, so this keeps any one request's stall of the
     // process under 50 ms; raise it for larger (e.g. image) inputs.
-    maxBodyBytes: Number(env.MODELGATE_MAX_BODY_BYTES ?? 4 * 1024 * 1024),
+    maxBodyBytes: wholeNumberEnv(env, "MODELGATE_MAX_BODY_BYTES", 4 * 1024 * 1024, { unit: "bytes", min: 1024 }),
     conversations,
     providerIds,
     opsToken: env.MODELGATE_METRICS_TOKEN || null,
