@@ -10,6 +10,7 @@ import { startGeminiUpstream } from "../mocks/gemini-upstream.ts";
 import { startOpenAIUpstream } from "../mocks/openai-upstream.ts";
 import { DEFAULT_MOCK_KEY, type MockUpstream } from "../mocks/script.ts";
 import { admin, eventually, freePort, type Proc, startTs, waitForHttp } from "../helpers/processes.ts";
+import { type Client, compat } from "../helpers/compat.ts";
 
 // Conformance of issue "Three protocols, any to any": every official SDK as the client (openai, @anthropic-ai/sdk,
 // @google/genai) against every upstream protocol (mock OpenAI, Anthropic and Gemini upstreams speaking the real
@@ -21,6 +22,8 @@ import { admin, eventually, freePort, type Proc, startTs, waitForHttp } from "..
 
 type Proto = "openai" | "anthropic" | "gemini";
 const PROTOS: Proto[] = ["openai", "anthropic", "gemini"];
+/** Each protocol's official SDK, as the compatibility matrix names it. */
+const SDK: Record<Proto, Client> = { openai: "openai-sdk", anthropic: "anthropic-sdk", gemini: "genai-sdk" };
 
 // ---------------------------------------------------------------------------------------------------------------
 // Models. conf-* rewrite the model name (translation, also for a same-protocol client); pass-* keep it (a
@@ -694,7 +697,7 @@ for (const d of drivers) {
   describe(`${d.name} SDK as the client`, () => {
     for (const { label, t } of targets) {
       for (const stream of MODES) {
-        it(`answers from the ${label}, ${modeName(stream)}: text, finish, usage, usage log`, async () => {
+        it(`answers from the ${label}, ${modeName(stream)}: text, finish, usage, usage log ${compat(SDK[d.name], t.upstream, stream ? "stream" : "text", "usage", "cache")}`, async () => {
           mocks[t.upstream].reply({ text: ["The capital", " of France", " is Paris."], usage: BASIC_USAGE });
           const out = await exchange(d, { model: t.model, stream });
           expect(out.text).toBe("The capital of France is Paris.");
@@ -707,7 +710,7 @@ for (const d of drivers) {
           await expectLogged(d, out, t.model, tokens, BASIC_COST[t.model]!);
         });
 
-        it(`round-trips a tool call through the ${label}, ${modeName(stream)}`, async () => {
+        it(`round-trips a tool call through the ${label}, ${modeName(stream)} ${compat(SDK[d.name], t.upstream, ...(stream ? (["tools", "stream"] as const) : (["tools"] as const)))}`, async () => {
           const [u1, u2] = TOOL_USAGE as [(typeof TOOL_USAGE)[0], (typeof TOOL_USAGE)[0]];
           mocks[t.upstream].reply({ toolCalls: [{ name: "get_weather", arguments: { city: "Paris" } }], usage: u1 });
           const first = await exchange(d, { model: t.model, stream, tools: true });
@@ -832,7 +835,7 @@ for (const d of drivers) {
 
     for (const p of PROTOS) {
       for (const stream of MODES) {
-        it(`surfaces reasoning from the ${p} upstream's reasoning model, ${modeName(stream)}`, async () => {
+        it(`surfaces reasoning from the ${p} upstream's reasoning model, ${modeName(stream)} ${compat(SDK[d.name], p, "reasoning")}`, async () => {
           const t = think[p];
           mocks[p].reply({
             thinking: ["Let me think.", " France's capital is Paris."],

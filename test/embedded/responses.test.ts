@@ -8,6 +8,7 @@ import { ChatOpenAI } from "@langchain/openai";
 import { generateText, jsonSchema, stepCountIs, streamText, tool } from "ai";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { compat } from "../helpers/compat.ts";
 import { type Gateway, startGateway, waitForKey } from "../helpers/gateway.ts";
 import { eventually } from "../helpers/processes.ts";
 import { startAnthropicUpstream } from "../mocks/anthropic-upstream.ts";
@@ -140,7 +141,7 @@ const weatherTool = {
 describe.each(UPS)("a Responses client, upstream %s", (up) => {
   const model = MODEL[up];
 
-  it("openai SDK responses.create: text, instructions, usage and the usage log", async () => {
+  it(`openai SDK responses.create: text, instructions, usage and the usage log ${compat("openai-sdk", up, "text", "usage", "cache")}`, async () => {
     mockOf(up).reply({ text: ["Hello", " there"], usage: { promptTokens: 50, completionTokens: 7, cachedTokens: 10 } });
     const { data: r, response } = await sdk()
       .responses.create({ model, input: "Say hello", instructions: "Be nice.", max_output_tokens: 300 })
@@ -163,7 +164,7 @@ describe.each(UPS)("a Responses client, upstream %s", (up) => {
     expect(row.costMicro).toBe("59");
   });
 
-  it("openai SDK stream: typed events in order with sequence numbers, usage in response.completed", async () => {
+  it(`openai SDK stream: typed events in order with sequence numbers, usage in response.completed ${compat("openai-sdk", up, "stream", "usage")}`, async () => {
     mockOf(up).reply({ text: ["One", " two", " three"], usage: { promptTokens: 20, completionTokens: 3 } });
     const stream = await sdk().responses.create({ model, input: "Count", stream: true });
     const events: OpenAI.Responses.ResponseStreamEvent[] = [];
@@ -189,7 +190,7 @@ describe.each(UPS)("a Responses client, upstream %s", (up) => {
     expect(done.response.model).toBe(model);
   });
 
-  it("openai SDK tools: a function call, then its output sent back, then the answer", async () => {
+  it(`openai SDK tools: a function call, then its output sent back, then the answer ${compat("openai-sdk", up, "tools")}`, async () => {
     const m = mockOf(up);
     m.reply(
       { toolCalls: [{ name: "get_weather", arguments: { city: "Paris" } }] },
@@ -216,7 +217,7 @@ describe.each(UPS)("a Responses client, upstream %s", (up) => {
     expect(sent).toContain("get_weather");
   });
 
-  it("the AI SDK's default openai() provider: generateText and streamText", async () => {
+  it(`the AI SDK's default openai() provider: generateText and streamText ${compat("ai-sdk", up, "text", "stream")}`, async () => {
     mockOf(up).reply(
       { text: ["Hi", " from AI SDK"], usage: { promptTokens: 11, completionTokens: 4 } },
       { text: ["Streamed", " words"] },
@@ -232,7 +233,7 @@ describe.each(UPS)("a Responses client, upstream %s", (up) => {
     expect(await s.finishReason).toBe("stop");
   });
 
-  it("LangChain ChatOpenAI with useResponsesApi: invoke and stream", async () => {
+  it(`LangChain ChatOpenAI with useResponsesApi: invoke and stream ${compat("langchain", up, "text", "stream")}`, async () => {
     mockOf(up).reply(
       { text: ["Lang", "chain"], usage: { promptTokens: 9, completionTokens: 2 } },
       { text: ["a", "b", "c"] },
