@@ -1,6 +1,15 @@
+import { request as httpRequest } from "node:http";
+import { request as httpsRequest } from "node:https";
 import { open } from "@modelgate/data-plane";
 import type { Db } from "../db/client.ts";
-import { checkDestination, DestinationRefused, privateAllowed } from "./destination.ts";
+import {
+  checkDestination,
+  DestinationRefused,
+  connectLookup,
+  privateAllowed,
+  type Resolver,
+  systemResolver,
+} from "./destination.ts";
 import { SIGNATURE_HEADER, sign, TIMESTAMP_HEADER } from "./signature.ts";
 
 // Webhook delivery: each pending delivery is POSTed with its signature; a 2xx delivers it, anything else (a
@@ -14,6 +23,36 @@ export interface DeliveryOptions {
   /** MODELGATE_WEBHOOK_ATTEMPTS, default 6 (the last about 8 minutes after the first at the default base) */
   maxAttempts: number;
   timeoutMs: number;
+  /** how names are resolved (the system's resolver; tests inject their own) */
+  resolve?: Resolver;
+}
+
+/**
+ * One POST, answered with its status. Node's own http(s) rather than fetch: its `lookup` option puts the
+ * address check on the connection itself (connectLookup, for customers' webhooks), and a fresh connection each
+ * time (no agent) means no pooled socket is reused past that check. Redirects are not followed.
+ */
+function post(url: string, headers: Record<string, string>, body: string, timeoutMs: number, lookup?: unknown) {
+  const target = new URL(url);
+  const send = target.protocol === "https:" ? httpsRequest : httpRequest;
+  return new Promise<number>((resolve, reject) => {
+    const req = send(
+      target,
+      {
+        method: "POST",
+        agent: false,
+        headers: { ...headers, "content-length": Buffer.byteLength(body) },
+        signal: AbortSignal.timeout(timeoutMs),
+        ...(lookup ? { lookup: lookup as never } : {}),
+      },
+      (res) => {
+        res.resume(); // the answer's body is not read, only drained
+        resolve(res.statusCode ?? 0);
+      },
+    );
+    req.on("error", reject);
+    req.end(body);
+  });
 }
 
 export const deliveryOptionsFromEnv = (masterKey: Buffer, env: NodeJS.ProcessEnv = process.env): DeliveryOptions => ({
@@ -40,13 +79,14 @@ export async function attemptDelivery(prisma: Db, id: string, o: DeliveryOptions
   let error: string | null = null;
   let final = false;
   try {
-    if (d.webhook.configId !== OPERATORS && !privateAllowed()) await checkDestination(d.webhook.url);
+    const guarded = d.webhook.configId !== OPERATORS && !privateAllowed();
+    const resolve = o.resolve ?? systemResolver;
+    // a literal address is refused here (a connection to one makes no lookup); a name, by the connection's own lookup
+    if (guarded) await checkDestination(d.webhook.url, resolve);
     const secret = open(o.masterKey, d.webhook.secretEnc);
-    const res = await fetch(d.webhook.url, {
-      method: "POST",
-      redirect: "manual",
-      signal: AbortSignal.timeout(o.timeoutMs),
-      headers: {
+    status = await post(
+      d.webhook.url,
+      {
         "content-type": "application/json",
         "user-agent": "modelgate-webhooks/1",
         "x-modelgate-event": d.kind,
@@ -54,11 +94,11 @@ export async function attemptDelivery(prisma: Db, id: string, o: DeliveryOptions
         [TIMESTAMP_HEADER]: String(timestamp),
         [SIGNATURE_HEADER]: sign(secret, timestamp, d.body),
       },
-      body: d.body,
-    });
-    status = res.status;
-    await res.body?.cancel();
-    if (res.status < 200 || res.status >= 300) error = `HTTP ${res.status}`;
+      d.body,
+      o.timeoutMs,
+      guarded || o.resolve ? connectLookup(resolve, guarded) : undefined,
+    );
+    if (status < 200 || status >= 300) error = `HTTP ${status}`;
   } catch (err) {
     error = ((err as Error).message || String(err)).slice(0, 500);
     // an address a customer may not reach does not become reachable by retrying
