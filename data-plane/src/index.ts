@@ -25,6 +25,7 @@ export {
   onCredentialsRefusedAtStart,
   redactRedisUrl,
   redisUrlHasCredentials,
+  subscribeWhenReady,
 } from "./redis/connect.ts";
 export { open, parseMasterKey, seal } from "./crypto/secret-box.ts";
 export { initTracing, inSpan, SpanKind, SpanStatusCode, tracingNow } from "./telemetry/tracing.ts";
@@ -34,6 +35,7 @@ export { compileAllowlist } from "./policy/ip.ts";
 export { resolveClientIp } from "./policy/client-ip.ts";
 export { createGatewayServer } from "./http/server.ts";
 export { createDataPlaneOptions } from "./runtime.ts";
+export { checkNumericSettings, NUMERIC_SETTINGS, numberEnv, wholeNumberEnv } from "./env.ts";
 export { createDataPlaneHandler } from "./server/app.ts";
 export { newRequestId } from "./server/request-id.ts";
 export { SnapshotStore } from "./snapshot/store.ts";

@@ -1,4 +1,5 @@
 import { hostname } from "node:os";
+import { Gauge } from "prom-client";
 import { join } from "node:path";
 import { redisNames, usageShard, usageShardCount, usageShardFor } from "./contract/index.ts";
 import { connectRedis, onCredentialsRefusedAtStart, redactRedisUrl, redisUrlHasCredentials } from "./redis/connect.ts";
@@ -140,11 +141,22 @@ const options = createDataPlaneOptions({
     redis: redis.status,
     snapshotRedis: snapshotRedis.status,
     snapshotSubscription: subscriber.status,
+    // whether the policy channel's subscription delivers (checked every 5 s by a ping of its own): "not live"
+    // leaves the replica ready, following policy by its 250 ms poll, and it subscribes again (distributed.md)
+    policySubscription: source.subscriptionLive === null ? "unknown" : source.subscriptionLive ? "live" : "not live",
   }),
   redis: { client: redis, prefix: names.prefix },
   outage,
 });
 const handler = createDataPlaneHandler(options, true);
+new Gauge({
+  name: "modelgate_policy_subscription_live",
+  help: "1 while this replica's policy-channel subscription delivers (its own ping came back), 0 when not (it then follows policy by its poll alone)",
+  registers: [options.metrics.registry],
+  collect() {
+    this.set(source.subscriptionLive === true ? 1 : 0);
+  },
+});
 
 // Breaker states for the control plane's operator alerts, every few seconds, never from the request path. A
 // replica that stops reporting ages out there (reports older than 15 s are ignored).

@@ -26,6 +26,8 @@ const ACL_RULES = {
   // a replica writes usage but never reads it as a consumer group, trims or deletes from streams
   "modelgate-replica": `${COMMON} -xreadgroup -xack -xgroup -xautoclaim -xclaim -xtrim -xdel`,
 };
+const METRICS_TOKEN = "redis-auth-metrics-token-0123456789";
+const METRICS_AUTH = { authorization: `Bearer ${METRICS_TOKEN}` };
 let redisPort: number;
 let redisDir: string;
 let upstream: MockUpstream;
@@ -67,7 +69,7 @@ beforeAll(async () => {
     redisUrl: `redis://modelgate-control:${USER_PASSWORD}@127.0.0.1:${redisPort}`,
     replicas: 1,
     replicaEnv: () => ({ REDIS_URL: `redis://modelgate-replica:${USER_PASSWORD}@127.0.0.1:${redisPort}` }),
-    env: { LOG_LEVEL: "info" },
+    env: { LOG_LEVEL: "info", MODELGATE_METRICS_TOKEN: METRICS_TOKEN }, // /metrics needs it (issue 25)
     config: {
       upstreams: [{ name: "mock", protocol: "openai", baseUrl: upstream.url, apiKey: "test-upstream-key" }],
       models: [{ id: MODEL, price: { input: 1, output: 1 }, routes: [{ upstream: "mock", model: "m" }] }],
@@ -110,6 +112,24 @@ it("the distributed product runs on a Redis that requires a user and password in
     expect(p.output()).not.toContain("NOPERM");
   }
 }, 60_000);
+
+it("the replica's policy subscription is live under its ACL user: /readyz and the gauge say so", async () => {
+  // Its liveness ping is a PUBLISH to a channel of its own under the prefix: the replica's ACL must allow it.
+  const base = gw.bases[0]!;
+  await eventually(
+    async () =>
+      (
+        (await (await fetch(`${base}/readyz`, { headers: METRICS_AUTH })).json()) as {
+          dependencies: Record<string, string>;
+        }
+      ).dependencies,
+    (d) => d.policySubscription === "live",
+    15_000,
+    100,
+  );
+  const metrics = await (await fetch(`${base}/metrics`, { headers: METRICS_AUTH })).text();
+  expect(metrics).toMatch(/^modelgate_policy_subscription_live 1$/m);
+});
 
 /** Starts `entry` against the test's Redis with `url`; resolves with its exit code and output once it exits. */
 async function exitOf(

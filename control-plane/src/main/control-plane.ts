@@ -10,6 +10,7 @@ import {
   onCredentialsRefusedAtStart,
   redactRedisUrl,
   redisUrlHasCredentials,
+  subscribeWhenReady,
   createLogger,
   createGatewayServer,
   initTracing,
@@ -91,7 +92,7 @@ const core = await bootControlPlane(
 // The admin CLI writes to Postgres directly and asks for a publication round here; an operator's
 // `PUBLISH <prefix>control:changed republish` asks for a full publication (a new epoch, written beside the current
 // one while changes keep flowing to it).
-await subscriber.subscribe(names.changedChannel);
+await subscribeWhenReady(subscriber, names.changedChannel);
 subscriber.on("message", (_channel: string, message: string) =>
   message === "republish" ? core.publisher.republish() : core.publisher.changed(),
 );

@@ -835,9 +835,39 @@ describe("policy feed", () => {
       publisher.changed();
       await publisher.flush();
       await vi.waitFor(() => expect(replica.key(hash)?.status).toBe("active"), { timeout: 5_000 });
+      expect(await follower.checkSubscription()).toBe(true);
     } finally {
       await follower.stop();
       fresh.disconnect();
+    }
+    await source.sync();
+  });
+
+  it("a replica sees when its subscription delivers nothing, says so, and subscribes again", async () => {
+    // The subscription can die while the connection looks fine (the handshake race above; a soak showed one
+    // subscriber for two replicas). The replica then followed policy by its poll alone, and nothing showed it.
+    const sub = new Redis(REDIS_URL);
+    sub.on("error", () => undefined);
+    const replica = new SnapshotStore();
+    const follower = new RedisPolicySource(redis, sub, replica, names, 3_600_000, (err) => {
+      throw err;
+    });
+    try {
+      await follower.start();
+      await vi.waitFor(() => expect(follower.subscriptionLive).toBe(true), { timeout: 5_000 });
+      // Behind the source's back: the connection stays up, the channels are gone (what the race leaves).
+      await sub.unsubscribe();
+      expect(await follower.checkSubscription()).toBe(false);
+      expect(follower.subscriptionLive).toBe(false);
+      // The check subscribed again: the next one finds it live, and a change is heard (the poll is an hour).
+      await vi.waitFor(async () => expect(await follower.checkSubscription()).toBe(true), { timeout: 5_000 });
+      const hash = await newKey("heard-again");
+      publisher.changed();
+      await publisher.flush();
+      await vi.waitFor(() => expect(replica.key(hash)?.status).toBe("active"), { timeout: 5_000 });
+    } finally {
+      await follower.stop();
+      sub.disconnect();
     }
     await source.sync();
   });

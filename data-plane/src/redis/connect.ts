@@ -144,7 +144,7 @@ function openCluster(nodes: { host: string; port: number }[], nodeOptions: Redis
  * every revocation took ~240 ms instead of ~40. Waiting for "ready" (or "end": the subscribe then fails as it
  * would have) keeps the offline queue's meaning: a subscriber opened while Redis is down subscribes when it is up.
  */
-export async function subscribeWhenReady(conn: Redis, channel: string): Promise<void> {
+export async function subscribeWhenReady(conn: Redis, ...channels: string[]): Promise<void> {
   if (conn.status !== "ready")
     await new Promise<void>((resolve) => {
       const done = () => {
@@ -155,7 +155,7 @@ export async function subscribeWhenReady(conn: Redis, channel: string): Promise<
       conn.on("ready", done);
       conn.on("end", done);
     });
-  await conn.subscribe(channel);
+  await conn.subscribe(...channels);
 }
 
 /**

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { Worker } from "node:worker_threads";
 import type { Redis } from "ioredis";
 import { POLICY_SHARDS, type PolicyKind, type RedisNames, versionOf } from "../contract/index.ts";
@@ -50,6 +51,18 @@ export class RedisPolicySource {
   /** the load worker (started with the first full load run there) */
   private loader: PolicyLoadWorker | null = null;
   private stopped = false;
+  /**
+   * A channel of this replica's own, subscribed beside the policy channel on the same connection: a PUBLISH to
+   * it answers how many connections receive it, and its message proves delivery. A subscription can be dead
+   * while the connection looks fine (ioredis 5.11.1 and a SUBSCRIBE during its handshake: see
+   * subscribeWhenReady), and the replica then follows policy by its poll alone; this makes that visible.
+   */
+  private readonly pingChannel: string;
+  private pingTimer: NodeJS.Timeout | undefined;
+  /** when the last ping was published (0: none outstanding) and whether it came back */
+  private pingSentAt = 0;
+  private pingHeard = false;
+  private live: boolean | null = null;
 
   constructor(
     private readonly redis: Redis,
@@ -80,8 +93,42 @@ export class RedisPolicySource {
        * (load-worker.ts says why shared)
        */
       sharedTables?: boolean;
+      /** how often the subscription's liveness is checked (a PUBLISH to this replica's ping channel); default 5 s */
+      subscriptionCheckMs?: number;
     } = {},
-  ) {}
+  ) {
+    this.pingChannel = `${names.policyChannel}:ping:${randomUUID()}`;
+  }
+
+  /**
+   * Whether the policy subscription delivers: null before the first check, then whether the last ping reached
+   * this replica's subscriber connection (and the one before it was heard). For /readyz and the metrics.
+   */
+  get subscriptionLive(): boolean | null {
+    return this.live;
+  }
+
+  /**
+   * Checks the subscription once: the previous ping must have been heard, and Redis must count a receiver for a
+   * new one. A subscription found dead is made again (SUBSCRIBE is idempotent); the next check says whether
+   * that worked. Never throws (Redis away: not live).
+   */
+  async checkSubscription(): Promise<boolean> {
+    const previousLost = this.pingSentAt !== 0 && !this.pingHeard;
+    let receivers = 0;
+    try {
+      this.pingSentAt = Date.now();
+      this.pingHeard = false;
+      receivers = await this.redis.publish(this.pingChannel, String(this.pingSentAt));
+    } catch {
+      receivers = 0;
+    }
+    const live = receivers > 0 && !previousLost;
+    if (!live && !this.stopped && this.subscriber.status === "ready")
+      await this.subscriber.subscribe(this.names.policyChannel, this.pingChannel).catch(() => undefined);
+    this.live = live;
+    return live;
+  }
 
   /** @internal The load worker's thread while one runs (tests). */
   get loadThread(): Worker | null {
@@ -89,13 +136,17 @@ export class RedisPolicySource {
   }
 
   async start(): Promise<void> {
-    this.subscriber.on("message", (channel: string) => {
+    this.subscriber.on("message", (channel: string, message: string) => {
       if (channel === this.names.policyChannel) void this.sync();
+      else if (channel === this.pingChannel && message === String(this.pingSentAt)) this.pingHeard = true;
     });
-    await subscribeWhenReady(this.subscriber, this.names.policyChannel);
+    await subscribeWhenReady(this.subscriber, this.names.policyChannel, this.pingChannel);
     await this.sync();
     this.timer = setInterval(() => void this.sync(), this.pollMs);
     this.timer.unref();
+    void this.checkSubscription();
+    this.pingTimer = setInterval(() => void this.checkSubscription(), this.opts.subscriptionCheckMs ?? 5_000);
+    this.pingTimer.unref();
   }
 
   /** Catches up with the feed, a full load included if one is running (passes keep following it meanwhile). */
@@ -321,8 +372,9 @@ export class RedisPolicySource {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
+    if (this.pingTimer) clearInterval(this.pingTimer);
     this.loading?.abort.abort();
     await this.loader?.terminate();
-    await this.subscriber.unsubscribe(this.names.policyChannel).catch(() => undefined);
+    await this.subscriber.unsubscribe(this.names.policyChannel, this.pingChannel).catch(() => undefined);
   }
 }
