@@ -11,7 +11,7 @@ import {
   MemoryConversationStore,
   RedisConversationStore,
 } from "./conversations/store.ts";
-import { wholeNumberEnv } from "./env.ts";
+import { checkNumericSettings, wholeNumberEnv } from "./env.ts";
 import { MemoryProviderIdRegistry, RedisProviderIdRegistry } from "./conversations/provider-ids.ts";
 import { compileAllowlist } from "./policy/ip.ts";
 import { MemoryRateLimiter } from "./ratelimit/memory.ts";
@@ -25,6 +25,7 @@ import { BreakerRegistry } from "./upstreams/breaker.ts";
 import { DemoTransport } from "./upstreams/demo.ts";
 import { defaultRetryPolicy } from "./upstreams/retry.ts";
 import { UndiciTransport } from "./upstreams/transport.ts";
+import { answerLimitsFromEnv } from "./upstreams/answer-limits.ts";
 import type { UsageSink } from "./usage/sink.ts";
 
 export interface RuntimeInput {
@@ -44,6 +45,8 @@ export interface RuntimeInput {
 /** Assembles the request path's dependencies: in-memory for one process, Redis-backed for replicas. */
 export function createDataPlaneOptions(input: RuntimeInput): DataPlaneOptions & { close(): Promise<void> } {
   const env = input.env ?? process.env;
+  // A bad number in any setting stops the start here, naming the variable, before anything listens.
+  checkNumericSettings(env, "data");
   const onError = (what: string) => (err: unknown) =>
     input.outage
       ? input.outage.failure("redis", what, err)
@@ -140,7 +143,9 @@ export function createDataPlaneOptions(input: RuntimeInput): DataPlaneOptions & 
     maxBodyBytes: wholeNumberEnv(env, "MODELGATE_MAX_BODY_BYTES", 4 * 1024 * 1024, { unit: "bytes", min: 1024 }),
     conversations,
     providerIds,
+    answerLimits: answerLimitsFromEnv(env),
     opsToken: env.MODELGATE_METRICS_TOKEN || null,
+    metricsOpen: env.MODELGATE_METRICS_OPEN === "1",
     ready: input.ready,
     dependencies: input.dependencies,
     async close() {

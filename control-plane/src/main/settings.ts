@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { parseMasterKey, usageShardCount } from "@modelgate/data-plane";
+import { checkNumericSettings, parseMasterKey, usageShardCount, wholeNumberEnv } from "@modelgate/data-plane";
 import { auditRetentionDays } from "../audit/retention.ts";
 import { compactTombstones } from "../snapshot/compaction.ts";
 import { fullLeaseMs } from "../snapshot/full-lease.ts";
@@ -51,11 +51,13 @@ export function masterKeyFrom(env: NodeJS.ProcessEnv, dataDir: string): Buffer {
 }
 
 export function readSettings(env: NodeJS.ProcessEnv, defaultPort: number): Settings {
+  // A bad number in any setting stops the start here, naming the variable (data-plane/src/env.ts).
+  checkNumericSettings(env, "control");
   const dataDir = resolve(env.MODELGATE_DATA_DIR ?? "./data");
   // Before anything is written there: the directory and all it holds are private to this user.
   const tightened = secureDataDir(dataDir);
   return {
-    port: Number(env.PORT ?? defaultPort),
+    port: wholeNumberEnv(env, "PORT", defaultPort, { unit: "port", max: 65_535 }),
     host: env.HOST ?? "0.0.0.0",
     dataDir,
     databaseUrl: env.DATABASE_URL || undefined,
@@ -68,7 +70,7 @@ export function readSettings(env: NodeJS.ProcessEnv, defaultPort: number): Setti
     smtpUrl: env.SMTP_URL || undefined,
     // 4 MiB: parsing a body holds the event loop about 10 ms per MB, so this keeps any one request's stall of the
     // process under 50 ms; raise it for larger (e.g. image) inputs.
-    maxBodyBytes: Number(env.MODELGATE_MAX_BODY_BYTES ?? 4 * 1024 * 1024),
+    maxBodyBytes: wholeNumberEnv(env, "MODELGATE_MAX_BODY_BYTES", 4 * 1024 * 1024, { unit: "bytes", min: 1024 }),
     operatorEmail: env.MODELGATE_OPERATOR_EMAIL ?? "operator@modelgate.local",
     operatorPassword: env.MODELGATE_OPERATOR_PASSWORD || undefined,
     oidc: readOidcSettings(env),
