@@ -263,21 +263,36 @@ describe("structured outputs and parameters a translation cannot carry", () => {
     });
     expect(JSON.parse(g.text!)).toEqual({ city: "Rome" });
     expect(lastBody("anthropic").output_config).toEqual({ format: { type: "json_schema", schema: CITY_SCHEMA } });
-    // JSON without a schema has no Anthropic form: a clear 400 naming the parameter, and no upstream call.
-    const calls = mocks.anthropic.requests.length;
-    const err = await failure<InstanceType<typeof OpenAI.APIError>>(
-      openai().chat.completions.create({
-        model: model("gap", "anthropic"),
-        messages: [{ role: "user", content: "x" }],
-        response_format: { type: "json_object" },
-      }),
+    // JSON without a schema (issue 26: was a 400 naming response_format): Anthropic's structured outputs take no
+    // schema-less object, so the answer is forced through a tool whose input is the object, and comes back as
+    // the message's JSON text, streamed or not.
+    mocks.anthropic.reply(
+      { toolCalls: [{ name: "modelgate_json_answer", arguments: { city: "Paris" } }] },
+      { toolCalls: [{ name: "modelgate_json_answer", arguments: { city: "Bern" } }] },
     );
-    expect({ status: err.status, code: err.code, param: err.param }).toEqual({
-      status: 400,
-      code: "unsupported_parameter",
-      param: "response_format",
+    const j = await openai().chat.completions.create({
+      model: model("gap", "anthropic"),
+      messages: [{ role: "user", content: "A city as JSON?" }],
+      response_format: { type: "json_object" },
     });
-    expect(mocks.anthropic.requests.length).toBe(calls);
+    expect(JSON.parse(j.choices[0]!.message.content!)).toEqual({ city: "Paris" });
+    expect(j.choices[0]!.finish_reason).toBe("stop");
+    expect(j.choices[0]!.message.tool_calls ?? []).toEqual([]);
+    expect(lastBody("anthropic").tool_choice).toEqual({ type: "tool", name: "modelgate_json_answer" });
+    const stream = await openai().chat.completions.create({
+      model: model("gap", "anthropic"),
+      messages: [{ role: "user", content: "A city as JSON?" }],
+      response_format: { type: "json_object" },
+      stream: true,
+    });
+    let text = "";
+    let finish: string | null = null;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta.content ?? "";
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+    }
+    expect(JSON.parse(text)).toEqual({ city: "Bern" });
+    expect(finish).toBe("stop");
   });
 
   it(`gives LangChain's withStructuredOutput (json_schema) its object from an Anthropic upstream ${compat("langchain", "anthropic", "structured")}`, async () => {

@@ -920,7 +920,8 @@ const ERROR_KIND: Record<Proto, { unauthenticated: string; notFound: string; bad
 /** A parameter the client's protocol has and the upstream's cannot honour, and the name the client knows it by. */
 const UNSUPPORTED: Record<Proto, { model: string; extra: Body; param: string }> = {
   openai: { model: conf.anthropic.model, extra: { n: 2 }, param: "n" },
-  anthropic: { model: conf.openai.model, extra: { top_k: 5 }, param: "top_k" },
+  // top_k was the example until issue 26: a sampling hint toward OpenAI is now dropped and named, not refused.
+  anthropic: { model: conf.openai.model, extra: { container: "container_1" }, param: "container" },
   gemini: {
     model: conf.anthropic.model,
     extra: { generationConfig: { candidateCount: 2 } },

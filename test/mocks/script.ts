@@ -61,6 +61,8 @@ export interface RecordedRequest {
   headers: IncomingHttpHeaders;
   /** Parsed JSON body (undefined when not JSON). */
   body: unknown;
+  /** The body's bytes as received (UTF-8), for tests that check what the gateway sent byte for byte. */
+  raw?: string;
 }
 
 export type MockScript = MockReply | ((req: RecordedRequest) => MockReply);
@@ -144,8 +146,15 @@ export async function startScriptedMock(
   };
   const server = createServer((req, res) => {
     void (async () => {
-      const body = await readBody(req);
-      const recorded: RecordedRequest = { method: req.method ?? "", url: req.url ?? "", headers: req.headers, body };
+      const raw = await readRaw(req);
+      const body = parseJson(raw);
+      const recorded: RecordedRequest = {
+        method: req.method ?? "",
+        url: req.url ?? "",
+        headers: req.headers,
+        body,
+        raw,
+      };
       mock.requests.push(recorded);
       await handle(mock, recorded, req, res);
     })().catch((err: unknown) => {
@@ -160,9 +169,16 @@ export async function startScriptedMock(
 }
 
 export async function readBody(req: AsyncIterable<Buffer>): Promise<unknown> {
+  return parseJson(await readRaw(req));
+}
+
+async function readRaw(req: AsyncIterable<Buffer>): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const c of req) chunks.push(c);
-  const text = Buffer.concat(chunks).toString("utf8");
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+function parseJson(text: string): unknown {
   try {
     return text === "" ? undefined : (JSON.parse(text) as unknown);
   } catch {

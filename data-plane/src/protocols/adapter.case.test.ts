@@ -78,7 +78,7 @@ const MODEL: ModelSnapshot = {
 const ctx = { model: "m-1", requestId: "req_0123456789abcdef01234567" };
 const texts = (r: CanonicalRequest) =>
   r.messages.map((m) =>
-    m.content
+    (m.role === "system" ? [{ type: "text" as const, text: m.text }] : m.content)
       .map((p) => ("text" in p ? p.text : p.type === "tool_call" ? `${p.name}(${p.arguments})` : p.type))
       .join("|"),
   );

@@ -64,7 +64,17 @@ export interface ToolMessage {
   isError?: boolean;
 }
 
-export type CanonicalMessage = UserMessage | AssistantMessage | ToolMessage;
+/**
+ * A system or developer instruction in the middle of a conversation (Claude Code's environment note). Leading
+ * ones are hoisted into CanonicalRequest.system; these stay in place, each upstream writing its best equivalent
+ * (see translation.ts).
+ */
+export interface SystemMessage {
+  role: "system";
+  text: string;
+}
+
+export type CanonicalMessage = UserMessage | AssistantMessage | ToolMessage | SystemMessage;
 
 export interface ToolDefinition {
   name: string;
@@ -90,6 +100,21 @@ export interface ReasoningConfig {
   enabled: boolean;
   effort?: ReasoningEffort;
   budgetTokens?: number;
+  /**
+   * The client parameter this came from when it is an effort hint rather than a request for reasoning
+   * (Anthropic's output_config.effort): toward a model without reasoning it is dropped and named, not sent.
+   */
+  hint?: string;
+}
+
+/** A tool the vendor runs (web search, URL fetch, code execution …), as the client offered it. */
+export interface HostedTool {
+  /** The translation table's row (`tools[]: web_search_*`). */
+  param: string;
+  /** The tool as named in the dropped list when it is removed (`tools[].web_search`). */
+  name: string;
+  /** What it does, for an upstream that has a native tool of that kind. */
+  kind: "web_search" | "web_fetch" | "code_execution" | "other";
 }
 
 export interface CanonicalRequest {
@@ -120,11 +145,17 @@ export interface CanonicalRequest {
   /** OpenAI clients only get a usage chunk when they ask for it. */
   streamIncludeUsage?: boolean;
   /**
-   * Client parameters that change the answer and that no other protocol can carry (OpenAI `logit_bias`,
-   * Anthropic `mcp_servers`, …), by the client's name for them. An upstream of the client's own protocol
-   * gets the client's body as it is; every translation refuses the first of these with a 400 naming it.
+   * Client parameters that no other protocol carries (OpenAI `logit_bias`, Anthropic `context_management`, …),
+   * by the client's name for them: each translation does what translation.ts's table says (drop and name, or
+   * refuse). An upstream of the client's own protocol gets the client's body as it is.
    */
   untranslatable?: string[];
+  /** Top-level fields the client's parser does not know: dropped in a translation, and named. */
+  unknown?: string[];
+  /** Tools the vendor runs, offered by the client: native upstream or removed and named (translation.ts). */
+  hostedTools?: HostedTool[];
+  /** The client's protocol (set by its parser): which of translation.ts's tables applies. */
+  protocol?: ProtocolName;
 }
 
 export type FinishReason = "stop" | "length" | "tool_calls" | "content_filter" | "error";

@@ -90,7 +90,9 @@ describe("max tokens and reasoning", () => {
   });
 });
 
-describe("parameters an upstream cannot honour are refused, not dropped", () => {
+// Issue 26 replaced "refuse, never drop" with translation by kind (translation.ts): what changes the answer's
+// contract is still refused; hints are dropped and named, hosted tools go native or are removed and named.
+describe("parameters an upstream cannot honour: refused when they change the answer, else dropped and named", () => {
   it("refuses n > 1 everywhere", () => {
     for (const p of ["openai", "anthropic", "gemini"] as const) {
       expect(
@@ -102,15 +104,59 @@ describe("parameters an upstream cannot honour are refused, not dropped", () => 
       });
     }
   });
-  it("refuses JSON output without a schema on Anthropic but translates it for Gemini", () => {
+  it("translates JSON output without a schema: toward Anthropic a forced tool whose input is the object, for Gemini a MIME type", () => {
+    // Was a 400 toward Anthropic ("structured outputs need a schema"); a schema-less object is now guaranteed by
+    // forcing a tool whose input schema is {"type":"object"}, and its input comes back as the answer's text.
     const req = base({ responseFormat: { type: "json_object" } });
-    expect(gatewayError(() => protocols.anthropic.buildUpstreamRequest(req, "c", { stream: false }))).toEqual({
-      kind: "invalid_request",
-      code: "unsupported_parameter",
-      param: "response_format",
-      message:
-        "'response_format' is not supported by this model's Anthropic upstream: Anthropic's structured outputs need a schema: send json_schema instead of json_object.",
+    const up = protocols.anthropic.buildUpstreamRequest(req, "c", { stream: false }).body;
+    expect(up.tools).toEqual([
+      expect.objectContaining({ name: "modelgate_json_answer", input_schema: { type: "object" } }),
+    ]);
+    expect(up.tool_choice).toEqual({ type: "tool", name: "modelgate_json_answer" });
+    expect(up.output_config).toBeUndefined();
+    const answer = protocols.anthropic.parseUpstreamResponse({
+      id: "msg_1",
+      model: "c",
+      content: [{ type: "tool_use", id: "toolu_1", name: "modelgate_json_answer", input: { city: "Oslo" } }],
+      stop_reason: "tool_use",
+      usage: { input_tokens: 5, output_tokens: 3 },
     });
+    expect(answer.content).toEqual([{ type: "text", text: '{"city":"Oslo"}' }]);
+    expect(answer.finishReason).toBe("stop");
+    const decoder = protocols.anthropic.createUpstreamStreamDecoder();
+    const sse = (event: string, data: unknown) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+    const events = decoder.push(
+      sse("message_start", { type: "message_start", message: { id: "m", model: "c", usage: { input_tokens: 5 } } }) +
+        sse("content_block_start", {
+          type: "content_block_start",
+          index: 0,
+          content_block: { type: "tool_use", id: "t", name: "modelgate_json_answer", input: {} },
+        }) +
+        sse("content_block_delta", {
+          type: "content_block_delta",
+          index: 0,
+          delta: { type: "input_json_delta", partial_json: '{"city":' },
+        }) +
+        sse("content_block_delta", {
+          type: "content_block_delta",
+          index: 0,
+          delta: { type: "input_json_delta", partial_json: '"Oslo"}' },
+        }) +
+        sse("message_delta", {
+          type: "message_delta",
+          delta: { stop_reason: "tool_use" },
+          usage: { output_tokens: 3 },
+        }) +
+        sse("message_stop", { type: "message_stop" }),
+    );
+    expect(
+      events
+        .filter((e) => e.type === "text")
+        .map((e) => (e as { text: string }).text)
+        .join(""),
+    ).toBe('{"city":"Oslo"}');
+    expect(events.some((e) => e.type === "tool_call_start")).toBe(false);
+    expect(events.find((e) => e.type === "finish")).toMatchObject({ reason: "stop" });
     expect(protocols.gemini.buildUpstreamRequest(req, "g", { stream: false }).body.generationConfig).toEqual({
       responseMimeType: "application/json",
     });
@@ -168,11 +214,11 @@ describe("parameters an upstream cannot honour are refused, not dropped", () => 
   it("refuses, in a translation, a client parameter that changes the answer and only its own protocol carries", () => {
     const openai = (extra: Record<string, unknown>) =>
       protocols.openai.parseClientRequest({ model: "m", messages: [{ role: "user", content: "x" }], ...extra });
+    // web_search_options was refused too; a hosted tool is now removed and named (see the test below).
     for (const [extra, param] of [
       [{ logit_bias: { "50256": -100 } }, "logit_bias"],
       [{ verbosity: "low" }, "verbosity"],
       [{ service_tier: "flex" }, "service_tier"],
-      [{ web_search_options: {} }, "web_search_options"],
       [{ modalities: ["text", "audio"], audio: { voice: "alloy", format: "wav" } }, "modalities"],
     ] as const) {
       for (const up of ["anthropic", "gemini"] as const) {
@@ -191,8 +237,14 @@ describe("parameters an upstream cannot honour are refused, not dropped", () => 
       metadata: { a: "b" },
     });
     expect(defaults.untranslatable).toBeUndefined();
-    expect(() => protocols.anthropic.buildUpstreamRequest(defaults, "c", { stream: false })).not.toThrow();
+    // store and metadata have no Anthropic equivalent: dropped, and named.
+    expect(protocols.anthropic.buildUpstreamRequest(defaults, "c", { stream: false }).dropped).toEqual([
+      "store",
+      "metadata",
+    ]);
 
+    // Was refused (mcp_servers first): an MCP connector is a hosted tool, removed and named; output_config.effort
+    // is now translated (reasoning_effort) and service_tier is a hint, named.
     const anthropic = protocols.anthropic.parseClientRequest({
       model: "m",
       max_tokens: 10,
@@ -201,10 +253,21 @@ describe("parameters an upstream cannot honour are refused, not dropped", () => 
       output_config: { effort: "low" },
       service_tier: "auto",
     });
-    expect(anthropic.untranslatable).toEqual(["mcp_servers", "output_config.effort"]);
-    expect(gatewayError(() => protocols.openai.buildUpstreamRequest(anthropic, "o", { stream: false })).param).toBe(
+    expect(anthropic.untranslatable).toEqual(["mcp_servers", "service_tier"]);
+    const toOpenAI = protocols.openai.buildUpstreamRequest(anthropic, "o", { stream: false });
+    expect(toOpenAI.dropped).toEqual(["mcp_servers", "service_tier"]);
+    expect(toOpenAI.body.reasoning_effort).toBe("low");
+    expect(toOpenAI.body.mcp_servers).toBeUndefined();
+    // …except toward a model configured without reasoning, where the effort hint is dropped and named.
+    expect(protocols.openai.buildUpstreamRequest(anthropic, "o", { stream: false, reasoning: false }).dropped).toEqual([
       "mcp_servers",
-    );
+      "service_tier",
+      "output_config.effort",
+    ]);
+    // A strict model refuses what would be dropped.
+    expect(
+      gatewayError(() => protocols.openai.buildUpstreamRequest(anthropic, "o", { stream: false, strict: true })),
+    ).toMatchObject({ code: "unsupported_parameter", param: "mcp_servers" });
 
     const gemini = protocols.gemini.parseClientRequest(
       {
@@ -218,7 +281,7 @@ describe("parameters an upstream cannot honour are refused, not dropped", () => 
     const err = gatewayError(() => protocols.openai.buildUpstreamRequest(gemini, "o", { stream: false }));
     expect(err).toMatchObject({ code: "unsupported_parameter", param: "cachedContent" });
     expect(err.message).toBe(
-      "'cachedContent' is not supported by this model's OpenAI upstream: only an upstream of the client's own protocol can honour it.",
+      "'cachedContent' is not supported by this model's OpenAI upstream: the cached content is Google's; only an upstream of the client's own protocol can honour it.",
     );
   });
   it("names the refused parameter as a Gemini client knows it", () => {
@@ -233,13 +296,19 @@ describe("parameters an upstream cannot honour are refused, not dropped", () => 
       error: { message: string };
     };
     expect(rendered.error.message).toBe(
-      "'generationConfig.candidateCount' is not supported by this model's Anthropic upstream: only one choice per request. (request id: r1)",
+      "'generationConfig.candidateCount' is not supported by this model's Anthropic upstream: only one choice can be translated; only an upstream of the client's own protocol can honour it. (request id: r1)",
     );
   });
-  it("refuses top_k on OpenAI and temperature above 1 on Anthropic", () => {
-    expect(
-      gatewayError(() => protocols.openai.buildUpstreamRequest(base({ topK: 5 }), "o", { stream: false })).param,
-    ).toBe("top_k");
+  it("drops and names top_k toward OpenAI (was refused), refuses temperature above 1 on Anthropic", () => {
+    // A sampling hint: the Gemini CLI always sends generationConfig.topK 64, and every call was a 400.
+    const fromGemini = protocols.gemini.parseClientRequest(
+      { contents: [{ role: "user", parts: [{ text: "x" }] }], generationConfig: { topK: 64 } },
+      { model: "m" },
+    );
+    const up = protocols.openai.buildUpstreamRequest(fromGemini, "o", { stream: false });
+    expect(up.dropped).toEqual(["generationConfig.topK"]);
+    expect(up.body.top_k).toBeUndefined();
+    expect(protocols.anthropic.buildUpstreamRequest(fromGemini, "c", { stream: false }).body.top_k).toBe(64);
     expect(
       gatewayError(() => protocols.anthropic.buildUpstreamRequest(base({ temperature: 1.5 }), "c", { stream: false }))
         .param,

@@ -21,6 +21,17 @@ export interface UpstreamRequest {
   /** JSON-serialisable body; the caller stringifies it once. */
   body: Record<string, unknown>;
   headers: Record<string, string>;
+  /** Client parameters left out (hints with no equivalent, tools the upstream cannot run), by the client's name. */
+  dropped?: string[];
+}
+
+/** How to build one upstream request. */
+export interface BuildOptions {
+  stream: boolean;
+  /** The model is `strict`: what would be dropped (hints, hosted tools) is refused instead. */
+  strict?: boolean;
+  /** Whether the model is configured with reasoning (an effort hint is sent only then); undefined: unknown. */
+  reasoning?: boolean;
 }
 
 export interface ClientRoute {
@@ -103,12 +114,31 @@ export interface PassthroughStream {
   errorFrame(err: GatewayError): string;
 }
 
+/**
+ * What the gateway itself reads of a request whatever route it takes: the model (admission, routing, billing)
+ * and whether the answer streams. A same-protocol call reads nothing more; the upstream validates the rest.
+ * A CanonicalRequest is one.
+ */
+export interface RequestHead {
+  model: string;
+  stream: boolean;
+  /** OpenAI clients only get a usage chunk when they ask for it. */
+  streamIncludeUsage?: boolean;
+}
+
 /** Client and upstream speak this protocol: the client's bytes go up, the upstream's come back, read for usage. */
 export interface Passthrough {
+  /**
+   * Reads the request's head, validating only what it reads: a body bound for an upstream of its own protocol
+   * is that upstream's to judge (unknown roles, fields, block and tool types pass).
+   */
+  head(body: Record<string, unknown>, route?: ClientRoute): RequestHead;
+  /** Client headers sent on to the upstream (the vendor's own: beta flags, API version); never credentials. */
+  forwardsHeader?(name: string): boolean;
   /** Whether this route can take the client's bytes (absent: always); otherwise the call is translated. */
-  accepts?(req: CanonicalRequest, upstreamModel: string, route?: ClientRoute): boolean;
+  accepts?(req: RequestHead, upstreamModel: string, route?: ClientRoute): boolean;
   /** The body to send: the client's bytes when nothing needs changing, else with the upstream's model name. */
-  body(raw: Buffer, parsed: Record<string, unknown>, req: CanonicalRequest, upstreamModel: string): string | Buffer;
+  body(raw: Buffer, parsed: Record<string, unknown>, req: RequestHead, upstreamModel: string): string | Buffer;
   path(upstreamModel: string, stream: boolean): string;
   /**
    * A non-streamed answer: the bytes to send (the client's model name put back) and its usage, `exact` when the
@@ -125,7 +155,7 @@ export interface Passthrough {
    * provider would resolve in whatever it keeps for the operator's account: each must be one this tenant was given.
    */
   namedIds?(body: Record<string, unknown>): { id: string; param: string }[];
-  createStream(clientModel: string, requestId: string, req: CanonicalRequest): PassthroughStream;
+  createStream(clientModel: string, requestId: string, req: RequestHead): PassthroughStream;
 }
 
 /** Where stateful protocols keep earlier answers (see data-plane/src/conversations). */
@@ -190,7 +220,7 @@ export interface ProtocolAdapter {
   // upstream side
   /** The version segment the vendor's paths go after, added to a base URL given as a bare host (`/v1`). */
   readonly basePath: string;
-  buildUpstreamRequest(req: CanonicalRequest, upstreamModel: string, opts: { stream: boolean }): UpstreamRequest;
+  buildUpstreamRequest(req: CanonicalRequest, upstreamModel: string, opts: BuildOptions): UpstreamRequest;
   authHeaders(apiKey: string): Record<string, string>;
   parseUpstreamResponse(body: unknown): CanonicalResponse;
   createUpstreamStreamDecoder(): StreamDecoder;

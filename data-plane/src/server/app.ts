@@ -76,6 +76,16 @@ export function createDataPlaneHandler(opts: DataPlaneOptions, strict: boolean) 
         return true;
       }
       if (path === "/metrics") {
+        // The customer port serves /metrics only to the token, unless the operator chose open metrics.
+        if (access === "anonymous" && !opts.metricsOpen) {
+          sendJson(
+            res,
+            401,
+            '{"error":"/metrics needs a bearer token: set MODELGATE_METRICS_TOKEN (or MODELGATE_METRICS_OPEN=1 for open metrics)"}',
+            { "www-authenticate": "Bearer" },
+          );
+          return true;
+        }
         const body = await opts.metrics.registry.metrics();
         res.writeHead(200, { "content-type": opts.metrics.registry.contentType });
         res.end(body);
@@ -195,16 +205,27 @@ async function countTokens(
   try {
     const body = parseJsonObject(await readBody(req, opts.maxBodyBytes));
     // max_tokens is Anthropic's required field, not needed to count.
-    const canonical = client.parseClientRequest({ max_tokens: 1, ...body, stream: false });
-    if (!opts.store.model(canonical.model) || !isModelAllowed(caller.key, canonical.model)) {
+    // Counted from the canonical form when the body translates; a body only its own vendor takes (roles, block
+    // types the gateway does not know) is counted as it is written.
+    let model: string;
+    let text: string;
+    try {
+      const canonical = client.parseClientRequest({ max_tokens: 1, ...body, stream: false });
+      model = canonical.model;
+      text = JSON.stringify([canonical.system, canonical.messages, canonical.tools ?? []]);
+    } catch (err) {
+      if (!client.passthrough || !(err instanceof GatewayError)) throw err;
+      model = client.passthrough.head(body).model;
+      text = JSON.stringify([body.system ?? null, body.messages ?? null, body.tools ?? []]);
+    }
+    if (!opts.store.model(model) || !isModelAllowed(caller.key, model)) {
       throw new GatewayError(
         "not_found",
         "model_not_found",
-        `The model '${canonical.model}' does not exist. Use a full model ID from GET /v1/models.`,
+        `The model '${model}' does not exist. Use a full model ID from GET /v1/models.`,
         "model",
       );
     }
-    const text = JSON.stringify([canonical.system, canonical.messages, canonical.tools ?? []]);
     sendJson(res, 200, JSON.stringify({ input_tokens: tokensFromChars(text.length) }), limits.headers);
   } finally {
     limits.release();
@@ -261,7 +282,8 @@ async function takeRequestLimit(
 
 /**
  * /readyz and /metrics: with MODELGATE_METRICS_TOKEN set, a caller without `Authorization: Bearer <token>`
- * is refused; without it, anyone gets /metrics and the anonymous /readyz (no upstream names).
+ * is refused; without it, anyone gets the anonymous /readyz (no upstream names), and /metrics only with
+ * MODELGATE_METRICS_OPEN=1.
  */
 function opsAccess(req: IncomingMessage, token: string | null | undefined): "full" | "anonymous" | "refused" {
   const auth = req.headers.authorization;

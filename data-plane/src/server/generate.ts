@@ -2,9 +2,11 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { RouteSnapshot } from "../contract/index.ts";
 import { GatewayError } from "../errors.ts";
 import {
+  type CanonicalRequest,
   type ClientRoute,
   type ClientSession,
   type ProtocolAdapter,
+  type RequestHead,
   protocols,
   upstreamProtocolOf,
 } from "../protocols/index.ts";
@@ -65,14 +67,20 @@ export async function handleGenerate(
         maxBytes: opts.maxBodyBytes,
         bodyBytes: raw.length,
       }) ?? null;
-    let canonical = client.parseClientRequest(session?.refersToState ? session.withoutState : body, ep.route);
+    const parse = (b: Record<string, unknown>): CanonicalRequest => client.parseClientRequest(b, ep.route);
+    // What the gateway reads whatever the route: model and stream flag. The whole body is parsed (validated and
+    // translated) only for a route of another protocol; a same-protocol upstream judges it itself.
+    let canonical: CanonicalRequest | null = client.passthrough
+      ? null
+      : parse(session?.refersToState ? session.withoutState : body);
+    const head: RequestHead = canonical ?? client.passthrough!.head(body, ep.route);
     const attribution = attributionOf(client.name, body, req.headers);
-    trace?.request(canonical.model, canonical.stream, caller.account.id, caller.key.id);
+    trace?.request(head.model, head.stream, caller.account.id, caller.key.id);
     const limitsSpan = trace?.limits();
     const admitting = admit(
       opts,
       caller,
-      canonical.model,
+      head.model,
       tokensFromChars(declared ?? raw.length),
       startedAt,
       limits,
@@ -93,7 +101,7 @@ export async function handleGenerate(
         model: admission.model.id,
         protocol: client.name,
         upstream: null,
-        stream: canonical.stream,
+        stream: head.stream,
         clientIp: caller.clientIp,
         startedAt,
         firstByteAt: null,
@@ -106,7 +114,7 @@ export async function handleGenerate(
       throw new GatewayError(
         "unavailable",
         "no_upstream",
-        `The model '${canonical.model}' has no upstream configured right now.`,
+        `The model '${head.model}' has no upstream configured right now.`,
       );
 
     // The client's own protocol upstream gets the client's body (fields the gateway does not know included);
@@ -114,18 +122,20 @@ export async function handleGenerate(
     const sameProtocol = (route: RouteSnapshot): boolean =>
       client.passthrough !== undefined && upstreamProtocolOf(route.protocol) === client.name;
     const passes = (route: RouteSnapshot): boolean =>
-      sameProtocol(route) && (client.passthrough!.accepts?.(canonical, route.upstreamModel, ep.route) ?? true);
-    // A stateful request (previous_response_id) translated for another protocol needs its references resolved
-    // from the gateway's store first; toward an upstream of its own protocol they pass through.
+      sameProtocol(route) && (client.passthrough!.accepts?.(head, route.upstreamModel, ep.route) ?? true);
+    // A route of another protocol needs the body parsed into the canonical form; a stateful request
+    // (previous_response_id) needs its references resolved from the gateway's store first. Toward an upstream of
+    // the client's own protocol neither happens. When only fallbacks translate, a body they cannot take fails
+    // them alone.
     let translated = body;
-    let stateError: unknown = null;
-    if (session?.refersToState && routes.some((r) => !sameProtocol(r))) {
+    let translateError: unknown = null;
+    if (canonical === null && routes.some((r) => !sameProtocol(r))) {
       try {
-        translated = await session.expand();
-        canonical = client.parseClientRequest(translated, ep.route);
+        if (session?.refersToState) translated = await session.expand();
+        canonical = parse(translated);
       } catch (err) {
         if (!sameProtocol(routes[0]!)) throw err;
-        stateError = err; // only the translated fallbacks fail on it
+        translateError = err;
       }
       // The limits were taken on the body's size; the conversation is what the call sends (measured while it was
       // expanded: serialising it here again cost as much as the expansion).
@@ -136,6 +146,9 @@ export async function handleGenerate(
           startedAt,
         );
     }
+    const forwarded = sameProtocolHeaders(client, req);
+    /** What each translated route left out (translation.ts): named in the answer's x-modelgate-dropped. */
+    const dropped = new Map<RouteSnapshot, string[]>();
 
     // Provider-side ids a passthrough request names must be the account's own (server/provider-ids.ts); as with
     // the store above, only the routes that pass through fail on them when the first route translates.
@@ -154,15 +167,19 @@ export async function handleGenerate(
       if (sameProtocol(route)) {
         if (foreignId) throw foreignId;
         const pt = client.passthrough!;
-        return {
-          path: pt.path(route.upstreamModel, canonical.stream),
-          body: pt.body(raw, body, canonical, route.upstreamModel),
+        const out: Outgoing = {
+          path: withClientQuery(pt.path(route.upstreamModel, head.stream), req.url),
+          body: pt.body(raw, body, head, route.upstreamModel),
         };
+        if (forwarded) out.headers = forwarded;
+        return out;
       }
-      if (stateError) throw stateError;
+      if (canonical === null) throw translateError;
       const up = protocols[upstreamProtocolOf(route.protocol)].buildUpstreamRequest(canonical, route.upstreamModel, {
         stream: canonical.stream,
+        reasoning: admission.model.reasoning,
       });
+      if (up.dropped && up.dropped.length > 0) dropped.set(route, up.dropped);
       return { path: up.path, body: JSON.stringify(up.body), headers: up.headers };
     };
 
@@ -170,12 +187,13 @@ export async function handleGenerate(
     call.answered();
     call.record.upstream = answer.route.upstream;
     trace?.relay(answer.route);
-    const headers = admission.headers;
+    const left = dropped.get(answer.route);
+    const headers = left ? { ...admission.headers, [DROPPED_HEADER]: left.join(", ") } : admission.headers;
     if (passes(answer.route)) {
       const pt = client.passthrough!;
       const keep = idKeeper(opts, caller.account.id, requestId);
-      if (canonical.stream) {
-        const reader = pt.createStream(canonical.model, requestId, canonical);
+      if (head.stream) {
+        const reader = pt.createStream(head.model, requestId, head);
         await relayPassthroughStream(
           call,
           res,
@@ -184,9 +202,11 @@ export async function handleGenerate(
           headers,
           client.streamContentType?.(ep.route),
         );
-      } else await relayPassthroughJson(call, res, answer, pt, canonical.model, headers, keep);
+      } else await relayPassthroughJson(call, res, answer, pt, head.model, headers, keep);
       return;
     }
+    // Translated back: a same-protocol route whose answer is renamed has its body parsed only now.
+    canonical ??= parse(translated);
     const upstreamAdapter = protocols[upstreamProtocolOf(answer.route.protocol)];
     const ctx = { model: canonical.model, requestId, request: body, commit: session?.commit };
     if (canonical.stream) {
@@ -224,4 +244,35 @@ export async function handleGenerate(
     else if (!res.writableEnded) res.end();
     if (!(err instanceof GatewayError)) opts.logger.error({ requestId, err }, "unexpected error");
   }
+}
+
+/** Lists the client parameters a translation left out (hints with no equivalent, tools the upstream cannot run). */
+export const DROPPED_HEADER = "x-modelgate-dropped";
+
+/** The client's own vendor headers (beta flags, API version) for an upstream of its protocol; null when none. */
+function sameProtocolHeaders(client: ProtocolAdapter, req: IncomingMessage): Record<string, string> | null {
+  const forwards = client.passthrough?.forwardsHeader;
+  if (!forwards) return null;
+  let out: Record<string, string> | null = null;
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined || !forwards(name)) continue;
+    (out ??= {})[name] = Array.isArray(value) ? value.join(", ") : value;
+  }
+  return out;
+}
+
+/**
+ * The client's query parameters (`?beta=true`) appended to a same-protocol upstream path, except the key
+ * (`?key=`, the gateway's, never the upstream's) and those the path sets itself (Gemini's `alt`).
+ */
+export function withClientQuery(path: string, url: string | undefined): string {
+  const q = url?.indexOf("?") ?? -1;
+  if (q === -1 || url === undefined) return path;
+  const qp = path.indexOf("?");
+  const own = new URLSearchParams(qp === -1 ? "" : path.slice(qp + 1));
+  const extra = new URLSearchParams();
+  for (const [k, v] of new URLSearchParams(url.slice(q + 1)))
+    if (k !== "key" && k !== "alt" && !own.has(k)) extra.append(k, v);
+  const s = extra.toString();
+  return s === "" ? path : `${path}${qp === -1 ? "?" : "&"}${s}`;
 }

@@ -1,7 +1,7 @@
 // The Anthropic Messages protocol: POST /v1/messages (and count_tokens), keys in `x-api-key` or Bearer.
 
 import { anthropicModel, anthropicModelList } from "../models.ts";
-import { errorMessageOf, ssePassthrough } from "../passthrough.ts";
+import { errorMessageOf, readHead, renameModel, ssePassthrough } from "../passthrough.ts";
 import { exact } from "../routes.ts";
 import { encodeSse } from "../sse.ts";
 import type { ProtocolAdapter } from "../types.ts";
@@ -41,11 +41,15 @@ export const anthropic: ProtocolAdapter = {
   parseUpstreamError: parseAnthropicUpstreamError,
   // The upstream's bytes go out unchanged when the model name needs no rewriting; otherwise it is translated.
   passthrough: ssePassthrough({
+    head: readHead,
+    // anthropic-beta (Claude Code's betas) and anthropic-version: the client's body is in that version's terms.
+    forwardsHeader: (name) => name.startsWith("anthropic-"),
     path: () => "/messages",
-    // Another model name: the client's body with only the name changed; the answer is translated back.
+    // Another model name: the client's body with only the name changed, and the client's name put back in the
+    // answer (the message, or a stream's message_start).
     body: (raw, body, req, upstreamModel) =>
       upstreamModel === req.model ? raw : JSON.stringify({ ...body, model: upstreamModel }),
-    accepts: (req, upstreamModel) => upstreamModel === req.model,
+    renamed: (text, clientModel) => renameModel(text, clientModel, "model", "message"),
     frame: (ev) => `event: ${ev.event ?? "message"}\ndata: ${ev.data}\n\n`,
     errorMessage: (ev) => (ev.event === "error" ? errorMessageOf(ev.data) : null),
     errorFrame,

@@ -41,7 +41,8 @@ export const anthropicBlock = z.discriminatedUnion("type", [
   redactedThinkingBlock,
 ]);
 export const anthropicMessage = z.looseObject({
-  role: z.enum(["user", "assistant"]),
+  // "system": a mid-conversation instruction (Claude Code's environment note), which Anthropic's API takes.
+  role: z.enum(["user", "assistant", "system"]),
   content: z.union([z.string(), z.array(anthropicBlock)]),
 });
 type Block = z.infer<typeof anthropicBlock>;
@@ -56,6 +57,15 @@ export function messagesFromAnthropic(messages: z.infer<typeof anthropicMessage>
   const out: CanonicalMessage[] = [];
   messages.forEach((m, i) => {
     const blocks: Block[] = typeof m.content === "string" ? [{ type: "text", text: m.content }] : m.content;
+    if (m.role === "system") {
+      const text = blocks.map((b, j) => {
+        if (b.type !== "text")
+          throw invalid("invalid_value", "A system message holds text only.", `messages[${i}].content[${j}]`);
+        return b.text;
+      });
+      out.push({ role: "system", text: text.join("\n") });
+      return;
+    }
     if (m.role === "assistant") {
       const parts: AssistantPart[] = [];
       blocks.forEach((b, j) => {
@@ -109,6 +119,9 @@ export function messagesFromAnthropic(messages: z.infer<typeof anthropicMessage>
   return out;
 }
 
+/** A mid-conversation system instruction as text in a user turn (Anthropic, Gemini). */
+export const systemNote = (text: string): string => `<system>\n${text}\n</system>`;
+
 const userBlock = (p: UserPart): Json =>
   p.type === "text"
     ? { type: "text", text: p.text }
@@ -131,7 +144,10 @@ export function messagesToAnthropic(messages: CanonicalMessage[]): Json[] {
     return fresh.content;
   };
   messages.forEach((m, i) => {
-    if (m.role === "user") {
+    if (m.role === "system") {
+      // Anthropic has no system turn: the note joins the user turn, delimited so it reads as an instruction.
+      turn("user").push({ type: "text", text: systemNote(m.text) });
+    } else if (m.role === "user") {
       turn("user").push(...m.content.map(userBlock));
     } else if (m.role === "tool") {
       const block: Json = { type: "tool_result", tool_use_id: m.toolCallId };

@@ -1,31 +1,52 @@
 // Anthropic Messages requests: client body → canonical, canonical → upstream body.
 
 import { z } from "zod";
-import type { CanonicalRequest, ReasoningConfig, ResponseFormat, ToolChoice } from "../canonical.ts";
+import type {
+  CanonicalRequest,
+  HostedTool,
+  ReasoningConfig,
+  ReasoningEffort,
+  ResponseFormat,
+  ToolChoice,
+  ToolDefinition,
+} from "../canonical.ts";
 import {
   DEFAULT_ANTHROPIC_MAX_TOKENS,
   type Json,
   always,
   budgetOf,
   invalid,
-  refuseUntranslatable,
   unsupported,
   untranslatableOf,
 } from "../shared.ts";
-import type { UpstreamRequest } from "../types.ts";
+import type { BuildOptions, UpstreamRequest } from "../types.ts";
+import { Translation, unknownFields } from "../translation.ts";
+import { JSON_ANSWER_TOOL } from "./response.ts";
 import { parseBody } from "../validate.ts";
 import { anthropicMessage, messagesFromAnthropic, messagesToAnthropic } from "./messages.ts";
 
 /** Anthropic's smallest accepted thinking budget. */
 const MIN_THINKING_BUDGET = 1024;
 
-const tool = z.looseObject({
-  // Server tools (web_search_…, bash_…) have a versioned type and run at Anthropic: they cannot be translated.
+const customTool = z.looseObject({
   type: z.literal("custom").optional(),
   name: z.string().min(1),
   description: z.string().optional(),
   input_schema: z.record(z.string(), z.unknown()),
 });
+// Server tools (web_search_…, code_execution_…) and Anthropic-defined ones (bash_…) have a versioned type:
+// hosted tools, which translation.ts's table maps to the upstream's native tool or removes and names.
+const tool = z.union([customTool, z.looseObject({ type: z.string(), name: z.string().optional() })]);
+
+/** A versioned tool type's kind and its translation-table row. */
+function hostedOf(type: string, name: string | undefined): HostedTool {
+  const tool = `tools[].${name ?? type}`;
+  if (type.startsWith("web_search_")) return { param: "tools[]: web_search_*", name: tool, kind: "web_search" };
+  if (type.startsWith("web_fetch_")) return { param: "tools[]: web_fetch_*", name: tool, kind: "web_fetch" };
+  if (type.startsWith("code_execution_"))
+    return { param: "tools[]: code_execution_*", name: tool, kind: "code_execution" };
+  return { param: "tools[]: other server tools (bash_*, text_editor_*, …)", name: tool, kind: "other" };
+}
 
 const toolChoice = z.discriminatedUnion("type", [
   z.looseObject({ type: z.literal("auto"), disable_parallel_tool_use: z.boolean().optional() }),
@@ -49,6 +70,8 @@ const UNTRANSLATABLE: Record<string, (v: unknown) => boolean> = {
   mcp_servers: (v) => Array.isArray(v) && v.length > 0,
   container: always,
   context_management: always,
+  service_tier: always,
+  speed: always,
 };
 
 const schema = z.looseObject({
@@ -79,14 +102,31 @@ export function parseAnthropicRequest(body: unknown): CanonicalRequest {
     messages: messagesFromAnthropic(b.messages),
     maxOutputTokens: b.max_tokens,
     stream: b.stream === true,
+    protocol: "anthropic",
   };
+  const untranslatable = untranslatableOf(b, UNTRANSLATABLE);
   if (b.tools) {
-    req.tools = b.tools.map((t) =>
-      t.description === undefined
-        ? { name: t.name, parameters: t.input_schema }
-        : { name: t.name, description: t.description, parameters: t.input_schema },
-    );
+    const tools: ToolDefinition[] = [];
+    const hosted: HostedTool[] = [];
+    for (const raw of b.tools) {
+      const c = customTool.safeParse(raw);
+      if (!c.success) {
+        hosted.push(hostedOf(String(raw.type), typeof raw.name === "string" ? raw.name : undefined));
+        continue;
+      }
+      const t = c.data;
+      if (t.defer_loading !== undefined && !untranslatable.includes("tools[].defer_loading"))
+        untranslatable.push("tools[].defer_loading");
+      tools.push(
+        t.description === undefined
+          ? { name: t.name, parameters: t.input_schema }
+          : { name: t.name, description: t.description, parameters: t.input_schema },
+      );
+    }
+    if (tools.length > 0 || hosted.length === 0) req.tools = tools;
+    if (hosted.length > 0) req.hostedTools = hosted;
   }
+  if (usesCacheControl(b)) untranslatable.push("cache_control");
   if (b.tool_choice) {
     const tc = b.tool_choice;
     const choice: ToolChoice =
@@ -113,27 +153,50 @@ export function parseAnthropicRequest(body: unknown): CanonicalRequest {
           : { enabled: false };
     req.reasoning = r;
   }
+  // output_config.effort: how much the model spends, reasoning included; the others' effort is the same knob.
+  const effort = effortOf(b.output_config?.effort);
+  if (effort !== undefined && req.reasoning?.enabled !== false) {
+    req.reasoning = req.reasoning?.budgetTokens !== undefined ? req.reasoning : { enabled: true, effort };
+    if (b.thinking === undefined) req.reasoning.hint = "output_config.effort";
+  } else if (b.output_config?.effort != null && effort === undefined) untranslatable.push("output_config.effort");
   if (b.metadata?.user_id != null) req.user = b.metadata.user_id;
   const format = b.output_config?.format ?? b.output_format;
   if (format) req.responseFormat = { type: "json_schema", name: "response", schema: format.schema };
-  const untranslatable = untranslatableOf(b, UNTRANSLATABLE);
-  if (b.output_config?.effort != null) untranslatable.push("output_config.effort");
   if (untranslatable.length > 0) req.untranslatable = untranslatable;
+  const unknown = unknownFields(b, KNOWN);
+  if (unknown.length > 0) req.unknown = unknown;
   return req;
 }
 
-/** Canonical → Anthropic structured outputs: a schema is carried; JSON without one has no Anthropic form. */
+const KNOWN: ReadonlySet<string> = new Set([...Object.keys(schema.shape), ...Object.keys(UNTRANSLATABLE)]);
+
+/** Anthropic's effort levels in the canonical scale: xhigh and max are the top of it. */
+function effortOf(e: string | null | undefined): ReasoningEffort | undefined {
+  if (e === "low" || e === "medium" || e === "high") return e;
+  if (e === "xhigh" || e === "max") return "high";
+  return undefined;
+}
+
+/** Whether any tool, system block or message block asks for prompt caching (a hint only Anthropic takes). */
+function usesCacheControl(b: { tools?: unknown[]; system?: unknown; messages: { content: unknown }[] }): boolean {
+  const has = (v: unknown) => v !== null && typeof v === "object" && "cache_control" in v;
+  if (b.tools?.some(has)) return true;
+  if (Array.isArray(b.system) && b.system.some(has)) return true;
+  return b.messages.some((m) => Array.isArray(m.content) && m.content.some(has));
+}
+
+/** Canonical → Anthropic structured outputs: a schema is carried (json_object goes through JSON_ANSWER_TOOL). */
 function outputConfigOut(rf: ResponseFormat | undefined): Json | undefined {
-  if (!rf || rf.type === "text") return undefined;
-  if (rf.type === "json_object") {
-    throw unsupported(
-      "response_format",
-      "Anthropic",
-      "Anthropic's structured outputs need a schema: send json_schema instead of json_object",
-    );
-  }
+  if (!rf || rf.type !== "json_schema") return undefined;
   return { format: { type: "json_schema", schema: rf.schema } };
 }
+
+/** Anthropic's server tools for the hosted tools that have one. */
+const NATIVE_TOOL: Partial<Record<HostedTool["kind"], Json>> = {
+  web_search: { type: "web_search_20250305", name: "web_search" },
+  web_fetch: { type: "web_fetch_20250910", name: "web_fetch" },
+  code_execution: { type: "code_execution_20250825", name: "code_execution" },
+};
 
 function thinkingOut(
   req: CanonicalRequest,
@@ -175,34 +238,57 @@ function toolChoiceOut(tc: ToolChoice | undefined, parallel: boolean | undefined
 export function buildAnthropicRequest(
   req: CanonicalRequest,
   upstreamModel: string,
-  opts: { stream: boolean },
+  opts: BuildOptions,
 ): UpstreamRequest {
-  refuseUntranslatable(req, "Anthropic");
+  const tr = new Translation(req.protocol ?? "openai", "anthropic", opts.strict);
+  tr.clientParams(req);
   const outputConfig = outputConfigOut(req.responseFormat);
-  if (req.n !== undefined && req.n > 1) throw unsupported("n", "Anthropic", "only one choice per request");
-  if (req.logprobs === true) throw unsupported("logprobs", "Anthropic");
-  if (req.presencePenalty !== undefined) throw unsupported("presence_penalty", "Anthropic");
-  if (req.frequencyPenalty !== undefined) throw unsupported("frequency_penalty", "Anthropic");
+  if (req.n !== undefined && req.n > 1) tr.field("n");
+  if (req.logprobs === true) tr.field("logprobs");
+  if (req.presencePenalty !== undefined) tr.field("presencePenalty");
+  if (req.frequencyPenalty !== undefined) tr.field("frequencyPenalty");
+  if (req.seed !== undefined) tr.field("seed");
   if (req.temperature !== undefined && req.temperature > 1) {
     throw unsupported("temperature", "Anthropic", "the range is 0 to 1");
   }
-  // `seed` is dropped: it asks for best-effort reproducibility and does not change what is answered.
+  const native: Json[] = [];
+  for (const h of req.hostedTools ?? []) {
+    const n = NATIVE_TOOL[h.kind];
+    if (tr.keep(h.param, h.name) && n && !native.some((t) => t.type === n.type)) native.push(n);
+  }
+  // A JSON-object answer: forced through a tool whose input is the object (see JSON_ANSWER_TOOL).
+  const jsonAnswer = req.responseFormat?.type === "json_object";
 
   const explicitMax = req.maxOutputTokens !== undefined;
   let maxTokens = req.maxOutputTokens ?? DEFAULT_ANTHROPIC_MAX_TOKENS;
-  const thinking = thinkingOut(req, maxTokens, explicitMax);
+  // Anthropic takes no forced tool choice with thinking on: a JSON-object answer goes without reasoning.
+  const thinkingReq = jsonAnswer && req.reasoning?.enabled ? undefined : req;
+  if (thinkingReq === undefined) tr.unknown("reasoning");
+  const thinking = thinkingReq && thinkingOut(thinkingReq, maxTokens, explicitMax);
   if (thinking) maxTokens = thinking.maxTokens;
 
   const body: Json = { model: upstreamModel, max_tokens: maxTokens, messages: messagesToAnthropic(req.messages) };
   if (req.system.length > 0) body.system = req.system.join("\n\n");
-  if (req.tools) {
-    body.tools = req.tools.map((t) => ({
-      name: t.name,
-      ...(t.description !== undefined ? { description: t.description } : {}),
-      input_schema: t.parameters ?? { type: "object", properties: {} },
-    }));
+  const tools: Json[] = (req.tools ?? []).map((t) => ({
+    name: t.name,
+    ...(t.description !== undefined ? { description: t.description } : {}),
+    input_schema: t.parameters ?? { type: "object", properties: {} },
+  }));
+  tools.push(...native);
+  if (jsonAnswer) {
+    tools.push({
+      name: JSON_ANSWER_TOOL,
+      description: "Give your answer as a JSON object: call this tool with that object as its input.",
+      input_schema: { type: "object" },
+    });
   }
-  const tc = toolChoiceOut(req.toolChoice, req.parallelToolCalls);
+  if (req.tools || tools.length > 0) body.tools = tools;
+  // With the client's own tools offered, a JSON answer or one of those calls (any tool); else the JSON tool.
+  const tc = jsonAnswer
+    ? tools.length > 1
+      ? { type: "any" }
+      : { type: "tool", name: JSON_ANSWER_TOOL }
+    : toolChoiceOut(req.toolChoice, req.parallelToolCalls);
   if (tc) body.tool_choice = tc;
   if (req.stop) body.stop_sequences = req.stop;
   if (req.temperature !== undefined) body.temperature = req.temperature;
@@ -212,5 +298,5 @@ export function buildAnthropicRequest(
   if (req.user !== undefined) body.metadata = { user_id: req.user };
   if (outputConfig) body.output_config = outputConfig;
   if (opts.stream) body.stream = true;
-  return { path: "/messages", body, headers: { "content-type": "application/json" } };
+  return { path: "/messages", body, headers: { "content-type": "application/json" }, ...tr.result() };
 }

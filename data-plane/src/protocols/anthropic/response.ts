@@ -69,12 +69,23 @@ export function anthropicUsage(u: Usage): Json {
   };
 }
 
+/**
+ * The tool a JSON-object answer (OpenAI json_object, Gemini JSON without a schema) is forced through toward
+ * Anthropic: its input is the answer, an object by construction, and it comes back as the answer's text.
+ * Anthropic's structured outputs take no schema-less object ({"type":"object"} needs its properties listed).
+ */
+export const JSON_ANSWER_TOOL = "modelgate_json_answer";
+
 export function parseAnthropicResponse(body: unknown): CanonicalResponse {
   const b = obj(body);
   const content: AssistantPart[] = [];
+  let jsonAnswer = false;
   for (const raw of arr(b.content)) {
     const block = obj(raw);
-    if (block.type === "text") content.push({ type: "text", text: str(block.text) ?? "" });
+    if (block.type === "tool_use" && block.name === JSON_ANSWER_TOOL) {
+      jsonAnswer = true;
+      content.push({ type: "text", text: JSON.stringify(block.input ?? {}) });
+    } else if (block.type === "text") content.push({ type: "text", text: str(block.text) ?? "" });
     else if (block.type === "thinking") {
       const signature = str(block.signature);
       const text = str(block.thinking) ?? "";
@@ -93,7 +104,11 @@ export function parseAnthropicResponse(body: unknown): CanonicalResponse {
     model: str(b.model) ?? "",
     created: nowSeconds(),
     content,
-    finishReason: finishOfAnthropic(b.stop_reason),
+    // The forced JSON tool's call is the answer, not a call for the client to make.
+    finishReason:
+      jsonAnswer && b.stop_reason === "tool_use" && !content.some((p) => p.type === "tool_call")
+        ? "stop"
+        : finishOfAnthropic(b.stop_reason),
     stopSequence: str(b.stop_sequence) ?? null,
     usage: usageOfAnthropic(b.usage),
   };

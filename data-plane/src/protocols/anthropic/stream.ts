@@ -8,7 +8,13 @@ import { sseStreamDecoder } from "../sse-decoder.ts";
 import { type Json, kindOfErrorName, nowSeconds, num, obj, str, upstreamStreamError } from "../shared.ts";
 import type { ClientResponseContext, StreamDecoder, StreamEncoder } from "../types.ts";
 import { anthropicErrorPayload } from "./errors.ts";
-import { anthropicStopReason, anthropicUsage, finishOfAnthropic, usageOfAnthropic } from "./response.ts";
+import {
+  JSON_ANSWER_TOOL,
+  anthropicStopReason,
+  anthropicUsage,
+  finishOfAnthropic,
+  usageOfAnthropic,
+} from "./response.ts";
 
 interface DecodeState {
   started: boolean;
@@ -16,6 +22,8 @@ interface DecodeState {
   closed: boolean;
   /** Upstream content block index → canonical tool index, for tool_use blocks only. */
   toolOfBlock: Map<number, number>;
+  /** Blocks of the forced JSON-answer tool (JSON_ANSWER_TOOL): their input streams out as text. */
+  jsonBlocks: Set<number>;
   /** Raw usage as last reported; message_delta updates it field by field. */
   usage: Json;
 }
@@ -52,7 +60,9 @@ function decodeEvent(ev: SseEvent, s: DecodeState, out: CanonicalStreamEvent[]):
     case "content_block_start": {
       const block = obj(data.content_block);
       const index = num(data.index);
-      if (block.type === "tool_use") {
+      if (block.type === "tool_use" && block.name === JSON_ANSWER_TOOL) {
+        s.jsonBlocks.add(index);
+      } else if (block.type === "tool_use") {
         const tool = s.toolOfBlock.size;
         s.toolOfBlock.set(index, tool);
         out.push({ type: "tool_call_start", index: tool, id: str(block.id) ?? "", name: str(block.name) ?? "" });
@@ -69,7 +79,10 @@ function decodeEvent(ev: SseEvent, s: DecodeState, out: CanonicalStreamEvent[]):
       else if (d.type === "thinking_delta") out.push({ type: "thinking", text: str(d.thinking) ?? "" });
       else if (d.type === "signature_delta")
         out.push({ type: "thinking_signature", signature: str(d.signature) ?? "" });
-      else if (d.type === "input_json_delta") {
+      else if (d.type === "input_json_delta" && s.jsonBlocks.has(num(data.index))) {
+        const partial = str(d.partial_json) ?? "";
+        if (partial !== "") out.push({ type: "text", text: partial });
+      } else if (d.type === "input_json_delta") {
         const tool = s.toolOfBlock.get(num(data.index));
         const partial = str(d.partial_json) ?? "";
         if (tool !== undefined && partial !== "")
@@ -87,7 +100,11 @@ function decodeEvent(ev: SseEvent, s: DecodeState, out: CanonicalStreamEvent[]):
         s.finished = true;
         out.push({
           type: "finish",
-          reason: finishOfAnthropic(d.stop_reason),
+          // The forced JSON tool's call is the answer, not a call for the client to make.
+          reason:
+            d.stop_reason === "tool_use" && s.jsonBlocks.size > 0 && s.toolOfBlock.size === 0
+              ? "stop"
+              : finishOfAnthropic(d.stop_reason),
           stopSequence: str(d.stop_sequence) ?? null,
         });
       }
@@ -119,7 +136,7 @@ function decodeEvent(ev: SseEvent, s: DecodeState, out: CanonicalStreamEvent[]):
 // Anthropic ends with message_stop, which closes the state; a body that ends before it was cut off.
 export const createAnthropicStreamDecoder = (): StreamDecoder =>
   sseStreamDecoder<DecodeState>(
-    { started: false, finished: false, closed: false, toolOfBlock: new Map(), usage: {} },
+    { started: false, finished: false, closed: false, toolOfBlock: new Map(), jsonBlocks: new Set(), usage: {} },
     decodeEvent,
     () => ({
       type: "error",

@@ -2,12 +2,13 @@
 // embeddings at :embedContent and :batchEmbedContents, keys in `x-goog-api-key` or `?key=`. Streaming without `alt=sse` is one JSON array streamed element by element.
 
 import { geminiModel, geminiModelList } from "../models.ts";
-import { errorMessageOf, ssePassthrough } from "../passthrough.ts";
+import { errorMessageOf, renameModel, ssePassthrough } from "../passthrough.ts";
+import { invalid } from "../shared.ts";
 import { geminiEmbeddings } from "./embeddings.ts";
 import { decodePathSegment, pattern } from "../routes.ts";
 import type { ProtocolAdapter } from "../types.ts";
 import { geminiErrorPayload, parseGeminiUpstreamError, renderGeminiError } from "./errors.ts";
-import { buildGeminiRequest, parseGeminiRequest } from "./request.ts";
+import { buildGeminiRequest, geminiModelOf, parseGeminiRequest } from "./request.ts";
 import { parseGeminiResponse, renderGeminiResponse } from "./response.ts";
 import { createGeminiStreamDecoder, createGeminiStreamEncoder } from "./stream.ts";
 
@@ -58,10 +59,23 @@ export const gemini: ProtocolAdapter = {
   createUpstreamStreamDecoder: createGeminiStreamDecoder,
   parseUpstreamError: parseGeminiUpstreamError,
   passthrough: ssePassthrough({
+    // The model and streaming are in the URL; the body is the upstream's to judge.
+    head: (_body, route) => {
+      if (!route?.model)
+        throw invalid(
+          "missing_required_parameter",
+          "The model is part of the URL: /v1beta/models/{model}:generateContent.",
+          "model",
+        );
+      return { model: geminiModelOf(route.model), stream: route.stream === true };
+    },
     // Gemini names the model in the path: the client's body goes as it is, whatever the route's model name.
     path: (model, stream) =>
       `/models/${encodeURIComponent(model)}:${stream ? "streamGenerateContent?alt=sse" : "generateContent"}`,
-    accepts: (req, upstreamModel, route) => upstreamModel === req.model && route?.jsonArray !== true,
+    // A JSON-array stream (no alt=sse) is re-framed by the translating encoder; SSE and whole answers pass, the
+    // client's model name put back in modelVersion when the route renames it.
+    accepts: (_req, _upstreamModel, route) => route?.jsonArray !== true,
+    renamed: (text, clientModel) => renameModel(text, clientModel, "modelVersion"),
     frame: (ev) => `data: ${ev.data}\r\n\r\n`,
     errorMessage: (ev) =>
       ev.data.startsWith('{"error"') || ev.data.includes('"error":{') ? errorMessageOf(ev.data) : null,

@@ -4,23 +4,17 @@ import { z } from "zod";
 import type {
   CanonicalMessage,
   CanonicalRequest,
+  HostedTool,
   ReasoningConfig,
   ResponseFormat,
   ToolChoice,
   ToolDefinition,
   UserPart,
 } from "../canonical.ts";
-import {
-  type Json,
-  always,
-  budgetOf,
-  invalid,
-  refuseUntranslatable,
-  toolNameResolver,
-  unsupported,
-  untranslatableOf,
-} from "../shared.ts";
-import type { ClientRoute, UpstreamRequest } from "../types.ts";
+import { type Json, always, budgetOf, invalid, toolNameResolver, unsupported, untranslatableOf } from "../shared.ts";
+import type { BuildOptions, ClientRoute, UpstreamRequest } from "../types.ts";
+import { Translation, unknownFields } from "../translation.ts";
+import { systemNote } from "../anthropic/messages.ts";
 import { parseBody } from "../validate.ts";
 import {
   assistantPartsOfGemini,
@@ -95,7 +89,11 @@ type Body = z.infer<typeof schema>;
 
 // generateContent parameters no other protocol carries that change the answer. safetySettings is not one:
 // it tunes Google's own filter, and every other vendor applies its own.
-const UNTRANSLATABLE: Record<string, (v: unknown) => boolean> = { cachedContent: always };
+const UNTRANSLATABLE: Record<string, (v: unknown) => boolean> = {
+  cachedContent: always,
+  safetySettings: (v) => Array.isArray(v) && v.length > 0,
+  labels: always,
+};
 const UNTRANSLATABLE_GENERATION: Record<string, (v: unknown) => boolean> = {
   responseModalities: (v) => Array.isArray(v) && v.some((m) => m !== "TEXT"),
   speechConfig: always,
@@ -193,14 +191,17 @@ export function parseGeminiRequest(body: unknown, route: ClientRoute = {}): Cano
     system,
     messages: messagesFromGemini(b.contents),
     stream: route.stream === true,
+    protocol: "gemini",
   };
 
-  const decls = (b.tools ?? []).flatMap((t, i) => {
-    const extra = Object.keys(t).filter((k) => k !== "functionDeclarations");
-    if (extra.length > 0)
-      throw invalid("invalid_value", `Tool '${extra[0]}' is not supported by this gateway.`, `tools[${i}].${extra[0]}`);
+  // Google's hosted tools (googleSearch, urlContext, codeExecution …) sit beside functionDeclarations: the
+  // translation table maps them to the upstream's native tool or removes and names them.
+  const hosted: HostedTool[] = [];
+  const decls = (b.tools ?? []).flatMap((t) => {
+    for (const k of Object.keys(t)) if (k !== "functionDeclarations") hosted.push(hostedOfGemini(k));
     return t.functionDeclarations ?? [];
   });
+  if (hosted.length > 0) req.hostedTools = hosted;
   let tools: ToolDefinition[] = decls.map((d) => {
     const t: ToolDefinition = { name: d.name };
     if (d.description !== undefined) t.description = d.description;
@@ -231,6 +232,8 @@ export function parseGeminiRequest(body: unknown, route: ClientRoute = {}): Cano
     ...untranslatableOf(b.generationConfig ?? {}, UNTRANSLATABLE_GENERATION, "generationConfig."),
   ];
   if (untranslatable.length > 0) req.untranslatable = untranslatable;
+  const unknown = unknownFields(b, KNOWN);
+  if (unknown.length > 0) req.unknown = unknown;
   const g = b.generationConfig;
   if (g) {
     if (g.maxOutputTokens !== undefined) req.maxOutputTokens = g.maxOutputTokens;
@@ -252,6 +255,25 @@ export function parseGeminiRequest(body: unknown, route: ClientRoute = {}): Cano
   }
   return req;
 }
+
+const KNOWN: ReadonlySet<string> = new Set([...Object.keys(schema.shape), ...Object.keys(UNTRANSLATABLE)]);
+
+/** A Gemini tool entry other than functionDeclarations, as a hosted tool of the translation table. */
+function hostedOfGemini(key: string): HostedTool {
+  const name = `tools[].${key}`;
+  if (key === "googleSearch" || key === "googleSearchRetrieval")
+    return { param: "tools[].googleSearch", name, kind: "web_search" };
+  if (key === "urlContext") return { param: "tools[].urlContext", name, kind: "web_fetch" };
+  if (key === "codeExecution") return { param: "tools[].codeExecution", name, kind: "code_execution" };
+  return { param: name, name, kind: "other" };
+}
+
+/** Gemini's native tools for the hosted tools that have one. */
+const NATIVE_TOOL: Partial<Record<HostedTool["kind"], Json>> = {
+  web_search: { googleSearch: {} },
+  web_fetch: { urlContext: {} },
+  code_execution: { codeExecution: {} },
+};
 
 function responseFormatOf(g: NonNullable<Body["generationConfig"]>): ResponseFormat | undefined {
   const schema = g.responseJsonSchema ?? (g.responseSchema ? (lowerTypes(g.responseSchema) as Json) : undefined);
@@ -279,7 +301,8 @@ function contentsOut(req: CanonicalRequest): Json[] {
     return fresh.parts;
   };
   req.messages.forEach((m, i) => {
-    if (m.role === "user") turn("user").push(...m.content.map(geminiPartOfUser));
+    if (m.role === "system") turn("user").push({ text: systemNote(m.text) });
+    else if (m.role === "user") turn("user").push(...m.content.map(geminiPartOfUser));
     else if (m.role === "assistant") {
       for (const p of m.content) if (p.type === "tool_call") names.noteCall(p.id, p.name);
       const parts = geminiPartsOfAssistant(m.content, `messages[${i}].tool_calls`, true);
@@ -320,14 +343,16 @@ function thinkingConfigOut(r: ReasoningConfig): Json {
   return { thinkingBudget: budgetOf(r) ?? -1, includeThoughts: true };
 }
 
-export function buildGeminiRequest(
-  req: CanonicalRequest,
-  upstreamModel: string,
-  opts: { stream: boolean },
-): UpstreamRequest {
-  refuseUntranslatable(req, "Gemini");
-  if (req.n !== undefined && req.n > 1) throw unsupported("n", "Gemini", "only one candidate can be translated");
-  if (req.logprobs === true) throw unsupported("logprobs", "Gemini");
+export function buildGeminiRequest(req: CanonicalRequest, upstreamModel: string, opts: BuildOptions): UpstreamRequest {
+  const tr = new Translation(req.protocol ?? "openai", "gemini", opts.strict);
+  tr.clientParams(req);
+  if (req.n !== undefined && req.n > 1) tr.field("n");
+  if (req.logprobs === true) tr.field("logprobs");
+  const native: Json[] = [];
+  for (const h of req.hostedTools ?? []) {
+    const n = NATIVE_TOOL[h.kind];
+    if (tr.keep(h.param, h.name) && n && !native.some((t) => Object.keys(t)[0] === Object.keys(n)[0])) native.push(n);
+  }
   // Safe in a URL path: Gemini model ids are [a-z0-9.-]; anything else is encoded rather than trusted.
   const model = encodeURIComponent(upstreamModel);
   const body: Json = { contents: contentsOut(req) };
@@ -346,6 +371,7 @@ export function buildGeminiRequest(
       },
     ];
   }
+  if (native.length > 0) body.tools = [...((body.tools as Json[] | undefined) ?? []), ...native];
   if (req.toolChoice) body.toolConfig = toolConfigOut(req.toolChoice);
   const gc: Json = {};
   if (req.maxOutputTokens !== undefined) gc.maxOutputTokens = req.maxOutputTokens;
@@ -361,8 +387,10 @@ export function buildGeminiRequest(
     // responseJsonSchema for the same reason as parametersJsonSchema above.
     if (req.responseFormat.type === "json_schema") gc.responseJsonSchema = req.responseFormat.schema;
   }
-  if (req.reasoning) gc.thinkingConfig = thinkingConfigOut(req.reasoning);
+  // An effort hint (Anthropic's output_config.effort) only to a model configured with reasoning.
+  if (req.reasoning?.hint !== undefined && opts.reasoning === false) tr.unknown(req.reasoning.hint);
+  else if (req.reasoning) gc.thinkingConfig = thinkingConfigOut(req.reasoning);
   if (Object.keys(gc).length > 0) body.generationConfig = gc;
   const path = opts.stream ? `/models/${model}:streamGenerateContent?alt=sse` : `/models/${model}:generateContent`;
-  return { path, body, headers: { "content-type": "application/json" } };
+  return { path, body, headers: { "content-type": "application/json" }, ...tr.result() };
 }

@@ -8,8 +8,12 @@ const KEY = '"model"';
 
 const isSpace = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 
-/** `text` with its one `"model": <from>` pair set to `to`; null when that pair is not there exactly once. */
-export function replaceModelField(text: string, from: string, to: string): string | null {
+/**
+ * `text` with its one `"model": <from>` pair set to `to`; null when that pair is not there exactly once.
+ * `key` names another string field the same way (Gemini's `"modelVersion"`).
+ */
+export function replaceModelField(text: string, from: string, to: string, key = KEY): string | null {
+  const KEY = key;
   const value = JSON.stringify(from);
   let start = -1;
   let end = -1;

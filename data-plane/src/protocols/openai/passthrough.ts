@@ -5,8 +5,8 @@
 
 import { GatewayError } from "../../errors.ts";
 import type { Usage } from "../canonical.ts";
-import { parseUpstreamJson } from "../passthrough.ts";
-import { SseParser, parseEvent } from "../sse.ts";
+import { parseUpstreamJson, readHead } from "../passthrough.ts";
+import { SseParser, eventTooLarge, maxEventCharsNow, parseEvent } from "../sse.ts";
 import { tokensFromChars } from "../../usage/record.ts";
 import type { Passthrough, PassthroughStream } from "../types.ts";
 import { renderOpenAIError } from "./errors.ts";
@@ -44,7 +44,19 @@ interface Chunk {
   }[];
 }
 
+/** OpenAI's own headers (OpenAI-Beta …), but not the organisation and project, which belong to the client's account. */
+export const forwardsOpenAIHeader = (name: string): boolean =>
+  name.startsWith("openai-") && name !== "openai-organization" && name !== "openai-project";
+
 export const openAIPassthrough: Passthrough = {
+  head(body) {
+    const head = readHead(body);
+    const options = body.stream_options;
+    if (head.stream && options !== null && typeof options === "object" && "include_usage" in options)
+      head.streamIncludeUsage = (options as { include_usage?: unknown }).include_usage === true;
+    return head;
+  },
+  forwardsHeader: forwardsOpenAIHeader,
   path: () => "/chat/completions",
   body(raw, body, req, upstreamModel) {
     // The client's bytes as they are when nothing needs changing: the common case pays no re-serialisation.
@@ -158,6 +170,9 @@ export const openAIPassthrough: Passthrough = {
     const clientModelBytes = bytesOf(JSON.stringify(clientModel));
     let textMode = false;
     let held = "";
+    // Bytes that came after `held` and ended no event: kept apart (not scanned again) until one ends.
+    let more: string[] = [];
+    let heldLength = 0;
     const slow = (raw: string): string => {
       const ev = parseEvent(fromBytes(raw));
       return ev ? bytesOf(relayEvent(ev.data)) : "";
@@ -214,11 +229,33 @@ export const openAIPassthrough: Passthrough = {
     const push = (chunk: Uint8Array): string | Uint8Array => {
       if (textMode) return run(parser.push(chunk));
       const incoming = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-      const text = held === "" ? incoming.toString("latin1") : held + incoming.toString("latin1");
+      let add: string | null = null;
+      if (heldLength !== 0) {
+        // Only the new bytes (and the held text's last byte) can end the held event: an event that grows
+        // chunk after chunk is not scanned from its start again each time, and is refused past the limit.
+        add = incoming.toString("latin1");
+        const last = more.length !== 0 ? more[more.length - 1]! : held;
+        if (
+          add.indexOf("\n\n") === -1 &&
+          add.indexOf("\r") === -1 &&
+          !(last.charCodeAt(last.length - 1) === 0x0a && add.charCodeAt(0) === 0x0a)
+        ) {
+          more.push(add);
+          heldLength += add.length;
+          if (heldLength > maxEventCharsNow()) throw eventTooLarge();
+          return "";
+        }
+        if (more.length !== 0) {
+          held += more.join("");
+          more = [];
+        }
+      }
+      const text = held === "" ? incoming.toString("latin1") : held + (add ?? incoming.toString("latin1"));
       let bytes: Buffer | null = held === "" ? incoming : null; // text's bytes, made once when needed
       if (text.indexOf("\r") !== -1) {
         textMode = true;
         held = "";
+        heldLength = 0;
         return run(parser.push(Buffer.from(text, "latin1")));
       }
       // `out` is what goes out, up to `copied`; the text from `copied` to the current event is passed as it is.
@@ -279,6 +316,8 @@ export const openAIPassthrough: Passthrough = {
         copied = end;
       }
       held = start === text.length ? "" : text.slice(start);
+      heldLength = held.length;
+      if (heldLength > maxEventCharsNow()) throw eventTooLarge();
       // Nothing changed: the upstream's own buffer goes out (the common case when the client names the model
       // the upstream answers with).
       if (copied === 0 && start === text.length && held === "" && text.length === incoming.length) return chunk;
@@ -287,8 +326,10 @@ export const openAIPassthrough: Passthrough = {
     };
     const flush = (): string => {
       if (textMode) return run(parser.flush());
-      const rest = held;
+      const rest = held + more.join("");
       held = "";
+      more = [];
+      heldLength = 0;
       return rest.trim() ? fromBytes(slow(rest)) : "";
     };
     return {

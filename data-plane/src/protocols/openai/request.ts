@@ -17,12 +17,12 @@ import {
   imageSourceOfUrl,
   invalid,
   obj,
-  refuseUntranslatable,
   unsupported,
   untranslatableOf,
 } from "../shared.ts";
 import { parseBody } from "../validate.ts";
-import type { UpstreamRequest } from "../types.ts";
+import type { BuildOptions, UpstreamRequest } from "../types.ts";
+import { Translation, unknownFields } from "../translation.ts";
 
 const textPart = z.looseObject({ type: z.literal("text"), text: z.string() });
 const imagePart = z.looseObject({
@@ -193,7 +193,9 @@ export function parseOpenAIRequest(body: unknown): CanonicalRequest {
     switch (m.role) {
       case "system":
       case "developer":
-        system.push(textOnly(m.content, param));
+        // Leading instructions are the system prompt; later ones stay where the client put them.
+        if (messages.length === 0) system.push(textOnly(m.content, param));
+        else messages.push({ role: "system", text: textOnly(m.content, param) });
         break;
       case "user":
         messages.push({ role: "user", content: userParts(m.content, param) });
@@ -221,7 +223,7 @@ export function parseOpenAIRequest(body: unknown): CanonicalRequest {
     }
   });
 
-  const req: CanonicalRequest = { model: b.model, system, messages, stream: b.stream === true };
+  const req: CanonicalRequest = { model: b.model, system, messages, stream: b.stream === true, protocol: "openai" };
   if (b.tools) req.tools = b.tools.map((t) => ({ name: t.function.name, ...optional(t.function) }));
   if (b.tool_choice != null) req.toolChoice = toolChoiceOf(b.tool_choice);
   if (b.parallel_tool_calls != null) req.parallelToolCalls = b.parallel_tool_calls;
@@ -242,8 +244,13 @@ export function parseOpenAIRequest(body: unknown): CanonicalRequest {
   if (req.stream && b.stream_options?.include_usage === true) req.streamIncludeUsage = true;
   const untranslatable = untranslatableOf(b, UNTRANSLATABLE);
   if (untranslatable.length > 0) req.untranslatable = untranslatable;
+  const unknown = unknownFields(b, KNOWN);
+  if (unknown.length > 0) req.unknown = unknown;
   return req;
 }
+
+/** What the parser reads or judges; any other top-level field is unknown to it (dropped in a translation). */
+const KNOWN: ReadonlySet<string> = new Set([...Object.keys(schema.shape), ...Object.keys(UNTRANSLATABLE)]);
 
 /** Assistant content may also hold refusal parts, which are text the model said. */
 function textOnlyAssistant(c: Content, param: string): string {
@@ -285,7 +292,9 @@ function userContentOut(parts: UserPart[]): string | Record<string, unknown>[] {
 function messagesOut(req: CanonicalRequest): Record<string, unknown>[] {
   const out: Record<string, unknown>[] = req.system.map((s) => ({ role: "system", content: s }));
   req.messages.forEach((m, i) => {
-    if (m.role === "user") {
+    if (m.role === "system") {
+      out.push({ role: "system", content: m.text });
+    } else if (m.role === "user") {
       out.push({ role: "user", content: userContentOut(m.content) });
     } else if (m.role === "assistant") {
       // Thinking is not sent back: OpenAI-style upstreams reject or ignore reasoning in the input.
@@ -315,14 +324,13 @@ function messagesOut(req: CanonicalRequest): Record<string, unknown>[] {
   return out;
 }
 
-export function buildOpenAIRequest(
-  req: CanonicalRequest,
-  upstreamModel: string,
-  opts: { stream: boolean },
-): UpstreamRequest {
-  refuseUntranslatable(req, "OpenAI");
-  if (req.topK !== undefined) throw unsupported("top_k", "OpenAI");
+export function buildOpenAIRequest(req: CanonicalRequest, upstreamModel: string, opts: BuildOptions): UpstreamRequest {
+  const tr = new Translation(req.protocol ?? "openai", "openai", opts.strict);
+  tr.clientParams(req);
+  if (req.topK !== undefined) tr.field("topK");
   const body: Record<string, unknown> = { model: upstreamModel, messages: messagesOut(req) };
+  // Hosted tools: Chat Completions runs none of them (web_search_options is a model's built-in, not a tool).
+  for (const h of req.hostedTools ?? []) tr.keep(h.param, h.name);
   if (req.tools) {
     body.tools = req.tools.map((t) => ({
       type: "function",
@@ -348,12 +356,14 @@ export function buildOpenAIRequest(
   if (req.responseFormat) body.response_format = responseFormatOut(req.responseFormat);
   if (req.reasoning) {
     // "Disabled" and "let the model decide" are the model's default; sending an effort to a model without
-    // reasoning is an upstream 400, so only an explicit effort or budget is forwarded.
+    // reasoning is an upstream 400, so only an explicit effort or budget is forwarded, and an effort hint
+    // (Anthropic's output_config.effort) only to a model configured with reasoning.
     const r = req.reasoning;
-    if (r.enabled && r.effort) body.reasoning_effort = r.effort;
+    if (r.hint !== undefined && opts.reasoning === false) tr.unknown(r.hint);
+    else if (r.enabled && r.effort) body.reasoning_effort = r.effort;
     else if (r.enabled && r.budgetTokens !== undefined) body.reasoning_effort = effortOfBudget(r.budgetTokens);
   }
-  if (req.n !== undefined && req.n > 1) throw unsupported("n", "OpenAI", "only one choice can be translated");
+  if (req.n !== undefined && req.n > 1) tr.field("n");
   if (req.seed !== undefined) body.seed = req.seed;
   if (req.presencePenalty !== undefined) body.presence_penalty = req.presencePenalty;
   if (req.frequencyPenalty !== undefined) body.frequency_penalty = req.frequencyPenalty;
@@ -364,7 +374,7 @@ export function buildOpenAIRequest(
     // Always: the gateway bills from the stream's usage chunk, whatever the client asked for.
     body.stream_options = { include_usage: true };
   }
-  return { path: "/chat/completions", body, headers: { "content-type": "application/json" } };
+  return { path: "/chat/completions", body, headers: { "content-type": "application/json" }, ...tr.result() };
 }
 
 function responseFormatOut(rf: ResponseFormat): Record<string, unknown> {

@@ -5,7 +5,8 @@
 
 import { GatewayError } from "../../errors.ts";
 import type { Usage } from "../canonical.ts";
-import { parseUpstreamJson } from "../passthrough.ts";
+import { parseUpstreamJson, readHead } from "../passthrough.ts";
+import { forwardsOpenAIHeader } from "../openai/passthrough.ts";
 import { replaceModelField } from "../openai/model-field.ts";
 import { type Json, obj, str, usableUsage } from "../shared.ts";
 import { SseParser } from "../sse.ts";
@@ -30,6 +31,8 @@ const renamed = (text: string, data: Json, clientModel: string): string => {
 };
 
 export const responsesPassthrough: Passthrough = {
+  head: readHead,
+  forwardsHeader: forwardsOpenAIHeader,
   path: () => "/responses",
   namedIds: namedProviderIds,
   body: (raw, body, req, upstreamModel) =>

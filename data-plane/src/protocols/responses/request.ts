@@ -10,14 +10,17 @@ import type {
   AssistantPart,
   CanonicalMessage,
   CanonicalRequest,
+  HostedTool,
   ReasoningConfig,
   ResponseFormat,
   ToolChoice,
+  ToolDefinition,
   UserPart,
 } from "../canonical.ts";
 import { dataUrlOf, effortOfBudget, imageSourceOfUrl, invalid, unsupported } from "../shared.ts";
 import { formatPath, parseBody } from "../validate.ts";
-import type { UpstreamRequest } from "../types.ts";
+import type { BuildOptions, UpstreamRequest } from "../types.ts";
+import { Translation, unknownFields } from "../translation.ts";
 
 const UPSTREAM = "OpenAI Responses";
 
@@ -50,7 +53,7 @@ const schema = z.looseObject({
     .union([z.enum(["none", "auto", "required"]), z.looseObject({ type: z.string(), name: z.string().optional() })])
     .nullish(),
   parallel_tool_calls: z.boolean().nullish(),
-  text: z.looseObject({ format: formatSchema.nullish() }).nullish(),
+  text: z.looseObject({ format: formatSchema.nullish(), verbosity: z.string().nullish() }).nullish(),
   reasoning: z
     .looseObject({
       effort: z.enum(["none", "minimal", "low", "medium", "high", "xhigh"]).nullish(),
@@ -80,7 +83,33 @@ const messageItem = z.looseObject({
   role: z.enum(["user", "assistant", "system", "developer"]),
   content: z.union([z.string(), z.array(z.looseObject({ type: z.string() }))]),
 });
-const functionCallItem = z.looseObject({ call_id: z.string(), name: z.string(), arguments: z.string() });
+const functionCallItem = z.looseObject({
+  call_id: z.string(),
+  name: z.string(),
+  arguments: z.string(),
+  namespace: z.string().nullish(),
+});
+
+/**
+ * A namespaced function (Codex's MCP tool groups: a `namespace` tool holding function tools) as one flat
+ * function name for upstreams that have no namespaces; namespacesOf maps the calls back.
+ */
+export const flatName = (namespace: string, name: string): string =>
+  namespace.endsWith("_") ? `${namespace}${name}` : `${namespace}__${name}`;
+
+/** Flat name → namespace and name, for the namespaced function tools of a client's request body. */
+export function namespacesOf(body: unknown): Map<string, { namespace: string; name: string }> {
+  const out = new Map<string, { namespace: string; name: string }>();
+  const tools = (body as { tools?: unknown } | null | undefined)?.tools;
+  if (!Array.isArray(tools)) return out;
+  for (const t of tools as Record<string, unknown>[]) {
+    if (t?.type !== "namespace" || typeof t.name !== "string" || !Array.isArray(t.tools)) continue;
+    for (const f of t.tools as Record<string, unknown>[])
+      if (f?.type === "function" && typeof f.name === "string")
+        out.set(flatName(t.name, f.name), { namespace: t.name, name: f.name });
+  }
+  return out;
+}
 const functionOutputItem = z.looseObject({
   call_id: z.string(),
   output: z.union([z.string(), z.array(z.looseObject({ type: z.string() }))]),
@@ -181,8 +210,11 @@ export function parseResponsesRequest(body: unknown): CanonicalRequest {
     switch (type) {
       case "message": {
         const m = at(messageItem, item, param);
-        if (m.role === "system" || m.role === "developer")
+        // Leading instructions are the system prompt; later ones stay in place.
+        if ((m.role === "system" || m.role === "developer") && messages.length === 0)
           system.push(textOf(m.content as string | Part[], `${param}.content`));
+        else if (m.role === "system" || m.role === "developer")
+          messages.push({ role: "system", text: textOf(m.content as string | Part[], `${param}.content`) });
         else if (m.role === "user")
           messages.push({ role: "user", content: userParts(m.content as string | Part[], `${param}.content`) });
         else {
@@ -194,7 +226,8 @@ export function parseResponsesRequest(body: unknown): CanonicalRequest {
       case "function_call": {
         const c = at(functionCallItem, item, param);
         const parts = assistant().content;
-        const call: AssistantPart = { type: "tool_call", id: c.call_id, name: c.name, arguments: c.arguments };
+        const name = c.namespace ? flatName(c.namespace, c.name) : c.name;
+        const call: AssistantPart = { type: "tool_call", id: c.call_id, name, arguments: c.arguments };
         // A reasoning item with nothing but encrypted_content right before a call is that call's signature.
         const prev = parts.at(-1);
         if (prev?.type === "thinking" && prev.text === "" && prev.signature) {
@@ -239,22 +272,38 @@ export function parseResponsesRequest(body: unknown): CanonicalRequest {
   if (messages.length === 0)
     throw invalid("missing_required_parameter", "Missing required parameter: 'input'.", "input");
 
-  const req: CanonicalRequest = { model: b.model, system, messages, stream: b.stream === true };
+  const req: CanonicalRequest = {
+    model: b.model,
+    system,
+    messages,
+    stream: b.stream === true,
+    protocol: "openai-responses",
+  };
   if (b.tools) {
-    req.tools = b.tools.map((t, i) => {
-      if (t.type !== "function")
-        throw invalid(
-          "unsupported_parameter",
-          `Tools of type '${t.type}' cannot be translated for this model's upstream; only function tools can.`,
-          `tools[${i}].type`,
-        );
-      const f = at(functionTool, t, `tools[${i}]`);
-      return {
-        name: f.name,
+    const tools: ToolDefinition[] = [];
+    const hosted: HostedTool[] = [];
+    const fn = (t: unknown, param: string, namespace?: string): void => {
+      const f = at(functionTool, t, param);
+      tools.push({
+        name: namespace === undefined ? f.name : flatName(namespace, f.name),
         ...(f.description != null ? { description: f.description } : {}),
         ...(f.parameters != null ? { parameters: f.parameters } : {}),
-      };
+      });
+    };
+    b.tools.forEach((t, i) => {
+      if (t.type === "function") fn(t, `tools[${i}]`);
+      else if (t.type === "namespace") {
+        const ns = at(namespaceTool, t, `tools[${i}]`);
+        ns.tools.forEach((inner, j) => {
+          if (inner.type === "function") fn(inner, `tools[${i}].tools[${j}]`, ns.name);
+          else hosted.push({ param: OTHER_HOSTED, name: `tools[].${ns.name}.${inner.type}`, kind: "other" });
+        });
+      } else if (t.type.startsWith("web_search"))
+        hosted.push({ param: "tools[]: web_search", name: `tools[].${t.type}`, kind: "web_search" });
+      else hosted.push({ param: OTHER_HOSTED, name: `tools[].${t.type}`, kind: "other" });
     });
+    if (tools.length > 0 || hosted.length === 0) req.tools = tools;
+    if (hosted.length > 0) req.hostedTools = hosted;
   }
   if (b.tool_choice != null) req.toolChoice = toolChoiceOf(b.tool_choice);
   if (b.parallel_tool_calls != null) req.parallelToolCalls = b.parallel_tool_calls;
@@ -265,6 +314,12 @@ export function parseResponsesRequest(body: unknown): CanonicalRequest {
   const reasoning = reasoningOf(b.reasoning);
   if (reasoning) req.reasoning = reasoning;
   if (b.user != null) req.user = b.user;
+  const untranslatable: string[] = [];
+  if (b.text?.verbosity != null) untranslatable.push("text.verbosity");
+  if (b.include != null && b.include.length > 0) untranslatable.push("include");
+  if (untranslatable.length > 0) req.untranslatable = untranslatable;
+  const unknown = unknownFields(b, KNOWN);
+  if (unknown.length > 0) req.unknown = unknown;
   // What changes the answer and has no translation is refused, never dropped.
   if (b.background === true)
     throw invalid("unsupported_parameter", "'background' is not supported by this model's upstream.", "background");
@@ -279,6 +334,19 @@ export function parseResponsesRequest(body: unknown): CanonicalRequest {
   }
   return req;
 }
+
+const OTHER_HOSTED = "tools[]: other hosted tools (file_search, code_interpreter, image_generation, mcp, …)";
+const namespaceTool = z.looseObject({
+  name: z.string().min(1),
+  tools: z.array(z.looseObject({ type: z.string() })),
+});
+const KNOWN: ReadonlySet<string> = new Set([
+  ...Object.keys(schema.shape),
+  "prompt",
+  "conversation",
+  // Kept by the gateway's own store or echoed in the answer, not sent: nothing is lost.
+  "truncation",
+]);
 
 // ---- canonical → Responses upstream ----
 
@@ -297,7 +365,8 @@ function userContentOut(parts: UserPart[]): Record<string, unknown>[] {
 function inputOut(req: CanonicalRequest): Record<string, unknown>[] {
   const out: Record<string, unknown>[] = [];
   req.messages.forEach((m, i) => {
-    if (m.role === "user") out.push({ role: "user", content: userContentOut(m.content) });
+    if (m.role === "system") out.push({ role: "system", content: m.text });
+    else if (m.role === "user") out.push({ role: "user", content: userContentOut(m.content) });
     else if (m.role === "assistant") {
       // Thinking is not sent back: another vendor's reasoning (or its signature) means nothing to this one.
       let text = "";
@@ -330,15 +399,21 @@ function inputOut(req: CanonicalRequest): Record<string, unknown>[] {
 export function buildResponsesRequest(
   req: CanonicalRequest,
   upstreamModel: string,
-  opts: { stream: boolean },
+  opts: BuildOptions,
 ): UpstreamRequest {
-  if (req.topK !== undefined) throw unsupported("top_k", UPSTREAM);
-  if (req.stop) throw unsupported("stop", UPSTREAM);
-  if (req.n !== undefined && req.n > 1) throw unsupported("n", UPSTREAM, "only one choice can be translated");
-  if (req.seed !== undefined) throw unsupported("seed", UPSTREAM);
-  if (req.presencePenalty !== undefined) throw unsupported("presence_penalty", UPSTREAM);
-  if (req.frequencyPenalty !== undefined) throw unsupported("frequency_penalty", UPSTREAM);
-  if (req.logprobs) throw unsupported("logprobs", UPSTREAM);
+  const tr = new Translation(req.protocol ?? "openai", "openai-responses", opts.strict);
+  tr.clientParams(req);
+  if (req.topK !== undefined) tr.field("topK");
+  // The Responses API has no stop sequences, and they change where the answer ends.
+  if (req.stop && tr.field("stop")) throw unsupported("stop", UPSTREAM);
+  if (req.n !== undefined && req.n > 1) tr.field("n");
+  if (req.seed !== undefined) tr.field("seed");
+  if (req.presencePenalty !== undefined) tr.field("presencePenalty");
+  if (req.frequencyPenalty !== undefined) tr.field("frequencyPenalty");
+  if (req.logprobs) tr.field("logprobs");
+  const native: Record<string, unknown>[] = [];
+  for (const h of req.hostedTools ?? [])
+    if (tr.keep(h.param, h.name) && h.kind === "web_search" && native.length === 0) native.push({ type: "web_search" });
   // The provider keeps nothing of a translated call: the client's protocol has no way to refer to it.
   const body: Record<string, unknown> = { model: upstreamModel, input: inputOut(req), store: false };
   if (req.system.length > 0) body.instructions = req.system.join("\n\n");
@@ -351,6 +426,7 @@ export function buildResponsesRequest(
       strict: false,
     }));
   }
+  if (native.length > 0) body.tools = [...((body.tools as unknown[] | undefined) ?? []), ...native];
   if (req.toolChoice)
     body.tool_choice =
       req.toolChoice.type === "tool" ? { type: "function", name: req.toolChoice.name } : req.toolChoice.type;
@@ -361,12 +437,14 @@ export function buildResponsesRequest(
   if (req.responseFormat) body.text = { format: formatOut(req.responseFormat) };
   if (req.reasoning) {
     const r = req.reasoning;
-    if (r.enabled && r.effort) body.reasoning = { effort: r.effort };
+    // An effort hint (Anthropic's output_config.effort) only to a model configured with reasoning.
+    if (r.hint !== undefined && opts.reasoning === false) tr.unknown(r.hint);
+    else if (r.enabled && r.effort) body.reasoning = { effort: r.effort };
     else if (r.enabled && r.budgetTokens !== undefined) body.reasoning = { effort: effortOfBudget(r.budgetTokens) };
   }
   if (req.user !== undefined) body.user = req.user;
   if (opts.stream) body.stream = true;
-  return { path: "/responses", body, headers: { "content-type": "application/json" } };
+  return { path: "/responses", body, headers: { "content-type": "application/json" }, ...tr.result() };
 }
 
 export function formatOut(rf: ResponseFormat): Record<string, unknown> {

@@ -2,6 +2,7 @@
 // canonical. Ids the gateway hands out are derived from the request id (resp_<id>, and msg_/rs_/fc_<id>_<n>
 // for output items) so that an item reference can be traced back to the stored response it came from.
 
+import { namespacesOf } from "./request.ts";
 import { type AssistantPart, type CanonicalResponse, type FinishReason, type Usage, emptyUsage } from "../canonical.ts";
 import { type Json, arr, nowSeconds, count, obj, str } from "../shared.ts";
 import type { ClientResponseContext } from "../types.ts";
@@ -107,17 +108,22 @@ export const functionCallItem = (
   name: string,
   args: string,
   status = "completed",
+  namespace?: string,
 ): Json => ({
   type: "function_call",
   id,
   call_id: callId,
   name,
+  ...(namespace !== undefined ? { namespace } : {}),
   arguments: args,
   status,
 });
 
+/** Flat upstream function names back to the client's namespaced tools (see namespacesOf in request.ts). */
+export type Namespaces = ReadonlyMap<string, { namespace: string; name: string }>;
+
 /** Canonical parts → output items, in order; adjacent text (or thinking) parts share one item. */
-export function outputItems(parts: readonly AssistantPart[], core: string): Json[] {
+export function outputItems(parts: readonly AssistantPart[], core: string, namespaces?: Namespaces): Json[] {
   const items: Json[] = [];
   let last: { kind: "text" | "thinking"; item: Json } | null = null;
   for (const p of parts) {
@@ -145,7 +151,8 @@ export function outputItems(parts: readonly AssistantPart[], core: string): Json
       // A call's own signature (Gemini's thoughtSignature) is reasoning state: a reasoning item with only
       // encrypted_content, right before the call, carries it out and back (see callSignature in request.ts).
       if (p.signature) items.push(reasoningItem(id("rs"), "", p.signature));
-      items.push(functionCallItem(id("fc"), p.id, p.name, p.arguments));
+      const ns = namespaces?.get(p.name);
+      items.push(functionCallItem(id("fc"), p.id, ns?.name ?? p.name, p.arguments, "completed", ns?.namespace));
     }
   }
   return items;
@@ -161,7 +168,7 @@ export const outputText = (items: Json[]): string =>
 export function renderResponsesResponse(res: CanonicalResponse, ctx: ClientResponseContext): Json {
   const { status, incomplete } = statusOf(res.finishReason);
   const out = responseShell(ctx, responseIdOf(ctx.requestId), res.created, status);
-  out.output = outputItems(res.content, idCore(ctx.requestId));
+  out.output = outputItems(res.content, idCore(ctx.requestId), namespacesOf(ctx.request));
   out.incomplete_details = incomplete;
   out.usage = responsesUsage(res.usage);
   return out;

@@ -19,12 +19,7 @@ const parse = (text: string | Uint8Array) =>
 
 describe("Responses streams", () => {
   it("numbers a gateway-written error after the upstream's last sequence_number", () => {
-    const reader = responsesPassthrough.createStream("m", REQUEST_ID, {
-      model: "m",
-      system: [],
-      messages: [],
-      stream: true,
-    });
+    const reader = responsesPassthrough.createStream("m", REQUEST_ID, { model: "m", stream: true });
     const upstream =
       sse("response.created", { response: { id: "resp_1", model: "m" }, sequence_number: 0 }) +
       sse("response.in_progress", { response: { id: "resp_1", model: "m" }, sequence_number: 1 }) +
@@ -39,23 +34,13 @@ describe("Responses streams", () => {
   });
 
   it("re-shapes an upstream error event in its own place of the sequence", () => {
-    const reader = responsesPassthrough.createStream("m", REQUEST_ID, {
-      model: "m",
-      system: [],
-      messages: [],
-      stream: true,
-    });
+    const reader = responsesPassthrough.createStream("m", REQUEST_ID, { model: "m", stream: true });
     reader.push(Buffer.from(sse("response.created", { response: { id: "r", model: "m" }, sequence_number: 0 })));
     const withNumber = parse(reader.push(Buffer.from(sse("error", { message: "boom", sequence_number: 1 }))));
     expect(withNumber[0]).toMatchObject({ type: "error", sequence_number: 1 });
     expect(String(withNumber[0]!.message)).toContain(REQUEST_ID);
     // One without a number of its own gets the next one.
-    const other = responsesPassthrough.createStream("m", REQUEST_ID, {
-      model: "m",
-      system: [],
-      messages: [],
-      stream: true,
-    });
+    const other = responsesPassthrough.createStream("m", REQUEST_ID, { model: "m", stream: true });
     other.push(Buffer.from(sse("response.created", { response: { id: "r", model: "m" }, sequence_number: 4 })));
     expect(parse(other.push(Buffer.from(sse("error", { message: "boom" }))))[0]).toMatchObject({ sequence_number: 5 });
   });

@@ -1,6 +1,7 @@
 // OpenAI Responses API streams: typed SSE events (`event: response.output_text.delta` …, each with a
 // sequence_number), canonical events → client frames and upstream frames → canonical events.
 
+import { namespacesOf } from "./request.ts";
 import { GatewayError, withRequestId } from "../../errors.ts";
 import type { CanonicalStreamEvent, FinishReason, Usage } from "../canonical.ts";
 import type { SseEvent } from "../sse.ts";
@@ -30,10 +31,12 @@ interface OpenItem {
 interface OpenCall extends OpenItem {
   callId: string;
   name: string;
+  namespace?: string;
 }
 
 export function createResponsesStreamEncoder(ctx: ClientResponseContext): StreamEncoder {
   const core = idCore(ctx.requestId);
+  const namespaces = namespacesOf(ctx.request);
   const id = responseIdOf(ctx.requestId);
   let seq = 0;
   let createdAt = nowSeconds();
@@ -90,7 +93,7 @@ export function createResponsesStreamEncoder(ctx: ClientResponseContext): Stream
     return out + frame("response.output_item.done", { output_index: r.index, item: done });
   };
   const doneCall = (c: OpenCall): string => {
-    const done = functionCallItem(c.id, c.callId, c.name, c.text);
+    const done = functionCallItem(c.id, c.callId, c.name, c.text, "completed", c.namespace);
     items[c.index] = done;
     return (
       frame("response.function_call_arguments.done", {
@@ -192,9 +195,17 @@ export function createResponsesStreamEncoder(ctx: ClientResponseContext): Stream
               frame("response.output_item.added", { output_index: index, item: rs }) +
               frame("response.output_item.done", { output_index: index, item: rs });
           }
-          const c: OpenCall = { index: items.length, id: itemId("fc"), text: "", callId: ev.id, name: ev.name };
+          const ns = namespaces.get(ev.name);
+          const c: OpenCall = {
+            index: items.length,
+            id: itemId("fc"),
+            text: "",
+            callId: ev.id,
+            name: ns?.name ?? ev.name,
+          };
+          if (ns) c.namespace = ns.namespace;
           calls.set(ev.index, c);
-          const item = functionCallItem(c.id, c.callId, c.name, "", "in_progress");
+          const item = functionCallItem(c.id, c.callId, c.name, "", "in_progress", c.namespace);
           items.push(item);
           out += frame("response.output_item.added", { output_index: c.index, item });
           return out;
