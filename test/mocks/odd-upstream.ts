@@ -71,15 +71,19 @@ function usageOf(p: OddProtocol, a: OddAnswer): Record<string, unknown> {
   return u;
 }
 
-const textOf = (a: OddAnswer): string[] => {
+/** Where a non-streamed answer's padding goes: written in pieces, never built whole (see answer). */
+const PAD = "\u0000pad\u0000";
+const PIECE = "x".repeat(65_536);
+
+const textOf = (a: OddAnswer, streamed = true): string[] => {
   const t = [...(a.text ?? ["Hello", " there"])];
-  if (a.padBytes) t.push("x".repeat(a.padBytes));
+  if (a.padBytes) t.push(streamed ? "x".repeat(a.padBytes) : PAD);
   return t;
 };
 
 /** The whole answer of a non-streamed call. */
 function json(p: OddProtocol, a: OddAnswer, model: string): string {
-  const text = textOf(a).join("");
+  const text = textOf(a, false).join("");
   const usage = a.noUsage ? undefined : usageOf(p, a);
   switch (p) {
     case "openai":
@@ -275,6 +279,17 @@ export async function startOddUpstream(): Promise<OddUpstream> {
     if (!stream) {
       const text = json(p, a, model);
       res.writeHead(200, { "content-type": "application/json" });
+      if (a.padBytes) {
+        // The padding goes out a piece at a time, so that the mock (in the test's process) holds no huge string.
+        const at = text.indexOf(JSON.stringify(PAD).slice(1, -1));
+        const pad = JSON.stringify(PAD).length - 2;
+        const write = (s: string) =>
+          res.destroyed || res.write(s) ? Promise.resolve() : new Promise((r) => res.once("drain", r).once("close", r));
+        await write(text.slice(0, at));
+        for (let left = a.padBytes; left > 0 && !res.destroyed; left -= PIECE.length)
+          await write(left >= PIECE.length ? PIECE : PIECE.slice(0, left));
+        return void res.end(text.slice(at + pad));
+      }
       if (!a.pieceBytes) return void res.end(text);
       for (let i = 0; i < text.length; i += a.pieceBytes) {
         if (res.destroyed) return;

@@ -7,6 +7,7 @@ import type { SnapshotStore } from "../snapshot/store.ts";
 import type { BreakerRegistry } from "../upstreams/breaker.ts";
 import type { RetryPolicy } from "../upstreams/retry.ts";
 import type { UpstreamTransport } from "../upstreams/transport.ts";
+import type { AnswerLimits } from "../upstreams/response-handler.ts";
 import type { Tracing } from "../telemetry/tracing.ts";
 import type { UsageSink } from "../usage/sink.ts";
 import type { ConversationStore } from "../protocols/index.ts";
@@ -39,6 +40,11 @@ export interface DataPlaneOptions {
   conversations: ConversationStore | null;
   /** provider-side ids (a passthrough Responses upstream's) each account was given; always on */
   providerIds: ProviderIdRegistry;
+  /**
+   * What the gateway accepts of an upstream's answer: the largest body read whole and the longest answer
+   * (MODELGATE_UPSTREAM_MAX_ANSWER_BYTES / _MS; docs/security.md). Absent: unbounded (unit tests).
+   */
+  answerLimits?: AnswerLimits;
   /** how long a stream the client left is still read for its exact usage (default 30 s, see server/call.ts) */
   cutStreamDrainMs?: number;
   /** MODELGATE_METRICS_TOKEN: when set, /metrics and /readyz require it as a bearer token */

@@ -77,6 +77,15 @@ const streamBroke = () =>
 /** A broken stream, or the gateway's own verdict on the answer (over its size or time limits), as it is. */
 const upstreamFailure = (err: unknown): GatewayError => (err instanceof GatewayError ? err : streamBroke());
 
+/**
+ * Between the steps of a large non-streamed answer (decoded, parsed, rendered, serialised), the event loop gets
+ * a turn: each step of a 16 MiB answer (MODELGATE_UPSTREAM_MAX_ANSWER_BYTES) holds it 10–45 ms, all of them in
+ * one turn about twice the 50 ms the gateway allows any single request.
+ */
+const LARGE_ANSWER_CHARS = 1024 * 1024;
+const turnIfLarge = (chars: number): Promise<void> | undefined =>
+  chars > LARGE_ANSWER_CHARS ? new Promise((resolve) => setImmediate(resolve)) : undefined;
+
 async function readAll(answer: Answer, call: Call): Promise<string> {
   try {
     const text = await answer.upstream.text();
@@ -110,6 +119,7 @@ export async function relayJson(
   headers: Record<string, string>,
 ): Promise<void> {
   const text = await readAll(answer, call);
+  await turnIfLarge(text.length);
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -135,8 +145,10 @@ export async function relayJson(
     call.setUsage(u);
     call.usageComplete = true;
   }
+  await turnIfLarge(text.length);
   const rendered = render(canonical);
   await commit?.(rendered);
+  await turnIfLarge(text.length);
   if (await finishJson(call, res)) sendJson(res, 200, JSON.stringify(rendered), headers);
 }
 
@@ -152,6 +164,7 @@ export async function relayPassthroughJson(
   keepIds?: (ids: string[]) => Promise<void>,
 ): Promise<void> {
   const text = await readAll(answer, call);
+  await turnIfLarge(text.length);
   let read: ReturnType<Passthrough["readJson"]>;
   try {
     read = pt.readJson(text, clientModel, call.admission.estimatedPromptTokens);

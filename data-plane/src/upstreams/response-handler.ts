@@ -1,7 +1,16 @@
 import type { Dispatcher } from "undici";
 import { util } from "undici";
+import { GatewayError } from "../errors.ts";
 import type { AbortLike } from "./call-abort.ts";
 import type { UpstreamResponse } from "./transport.ts";
+
+/** What the gateway accepts of one upstream answer (docs/security.md, "Upstream answers"). */
+export interface AnswerLimits {
+  /** bytes of a body read whole (text(): a non-streamed answer, an error body) */
+  maxBytes: number;
+  /** from the status line to the body's end, whatever flows meanwhile */
+  maxMs: number;
+}
 
 // One upstream call as an undici dispatch handler. undici's request() wraps every response in a Readable
 // stream inside an AsyncResource and listens for aborts through an EventTarget; on the request path that
@@ -30,7 +39,14 @@ export class ResponseHandler implements Dispatcher.DispatchHandler, AsyncIterabl
   /** text() is reading: everything is wanted, so the socket is never paused */
   private collecting = false;
 
-  constructor(private readonly signal: AbortLike) {
+  /** bytes received so far (the whole body, read or not) */
+  private received = 0;
+  private lifetime: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly signal: AbortLike,
+    private readonly limits: AnswerLimits | null = null,
+  ) {
     this.response = new Promise((resolve, reject) => {
       this.resolveHead = resolve;
       this.rejectHead = reject;
@@ -53,6 +69,22 @@ export class ResponseHandler implements Dispatcher.DispatchHandler, AsyncIterabl
     if (statusCode < 200) return true; // 1xx: the final head follows
     this.headSeen = true;
     this.resume = resume;
+    if (this.limits !== null) {
+      // An answer that never ends (a byte now and then keeps the idle timeout quiet) is cut at the limit.
+      const maxMs = this.limits.maxMs;
+      this.lifetime = setTimeout(
+        () =>
+          this.refuse(
+            new GatewayError(
+              "upstream",
+              "upstream_answer_too_long",
+              `The upstream's answer took longer than the gateway allows (${Math.round(maxMs / 1000)} s).`,
+            ),
+          ),
+        maxMs,
+      );
+      this.lifetime.unref();
+    }
     // Parsed when read: only a failed call's Retry-After looks at them, so a successful one never pays for it.
     let headers: UpstreamResponse["headers"] | null = null;
     this.resolveHead({
@@ -67,6 +99,9 @@ export class ResponseHandler implements Dispatcher.DispatchHandler, AsyncIterabl
   }
 
   onData(chunk: Buffer): boolean {
+    if (this.failure) return true;
+    this.received += chunk.length;
+    if (this.collecting && this.overSize()) return true;
     this.chunks.push(chunk);
     this.buffered += chunk.length;
     this.notify();
@@ -89,7 +124,32 @@ export class ResponseHandler implements Dispatcher.DispatchHandler, AsyncIterabl
 
   private finish(): void {
     this.signal.removeEventListener("abort", this.onAbort);
+    if (this.lifetime !== null) clearTimeout(this.lifetime);
+    this.lifetime = null;
     this.notify();
+  }
+
+  /** A body read whole past the limit: the answer is refused and the upstream call ended. */
+  private overSize(): boolean {
+    if (this.limits === null || this.received <= this.limits.maxBytes) return false;
+    this.refuse(
+      new GatewayError(
+        "upstream",
+        "upstream_answer_too_large",
+        `The upstream's answer is larger than the gateway accepts (${this.limits.maxBytes} bytes).`,
+      ),
+    );
+    return true;
+  }
+
+  /** Fails the answer with the gateway's own verdict and frees what it held; the upstream call is aborted. */
+  private refuse(err: GatewayError): void {
+    if (this.done || this.failure) return;
+    this.chunks = [];
+    this.head = 0;
+    this.buffered = 0;
+    this.onError(err);
+    this.abortCall?.(err);
   }
 
   private notify(): void {
@@ -139,6 +199,7 @@ export class ResponseHandler implements Dispatcher.DispatchHandler, AsyncIterabl
   async text(): Promise<string> {
     this.claim();
     this.collecting = true;
+    this.overSize();
     if (this.paused) {
       this.paused = false;
       this.resume?.();

@@ -1,6 +1,6 @@
 import { Agent } from "undici";
 import type { AbortLike } from "./call-abort.ts";
-import { ResponseHandler } from "./response-handler.ts";
+import { type AnswerLimits, ResponseHandler } from "./response-handler.ts";
 
 /** What the proxy needs back from an upstream call: status, headers and the body as it arrives. */
 export interface UpstreamResponse {
@@ -19,6 +19,8 @@ export interface UpstreamRequest {
   connectTimeoutMs: number;
   firstByteTimeoutMs: number;
   idleTimeoutMs: number;
+  /** the largest body read whole and the longest answer the gateway accepts (none: unbounded) */
+  limits?: AnswerLimits | undefined;
 }
 
 export interface UpstreamTransport {
@@ -50,7 +52,7 @@ export class UndiciTransport implements UpstreamTransport {
 
   send(req: UpstreamRequest): Promise<UpstreamResponse> {
     const { origin, path } = splitUrl(req.url);
-    const handler = new ResponseHandler(req.signal);
+    const handler = new ResponseHandler(req.signal, req.limits ?? null);
     try {
       this.agent(req.connectTimeoutMs).dispatch(
         {

@@ -102,6 +102,7 @@ export async function callUpstream(
             connectTimeoutMs: route.connectTimeoutMs,
             firstByteTimeoutMs: route.firstByteTimeoutMs,
             idleTimeoutMs: route.idleTimeoutMs,
+            limits: opts.answerLimits,
           });
           attempt?.span.setAttribute("http.response.status_code", upstream.status);
           if (upstream.status >= 200 && upstream.status < 300) {
