@@ -169,4 +169,21 @@ describe("translated by kind, end to end through the translators", () => {
     ]);
     expect(g.dropped).toEqual(["context_management", "cache_control"]);
   });
+
+  it("asks a model configured without reasoning for none, naming what the client sent (the Gemini CLI's thinkingConfig)", async () => {
+    const { protocols } = await import("./index.ts");
+    const req = protocols.gemini.parseClientRequest(
+      {
+        contents: [{ role: "user", parts: [{ text: "x" }] }],
+        generationConfig: { topK: 64, thinkingConfig: { includeThoughts: true, thinkingBudget: 8192 } },
+      },
+      { model: "m" },
+    );
+    const plain = protocols.openai.buildUpstreamRequest(req, "o", { stream: false, reasoning: false });
+    expect(plain.body.reasoning_effort).toBeUndefined();
+    expect(plain.dropped).toEqual(["generationConfig.topK", "generationConfig.thinkingConfig"]);
+    const thinker = protocols.openai.buildUpstreamRequest(req, "o", { stream: false, reasoning: true });
+    expect(thinker.body.reasoning_effort).toBe("medium");
+    expect(thinker.dropped).toEqual(["generationConfig.topK"]);
+  });
 });

@@ -12,7 +12,7 @@
 // A model marked `strict` turns drop and hosted-removed into refusals. When client and upstream speak the same
 // protocol nothing here applies: the body passes through.
 
-import type { ProtocolName } from "./canonical.ts";
+import type { ProtocolName, ReasoningConfig } from "./canonical.ts";
 import { invalid } from "./shared.ts";
 
 export type Kind = "translate" | "drop" | "hosted" | "refuse";
@@ -357,6 +357,14 @@ const CANONICAL_PARAMS = {
 } satisfies Record<string, Partial<Record<ProtocolName, string>>>;
 export type CanonicalFeature = keyof typeof CANONICAL_PARAMS;
 
+/** Where each client protocol asks for reasoning. */
+const REASONING_PARAM: Record<ProtocolName, string> = {
+  openai: "reasoning_effort",
+  anthropic: "thinking",
+  gemini: "generationConfig.thinkingConfig",
+  "openai-responses": "reasoning.effort",
+};
+
 /** Top-level fields of a client body its parser does not know (`known`), by name. */
 export function unknownFields(body: Record<string, unknown>, known: ReadonlySet<string>): string[] {
   const out: string[] = [];
@@ -402,6 +410,16 @@ export class Translation {
   unknown(name: string): void {
     if (this.strict) throw this.refusal(name, { kind: "drop" });
     if (!this.dropped.includes(name)) this.dropped.push(name);
+  }
+
+  /**
+   * The reasoning to ask the upstream for: none toward a model configured without reasoning (an effort or
+   * budget there is the vendor's 400; the client's own model names it a hint), named as the client wrote it.
+   */
+  reasoning(r: ReasoningConfig | undefined, modelReasons: boolean | undefined): ReasoningConfig | undefined {
+    if (!r || !r.enabled || modelReasons !== false) return r;
+    this.unknown(r.hint ?? REASONING_PARAM[this.client]);
+    return undefined;
   }
 
   /** Whether the upstream gets a canonical field, by the client's name for it (no row: translated). */

@@ -156,8 +156,9 @@ export function parseAnthropicRequest(body: unknown): CanonicalRequest {
   // output_config.effort: how much the model spends, reasoning included; the others' effort is the same knob.
   const effort = effortOf(b.output_config?.effort);
   if (effort !== undefined && req.reasoning?.enabled !== false) {
-    req.reasoning = req.reasoning?.budgetTokens !== undefined ? req.reasoning : { enabled: true, effort };
-    if (b.thinking === undefined) req.reasoning.hint = "output_config.effort";
+    // An explicit budget stays; otherwise the effort is the reasoning asked for, named by its parameter.
+    if (req.reasoning?.budgetTokens === undefined)
+      req.reasoning = { enabled: true, effort, hint: "output_config.effort" };
   } else if (b.output_config?.effort != null && effort === undefined) untranslatable.push("output_config.effort");
   if (b.metadata?.user_id != null) req.user = b.metadata.user_id;
   const format = b.output_config?.format ?? b.output_format;
@@ -262,8 +263,9 @@ export function buildAnthropicRequest(
   const explicitMax = req.maxOutputTokens !== undefined;
   let maxTokens = req.maxOutputTokens ?? DEFAULT_ANTHROPIC_MAX_TOKENS;
   // Anthropic takes no forced tool choice with thinking on: a JSON-object answer goes without reasoning.
-  const thinkingReq = jsonAnswer && req.reasoning?.enabled ? undefined : req;
-  if (thinkingReq === undefined) tr.unknown("reasoning");
+  const reasoning = tr.reasoning(req.reasoning, opts.reasoning);
+  const thinkingReq = jsonAnswer && reasoning?.enabled ? undefined : { ...req, reasoning };
+  if (thinkingReq === undefined) tr.unknown(req.reasoning?.hint ?? "reasoning");
   const thinking = thinkingReq && thinkingOut(thinkingReq, maxTokens, explicitMax);
   if (thinking) maxTokens = thinking.maxTokens;
 

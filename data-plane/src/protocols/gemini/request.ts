@@ -387,9 +387,9 @@ export function buildGeminiRequest(req: CanonicalRequest, upstreamModel: string,
     // responseJsonSchema for the same reason as parametersJsonSchema above.
     if (req.responseFormat.type === "json_schema") gc.responseJsonSchema = req.responseFormat.schema;
   }
-  // An effort hint (Anthropic's output_config.effort) only to a model configured with reasoning.
-  if (req.reasoning?.hint !== undefined && opts.reasoning === false) tr.unknown(req.reasoning.hint);
-  else if (req.reasoning) gc.thinkingConfig = thinkingConfigOut(req.reasoning);
+  // Only to a model configured with reasoning (Translation.reasoning).
+  const reasoning = tr.reasoning(req.reasoning, opts.reasoning);
+  if (reasoning) gc.thinkingConfig = thinkingConfigOut(reasoning);
   if (Object.keys(gc).length > 0) body.generationConfig = gc;
   const path = opts.stream ? `/models/${model}:streamGenerateContent?alt=sse` : `/models/${model}:generateContent`;
   return { path, body, headers: { "content-type": "application/json" }, ...tr.result() };

@@ -358,10 +358,9 @@ export function buildOpenAIRequest(req: CanonicalRequest, upstreamModel: string,
     // "Disabled" and "let the model decide" are the model's default; sending an effort to a model without
     // reasoning is an upstream 400, so only an explicit effort or budget is forwarded, and an effort hint
     // (Anthropic's output_config.effort) only to a model configured with reasoning.
-    const r = req.reasoning;
-    if (r.hint !== undefined && opts.reasoning === false) tr.unknown(r.hint);
-    else if (r.enabled && r.effort) body.reasoning_effort = r.effort;
-    else if (r.enabled && r.budgetTokens !== undefined) body.reasoning_effort = effortOfBudget(r.budgetTokens);
+    const r = tr.reasoning(req.reasoning, opts.reasoning);
+    if (r?.enabled && r.effort) body.reasoning_effort = r.effort;
+    else if (r?.enabled && r.budgetTokens !== undefined) body.reasoning_effort = effortOfBudget(r.budgetTokens);
   }
   if (req.n !== undefined && req.n > 1) tr.field("n");
   if (req.seed !== undefined) body.seed = req.seed;

@@ -436,11 +436,10 @@ export function buildResponsesRequest(
   if (req.maxOutputTokens !== undefined) body.max_output_tokens = req.maxOutputTokens;
   if (req.responseFormat) body.text = { format: formatOut(req.responseFormat) };
   if (req.reasoning) {
-    const r = req.reasoning;
-    // An effort hint (Anthropic's output_config.effort) only to a model configured with reasoning.
-    if (r.hint !== undefined && opts.reasoning === false) tr.unknown(r.hint);
-    else if (r.enabled && r.effort) body.reasoning = { effort: r.effort };
-    else if (r.enabled && r.budgetTokens !== undefined) body.reasoning = { effort: effortOfBudget(r.budgetTokens) };
+    // Only to a model configured with reasoning (Translation.reasoning).
+    const r = tr.reasoning(req.reasoning, opts.reasoning);
+    if (r?.enabled && r.effort) body.reasoning = { effort: r.effort };
+    else if (r?.enabled && r.budgetTokens !== undefined) body.reasoning = { effort: effortOfBudget(r.budgetTokens) };
   }
   if (req.user !== undefined) body.user = req.user;
   if (opts.stream) body.stream = true;
