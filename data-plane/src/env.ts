@@ -67,6 +67,9 @@ const control: Plane[] = ["control"];
 export const NUMERIC_SETTINGS: readonly NumericSetting[] = [
   { name: "PORT", planes: both, unit: "port", min: 0, max: 65_535 },
   { name: "MODELGATE_MAX_BODY_BYTES", planes: both, unit: "bytes", min: 1024 },
+  { name: "MODELGATE_UPSTREAM_MAX_ANSWER_BYTES", planes: data, unit: "bytes", min: 1 },
+  { name: "MODELGATE_UPSTREAM_MAX_EVENT_BYTES", planes: data, unit: "bytes", min: 1 },
+  { name: "MODELGATE_UPSTREAM_MAX_ANSWER_MS", planes: data, unit: "milliseconds", min: 1 },
   { name: "MODELGATE_DRAIN_MS", planes: both, unit: "milliseconds", min: 0 },
   { name: "MODELGATE_LOG_SUMMARY_MS", planes: both, unit: "milliseconds", min: 1 },
   { name: "MODELGATE_HEADERS_TIMEOUT_MS", planes: both, unit: "milliseconds", min: 1 },

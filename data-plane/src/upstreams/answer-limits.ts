@@ -1,4 +1,4 @@
-import { z } from "zod";
+import { wholeNumberEnv } from "../env.ts";
 import { setMaxEventChars } from "../protocols/sse.ts";
 import type { AnswerLimits } from "./response-handler.ts";
 
@@ -25,35 +25,16 @@ export const DEFAULT_MAX_EVENT_BYTES = 4 * 1024 * 1024;
  */
 export const DEFAULT_MAX_ANSWER_MS = 60 * 60 * 1000;
 
-const positive = (name: string, fallback: number) =>
-  z.coerce
-    .number({ message: `${name} must be a whole number` })
-    .int(`${name} must be a whole number`)
-    .min(1, `${name} must be at least 1`)
-    .default(fallback);
-
-const schema = z.object({
-  MODELGATE_UPSTREAM_MAX_ANSWER_BYTES: positive("MODELGATE_UPSTREAM_MAX_ANSWER_BYTES", DEFAULT_MAX_ANSWER_BYTES),
-  MODELGATE_UPSTREAM_MAX_EVENT_BYTES: positive("MODELGATE_UPSTREAM_MAX_EVENT_BYTES", DEFAULT_MAX_EVENT_BYTES),
-  MODELGATE_UPSTREAM_MAX_ANSWER_MS: positive("MODELGATE_UPSTREAM_MAX_ANSWER_MS", DEFAULT_MAX_ANSWER_MS),
-});
-
 /**
- * The limits from the environment (an unset or empty variable takes its default; anything else must be a
- * whole number >= 1, or start-up fails naming it). Also sets the SSE parsers' event limit, which every
+ * The limits from the environment (unset: the default; anything but a whole number >= 1 stops the start,
+ * naming the variable: see env.ts, NUMERIC_SETTINGS). Also sets the SSE parsers' event limit, which every
  * protocol's stream reader shares.
  */
 export function answerLimitsFromEnv(env: NodeJS.ProcessEnv): AnswerLimits {
-  const pick = (k: keyof z.infer<typeof schema>) => (env[k] === "" ? undefined : env[k]);
-  const parsed = schema.safeParse({
-    MODELGATE_UPSTREAM_MAX_ANSWER_BYTES: pick("MODELGATE_UPSTREAM_MAX_ANSWER_BYTES"),
-    MODELGATE_UPSTREAM_MAX_EVENT_BYTES: pick("MODELGATE_UPSTREAM_MAX_EVENT_BYTES"),
-    MODELGATE_UPSTREAM_MAX_ANSWER_MS: pick("MODELGATE_UPSTREAM_MAX_ANSWER_MS"),
-  });
-  if (!parsed.success) throw new Error(parsed.error.issues.map((i) => i.message).join("; "));
-  setMaxEventChars(parsed.data.MODELGATE_UPSTREAM_MAX_EVENT_BYTES);
+  const opts = (unit: string) => ({ unit, min: 1 });
+  setMaxEventChars(wholeNumberEnv(env, "MODELGATE_UPSTREAM_MAX_EVENT_BYTES", DEFAULT_MAX_EVENT_BYTES, opts("bytes")));
   return {
-    maxBytes: parsed.data.MODELGATE_UPSTREAM_MAX_ANSWER_BYTES,
-    maxMs: parsed.data.MODELGATE_UPSTREAM_MAX_ANSWER_MS,
+    maxBytes: wholeNumberEnv(env, "MODELGATE_UPSTREAM_MAX_ANSWER_BYTES", DEFAULT_MAX_ANSWER_BYTES, opts("bytes")),
+    maxMs: wholeNumberEnv(env, "MODELGATE_UPSTREAM_MAX_ANSWER_MS", DEFAULT_MAX_ANSWER_MS, opts("milliseconds")),
   };
 }
