@@ -1,4 +1,5 @@
-import { request } from "node:http";
+import { type Server, createServer, request } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Gateway, startGateway, waitForKey } from "../helpers/gateway.ts";
 import { eventually } from "../helpers/processes.ts";
@@ -26,6 +27,9 @@ interface Row {
 }
 
 let mock: OddUpstream;
+// An embeddings upstream that holds each answer until the test releases it (the odd mock has no embeddings).
+let embeddings: Server;
+const embeddingsHeld: (() => void)[] = [];
 let gw: Gateway;
 let key: string;
 let host: string;
@@ -33,15 +37,39 @@ let port: number;
 
 beforeAll(async () => {
   mock = await startOddUpstream();
+  embeddings = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      embeddingsHeld.push(() =>
+        res.writeHead(200, { "content-type": "application/json" }).end(
+          JSON.stringify({
+            object: "list",
+            model: "emb",
+            data: [{ object: "embedding", index: 0, embedding: [0.1, 0.2] }],
+            usage: { prompt_tokens: EXACT_PROMPT, total_tokens: EXACT_PROMPT },
+          }),
+        ),
+      );
+    });
+  });
+  await new Promise<void>((r) => embeddings.listen(0, "127.0.0.1", r));
+  const embeddingsUrl = `http://127.0.0.1:${(embeddings.address() as AddressInfo).port}/v1`;
   gw = await startGateway("embedded", {
     config: {
       upstreams: [
         { name: "odd-openai", protocol: "openai", baseUrl: mock.url.openai },
         { name: "odd-anthropic", protocol: "anthropic", baseUrl: mock.url.anthropic },
+        { name: "held-embeddings", protocol: "openai", baseUrl: embeddingsUrl },
       ],
       models: [
         { id: MODEL, price: { input: 1, output: 2 }, routes: [{ upstream: "odd-openai", model: MODEL }] },
         { id: `${MODEL}-a`, price: { input: 1, output: 2 }, routes: [{ upstream: "odd-anthropic", model: "other" }] },
+        {
+          id: `${MODEL}-e`,
+          type: "embedding",
+          price: { input: 1, output: 0 },
+          routes: [{ upstream: "held-embeddings", model: "emb" }],
+        },
       ],
     },
   });
@@ -56,6 +84,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await gw?.stop();
   await mock?.close();
+  embeddings?.closeAllConnections();
+  await new Promise((r) => embeddings?.close(r));
 });
 
 const rows = () => gw.admin<Row[]>("usage list", { account: "cutter", limit: "100" });
@@ -188,5 +218,42 @@ describe("a call the client leaves once the upstream has its prompt", () => {
     expect(r.status).toBe(200);
     await eventually(rows, (x) => x.length === before + 1, 10_000);
     expect(mock.received.length).toBe(sent + 1);
+  });
+
+  it("an embeddings call left once the upstream has the input: charged its count when the answer comes", async () => {
+    const before = (await rows()).length;
+    const data = JSON.stringify({ model: `${MODEL}-e`, input: PROMPT });
+    await new Promise<void>((resolve, reject) => {
+      const req = request({
+        host,
+        port,
+        method: "POST",
+        path: "/v1/embeddings",
+        headers: {
+          authorization: `Bearer ${key}`,
+          "content-type": "application/json",
+          "content-length": Buffer.byteLength(data),
+        },
+      });
+      req.on("error", () => undefined);
+      req.end(data);
+      // The upstream has the whole input: the client leaves before any answer, then the upstream answers.
+      void eventually(
+        async () => embeddingsHeld.length,
+        (n) => n > 0,
+        10_000,
+      ).then(() => {
+        req.destroy();
+        resolve();
+      }, reject);
+    });
+    // The answer is released a moment after the client left, so that the gateway has seen the close (it cannot
+    // be observed from outside). The pause only decides whether the old behaviour is caught: with the fix the
+    // row is the same whichever comes first (a destroyed socket is a 499 either way).
+    await new Promise((r) => setTimeout(r, 300));
+    embeddingsHeld.shift()!();
+    const [row] = await eventually(rows, (r) => r.length === before + 1, 15_000);
+    expect(row).toMatchObject({ status: 499, promptTokens: EXACT_PROMPT });
+    expect(BigInt(row!.costMicro)).toBe(BigInt(EXACT_PROMPT));
   });
 });

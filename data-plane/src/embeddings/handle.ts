@@ -101,8 +101,12 @@ export async function handleEmbeddings(
         `The model '${canonical.model}' has no upstream configured right now.`,
       );
     const abort = new CallAbort();
+    const started = call;
     res.on("close", () => {
-      if (!res.writableFinished) abort.abort();
+      if (res.writableFinished) return;
+      // The upstream has the input once it is sent and bills for it: a client that leaves still waits for the
+      // answer (at most the drain time, Call.leave) and is charged its count, as a chat call is.
+      started.leave(() => abort.abort());
     });
 
     const outgoing = (route: RouteSnapshot): Outgoing => {
@@ -118,7 +122,8 @@ export async function handleEmbeddings(
       return { path: built.path, body: JSON.stringify(built.body) };
     };
 
-    const answer = await callUpstream(opts, routes, outgoing, abort, caller.account.id);
+    const answer = await callUpstream(opts, routes, outgoing, abort, caller.account.id, null, () => started.clientGone);
+    call.answered();
     call.record.upstream = answer.route.upstream;
     let text: string;
     try {
@@ -153,6 +158,10 @@ export async function handleEmbeddings(
       out = text; // the upstream's bytes, read for usage only
     else if (same) out = clientCall.relayRenamed(text, parsed as Record<string, unknown>);
     else out = JSON.stringify(clientCall.render(result, promptTokens));
+    if (call.clientGone || res.destroyed) {
+      await call.finish(499, "client_closed"); // answered after the client left: charged, nothing to send
+      return;
+    }
     await call.finish(200); // the charge is durable before the answer goes out
     sendJson(res, 200, out, admission.headers);
   } catch (err) {
