@@ -27,29 +27,7 @@ export const DOC = fileURLToPath(new URL("../docs/compatibility.md", import.meta
  * Cells known to fail today, with why: they have no test in the suite yet (a red test is not committed), so
  * the report cannot show them. Remove an entry when its test joins.
  */
-export const KNOWN_RED: Partial<Record<Cell, string>> = {
-  ...agentRed(
-    "claude-code",
-    ["openai", "anthropic", "gemini", "openai-responses"],
-    "400 Invalid 'messages[1].role': its environment section is a mid-conversation system message (issue 26, 1 and 2a)",
-  ),
-  ...agentRed(
-    "codex",
-    ["openai", "anthropic", "gemini", "openai-responses"],
-    "400 Tools of type 'namespace' cannot be translated (its default multi_agent_v1 tool group), toward an openai-responses upstream too, where it should pass through (issue 26, 1 and 2a)",
-  ),
-  ...agentRed(
-    "gemini-cli",
-    ["openai", "openai-responses"],
-    "400 'generationConfig.topK' is not supported by this model's OpenAI upstream (issue 26, 2b)",
-  ),
-};
-
-function agentRed(client: "claude-code" | "codex" | "gemini-cli", ups: string[], why: string) {
-  const out: Partial<Record<Cell, string>> = {};
-  for (const up of ups) for (const f of ["text", "stream", "tools", "usage"]) out[`${client}/${up}/${f}` as Cell] = why;
-  return out;
-}
+export const KNOWN_RED: Partial<Record<Cell, string>> = {};
 
 /** One tagged test as the document names it: file (from the repository root) and "describe > … > title". */
 export interface Proof {

@@ -23,14 +23,20 @@ import { type ToolRoundTrip, toolCallsOf, toolResultsOf, toolRoundTrip } from ".
 type Agent = "claude-code" | "codex" | "gemini-cli";
 type Up = "openai" | "anthropic" | "gemini" | "openai-responses";
 
-/**
- * The agent × upstream pairs in CI. A pair joins when it passes: the others wait on the translations of issue 26
- * (Claude Code's mid-conversation system message, Codex's namespace tools (refused even toward an
- * openai-responses upstream, where they should pass through), the Gemini CLI's topK toward OpenAI).
- */
+/** Every agent × upstream pair. */
 const CELLS: [Agent, Up][] = [
+  ["claude-code", "openai"],
+  ["claude-code", "anthropic"],
+  ["claude-code", "gemini"],
+  ["claude-code", "openai-responses"],
+  ["codex", "openai"],
+  ["codex", "anthropic"],
+  ["codex", "gemini"],
+  ["codex", "openai-responses"],
+  ["gemini-cli", "openai"],
   ["gemini-cli", "anthropic"],
   ["gemini-cli", "gemini"],
+  ["gemini-cli", "openai-responses"],
 ];
 
 const MODEL: Record<Up, string> = {
