@@ -68,8 +68,11 @@ interface Metrics {
   loopP99: number;
   loopMax: number;
 }
+// /metrics (and, with a token set, /readyz) need the bearer token (issue 25)
+const METRICS_TOKEN = randomBytes(16).toString("hex");
+const OPS_AUTH = { authorization: `Bearer ${METRICS_TOKEN}` };
 async function scrape(origin: string): Promise<Metrics> {
-  const text = await (await fetch(`${origin}/metrics`)).text();
+  const text = await (await fetch(`${origin}/metrics`, { headers: OPS_AUTH })).text();
   const q = (name: string) =>
     Number(
       new RegExp(`modelgate_event_loop_delay_seconds\\{quantile="${name}"\\} ([0-9.e+-]+)`).exec(text)?.[1] ?? NaN,
@@ -79,7 +82,8 @@ async function scrape(origin: string): Promise<Metrics> {
 interface Readyz {
   policy: { keys: number; accounts: number; loading: boolean; fullLoads: number; lastFullLoadMs: number | null };
 }
-const readyz = async (origin: string) => (await (await fetch(`${origin}/readyz`)).json()) as Readyz;
+const readyz = async (origin: string) =>
+  (await (await fetch(`${origin}/readyz`, { headers: OPS_AUTH })).json()) as Readyz;
 
 interface Row {
   n: number;
@@ -220,6 +224,7 @@ async function runSize(n: number, dpEntry: string): Promise<Row> {
       GATEWAY_CONFIG: config,
       BENCH_UPSTREAM_KEY: UPSTREAM_KEY,
       LOG_LEVEL: "warn",
+      MODELGATE_METRICS_TOKEN: METRICS_TOKEN,
     };
 
     // A replica with nothing to load: its RSS is the baseline the keys are measured against.
@@ -270,7 +275,7 @@ async function runSize(n: number, dpEntry: string): Promise<Row> {
     });
     procs.push(dp);
     pin(dp, 1);
-    await waitForUrl(`${origin}/readyz`, dp, 600_000);
+    await waitForUrl(`${origin}/readyz`, dp, 600_000, { headers: OPS_AUTH });
     const dpStartLoadMs = (await readyz(origin)).policy.lastFullLoadMs ?? NaN;
     console.log(`[${n}] data plane loaded ${(await readyz(origin)).policy.keys} keys in ${dpStartLoadMs} ms`);
 

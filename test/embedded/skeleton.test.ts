@@ -13,6 +13,8 @@ const MODEL = "gpt-4o-mini-2024-07-18";
 let mock: OpenAIMock;
 let server: Proc;
 let base: string;
+const METRICS_TOKEN = "skeleton-metrics-token-0123456789";
+const METRICS_AUTH = { authorization: `Bearer ${METRICS_TOKEN}` };
 let env: NodeJS.ProcessEnv;
 let dataDir: string;
 let apiKey: string;
@@ -56,9 +58,10 @@ models:
     MOCK_OPENAI_KEY: "sk-upstream-secret",
     DATABASE_URL: "",
     REDIS_URL: "",
+    MODELGATE_METRICS_TOKEN: METRICS_TOKEN, // /metrics needs it (issue 25)
   };
   server = startTs("control-plane/src/main/embedded.ts", env);
-  await waitForHttp(`${base}/readyz`, server);
+  await waitForHttp(`${base}/readyz`, server, 60_000, METRICS_AUTH);
 
   expect(
     (await admin(env, "account", "create", "--name", "acme", "--email", "ops@acme.test", "--balance", "10")).json,
@@ -189,7 +192,7 @@ describe("embedded mode, OpenAI protocol", () => {
 
   it("counts each call, its duration and its tokens in /metrics", async () => {
     const scrape = async () => {
-      const res = await fetch(`${base}/metrics`);
+      const res = await fetch(`${base}/metrics`, { headers: METRICS_AUTH });
       expect(res.status).toBe(200);
       return res.text();
     };

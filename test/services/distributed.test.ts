@@ -17,6 +17,8 @@ const REDIS_URL = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
 let mock: OpenAIMock;
 let db: Awaited<ReturnType<typeof freshDatabase>>;
 let env: NodeJS.ProcessEnv;
+const METRICS_TOKEN = "distributed-metrics-token-0123456789";
+const METRICS_AUTH = { authorization: `Bearer ${METRICS_TOKEN}` };
 let controlPlane: Proc;
 const replicas: { proc: Proc; base: string }[] = [];
 let dataDir: string;
@@ -56,6 +58,7 @@ beforeAll(async () => {
     GATEWAY_CONFIG: config,
     UPSTREAM_KEY: "sk-upstream-dist",
     MODELGATE_DRAIN_MS: "2000",
+    MODELGATE_METRICS_TOKEN: METRICS_TOKEN, // /metrics needs it (issue 25)
   };
   const cpPort = await freePort();
   controlPlane = startTs("control-plane/src/main/control-plane.ts", { ...env, PORT: String(cpPort) });
@@ -65,7 +68,7 @@ beforeAll(async () => {
     const proc = startTs("data-plane/src/main.ts", { ...env, PORT: String(port), DATABASE_URL: "" });
     replicas.push({ proc, base: `http://127.0.0.1:${port}` });
   }
-  for (const r of replicas) await waitForHttp(`${r.base}/readyz`, r.proc);
+  for (const r of replicas) await waitForHttp(`${r.base}/readyz`, r.proc, 60_000, METRICS_AUTH);
 
   expect((await admin(env, "account", "create", "--name", "globex", "--balance", "25")).code).toBe(0);
   expect(
@@ -187,7 +190,7 @@ describe("distributed mode", () => {
     // The replica counts its own calls: the remaining requests go down one by one (100 rpm refills one per 600 ms).
     for (let i = 1; i < seen.length; i++)
       expect(seen[i]! - seen[i - 1]!).toBeLessThanOrEqual(-1 + Math.ceil((Date.now() - start) / 600));
-    const metrics = await (await fetch(`${a!.base}/metrics`)).text();
+    const metrics = await (await fetch(`${a!.base}/metrics`, { headers: METRICS_AUTH })).text();
     const granted = Number(/modelgate_ratelimit_local_admissions_total\{kind="granted"\} (\d+)/.exec(metrics)?.[1]);
     expect(granted).toBeGreaterThanOrEqual(5); // the first waits for Redis, then locally while more than 50 are left
     expect(metrics).toContain('modelgate_ratelimit_local_admissions_total{kind="overrun"} 0');

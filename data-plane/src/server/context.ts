@@ -49,6 +49,8 @@ export interface DataPlaneOptions {
   cutStreamDrainMs?: number;
   /** MODELGATE_METRICS_TOKEN: when set, /metrics and /readyz require it as a bearer token */
   opsToken?: string | null;
+  /** MODELGATE_METRICS_OPEN=1: /metrics answers without a token when none is set (else it is refused) */
+  metricsOpen?: boolean;
   /** the process is still starting or already draining */
   ready(): boolean;
   /** state of what the replica depends on (e.g. redis: "ready" | "reconnecting"), shown by /readyz */
