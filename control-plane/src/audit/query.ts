@@ -1,3 +1,4 @@
+import type { Db } from "../db/client.ts";
 import type { AuditLog, Prisma } from "../generated/prisma/client.ts";
 import type { ServiceContext } from "../services/context.ts";
 import { badInput } from "../services/errors.ts";
@@ -40,7 +41,37 @@ export function auditWhere(f: AuditFilter): Prisma.AuditLogWhereInput {
 
 export const MAX_AUDIT_PAGE = 200;
 
-export async function auditPage(ctx: ServiceContext, filter: AuditFilter, first: number, after?: string | null) {
+/** What an actor that is the operators' shows to others: no e-mail, no address, no user id. */
+export const OPERATOR_ACTOR = "operator";
+
+/**
+ * Rows as a customer (an owner) may read them: an operator's e-mail and client address are the operators'
+ * business, so a row whose actor is an operator (a user whose role is operator, the admin token, the CLI) shows
+ * "operator" and no address. Operators read every row as written.
+ */
+export async function maskOperatorActors<T extends AuditLog>(prisma: Db, rows: T[]): Promise<T[]> {
+  const ids = [...new Set(rows.flatMap((r) => (r.actorType === "user" && r.actorUserId ? [r.actorUserId] : [])))];
+  const operators = new Set(
+    ids.length === 0
+      ? []
+      : (await prisma.user.findMany({ where: { id: { in: ids }, role: "operator" }, select: { id: true } })).map(
+          (u) => u.id,
+        ),
+  );
+  return rows.map((r) =>
+    r.actorType === "admin_token" || r.actorType === "cli" || (r.actorUserId && operators.has(r.actorUserId))
+      ? { ...r, actorEmail: OPERATOR_ACTOR, actorAddress: null, actorUserId: null }
+      : r,
+  );
+}
+
+export async function auditPage(
+  ctx: ServiceContext,
+  filter: AuditFilter,
+  first: number,
+  after?: string | null,
+  readerIsOperator = true,
+) {
   if (!Number.isInteger(first) || first < 1 || first > MAX_AUDIT_PAGE)
     throw badInput(`first must be 1..${MAX_AUDIT_PAGE}`, "first");
   const base = auditWhere(filter);
@@ -55,8 +86,9 @@ export async function auditPage(ctx: ServiceContext, filter: AuditFilter, first:
     take: first + 1,
   });
   const hasNextPage = rows.length > first;
-  const nodes = hasNextPage ? rows.slice(0, first) : rows;
-  const last = nodes[nodes.length - 1];
+  const page = hasNextPage ? rows.slice(0, first) : rows;
+  const last = page[page.length - 1];
+  const nodes = readerIsOperator ? page : await maskOperatorActors(ctx.prisma, page);
   return { nodes, hasNextPage, endCursor: last ? encodeCursor(last.createdAt, last.id) : null };
 }
 

@@ -14,6 +14,7 @@ import {
   storeAuditFilter,
   type AuditFilter,
   type StoredAuditFilter,
+  maskOperatorActors,
 } from "../audit/query.ts";
 import { csvCell, csvHeader, csvLine, jsonLine } from "./format.ts";
 
@@ -307,14 +308,22 @@ async function usageSource(ctx: Ctx, job: ExportJob) {
 /** The audit log in (created_at, id) order; before/after as JSON text (in CSV, JSON inside the cell). */
 function auditSource(ctx: Ctx, job: ExportJob) {
   const base = auditWhere(loadAuditFilter(job.filters as StoredAuditFilter));
+  // read as whoever asked for it: a customer's export shows operators as "operator" (maskOperatorActors)
+  const forOperator = job.userId
+    ? ctx.prisma.user
+        .findUnique({ where: { id: job.userId }, select: { role: true } })
+        .then((u) => u?.role === "operator")
+    : Promise.resolve(false);
   return {
     csvHeader: `${AUDIT_COLUMNS.join(",")}\r\n`,
-    batch: (cursor) =>
-      ctx.prisma.auditLog.findMany({
+    batch: async (cursor) => {
+      const rows = await ctx.prisma.auditLog.findMany({
         where: after(base, "createdAt", cursor),
         orderBy: [{ createdAt: "asc" }, { id: "asc" }],
         take: BATCH,
-      }),
+      });
+      return (await forOperator) ? rows : maskOperatorActors(ctx.prisma, rows);
+    },
     cursorOf: (r) => ({ at: r.createdAt, id: r.id }),
     line: (r) => {
       const rec = auditRecord(r);

@@ -101,7 +101,13 @@ builder.queryFields((t) => ({
     description: "The audit log, newest first, with cursor pagination. Operators: every row; owners: their account's.",
     args: { filter: t.arg({ type: AuditFilterInput }), first: t.arg.int(), after: t.arg.string() },
     resolve: (_r, args, ctx) =>
-      auditPage(ctx.app, scopedFilter(ctx, args.filter), clampFirst(args.first, 50, MAX_AUDIT_PAGE), args.after),
+      auditPage(
+        ctx.app,
+        scopedFilter(ctx, args.filter),
+        clampFirst(args.first, 50, MAX_AUDIT_PAGE),
+        args.after,
+        isOperator(ctx),
+      ),
   }),
 }));
 
