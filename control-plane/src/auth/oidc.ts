@@ -100,16 +100,49 @@ type Flow = z.infer<typeof flowSchema>;
 export const FLOW_COOKIE = "mg_oidc";
 export const FLOW_TTL_MS = 10 * 60_000;
 
-/** Only a path of this origin: never an open redirect to another site. */
-export const safeReturnTo = (v: string | null | undefined): string => (v && /^\/(?![/\\])[^\s]*$/.test(v) ? v : "/");
+/**
+ * Only a path of this origin: never an open redirect to another site, and only printable ASCII, so it can go in
+ * a Location header as it is (a control character there made the answer fail after the session was created).
+ */
+export const safeReturnTo = (v: string | null | undefined): string =>
+  v && /^\/(?![/\\])[\x21-\x7e]*$/.test(v) ? v : "/";
+
+/**
+ * Why a sign-in failed, as a fixed code: the sign-in page shows its own message for each, never text from the
+ * identity provider or from the URL (see console/src/pages/LoginPage.vue).
+ */
+export type OidcErrorCode =
+  | "expired"
+  | "provider_denied"
+  | "provider_unavailable"
+  | "provider_error"
+  | "answer_refused"
+  | "no_id_token"
+  | "no_email"
+  | "email_unverified"
+  | "unmapped"
+  | "account_missing"
+  | "account_disabled"
+  | "linked_elsewhere"
+  | "operator_not_linked"
+  | "unavailable";
 
 export class OidcError extends Error {
   constructor(
     readonly status: number,
+    readonly code: OidcErrorCode,
     message: string,
   ) {
     super(message);
   }
+}
+
+/** The provider's own `error` (OAuth 2.0 / OpenID Connect) as one of ours; its `error_description` is never shown. */
+export function providerErrorCode(error: string): OidcErrorCode {
+  if (["access_denied", "login_required", "consent_required", "interaction_required"].includes(error))
+    return "provider_denied";
+  if (error === "temporarily_unavailable" || error === "server_error") return "provider_unavailable";
+  return "provider_error";
 }
 
 export class OidcSignIn {
@@ -169,9 +202,9 @@ export class OidcSignIn {
     try {
       flow = flowSchema.parse(JSON.parse(open(this.masterKey, sealedFlow ?? "")));
     } catch {
-      throw new OidcError(400, "The sign-in took too long or was started in another browser: start again.");
+      throw new OidcError(400, "expired", "The sign-in took too long or was started in another browser: start again.");
     }
-    if (flow.exp < Date.now()) throw new OidcError(400, "The sign-in took too long: start again.");
+    if (flow.exp < Date.now()) throw new OidcError(400, "expired", "The sign-in took too long: start again.");
     const config = await this.discover();
     // The callback is checked against the registered redirect URL, whatever host the request came in on.
     const current = new URL(this.settings.redirectUrl.href);
@@ -185,10 +218,14 @@ export class OidcSignIn {
         idTokenExpected: true,
       });
     } catch (err) {
-      throw new OidcError(401, `The identity provider's answer was refused: ${(err as Error).message}`);
+      throw new OidcError(
+        401,
+        "answer_refused",
+        `The identity provider's answer was refused: ${(err as Error).message}`,
+      );
     }
     const claims = tokens.claims() as Record<string, unknown> | undefined;
-    if (!claims) throw new OidcError(401, "The identity provider sent no ID token.");
+    if (!claims) throw new OidcError(401, "no_id_token", "The identity provider sent no ID token.");
     let user;
     try {
       user = await this.signIn(claims, clientIp);
@@ -207,6 +244,8 @@ export class OidcSignIn {
       );
       throw err;
     }
+    // checked again before any session exists: a flow sealed by an older version may hold any path
+    const returnTo = safeReturnTo(flow.returnTo);
     const { token } = await createSession(this.prisma, user.id, false);
     await audit(
       this.prisma,
@@ -219,7 +258,7 @@ export class OidcSignIn {
         after: { method: "oidc", role: user.role },
       },
     );
-    return { token, returnTo: flow.returnTo, userId: user.id };
+    return { token, returnTo, userId: user.id };
   }
 
   /**
@@ -234,6 +273,7 @@ export class OidcSignIn {
     if (!rule)
       throw new OidcError(
         403,
+        "unmapped",
         "This identity has no role in modelgate: ask the operator to map it (MODELGATE_OIDC_ROLES).",
       );
     const name = typeof claims.name === "string" ? claims.name.slice(0, 200) : null;
@@ -243,9 +283,13 @@ export class OidcSignIn {
     // (a missing claim, "false" or "true" as text do not).
     if (!linked) {
       if (!email || email.length > MAX_EMAIL_LENGTH)
-        throw new OidcError(403, "The identity provider did not share an e-mail address (scope email).");
+        throw new OidcError(403, "no_email", "The identity provider did not share an e-mail address (scope email).");
       if (claims.email_verified !== true)
-        throw new OidcError(403, "The identity provider does not say this e-mail address is verified.");
+        throw new OidcError(
+          403,
+          "email_unverified",
+          "The identity provider does not say this e-mail address is verified.",
+        );
     }
     const accountId = rule.role === "operator" ? null : await this.ruleAccount(rule);
     const mapped = { role: rule.role, accountId, ...(name ? { name } : {}) } as const;
@@ -259,10 +303,12 @@ export class OidcSignIn {
         await auditLink(tx, created, subject, clientIp, { created: true, role: created.role });
         return created;
       }
-      if (byEmail.oidcSubject) throw new OidcError(403, "This e-mail address is linked to another identity.");
+      if (byEmail.oidcSubject)
+        throw new OidcError(403, "linked_elsewhere", "This e-mail address is linked to another identity.");
       if (byEmail.role === "operator")
         throw new OidcError(
           403,
+          "operator_not_linked",
           "This e-mail address belongs to an operator, and single sign-on never links an operator by e-mail: sign in with the password.",
         );
       const user = await tx.user.update({
@@ -285,8 +331,14 @@ export class OidcSignIn {
     const account = await this.prisma.account.findFirst({
       where: /^[0-9a-f-]{36}$/i.test(rule.account!) ? { id: rule.account! } : { name: rule.account! },
     });
-    if (!account) throw new OidcError(403, `The account ${rule.account} that this identity maps to does not exist.`);
-    if (account.status !== "active") throw new OidcError(403, "The account this identity maps to is disabled.");
+    if (!account)
+      throw new OidcError(
+        403,
+        "account_missing",
+        `The account ${rule.account} that this identity maps to does not exist.`,
+      );
+    if (account.status !== "active")
+      throw new OidcError(403, "account_disabled", "The account this identity maps to is disabled.");
     return account.id;
   }
 }

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import { parseCookies, serializeCookie, serializeSessionCookie } from "../auth/cookies.ts";
-import { FLOW_COOKIE, FLOW_TTL_MS, OidcError, type OidcSignIn } from "../auth/oidc.ts";
+import { FLOW_COOKIE, FLOW_TTL_MS, OidcError, type OidcSignIn, providerErrorCode } from "../auth/oidc.ts";
 import { SESSION_TTL_MS } from "../auth/sessions.ts";
 import type { Route } from "./app.ts";
 import { requestOrigin } from "./request-origin.ts";
@@ -55,13 +55,11 @@ export function createOidcRoutes(sso: OidcSignIn | null, secureCookiesAlways: bo
         ]);
         return true;
       }
-      // The provider reports a refusal (the user cancelled, …) on the callback itself.
+      // The provider reports a refusal (the user cancelled, …) on the callback itself. Only its `error` code is
+      // used, and only through a fixed list: its error_description is free text (injected text on our page).
       const providerError = url.searchParams.get("error");
       if (providerError)
-        throw new OidcError(
-          401,
-          `The identity provider refused the sign-in: ${url.searchParams.get("error_description") ?? providerError}`,
-        );
+        throw new OidcError(401, providerErrorCode(providerError), "The identity provider refused the sign-in.");
       const { token, returnTo, userId } = await sso.finish(
         url,
         parseCookies(req.headers.cookie).get(FLOW_COOKIE),
@@ -75,8 +73,8 @@ export function createOidcRoutes(sso: OidcSignIn | null, secureCookiesAlways: bo
     } catch (err) {
       const known = err instanceof OidcError;
       logger.warn({ err: (err as Error).message, step: url.pathname }, "single sign-on failed");
-      const message = known ? err.message : "The identity provider could not be reached: try again later.";
-      redirect(res, `/login?ssoError=${encodeURIComponent(message)}`, [clearFlow]);
+      // a fixed code: the sign-in page shows its own message for it
+      redirect(res, `/login?ssoError=${known ? err.code : "unavailable"}`, [clearFlow]);
     }
     return true;
   };
