@@ -213,6 +213,17 @@ describe("settleUsageBatch", () => {
     expect(rows.find((r) => r.requestId === plain.requestId)!.tags).toEqual([]);
   });
 
+  it("stores the parameters a translation dropped (x-modelgate-dropped) on the row; none from an older replica", async () => {
+    const a = await accountWithKeys(1000n, 1);
+    const dropped = ["generationConfig.topK", "tools[].web_search", "{a,b}"];
+    const e = event(a.accountId, a.keyIds[0]!, "1", "2026-11-23T03:30:00.000Z", { dropped });
+    const old = event(a.accountId, a.keyIds[0]!, "1", "2026-11-23T03:30:00.000Z");
+    expect(await settleUsageBatch(fx.db, [e, old])).toBe(2);
+    const rows = await fx.db.prisma.usageLog.findMany({ where: { requestId: { in: [e.requestId, old.requestId] } } });
+    expect(rows.find((r) => r.requestId === e.requestId)!.dropped).toEqual(dropped);
+    expect(rows.find((r) => r.requestId === old.requestId)!.dropped).toEqual([]);
+  });
+
   it("stores any text in every text column as given (request id, model, protocol, upstream, error, IP, end user)", async () => {
     const a = await accountWithKeys(1000n, 1);
     const hostile = [

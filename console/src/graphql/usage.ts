@@ -25,6 +25,7 @@ export const UsageEntryFields = graphql(`
     estimated
     endUser
     tags
+    dropped
     prices {
       input
       cachedInput

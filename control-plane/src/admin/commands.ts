@@ -341,6 +341,7 @@ export async function runAdminCommand(
         estimated: r.estimated,
         endUser: r.endUser,
         tags: r.tags,
+        dropped: r.dropped,
         latencyMs: r.latencyMs,
       }));
     }

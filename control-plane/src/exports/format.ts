@@ -31,6 +31,7 @@ export const COLUMNS = [
   "estimated",
   "end_user",
   "tags",
+  "dropped",
   "latency_ms",
   "ttft_ms",
   "stream",
@@ -60,6 +61,7 @@ export type ExportRow = Pick<
   | "estimated"
   | "endUser"
   | "tags"
+  | "dropped"
   | "costMicro"
   | "latencyMs"
   | "ttftMs"
@@ -94,6 +96,8 @@ export function toRecord(r: ExportRow, keyName: string | null) {
     estimated: r.estimated,
     end_user: r.endUser,
     tags: r.tags,
+    // client parameters a translation left out (x-modelgate-dropped)
+    dropped: r.dropped,
     latency_ms: r.latencyMs,
     ttft_ms: r.ttftMs,
     stream: r.stream,

@@ -11,21 +11,21 @@ const INSERT_USAGE = `
 INSERT INTO usage_logs (id, request_id, account_id, api_key_id, model, protocol, upstream, status, error_code,
   prompt_tokens, completion_tokens, reasoning_tokens, cached_tokens, cost_micro, latency_ms, ttft_ms, stream,
   client_ip, started_at, input_tokens, cache_write_5m_tokens, cache_write_1h_tokens, input_price,
-  cached_input_price, cache_write_5m_price, cache_write_1h_price, output_price, estimated, end_user, tags)
+  cached_input_price, cache_write_5m_price, cache_write_1h_price, output_price, estimated, end_user, tags, dropped)
 SELECT u.id, u.request_id, u.account_id, u.api_key_id, u.model, u.protocol, u.upstream, u.status,
   u.error_code, u.prompt_tokens, u.completion_tokens, u.reasoning_tokens, u.cached_tokens, u.cost_micro,
   u.latency_ms, u.ttft_ms, u.stream, u.client_ip, u.started_at, u.input_tokens, u.cache_write_5m_tokens,
   u.cache_write_1h_tokens, u.input_price, u.cached_input_price, u.cache_write_5m_price, u.cache_write_1h_price,
   u.output_price, u.estimated, u.end_user,
-  u.tags::text[]
+  u.tags::text[], u.dropped::text[]
 FROM unnest($1::text[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::text[],
   $7::int[], $8::text[], $9::int[], $10::int[], $11::int[], $12::int[], $13::bigint[], $14::int[], $15::int[],
   $16::bool[], $17::text[], $18::timestamptz[], $19::int[], $20::int[], $21::int[], $22::numeric[], $23::numeric[],
-  $24::numeric[], $25::numeric[], $26::numeric[], $27::bool[], $28::text[], $29::text[], $30::uuid[])
+  $24::numeric[], $25::numeric[], $26::numeric[], $27::bool[], $28::text[], $29::text[], $30::uuid[], $31::text[])
   AS u(request_id, account_id, api_key_id, model, protocol, upstream, status, error_code, prompt_tokens,
        completion_tokens, reasoning_tokens, cached_tokens, cost_micro, latency_ms, ttft_ms, stream, client_ip,
        started_at, input_tokens, cache_write_5m_tokens, cache_write_1h_tokens, input_price, cached_input_price,
-       cache_write_5m_price, cache_write_1h_price, output_price, estimated, end_user, tags, id)
+       cache_write_5m_price, cache_write_1h_price, output_price, estimated, end_user, tags, id, dropped)
 ON CONFLICT (request_id) DO NOTHING
 RETURNING request_id`;
 
@@ -239,6 +239,7 @@ export async function settleUsageBatch(
       col(unique, (e) => e.endUser),
       col(unique, (e) => arrayLiteral(e.tags)),
       col(unique, () => timeOrderedId()),
+      col(unique, (e) => arrayLiteral(e.dropped ?? [])),
     ]);
     const fresh = new Set(inserted.map((r) => r.request_id));
     const settled = unique.filter((e) => fresh.has(e.requestId));

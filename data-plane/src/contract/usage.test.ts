@@ -2,6 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
   ATTRIBUTION_LIMITS,
+  DROPPED_LIMITS,
   clientProtocolSchema,
   plainUsageEvent,
   readUsageEvent,
@@ -68,6 +69,7 @@ describe("readUsageEvent", () => {
     estimated: fc.boolean(),
     endUser: fc.option(fc.string({ maxLength: ATTRIBUTION_LIMITS.endUserChars })),
     tags: fc.array(fc.string({ maxLength: ATTRIBUTION_LIMITS.tagChars }), { maxLength: ATTRIBUTION_LIMITS.tags }),
+    dropped: fc.array(fc.string({ maxLength: DROPPED_LIMITS.nameChars }), { maxLength: DROPPED_LIMITS.names }),
   };
   // the fields added later may be absent (older replicas): the defaults apply
   const valid = fc.record(fields, { requiredKeys: Object.keys(fields).slice(0, 18) as (keyof typeof fields)[] });

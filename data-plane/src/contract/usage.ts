@@ -23,6 +23,8 @@ const usageCost = z.string().regex(USAGE_COST, "a non-negative integer of micro-
 
 /** Bounds on cost-attribution data, so a client cannot grow the usage log without limit. */
 export const ATTRIBUTION_LIMITS = { tags: 16, tagChars: 128, endUserChars: 256 } as const;
+/** Bounds of a usage event's dropped list (client parameter names a translation left out; see translation.ts). */
+export const DROPPED_LIMITS = { names: 32, nameChars: 128 } as const;
 
 // One event per call that reached the routing stage; the control plane settles it idempotently by requestId.
 // The fields after `startedAt` were added later and default, so events from older replicas still settle.
@@ -58,6 +60,8 @@ export const usageEventSchema = z.object({
   /** cost attribution: the caller's end user and tags ("key=value" or a bare word) */
   endUser: z.string().max(ATTRIBUTION_LIMITS.endUserChars).nullable().default(null),
   tags: z.array(z.string().max(ATTRIBUTION_LIMITS.tagChars)).max(ATTRIBUTION_LIMITS.tags).default([]),
+  /** client parameters a translation left out (hints, tools the upstream cannot run): x-modelgate-dropped */
+  dropped: z.array(z.string().max(DROPPED_LIMITS.nameChars)).max(DROPPED_LIMITS.names).optional(),
 });
 export type UsageEvent = z.infer<typeof usageEventSchema>;
 export type UnitPrices = z.infer<typeof unitPricesSchema>;
@@ -100,6 +104,7 @@ export function plainUsageEvent(raw: unknown): UsageEvent | undefined {
     estimated = false,
     endUser = null,
     tags = [],
+    dropped,
   } = raw;
   if (
     typeof requestId !== "string" ||
@@ -128,11 +133,14 @@ export function plainUsageEvent(raw: unknown): UsageEvent | undefined {
     typeof estimated !== "boolean" ||
     (endUser !== null && (typeof endUser !== "string" || endUser.length > ATTRIBUTION_LIMITS.endUserChars)) ||
     !Array.isArray(tags) ||
-    tags.length > ATTRIBUTION_LIMITS.tags
+    tags.length > ATTRIBUTION_LIMITS.tags ||
+    (dropped !== undefined && (!Array.isArray(dropped) || dropped.length > DROPPED_LIMITS.names))
   )
     return undefined;
   for (const t of tags as unknown[])
     if (typeof t !== "string" || t.length > ATTRIBUTION_LIMITS.tagChars) return undefined;
+  for (const d of (dropped ?? []) as unknown[])
+    if (typeof d !== "string" || d.length > DROPPED_LIMITS.nameChars) return undefined;
   let unitPrices: UnitPrices | null = null;
   if (prices !== null) {
     if (!isObject(prices)) return undefined;
@@ -172,6 +180,7 @@ export function plainUsageEvent(raw: unknown): UsageEvent | undefined {
     estimated,
     endUser,
     tags: tags as string[],
+    ...(dropped !== undefined ? { dropped: dropped as string[] } : {}),
   };
 }
 

@@ -188,6 +188,7 @@ export async function handleGenerate(
     call.record.upstream = answer.route.upstream;
     trace?.relay(answer.route);
     const left = dropped.get(answer.route);
+    if (left) call.record.dropped = left;
     const headers = left ? { ...admission.headers, [DROPPED_HEADER]: left.join(", ") } : admission.headers;
     if (passes(answer.route)) {
       const pt = client.passthrough!;

@@ -1,5 +1,6 @@
 import { computeCost, tokenBreakdown, unitPrices } from "../billing/cost.ts";
 import type { ClientProtocol, Price, UsageEvent } from "../contract/index.ts";
+import { DROPPED_LIMITS } from "../contract/usage.ts";
 
 /** The canonical counts (protocols/canonical.ts, Usage): prompt includes cache reads and writes. */
 export interface TokenUsage {
@@ -38,6 +39,8 @@ export interface CallRecord {
   startedAt: number;
   firstByteAt: number | null;
   attribution?: Attribution;
+  /** client parameters the translation left out (x-modelgate-dropped), by the client's names */
+  dropped?: string[];
 }
 
 export function usageEvent(
@@ -77,6 +80,10 @@ export function usageEvent(
     estimated,
     endUser: call.attribution?.endUser ?? null,
     tags: call.attribution?.tags ?? [],
+    // Cut to the event's bounds: the header names them all, the usage row the first DROPPED_LIMITS.names.
+    ...(call.dropped
+      ? { dropped: call.dropped.slice(0, DROPPED_LIMITS.names).map((d) => d.slice(0, DROPPED_LIMITS.nameChars)) }
+      : {}),
     status,
     errorCode,
     latencyMs: now - call.startedAt,

@@ -105,6 +105,10 @@ const UsageEntryRef = builder.objectRef<UsageLog>("UsageEntry").implement({
     tags: t.exposeStringList("tags", {
       description: "x-modelgate-tags, OpenAI metadata and Gemini labels as key=value",
     }),
+    dropped: t.exposeStringList("dropped", {
+      description:
+        "client parameters a translation to another protocol left out (hints with no equivalent, tools the upstream cannot run), as the answer's x-modelgate-dropped header named them",
+    }),
     latencyMs: t.exposeInt("latencyMs"),
     ttftMs: t.exposeInt("ttftMs", { nullable: true }),
     stream: t.exposeBoolean("stream"),
