@@ -19,6 +19,8 @@ let base: string;
 let apiKey: string;
 
 const MODEL = { openai: "tk-openai-2025-01-01", anthropic: "tk-anthropic-2025-01-01", gemini: "tk-gemini-2025-01-01" };
+/** the OpenAI route again, on a model marked strict */
+const STRICT = "tk-strict-2025-01-01";
 
 beforeAll(async () => {
   const [o, a, g] = await Promise.all([startOpenAIUpstream(), startAnthropicUpstream(), startGeminiUpstream()]);
@@ -35,6 +37,8 @@ beforeAll(async () => {
     price: { input: 1, output: 2 },
     routes: [{ upstream: `u-${p}`, model: `up-${p}` }],
   }));
+  models.push({ id: STRICT, price: { input: 1, output: 2 }, routes: [{ upstream: "u-openai", model: "up-openai" }] });
+  (models.at(-1) as Record<string, unknown>).strict = true;
   gw = await startGateway("embedded", { config: { upstreams, models }, env: { MOCK_UPSTREAM_KEY: DEFAULT_MOCK_KEY } });
   base = gw.bases[0]!;
   await gw.admin("account create", { name: "tk", balance: "100" });
@@ -111,5 +115,20 @@ describe("what agents send by default, toward another protocol", () => {
     });
     expect(JSON.parse(res.choices[0]!.message.content!)).toEqual({ ok: true });
     expect(res.choices[0]!.finish_reason).toBe("stop");
+  });
+
+  it("a strict model refuses what it would drop, with a 400 naming it; nothing reaches the upstream", async () => {
+    const ai = new GoogleGenAI({ apiKey, httpOptions: { baseUrl: base } });
+    const calls = mocks.openai.requests.length;
+    const err = await ai.models.generateContent({ model: STRICT, contents: "hi", config: { topK: 64 } }).then(
+      () => null,
+      (e: unknown) => e as { status?: number; message: string },
+    );
+    expect(err?.status).toBe(400);
+    expect(err?.message).toContain("generationConfig.topK");
+    expect(err?.message).toContain("strict");
+    expect(mocks.openai.requests.length).toBe(calls);
+    // Without the hint, the strict model answers.
+    expect((await ai.models.generateContent({ model: STRICT, contents: "hi" })).text).toBeTruthy();
   });
 });

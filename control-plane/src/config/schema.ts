@@ -35,6 +35,11 @@ export const configSchema = z
             id: z.string().min(1),
             displayName: z.string().optional(),
             reasoning: z.boolean().default(false),
+            /**
+             * strict: toward an upstream of another protocol, what would be dropped (hints with no equivalent) or
+             * removed (hosted tools it cannot run) is refused with a 400 instead (docs/protocols.md)
+             */
+            strict: z.boolean().default(false),
             /** embedding: served by /v1/embeddings and Gemini's :embedContent, billed by input tokens */
             type: z.enum(["chat", "embedding"]).default("chat"),
             // Required, input and output both: a model is never billed 0 by omission (an explicit 0 is free).

@@ -14,6 +14,7 @@ export const demoConfig = (): GatewayConfig => ({
       id: DEMO_MODEL_ID,
       displayName: "Demo chat",
       reasoning: false,
+      strict: false,
       type: "chat",
       price: { input: 0.5, output: 1.5 },
       routes: [{ upstream: "demo", model: DEMO_MODEL_ID, weight: 1, priority: 0 }],
@@ -56,6 +57,7 @@ export async function syncConfig(
       const data = {
         displayName: m.displayName ?? null,
         reasoning: m.reasoning,
+        strict: m.strict,
         type: m.type,
         inputPriceMicro: parseAmount(m.price.input),
         outputPriceMicro: parseAmount(m.price.output),

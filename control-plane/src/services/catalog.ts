@@ -99,6 +99,7 @@ export async function upsertModel(
     id: string;
     displayName?: string | null;
     reasoning?: boolean | null;
+    strict?: boolean | null;
     type?: "chat" | "embedding" | null;
     enabled?: boolean | null;
   } & PriceInput,
@@ -112,6 +113,7 @@ export async function upsertModel(
   const data = {
     displayName: input.displayName ?? null,
     reasoning: input.reasoning ?? false,
+    strict: input.strict ?? false,
     type: input.type ?? "chat",
     ...priceData(input),
     enabled: input.enabled ?? true,

@@ -15,6 +15,7 @@ export async function buildCatalog(prisma: Db): Promise<Record<string, ModelSnap
       id: m.id,
       displayName: m.displayName,
       reasoning: m.reasoning,
+      strict: m.strict,
       type: m.type,
       createdAt: m.createdAt.toISOString(),
       price: {

@@ -39,6 +39,8 @@ export const modelSchema = z.object({
   id: z.string(),
   displayName: z.string().nullable(),
   reasoning: z.boolean(),
+  /** translations refuse what they would drop (translation.ts); absent in older snapshots: false */
+  strict: z.boolean().optional(),
   /** absent in snapshots from before embeddings: chat */
   type: z.enum(["chat", "embedding"]).optional(),
   price: priceSchema,

@@ -178,6 +178,7 @@ export async function handleGenerate(
       const up = protocols[upstreamProtocolOf(route.protocol)].buildUpstreamRequest(canonical, route.upstreamModel, {
         stream: canonical.stream,
         reasoning: admission.model.reasoning,
+        strict: admission.model.strict === true,
       });
       if (up.dropped && up.dropped.length > 0) dropped.set(route, up.dropped);
       return { path: up.path, body: JSON.stringify(up.body), headers: up.headers };

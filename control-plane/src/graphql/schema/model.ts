@@ -112,6 +112,10 @@ const ModelRef = builder.objectRef<Model>("Model").implement({
     id: t.exposeString("id"),
     displayName: t.exposeString("displayName", { nullable: true }),
     reasoning: t.exposeBoolean("reasoning"),
+    strict: t.exposeBoolean("strict", {
+      description:
+        "toward an upstream of another protocol, what would be dropped or removed (hints, hosted tools) is a 400 instead",
+    }),
     type: t.field({ type: ModelTypeEnum, resolve: (m) => m.type }),
     enabled: t.exposeBoolean("enabled"),
     source: t.field({ type: ConfigSourceEnum, resolve: (m) => m.source }),
@@ -210,6 +214,7 @@ const ModelInput = builder.inputType("ModelInput", {
     id: t.string({ required: true, description: "full ID ending in a date, e.g. acme-chat-2025-01-01" }),
     displayName: t.string(),
     reasoning: t.boolean(),
+    strict: t.boolean({ description: "refuse (400) what a translation would drop or remove; false unless set" }),
     type: t.field({ type: ModelTypeEnum, description: "chat unless set" }),
     inputPrice: t.string({ required: true, description: 'per 1M tokens, decimal text; required ("0" for free)' }),
     outputPrice: t.string({ required: true }),
