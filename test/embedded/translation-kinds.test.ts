@@ -1,5 +1,6 @@
 import Anthropic from "@anthropic-ai/sdk";
 import { GoogleGenAI } from "@google/genai";
+import { ChatOpenAI } from "@langchain/openai";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startAnthropicUpstream } from "../mocks/anthropic-upstream.ts";
@@ -115,6 +116,32 @@ describe("what agents send by default, toward another protocol", () => {
     });
     expect(JSON.parse(res.choices[0]!.message.content!)).toEqual({ ok: true });
     expect(res.choices[0]!.finish_reason).toBe("stop");
+  });
+
+  it("LangChain's jsonMode and Gemini's JSON without a schema toward an Anthropic upstream: objects back", async () => {
+    mocks.anthropic.reply(
+      { toolCalls: [{ name: "modelgate_json_answer", arguments: { city: "Oslo" } }] },
+      { toolCalls: [{ name: "modelgate_json_answer", arguments: { city: "Rome" } }] },
+    );
+    const chat = new ChatOpenAI({
+      model: MODEL.anthropic,
+      apiKey,
+      configuration: { baseURL: `${base}/v1` },
+      maxRetries: 0,
+    });
+    const structured = chat.withStructuredOutput(
+      { type: "object", properties: { city: { type: "string" } } },
+      { method: "jsonMode" },
+    );
+    expect(await structured.invoke("A city as JSON")).toEqual({ city: "Oslo" });
+    expect(lastBody("anthropic").tool_choice).toEqual({ type: "tool", name: "modelgate_json_answer" });
+    const ai = new GoogleGenAI({ apiKey, httpOptions: { baseUrl: base } });
+    const g = await ai.models.generateContent({
+      model: MODEL.anthropic,
+      contents: "A city as JSON",
+      config: { responseMimeType: "application/json" },
+    });
+    expect(JSON.parse(g.text!)).toEqual({ city: "Rome" });
   });
 
   it("a strict model refuses what it would drop, with a 400 naming it; nothing reaches the upstream", async () => {
