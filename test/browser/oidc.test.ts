@@ -168,6 +168,21 @@ describe("single sign-on (OpenID Connect, code flow with PKCE)", () => {
     await context.close();
   });
 
+  it("shows its own message for an error code, never text from the URL (issue 25, item 15)", async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const injected = "Your account is locked. Call +1-555-0100 and give them your password";
+    await page.goto(`${base}/login?ssoError=${encodeURIComponent(injected)}`);
+    await page.getByTestId("sso-error").waitFor();
+    const unknown = (await page.getByTestId("sso-error").textContent()) ?? "";
+    expect(unknown).not.toContain("555");
+    expect(unknown).toContain("did not complete");
+    await page.goto(`${base}/login?ssoError=provider_denied`);
+    await page.getByTestId("sso-error").waitFor();
+    expect(await page.getByTestId("sso-error").textContent()).toContain("did not sign you in");
+    await context.close();
+  });
+
   it("refuses a callback without the flow's cookie (state, nonce and verifier live only there)", async () => {
     const res = await fetch(`${base}/auth/oidc/callback?code=forged&state=forged`, { redirect: "manual" });
     expect(res.status).toBe(302);
