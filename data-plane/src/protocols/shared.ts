@@ -28,10 +28,16 @@ export const effortOfBudget = (budget: number): ReasoningEffort =>
 export const budgetOf = (r: ReasoningConfig): number | undefined =>
   r.budgetTokens ?? (r.effort ? REASONING_BUDGET[r.effort] : undefined);
 
+/**
+ * A mid-conversation system instruction as text in a user turn, for protocols without a system turn (Anthropic,
+ * Gemini): delimited so that it reads as an instruction, not as something the user said.
+ */
+export const systemNote = (text: string): string => `<system>\n${text}\n</system>`;
+
 export const invalid = (code: string, message: string, param: string | null = null): GatewayError =>
   new GatewayError("invalid_request", code, message, param);
 
-/** A parameter the upstream protocol cannot honour and that would change the answer: refuse, never drop. */
+/** A parameter the upstream protocol cannot honour and that would change the answer (translation.ts, kind refuse). */
 export const unsupported = (param: string, upstream: string, detail = ""): GatewayError =>
   invalid(
     "unsupported_parameter",
@@ -39,7 +45,7 @@ export const unsupported = (param: string, upstream: string, detail = ""): Gatew
     param,
   );
 
-/** Refuses a translation of a request that holds a parameter only the client's own protocol carries. */
+/** Refuses a translation of a request that holds a parameter only the client's own protocol carries (embeddings). */
 export function refuseUntranslatable(req: { untranslatable?: string[] }, upstream: string): void {
   const first = req.untranslatable?.[0];
   if (first !== undefined)
@@ -47,9 +53,9 @@ export function refuseUntranslatable(req: { untranslatable?: string[] }, upstrea
 }
 
 /**
- * The parameters of a client body, beyond those a parser translates, that change the answer: `refuse` names
- * each one present (with a value other than its default) in the client's notation. Fields listed nowhere are
- * dropped in a translation: they do not change what is answered (store, metadata, prompt_cache_key …).
+ * The parameters of a client body, beyond those a parser translates, that only the client's protocol carries:
+ * `refuse` names each one present (with a value other than its default) in the client's notation, and
+ * translation.ts's table says what each becomes in a translation (dropped and named, or refused).
  */
 export function untranslatableOf(
   body: Record<string, unknown>,

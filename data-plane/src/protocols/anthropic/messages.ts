@@ -3,7 +3,7 @@
 
 import { z } from "zod";
 import type { AssistantPart, CanonicalMessage, ToolMessage, UserPart } from "../canonical.ts";
-import { type Json, invalid, parseArguments } from "../shared.ts";
+import { type Json, invalid, parseArguments, systemNote } from "../shared.ts";
 
 const textBlock = z.looseObject({ type: z.literal("text"), text: z.string() });
 const imageBlock = z.looseObject({
@@ -118,9 +118,6 @@ export function messagesFromAnthropic(messages: z.infer<typeof anthropicMessage>
   });
   return out;
 }
-
-/** A mid-conversation system instruction as text in a user turn (Anthropic, Gemini). */
-export const systemNote = (text: string): string => `<system>\n${text}\n</system>`;
 
 const userBlock = (p: UserPart): Json =>
   p.type === "text"

@@ -11,10 +11,18 @@ import type {
   ToolDefinition,
   UserPart,
 } from "../canonical.ts";
-import { type Json, always, budgetOf, invalid, toolNameResolver, unsupported, untranslatableOf } from "../shared.ts";
+import {
+  type Json,
+  always,
+  budgetOf,
+  invalid,
+  systemNote,
+  toolNameResolver,
+  unsupported,
+  untranslatableOf,
+} from "../shared.ts";
 import type { BuildOptions, ClientRoute, UpstreamRequest } from "../types.ts";
 import { Translation, unknownFields } from "../translation.ts";
-import { systemNote } from "../anthropic/messages.ts";
 import { parseBody } from "../validate.ts";
 import {
   assistantPartsOfGemini,
