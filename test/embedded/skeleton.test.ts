@@ -349,7 +349,7 @@ describe("embedded mode, refusals", () => {
     expect(err.message).toContain("This gateway serves: POST /v1/chat/completions");
   });
 
-  it("refuses bad input with 400 (413 for size) in OpenAI's shape, and charges nothing", async () => {
+  it("refuses what it reads with 400 (413 for size) in OpenAI's shape, and charges nothing", async () => {
     const before = await balanceMicro();
     const logged = (await usageRows()).length;
     const calls = mock.requests.length;
@@ -361,12 +361,6 @@ describe("embedded mode, refusals", () => {
       "missing_required_parameter",
     );
     expect(noModel.param).toBe("model");
-    const noMessages = await expectOpenAIError(
-      await post("/v1/chat/completions", JSON.stringify({ model: MODEL })),
-      400,
-      "missing_required_parameter",
-    );
-    expect(noMessages.param).toBe("messages");
     expect(
       (
         await expectOpenAIError(
@@ -379,36 +373,12 @@ describe("embedded mode, refusals", () => {
     expect(
       (
         await expectOpenAIError(
-          await post("/v1/chat/completions", JSON.stringify({ model: MODEL, messages: "hi" })),
+          await post("/v1/chat/completions", JSON.stringify({ model: MODEL, stream: "yes", messages: [] })),
           400,
           "invalid_type",
         )
       ).param,
-    ).toBe("messages");
-    expect(
-      (
-        await expectOpenAIError(
-          await post(
-            "/v1/chat/completions",
-            JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "x" }], max_tokens: "ten" }),
-          ),
-          400,
-          "invalid_type",
-        )
-      ).param,
-    ).toBe("max_tokens");
-    expect(
-      (
-        await expectOpenAIError(
-          await post(
-            "/v1/chat/completions",
-            JSON.stringify({ model: MODEL, messages: [{ role: "robot", content: "x" }] }),
-          ),
-          400,
-          "invalid_value",
-        )
-      ).param,
-    ).toBe("messages[0].role");
+    ).toBe("stream");
     await expectOpenAIError(
       await post(
         "/v1/chat/completions",
@@ -417,13 +387,29 @@ describe("embedded mode, refusals", () => {
       413,
       "request_too_large",
     );
-    await expect(client().chat.completions.create({ model: MODEL, messages: "nope" as never })).rejects.toBeInstanceOf(
-      OpenAI.BadRequestError,
-    );
     expect(mock.requests.length).toBe(calls); // nothing reached the upstream
     await new Promise((r) => setTimeout(r, 300));
     expect((await usageRows()).length).toBe(logged);
     expect(await balanceMicro()).toBe(before);
+  });
+
+  it("passes what it does not read to a same-protocol upstream, which judges it (passthrough passes)", async () => {
+    // The model's route speaks OpenAI, as the client does: roles, fields and shapes the gateway does not read are
+    // the upstream's to validate (DESIGN.md, turn 3), so none of these is a gateway 400; each reaches the upstream
+    // as the client wrote it.
+    const bodies = [
+      { model: MODEL },
+      { model: MODEL, messages: "hi" },
+      { model: MODEL, messages: [{ role: "robot", content: "x" }] },
+      { model: MODEL, messages: [{ role: "user", content: "x" }], max_tokens: "ten" },
+    ];
+    for (const b of bodies) {
+      const calls = mock.requests.length;
+      const res = await post("/v1/chat/completions", JSON.stringify(b));
+      await res.arrayBuffer();
+      expect(mock.requests.length).toBe(calls + 1);
+      expect({ ...mock.requests.at(-1)!.body, model: MODEL }).toEqual(b); // the route renames the model only
+    }
   });
 
   it("puts X-Gateway-Request-Id on every response, health checks included", async () => {
