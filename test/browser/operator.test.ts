@@ -195,8 +195,15 @@ describe("operator console", () => {
     await page.getByLabel("Model ID").fill(MOCK_MODEL);
     await page.getByLabel("List input price").fill("1");
     await page.getByLabel("List output price").fill("2");
+    await page.getByLabel("Strict translation").check();
     await page.getByRole("button", { name: "Save model" }).click();
     await page.getByText(`Model ${MOCK_MODEL} saved.`).waitFor();
+    await page
+      .getByTestId("models-table")
+      .getByRole("row")
+      .filter({ hasText: MOCK_MODEL })
+      .getByText("strict")
+      .waitFor();
 
     await page.getByLabel("Upstream name").fill("mock-openai");
     await page.getByLabel("Protocol").selectOption("openai");
@@ -236,6 +243,16 @@ describe("operator console", () => {
     );
     expect(JSON.parse(res.body).choices[0].message.content).toBe("Hello from the mock.");
     expect(mock.requests.some((r) => (r.body as { model?: string }).model === "gpt-mock")).toBe(true);
+    // Strict (set in the form above): a translated call refuses the hint it would otherwise drop, naming it.
+    const calls = mock.requests.length;
+    const strict = await fetch(`${base}/v1beta/models/${MOCK_MODEL}:generateContent`, {
+      method: "POST",
+      headers: { "x-goog-api-key": apiKey, "content-type": "application/json" },
+      body: JSON.stringify({ contents: [{ role: "user", parts: [{ text: "x" }] }], generationConfig: { topK: 40 } }),
+    });
+    expect(strict.status).toBe(400);
+    expect(await strict.text()).toContain("generationConfig.topK");
+    expect(mock.requests.length).toBe(calls);
   });
 
   it("shows the call in the upstream health and the usage across customers", async () => {

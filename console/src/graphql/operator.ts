@@ -217,6 +217,7 @@ export const CatalogQuery = graphql(`
       displayName
       enabled
       reasoning
+      strict
       source
       inputPrice
       outputPrice
