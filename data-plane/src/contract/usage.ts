@@ -180,7 +180,8 @@ export function plainUsageEvent(raw: unknown): UsageEvent | undefined {
     estimated,
     endUser,
     tags: tags as string[],
-    ...(dropped !== undefined ? { dropped: dropped as string[] } : {}),
+    // present when the entry has the key, as the schema's output has it (undefined included)
+    ...(Object.hasOwn(raw, "dropped") ? { dropped: dropped as string[] } : {}),
   };
 }
 
