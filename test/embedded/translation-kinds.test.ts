@@ -1,12 +1,16 @@
 import Anthropic from "@anthropic-ai/sdk";
 import { GoogleGenAI } from "@google/genai";
+import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { ChatOpenAI } from "@langchain/openai";
+import { generateObject, streamObject } from "ai";
 import OpenAI from "openai";
+import { z } from "zod";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startAnthropicUpstream } from "../mocks/anthropic-upstream.ts";
 import { startGeminiUpstream } from "../mocks/gemini-upstream.ts";
 import { startOpenAIUpstream } from "../mocks/openai-upstream.ts";
 import { DEFAULT_MOCK_KEY, type MockUpstream } from "../mocks/script.ts";
+import { compat } from "../helpers/compat.ts";
 import { type Gateway, startGateway, waitForKey } from "../helpers/gateway.ts";
 import { eventually } from "../helpers/processes.ts";
 
@@ -107,7 +111,7 @@ describe("what agents send by default, toward another protocol", () => {
     ]);
   });
 
-  it("openai SDK json_object toward an Anthropic upstream: a JSON object back", async () => {
+  it(`openai SDK json_object toward an Anthropic upstream: a JSON object back ${compat("openai-sdk", "anthropic", "structured")}`, async () => {
     mocks.anthropic.reply({ toolCalls: [{ name: "modelgate_json_answer", arguments: { ok: true } }] });
     const res = await new OpenAI({ baseURL: `${base}/v1`, apiKey, maxRetries: 0 }).chat.completions.create({
       model: MODEL.anthropic,
@@ -118,7 +122,7 @@ describe("what agents send by default, toward another protocol", () => {
     expect(res.choices[0]!.finish_reason).toBe("stop");
   });
 
-  it("LangChain's jsonMode and Gemini's JSON without a schema toward an Anthropic upstream: objects back", async () => {
+  it(`LangChain's jsonMode and Gemini's JSON without a schema toward an Anthropic upstream: objects back ${compat("langchain", "anthropic", "structured")} ${compat("genai-sdk", "anthropic", "structured")}`, async () => {
     mocks.anthropic.reply(
       { toolCalls: [{ name: "modelgate_json_answer", arguments: { city: "Oslo" } }] },
       { toolCalls: [{ name: "modelgate_json_answer", arguments: { city: "Rome" } }] },
@@ -142,6 +146,26 @@ describe("what agents send by default, toward another protocol", () => {
       config: { responseMimeType: "application/json" },
     });
     expect(JSON.parse(g.text!)).toEqual({ city: "Rome" });
+  });
+
+  it(`the AI SDK's openai-compatible generateObject and streamObject toward an Anthropic upstream: objects back ${compat("ai-sdk", "anthropic", "structured", "stream")}`, async () => {
+    // Without supportsStructuredOutputs the provider asks for response_format json_object (the schema goes in
+    // the prompt): toward Anthropic that is the forced JSON tool, streamed and not.
+    mocks.anthropic.reply(
+      { toolCalls: [{ name: "modelgate_json_answer", arguments: { city: "Lima" } }] },
+      { toolCalls: [{ name: "modelgate_json_answer", arguments: { city: "Oslo" } }] },
+    );
+    const provider = createOpenAICompatible({ name: "modelgate", baseURL: `${base}/v1`, apiKey });
+    const schema = z.object({ city: z.string() });
+    const once = await generateObject({ model: provider(MODEL.anthropic), schema, prompt: "A city", maxRetries: 0 });
+    expect(once.object).toEqual({ city: "Lima" });
+    expect(lastBody("anthropic").tool_choice).toEqual({ type: "tool", name: "modelgate_json_answer" });
+    const streamed = streamObject({ model: provider(MODEL.anthropic), schema, prompt: "A city", maxRetries: 0 });
+    const partials: unknown[] = [];
+    for await (const partial of streamed.partialObjectStream) partials.push(partial); // the stream must be read
+    expect(partials.length).toBeGreaterThan(1); // the object arrives piece by piece, as the tool's input streams
+    expect(await streamed.object).toEqual({ city: "Oslo" });
+    expect(lastBody("anthropic").stream).toBe(true);
   });
 
   it("a strict model refuses what it would drop, with a 400 naming it; nothing reaches the upstream", async () => {
