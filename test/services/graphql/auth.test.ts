@@ -69,6 +69,9 @@ describe("sessions", () => {
     expect((await attempt(email, password)).errors?.[0]?.extensions?.code).toBe("TOO_MANY_REQUESTS");
     await h.app.prisma.authThrottle.updateMany({ data: { blockedUntil: new Date(Date.now() - 1000) } });
     expect((await c.login(email, password)).login.secondStepRequired).toBe(false);
+    // The twelve failures also count against this address's budget for every e-mail (issue 25 item 8), and every
+    // test here signs in from 127.0.0.1: forget them, so that the next tests' deliberate failures start afresh.
+    await h.app.prisma.authThrottle.deleteMany({});
   });
 });
 
