@@ -391,10 +391,13 @@ describe.each(["embedded", "distributed"] as Mode[])("%s mode", (mode) => {
       const c = sdk(k.key);
       await refused(c, 404, "model_not_found", "no-such-model-2025-01-01");
       await refused(c, 404, "model_not_found", "no-such-model-2025-01-01");
-      const bad = await c.chat.completions.create({ model: MODEL, messages: "not a list" as never }).then(
-        () => null,
-        (e: unknown) => e as InstanceType<typeof OpenAI.APIError>,
-      );
+      // A body the gateway itself refuses (it reads the model; what it does not read passes to the upstream)
+      const bad = await c.chat.completions
+        .create({ model: 42 as never, messages: [{ role: "user", content: "x" }] })
+        .then(
+          () => null,
+          (e: unknown) => e as InstanceType<typeof OpenAI.APIError>,
+        );
       expect(bad?.status).toBe(400);
       await rpm("acme", [c], "this API key");
     });
