@@ -85,8 +85,8 @@ describe("exports", () => {
     expect([...ids].some((r) => r?.startsWith("b_"))).toBe(false);
     const row7 = lines.slice(1).find((l) => l.split(",")[1] === "req_000007")!;
     // …,protocol,status,error_code,prompt,completion,reasoning,cached,input,write 5m,write 1h,total,amount,
-    // five unit prices (none: the row was written without them),estimated,end_user,tags,latency,ttft,stream
-    expect(row7.endsWith(",openai,200,,7,7,0,0,0,0,0,14,0.00007,,,,,,false,,[],5,,false"), row7).toBe(true);
+    // five unit prices (none: the row was written without them),estimated,end_user,tags,dropped,latency,ttft,stream
+    expect(row7.endsWith(",openai,200,,7,7,0,0,0,0,0,14,0.00007,,,,,,false,,[],[],5,,false"), row7).toBe(true);
 
     // other users: another customer gets 404; the operator may read it
     expect((await fetch(`${h.url}${done.downloadUrl}`, { headers: { cookie: b.client.cookie! } })).status).toBe(404);
