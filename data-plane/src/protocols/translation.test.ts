@@ -47,6 +47,30 @@ describe("the translation table", () => {
     expect(dispositionOf("openai", "some_future_field", "anthropic")).toEqual({ kind: "drop" });
   });
 
+  it("lists a client's unknown keys so that neither a header nor settlement can choke on them, 32 at most", () => {
+    // Found by the protocol fuzz test: a key holding NUL reached the usage row, Postgres refused the batch, and
+    // embedded settlement retried it for ever (the server never finished its shutdown).
+    const t = new Translation("openai", "anthropic");
+    t.unknown("a\u0000b");
+    t.unknown("x,y\r\nz");
+    t.unknown("caf\u00e9");
+    t.unknown("k".repeat(5000));
+    expect(t.dropped).toEqual(["a?b", "x?y??z", "caf?", "k".repeat(128)]);
+    for (let i = 0; i < 40; i++) t.unknown(`field_${i}`);
+    const listed = t.result().dropped!;
+    expect(listed).toHaveLength(33);
+    expect(listed.at(-1)).toBe("(+12 more)");
+    expect(listed.every((n) => /^[\x20-\x7e]{1,128}$/.test(n) && !n.includes(","))).toBe(true);
+    // a refusal names the key the same way
+    let err: unknown;
+    try {
+      new Translation("openai", "anthropic", true).unknown("bad\u0000key");
+    } catch (e) {
+      err = e;
+    }
+    expect((err as GatewayError).message).toContain("'bad?key'");
+  });
+
   it("records drops and removed hosted tools by the client's name, keeps native ones, refuses the contract", () => {
     const t = new Translation("openai-responses", "openai");
     expect(t.keep("tools[]: web_search", "tools[].web_search")).toBe(false);

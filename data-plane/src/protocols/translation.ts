@@ -379,6 +379,17 @@ const UPSTREAM_LABEL: Record<ProtocolName, string> = {
   "openai-responses": "OpenAI Responses",
 };
 
+/** How many dropped names a call lists (header and usage row); past it, one last entry counts the rest. */
+export const DROPPED_NAMES_LISTED = 32;
+const DROPPED_NAME_CHARS = 128;
+
+/**
+ * A dropped parameter's name as it is listed. Unknown names are the client's own keys: cut to 128 characters,
+ * and anything but printable ASCII (control characters, NUL, which Postgres refuses in text, non-ASCII, which a
+ * header cannot carry) and the list's comma become '?', so a name can break neither the header nor settlement.
+ */
+export const listedName = (name: string): string => name.slice(0, DROPPED_NAME_CHARS).replace(/[^\x20-\x7e]|,/g, "?");
+
 /**
  * One translation's bookkeeping: the translator asks what to do with each parameter of the table it meets, and
  * this records what was dropped (in the client's names, for the x-modelgate-dropped header) or refuses.
@@ -402,14 +413,23 @@ export class Translation {
       this.client === this.upstream ? { kind: "translate" as const } : dispositionOf(this.client, param, this.upstream);
     if (d.kind === "translate" || (d.kind === "hosted" && d.note !== undefined)) return true;
     if (d.kind === "refuse" || this.strict) throw this.refusal(name, d);
-    if (!this.dropped.includes(name)) this.dropped.push(name);
+    this.drop(name);
     return false;
   }
+
+  /** Records a dropped name, once, within the listed bound (a body of 10,000 unknown keys lists 32 and a count). */
+  private drop(name: string): void {
+    const listed = listedName(name);
+    if (this.dropped.includes(listed)) return;
+    if (this.dropped.length < DROPPED_NAMES_LISTED) this.dropped.push(listed);
+    else this.unlisted++;
+  }
+  private unlisted = 0;
 
   /** Drops a parameter by name whatever the table says (it cannot be sent here), or refuses it when strict. */
   unknown(name: string): void {
     if (this.strict) throw this.refusal(name, { kind: "drop" });
-    if (!this.dropped.includes(name)) this.dropped.push(name);
+    this.drop(name);
   }
 
   /**
@@ -439,7 +459,8 @@ export class Translation {
 
   /** For the built request: the dropped names, when there are any. */
   result(): { dropped?: string[] } {
-    return this.dropped.length > 0 ? { dropped: this.dropped } : {};
+    if (this.dropped.length === 0) return {};
+    return { dropped: this.unlisted > 0 ? [...this.dropped, `(+${this.unlisted} more)`] : this.dropped };
   }
 
   private refusal(name: string, d: Disposition) {
@@ -450,7 +471,12 @@ export class Translation {
         : d.kind === "hosted"
           ? "this upstream cannot run that tool, and this model is strict: remove it, or use a model that is not strict"
           : "this upstream has no equivalent, and this model is strict: remove it, or use a model that is not strict";
-    return invalid("unsupported_parameter", `'${name}' is not supported by this model's ${up} upstream: ${why}.`, name);
+    const shown = listedName(name);
+    return invalid(
+      "unsupported_parameter",
+      `'${shown}' is not supported by this model's ${up} upstream: ${why}.`,
+      shown,
+    );
   }
 }
 

@@ -18,6 +18,13 @@ describe("attributionOf", () => {
     expect(attributionOf("anthropic", { user: "x", labels: { a: "b" } }, {})).toEqual({ endUser: null, tags: [] });
   });
 
+  it("keeps no NUL from the body: Postgres refuses it, and the settlement batch holding it never went in", () => {
+    expect(attributionOf("openai", { user: "a\u0000b", metadata: { "k\u0000": "v\u0000" } }, {})).toEqual({
+      endUser: "a\ufffdb",
+      tags: ["k\ufffd=v\ufffd"],
+    });
+  });
+
   it("puts the header's tags first, without duplicates, and cuts the body's to the bounds", () => {
     const metadata = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`k${i}`, "v".repeat(600)]));
     const a = attributionOf("openai", { user: "u".repeat(300), metadata }, { "x-modelgate-tags": "a, k0=x ,a" });

@@ -60,7 +60,7 @@ export function attributionOf(
   if (header === undefined && !isRecord(fields.tags)) return { endUser: endUserOf(endUser), tags: [] };
   const bodyTags = mapTags(fields.tags);
   const tags = [
-    ...new Set([...headerTags(headers), ...bodyTags.map((t) => t.slice(0, ATTRIBUTION_LIMITS.tagChars))]),
+    ...new Set([...headerTags(headers), ...bodyTags.map((t) => storable(t.slice(0, ATTRIBUTION_LIMITS.tagChars)))]),
   ].slice(0, ATTRIBUTION_LIMITS.tags);
   return {
     endUser: endUserOf(endUser),
@@ -68,5 +68,12 @@ export function attributionOf(
   };
 }
 
+/**
+ * The client's text as the usage row can hold it: Postgres refuses NUL in text, and one such event failed its
+ * whole settlement batch on every retry (found by the protocol fuzz test: embedded settlement then retried for
+ * ever and the server never finished its shutdown). NUL becomes U+FFFD, as an unreadable byte would.
+ */
+const storable = (s: string): string => (s.includes("\u0000") ? s.replaceAll("\u0000", "\ufffd") : s);
+
 const endUserOf = (v: unknown): string | null =>
-  typeof v === "string" && v !== "" ? v.slice(0, ATTRIBUTION_LIMITS.endUserChars) : null;
+  typeof v === "string" && v !== "" ? storable(v.slice(0, ATTRIBUTION_LIMITS.endUserChars)) : null;
