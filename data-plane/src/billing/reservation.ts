@@ -98,3 +98,29 @@ export function overReserve(u: bigint, r: bigint, est: bigint, room: bigint | nu
 export function refusedSpend(u: bigint, r: bigint, est: bigint): bigint {
   return r === 0n ? u : u + r + est - 1n;
 }
+
+/**
+ * The admission rule for one call's estimate against a key and its account, given each one's unsettled spend
+ * (u) and what the calls in flight hold (r): the refusal, with the spend checkKeyPolicy needs to name the
+ * limit, or null when the call may hold `est`. Both counters decide locally with it (Redis's script is the same
+ * rule in Lua).
+ */
+export function refusal(
+  ku: bigint,
+  kr: bigint,
+  au: bigint,
+  ar: bigint,
+  est: bigint,
+  rooms: Rooms,
+): ReserveResult | null {
+  const kOver = overReserve(ku, kr, est, rooms.key);
+  const aOver = overReserve(au, ar, est, rooms.account);
+  if (!kOver && !aOver) return null;
+  return {
+    ok: false,
+    spend: {
+      keySpent: kOver ? refusedSpend(ku, kr, est) : ku,
+      accountSpent: aOver ? refusedSpend(au, ar, est) : au,
+    },
+  };
+}

@@ -4,7 +4,7 @@ import type { AccountSnapshot, KeySnapshot } from "../contract/snapshot.ts";
 import type { UnsettledSpend } from "../policy/check.ts";
 import { TurnBatcher } from "../redis/turn-batcher.ts";
 import { batchWritesThisTurn } from "../redis/write-batch.ts";
-import { overReserve, Reservation, refusedSpend, type ReserveResult, type Rooms } from "./reservation.ts";
+import { Reservation, refusal, refusedSpend, type ReserveResult, type Rooms } from "./reservation.ts";
 import { accountSettledSpend, keySettled, unsettled, type SpendCounter } from "./spend.ts";
 
 // What the calls in flight hold (reservations, see reservation.ts) lives beside each counter in a hash with one
@@ -430,17 +430,8 @@ export class RedisSpendCounter implements SpendCounter {
     ar: bigint,
     kName: string,
   ): ReserveResult {
-    const kOver = overReserve(ku, kr, micro, rooms.key);
-    const aOver = overReserve(au, ar, micro, rooms.account);
-    if (kOver || aOver) {
-      return {
-        ok: false,
-        spend: {
-          keySpent: kOver ? refusedSpend(ku, kr, micro) : ku,
-          accountSpent: aOver ? refusedSpend(au, ar, micro) : au,
-        },
-      };
-    }
+    const refused = refusal(ku, kr, au, ar, micro, rooms);
+    if (refused) return refused;
     this.holdOf(kName).held += micro;
     this.holdOf(this.accountNameOf(account)).held += micro;
     this.holders.set(kName, { key, account });

@@ -1,6 +1,6 @@
 import type { AccountSnapshot, KeySnapshot } from "../contract/snapshot.ts";
 import { compileKey, type UnsettledSpend } from "../policy/check.ts";
-import { overReserve, Reservation, refusedSpend, type ReserveResult, type Rooms } from "./reservation.ts";
+import { Reservation, refusal, type ReserveResult, type Rooms } from "./reservation.ts";
 
 // Running spend between snapshots.
 //
@@ -88,17 +88,8 @@ export class MemorySpendCounter implements SpendCounter {
     const { keySpent: ku, accountSpent: au } = this.get(key, account);
     const kr = this.keysHeld.get(key.id) ?? 0n;
     const ar = this.accountsHeld.get(account.id) ?? 0n;
-    const kOver = overReserve(ku, kr, micro, rooms.key);
-    const aOver = overReserve(au, ar, micro, rooms.account);
-    if (kOver || aOver) {
-      return {
-        ok: false,
-        spend: {
-          keySpent: kOver ? refusedSpend(ku, kr, micro) : ku,
-          accountSpent: aOver ? refusedSpend(au, ar, micro) : au,
-        },
-      };
-    }
+    const refused = refusal(ku, kr, au, ar, micro, rooms);
+    if (refused) return refused;
     this.keysHeld.set(key.id, kr + micro);
     this.accountsHeld.set(account.id, ar + micro);
     return { ok: true, reservation: new Reservation(key, account, micro) };
