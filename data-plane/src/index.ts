@@ -58,3 +58,5 @@ export {
   type PeriodBounds,
 } from "./billing/periods.ts";
 export { computeCost, unitPrices } from "./billing/cost.ts";
+export { providers, PROVIDERS, providerOf } from "./providers/index.ts";
+export type { Provider, ProviderName } from "./providers/index.ts";

@@ -1,3 +1,4 @@
+export * from "./protocols.ts";
 export * from "./snapshot.ts";
 export * from "./usage.ts";
 export * from "./redis-names.ts";

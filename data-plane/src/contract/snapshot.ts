@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { WIRE_PROTOCOLS } from "./protocols.ts";
 
 // The snapshot the control plane publishes and every data-plane replica serves from.
 // Money is integer micro-units carried as decimal strings (JSON has no 64-bit integers); prices are
@@ -17,8 +18,7 @@ export const priceSchema = z.object({
 });
 export type Price = z.infer<typeof priceSchema>;
 
-export const protocolSchema = z.enum(["openai", "anthropic", "gemini", "openai-responses", "demo"]);
-export type UpstreamProtocol = z.infer<typeof protocolSchema>;
+export const protocolSchema = z.enum(WIRE_PROTOCOLS);
 
 export const routeSchema = z.object({
   upstream: z.string(),
@@ -32,6 +32,12 @@ export const routeSchema = z.object({
   connectTimeoutMs: z.number().int().positive(),
   firstByteTimeoutMs: z.number().int().positive(),
   idleTimeoutMs: z.number().int().positive(),
+  /** who serves it (the registry in data-plane/src/providers); absent in older snapshots: `direct` */
+  provider: z.string().optional(),
+  /** the provider's settings that are not secret: region, project, API version… */
+  providerOptions: z.record(z.string(), z.string()).optional(),
+  /** the provider's other secrets (AWS keys, a service account) as sealed JSON, like apiKeyEnc */
+  secretsEnc: z.string().nullable().optional(),
 });
 export type RouteSnapshot = z.infer<typeof routeSchema>;
 

@@ -116,10 +116,11 @@ export async function handleEmbeddings(
         return {
           path: clientCall.passthroughPath(route.upstreamModel),
           body: renamed ? JSON.stringify(clientCall.renamedBody(body, route.upstreamModel)) : raw,
+          op: "embed",
         };
       }
       const built = up.buildUpstreamRequest(canonical, route.upstreamModel);
-      return { path: built.path, body: JSON.stringify(built.body) };
+      return { path: built.path, body: JSON.stringify(built.body), op: "embed" };
     };
 
     const answer = await callUpstream(opts, routes, outgoing, abort, caller.account.id, null, () => started.clientGone);

@@ -18,7 +18,7 @@ import { gemini } from "./gemini/index.ts";
 import { openai } from "./openai/index.ts";
 import { responses } from "./responses/index.ts";
 import type { EmbeddingsAdapter } from "./embeddings.ts";
-import type { ProtocolAdapter } from "./types.ts";
+import type { ProtocolAdapter, UpstreamAdapter } from "./types.ts";
 
 export type * from "./canonical.ts";
 export type * from "./types.ts";
@@ -37,13 +37,22 @@ export const protocols: Readonly<Record<ProtocolName, ProtocolAdapter>> = {
 /** In the order a protocol-neutral request (GET /v1/models) is matched against their `speaks`; OpenAI last. */
 export const adapters: readonly ProtocolAdapter[] = [gemini, anthropic, responses, openai];
 
-/** The protocol a route's upstream speaks (the built-in demo upstream answers in OpenAI's). */
-export const upstreamProtocolOf = (p: UpstreamProtocol): ProtocolName => (p === "demo" ? "openai" : p);
+/** The upstream side of every wire protocol a route may speak (client protocols, and provider-only ones). */
+export const upstreamAdapters: Readonly<Record<Exclude<UpstreamProtocol, "demo">, UpstreamAdapter>> = {
+  ...protocols,
+};
+
+/** The wire protocol a route's upstream speaks (the built-in demo upstream answers in OpenAI's). */
+export const upstreamProtocolOf = (p: UpstreamProtocol): Exclude<UpstreamProtocol, "demo"> =>
+  p === "demo" ? "openai" : p;
+
+/** The upstream adapter of a route's protocol. */
+export const upstreamAdapterOf = (p: UpstreamProtocol): UpstreamAdapter => upstreamAdapters[upstreamProtocolOf(p)];
 
 /** OpenTelemetry's `gen_ai.provider.name` for a route's upstream (the demo upstream is modelgate's own). */
 export const providerNameOf = (p: UpstreamProtocol): string =>
-  p === "demo" ? "modelgate.demo" : protocols[p].providerName;
+  p === "demo" ? "modelgate.demo" : upstreamAdapterOf(p).providerName;
 
 /** The embeddings side of a route's upstream protocol; null when it makes none (nor does the demo upstream). */
 export const embeddingsOf = (p: UpstreamProtocol): EmbeddingsAdapter | null =>
-  p === "demo" ? null : (protocols[p].embeddings ?? null);
+  p === "demo" ? null : (upstreamAdapterOf(p).embeddings ?? null);

@@ -180,6 +180,22 @@ export interface ClientSession {
   commit?: (rendered: Record<string, unknown>) => Promise<void>;
 }
 
+/**
+ * The upstream half of a protocol: how to build a request of it from the canonical form and read its answers.
+ * Every client protocol has one; a wire protocol only some provider speaks (Bedrock's Converse) has only this.
+ */
+export type UpstreamAdapter = Pick<
+  ProtocolAdapter,
+  | "basePath"
+  | "buildUpstreamRequest"
+  | "authHeaders"
+  | "parseUpstreamResponse"
+  | "createUpstreamStreamDecoder"
+  | "parseUpstreamError"
+  | "providerName"
+  | "embeddings"
+>;
+
 export interface ProtocolAdapter {
   readonly name: ProtocolName;
   // client side

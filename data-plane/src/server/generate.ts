@@ -7,7 +7,7 @@ import {
   type ClientSession,
   type ProtocolAdapter,
   type RequestHead,
-  protocols,
+  upstreamAdapterOf,
   upstreamProtocolOf,
 } from "../protocols/index.ts";
 import { CallTrace } from "../telemetry/call-trace.ts";
@@ -170,18 +170,19 @@ export async function handleGenerate(
         const out: Outgoing = {
           path: withClientQuery(pt.path(route.upstreamModel, head.stream), req.url),
           body: pt.body(raw, body, head, route.upstreamModel),
+          stream: head.stream,
         };
         if (forwarded) out.headers = forwarded;
         return out;
       }
       if (canonical === null) throw translateError;
-      const up = protocols[upstreamProtocolOf(route.protocol)].buildUpstreamRequest(canonical, route.upstreamModel, {
+      const up = upstreamAdapterOf(route.protocol).buildUpstreamRequest(canonical, route.upstreamModel, {
         stream: canonical.stream,
         reasoning: admission.model.reasoning,
         strict: admission.model.strict === true,
       });
       if (up.dropped && up.dropped.length > 0) dropped.set(route, up.dropped);
-      return { path: up.path, body: JSON.stringify(up.body), headers: up.headers };
+      return { path: up.path, body: JSON.stringify(up.body), headers: up.headers, stream: canonical.stream };
     };
 
     const answer = await callUpstream(opts, routes, outgoing, abort, caller.account.id, trace, () => call!.clientGone);
@@ -209,7 +210,7 @@ export async function handleGenerate(
     }
     // Translated back: a same-protocol route whose answer is renamed has its body parsed only now.
     canonical ??= parse(translated);
-    const upstreamAdapter = protocols[upstreamProtocolOf(answer.route.protocol)];
+    const upstreamAdapter = upstreamAdapterOf(answer.route.protocol);
     const ctx = { model: canonical.model, requestId, request: body, commit: session?.commit };
     if (canonical.stream) {
       await relayStream(

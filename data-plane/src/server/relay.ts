@@ -4,7 +4,7 @@ import type {
   CanonicalStreamEvent,
   Passthrough,
   PassthroughStream,
-  ProtocolAdapter,
+  UpstreamAdapter,
   StreamDecoder,
   StreamEncoder,
 } from "../protocols/index.ts";
@@ -112,8 +112,8 @@ export async function relayJson(
   call: Call,
   res: ServerResponse,
   answer: Answer,
-  upstreamAdapter: ProtocolAdapter,
-  render: (canonical: ReturnType<ProtocolAdapter["parseUpstreamResponse"]>) => Record<string, unknown>,
+  upstreamAdapter: UpstreamAdapter,
+  render: (canonical: ReturnType<UpstreamAdapter["parseUpstreamResponse"]>) => Record<string, unknown>,
   /** keeps the rendered answer (stateful protocols) before it goes out */
   commit: ((rendered: Record<string, unknown>) => Promise<void>) | undefined,
   headers: Record<string, string>,

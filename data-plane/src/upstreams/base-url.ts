@@ -1,5 +1,5 @@
 import type { UpstreamProtocol } from "../contract/index.ts";
-import { protocols, upstreamProtocolOf } from "../protocols/index.ts";
+import { upstreamAdapterOf } from "../protocols/index.ts";
 
 // An upstream's base URL as the operator wrote it → the prefix the protocol's paths go after. Vendors
 // document their base URL both ways (Anthropic's SDK takes https://api.anthropic.com, its HTTP reference
@@ -32,6 +32,6 @@ function resolve(protocol: UpstreamProtocol, baseUrl: string): string {
   // A query or fragment in a base URL has no place to go once a path is appended: keep it as written.
   if (url.search !== "" || url.hash !== "") return trimmed;
   return url.pathname === "/" || url.pathname === ""
-    ? `${url.origin}${protocol === "demo" ? "" : protocols[upstreamProtocolOf(protocol)].basePath}`
+    ? `${url.origin}${protocol === "demo" ? "" : upstreamAdapterOf(protocol).basePath}`
     : trimmed;
 }

@@ -1,22 +1,24 @@
 import type { RouteSnapshot } from "../contract/index.ts";
 import { open } from "../crypto/secret-box.ts";
 import { GatewayError } from "../errors.ts";
-import { protocols, upstreamProtocolOf } from "../protocols/index.ts";
+import { upstreamAdapterOf } from "../protocols/index.ts";
+import {
+  type ProtocolCall,
+  type ProviderContext,
+  type ProviderRequest,
+  ProviderAuthError,
+  providerOf,
+} from "../providers/index.ts";
 import { parseJsonLoose } from "../protocols/shared.ts";
 import type { CallTrace } from "../telemetry/call-trace.ts";
 import { endWithError } from "../telemetry/tracing.ts";
-import { upstreamBase } from "./base-url.ts";
 import type { AbortLike } from "./call-abort.ts";
 import { isConnectError, isRetryableStatus, parseRetryAfter, withRetry } from "./retry.ts";
 import type { UpstreamResponse } from "./transport.ts";
 import type { DataPlaneOptions } from "../server/context.ts";
 
-/** What to send to one route: path relative to its base URL, the body, extra headers. */
-export interface Outgoing {
-  path: string;
-  body: string | Buffer;
-  headers?: Record<string, string>;
-}
+/** What to send to one route: the protocol's path (relative to its version prefix), the body, extra headers. */
+export type Outgoing = Omit<ProtocolCall, "op" | "stream"> & Partial<Pick<ProtocolCall, "op" | "stream">>;
 
 /** A 2xx answer; anything else is thrown as a GatewayError. */
 export interface Answer {
@@ -26,35 +28,44 @@ export interface Answer {
   settle(ok: boolean): void;
 }
 
-const credentials = new Map<string, string>();
+const opened = new Map<string, string>();
 
-/** Decrypts an upstream credential once per ciphertext; the plaintext lives only in this process's memory. */
-function credential(opts: DataPlaneOptions, sealed: string): string {
-  let plain = credentials.get(sealed);
+/** Opens an upstream credential once per ciphertext; the plaintext lives only in this process's memory. */
+function openSealed(opts: DataPlaneOptions, sealed: string): string {
+  let plain = opened.get(sealed);
   if (plain === undefined) {
     plain = open(opts.masterKey, sealed);
-    if (credentials.size > 1000) credentials.clear();
-    credentials.set(sealed, plain);
+    if (opened.size > 1000) opened.clear();
+    opened.set(sealed, plain);
   }
   return plain;
 }
 
-// A route's own headers (content type, its credential), built once per route object: a new snapshot brings
-// new route objects. Shared by every call to the route, so never modified (tracing copies them).
-const headersOfRoute = new WeakMap<RouteSnapshot, Readonly<Record<string, string>>>();
+const parsedSecrets = new Map<string, Readonly<Record<string, string>>>();
 
-function routeHeaders(opts: DataPlaneOptions, route: RouteSnapshot): Record<string, string> {
-  let h = headersOfRoute.get(route);
-  if (h === undefined) {
-    const built: Record<string, string> = { "content-type": "application/json" };
-    if (route.apiKeyEnc)
-      Object.assign(
-        built,
-        protocols[upstreamProtocolOf(route.protocol)].authHeaders(credential(opts, route.apiKeyEnc)),
-      );
-    headersOfRoute.set(route, (h = Object.freeze(built)));
+/** What providers may read of the gateway (their route's secrets), one per data plane. */
+const contexts = new WeakMap<DataPlaneOptions, ProviderContext>();
+function providerContext(opts: DataPlaneOptions): ProviderContext {
+  let ctx = contexts.get(opts);
+  if (ctx === undefined) {
+    ctx = {
+      apiKey: (route) => (route.apiKeyEnc ? openSealed(opts, route.apiKeyEnc) : null),
+      secrets: (route) => {
+        const sealed = route.secretsEnc;
+        if (!sealed) return {};
+        let s = parsedSecrets.get(sealed);
+        if (s === undefined) {
+          s = Object.freeze(JSON.parse(openSealed(opts, sealed)) as Record<string, string>);
+          if (parsedSecrets.size > 1000) parsedSecrets.clear();
+          parsedSecrets.set(sealed, s);
+        }
+        return s;
+      },
+      logger: opts.logger,
+    };
+    contexts.set(opts, ctx);
   }
-  return h as Record<string, string>;
+  return ctx;
 }
 
 /**
@@ -77,13 +88,28 @@ export async function callUpstream(
   let lastFailure: unknown = null;
   let skipped = 0;
   for (const route of routes) {
-    const outgoing = build(route);
-    const headers =
-      outgoing.headers === undefined
-        ? routeHeaders(opts, route)
-        : { ...routeHeaders(opts, route), ...outgoing.headers };
+    const built = build(route);
+    const call: ProtocolCall = { ...built, op: built.op ?? "generate", stream: built.stream ?? false };
+    const provider = providerOf(route.provider);
+    let prepared: ProviderRequest;
+    try {
+      if (provider === null) throw new ProviderAuthError(`unknown provider ${route.provider}`);
+      const p = provider.prepare(route, call, providerContext(opts));
+      prepared = p instanceof Promise ? await p : p;
+    } catch (err) {
+      if (!(err instanceof ProviderAuthError)) throw err;
+      // The operator's credential (or provider name) does not work: the next route may; the client is told
+      // the upstream's auth failed, the log says which upstream and why.
+      opts.logger.error(
+        { upstream: route.upstream, provider: route.provider ?? "direct", reason: err.message },
+        "could not sign or authorise the call to this upstream: check its credentials",
+      );
+      opts.metrics.upstreamErrors.inc({ upstream: route.upstream, reason: "auth" });
+      lastFailure = upstreamAuthFailed();
+      continue;
+    }
+    const { url, headers } = prepared;
     const transport = route.protocol === "demo" ? opts.demo : opts.transport;
-    const url = upstreamBase(route.protocol, route.baseUrl) + outgoing.path;
     let tickets = 0;
     const outcome = await withRetry<Answer>(
       async () => {
@@ -97,7 +123,7 @@ export async function callUpstream(
           const upstream = await transport.send({
             url,
             headers: attempt ? attempt.headers : headers,
-            body: outgoing.body,
+            body: prepared.body,
             signal,
             connectTimeoutMs: route.connectTimeoutMs,
             firstByteTimeoutMs: route.firstByteTimeoutMs,
@@ -112,7 +138,7 @@ export async function callUpstream(
               ok: true,
               value: {
                 route,
-                upstream,
+                upstream: provider.answer ? provider.answer(route, call, upstream) : upstream,
                 settle: (ok) => {
                   if (settled) return;
                   settled = true;
@@ -126,7 +152,7 @@ export async function callUpstream(
           if (retryable) ticket.failure(Date.now(), "response");
           else ticket.success(Date.now()); // a 4xx is the request's fault, not the upstream's
           opts.metrics.upstreamErrors.inc({ upstream: route.upstream, reason: String(upstream.status) });
-          const failure = new UpstreamStatus(route, upstream, outgoing.path);
+          const failure = new UpstreamStatus(route, upstream, call.path);
           if (attempt) endWithError(attempt.span, failure, String(upstream.status));
           if (retryable) await failure.drain();
           return { ok: false, retryable, failure, retryAfterMs: parseRetryAfter(upstream.headers, Date.now()) };
@@ -166,6 +192,7 @@ export async function callUpstream(
   }
   if (signal.aborted) throw clientClosed();
   if (lastFailure instanceof UpstreamStatus) throw await lastFailure.toGatewayError(opts.logger);
+  if (lastFailure instanceof GatewayError) throw lastFailure;
   if (skipped === routes.length) {
     throw new GatewayError(
       "unavailable",
@@ -225,10 +252,11 @@ class UpstreamStatus extends Error {
    * rate limit, its outages) are the gateway's 502/429, never the client's 401.
    */
   async toGatewayError(logger: DataPlaneOptions["logger"]): Promise<GatewayError> {
-    const status = this.upstream.status;
-    const proto = upstreamProtocolOf(this.route.protocol);
     const text = await this.drain();
-    const info = protocols[proto].parseUpstreamError(status, text);
+    const own =
+      providerOf(this.route.provider)?.parseError?.(this.upstream.status, this.upstream.headers, text) ?? null;
+    const status = own?.status ?? this.upstream.status;
+    const info = own ?? upstreamAdapterOf(this.route.protocol).parseUpstreamError(status, text);
     // The customer never learns which of the operator's upstreams this was, nor what it said about itself
     // (its account, its deployment names): that goes to the log. A request the upstream found invalid keeps
     // the upstream's explanation, which is about the customer's own request.
@@ -244,12 +272,7 @@ class UpstreamStatus extends Error {
         "upstream_rate_limited",
         "The upstream is rate limiting the gateway; retry shortly.",
       );
-    if (status === 401 || status === 403)
-      return new GatewayError(
-        "upstream",
-        "upstream_auth_failed",
-        "The upstream rejected the gateway's credential; the operator has been told.",
-      );
+    if (status === 401 || status === 403) return upstreamAuthFailed();
     if (status >= 500) return new GatewayError("upstream", "upstream_error", `The upstream failed (HTTP ${status}).`);
     if (status === 404) {
       if (knowsNoModel(info, text, this.route.upstreamModel, this.path)) {
@@ -315,3 +338,11 @@ const timeoutCode = (err: unknown): string | null => {
 
 export const clientClosed = () =>
   new GatewayError("invalid_request", "client_closed", "The client closed the connection.", null, {}, 499);
+
+/** The upstream refused the gateway's credential, or the gateway could not sign or authorise the call. */
+const upstreamAuthFailed = () =>
+  new GatewayError(
+    "upstream",
+    "upstream_auth_failed",
+    "The upstream rejected the gateway's credential; the operator has been told.",
+  );

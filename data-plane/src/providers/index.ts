@@ -1,0 +1,21 @@
+// The provider registry: one line per provider, each in its own folder (see types.ts for what a provider is).
+// The configuration's `provider:` names, GraphQL's and the console's choices all come from this list.
+
+import { direct } from "./direct/index.ts";
+import type { Provider } from "./types.ts";
+
+export const providers = {
+  direct,
+} as const satisfies Record<string, Provider>;
+
+export type ProviderName = keyof typeof providers;
+export const PROVIDERS = Object.keys(providers) as ProviderName[];
+
+export type { Provider, ProviderContext, ProtocolCall, ProviderRequest } from "./types.ts";
+export { ProviderAuthError } from "./types.ts";
+
+/** A route's provider (absent: direct); null for a name this data plane does not know (a newer control plane). */
+export function providerOf(name: string | undefined): Provider | null {
+  if (name === undefined) return direct;
+  return Object.hasOwn(providers, name) ? providers[name as ProviderName] : null;
+}
