@@ -15,7 +15,12 @@ export {
   usageShardCount,
   usageShards,
   versionOf,
+  OPERATOR_PROTOCOLS,
+  WIRE_PROTOCOLS,
+  enumName,
+  fromEnumName,
 } from "./contract/index.ts";
+export type { OperatorProtocol, UpstreamProtocol } from "./contract/index.ts";
 export {
   connectRedis,
   duplicateRedis,

@@ -202,9 +202,15 @@ export const UpstreamFields = graphql(`
   fragment UpstreamFields on Upstream {
     id
     name
+    provider
     protocol
     baseUrl
+    apiVersion
+    region
+    project
+    auth
     hasApiKey
+    secretsSet
     enabled
     source
   }
@@ -236,6 +242,13 @@ export const CatalogQuery = graphql(`
     }
     upstreams {
       ...UpstreamFields
+    }
+    upstreamProviders {
+      name
+      requiredOptions
+      options
+      secrets
+      needsKey
     }
   }
 `);

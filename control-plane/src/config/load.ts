@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
+import { routeProtocol } from "../services/upstream-provider.ts";
 import { configSchema, type GatewayConfig } from "./schema.ts";
 
 /** ${VAR} is read from the environment; a missing variable is an error, not an empty credential. */
@@ -18,12 +19,22 @@ export function parseConfig(text: string, env: NodeJS.ProcessEnv = process.env):
     const issues = result.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ");
     throw new Error(`invalid gateway config: ${issues}`);
   }
-  const protocolOf = new Map(result.data.upstreams.map((u) => [u.name, u.protocol]));
+  const byName = new Map(result.data.upstreams.map((u) => [u.name, u]));
+  for (const u of result.data.upstreams) {
+    // The file is read now (at start and on every reload), so the data planes never need it.
+    if (u.credentialsFile !== undefined) u.serviceAccount = readServiceAccount(u.name, u.credentialsFile);
+  }
   for (const m of result.data.models) {
     for (const r of m.routes) {
-      const protocol = protocolOf.get(r.upstream);
-      if (protocol === undefined)
+      const u = byName.get(r.upstream);
+      if (u === undefined)
         throw new Error(`invalid gateway config: model ${m.id} routes to unknown upstream ${r.upstream}`);
+      let protocol: string;
+      try {
+        protocol = routeProtocol(u.provider ?? "direct", u.protocol ?? null, r.model);
+      } catch (err) {
+        throw new Error(`invalid gateway config: model ${m.id} route to ${r.upstream}: ${(err as Error).message}`);
+      }
       // Only OpenAI and Gemini upstreams make embeddings.
       if (m.type === "embedding" && protocol !== "openai" && protocol !== "gemini") {
         throw new Error(
@@ -37,3 +48,26 @@ export function parseConfig(text: string, env: NodeJS.ProcessEnv = process.env):
 
 export const loadConfigFile = (path: string, env: NodeJS.ProcessEnv = process.env): GatewayConfig =>
   parseConfig(readFileSync(path, "utf8"), env);
+
+/** A Google credentials file's text, checked to be one (its content is never put in an error). */
+function readServiceAccount(upstream: string, path: string): string {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (err) {
+    throw new Error(
+      `invalid gateway config: upstream ${upstream}: cannot read credentialsFile ${path} (${(err as NodeJS.ErrnoException).code ?? "error"})`,
+    );
+  }
+  let type: unknown;
+  try {
+    type = (JSON.parse(text) as { type?: unknown }).type;
+  } catch {
+    throw new Error(`invalid gateway config: upstream ${upstream}: credentialsFile ${path} is not JSON`);
+  }
+  if (type !== "service_account" && type !== "authorized_user" && type !== "external_account")
+    throw new Error(
+      `invalid gateway config: upstream ${upstream}: credentialsFile ${path} is not a Google credentials file`,
+    );
+  return text;
+}

@@ -1,4 +1,11 @@
 import { z } from "zod";
+import {
+  OPERATOR_PROTOCOLS,
+  PROVIDER_OPTIONS,
+  PROVIDERS,
+  type ProviderName,
+  checkUpstreamShape,
+} from "../services/upstream-provider.ts";
 
 // The declarative config file (GATEWAY_CONFIG, YAML or JSON). Its shape is a public contract.
 
@@ -14,9 +21,27 @@ export const configSchema = z
         z
           .object({
             name: z.string().min(1),
-            protocol: z.enum(["openai", "anthropic", "gemini", "openai-responses", "demo"]),
-            baseUrl: z.string().url().or(z.literal("demo://local")),
+            /** who serves it (docs/providers.md); absent: the protocol's own vendor at baseUrl */
+            provider: z.enum(PROVIDERS as [ProviderName, ...ProviderName[]]).optional(),
+            /** the wire protocol; implied by the provider (and per model) where it is not given */
+            protocol: z.enum(OPERATOR_PROTOCOLS).optional(),
+            /** absent: the provider's default endpoint */
+            baseUrl: z.string().url().or(z.literal("demo://local")).optional(),
             apiKey: z.string().optional(),
+            apiVersion: z.string().min(1).optional(),
+            region: z
+              .string()
+              .regex(/^[a-z0-9-]+$/, "a region name such as us-east-1")
+              .optional(),
+            project: z.string().min(1).optional(),
+            auth: z.enum(["key", "entra"]).optional(),
+            accessKeyId: z.string().min(1).optional(),
+            secretAccessKey: z.string().min(1).optional(),
+            sessionToken: z.string().min(1).optional(),
+            /** a Google service-account (or authorized-user) JSON file, read at start and on every reload */
+            credentialsFile: z.string().min(1).optional(),
+            /** the same file's content given inline (from an environment variable) */
+            serviceAccount: z.string().min(1).optional(),
             timeouts: z
               .object({
                 connectMs: z.number().int().positive().optional(),
@@ -25,7 +50,25 @@ export const configSchema = z
               })
               .optional(),
           })
-          .strict(),
+          .strict()
+          .superRefine((u, ctx) => {
+            const options = Object.fromEntries(
+              PROVIDER_OPTIONS.filter((k) => u[k] !== undefined).map((k) => [k, u[k]!]),
+            );
+            const checked = checkUpstreamShape({
+              provider: u.provider ?? "direct",
+              protocol: u.protocol ?? null,
+              baseUrl: u.baseUrl ?? null,
+              options,
+            });
+            if ("problem" in checked) ctx.addIssue({ code: "custom", message: checked.problem, path: [checked.field] });
+            if (u.credentialsFile !== undefined && u.serviceAccount !== undefined)
+              ctx.addIssue({
+                code: "custom",
+                message: "give credentialsFile or serviceAccount, not both",
+                path: ["serviceAccount"],
+              });
+          }),
       )
       .default([]),
     models: z

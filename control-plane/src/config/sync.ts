@@ -1,4 +1,6 @@
-import { seal } from "@modelgate/data-plane";
+import { enumName, seal } from "@modelgate/data-plane";
+import type { UpstreamProtocol } from "../generated/prisma/client.ts";
+import { PROVIDER_OPTIONS, PROVIDER_SECRETS, checkUpstreamShape } from "../services/upstream-provider.ts";
 import { audit } from "../audit/record.ts";
 import { parseAmount } from "../services/money.ts";
 import type { ServiceContext } from "../services/context.ts";
@@ -35,11 +37,23 @@ export async function syncConfig(
   await ctx.prisma.$transaction(async (tx) => {
     const upstreamIds = new Map<string, string>();
     for (const u of config.upstreams) {
+      const options = pickDefined(u, PROVIDER_OPTIONS);
+      const secrets = pickDefined(u, PROVIDER_SECRETS);
+      const shape = checkUpstreamShape({
+        provider: u.provider ?? "direct",
+        protocol: u.protocol ?? null,
+        baseUrl: u.baseUrl ?? null,
+        options,
+      });
+      if ("problem" in shape) throw new Error(`upstream ${u.name}: ${shape.problem}`); // parseConfig checked it
       const data = {
         // The database's enum names cannot hold a hyphen; the value it stores is still `openai-responses`.
-        protocol: u.protocol === "openai-responses" ? ("openai_responses" as const) : u.protocol,
-        baseUrl: u.baseUrl,
+        protocol: u.protocol === undefined ? null : (enumName(u.protocol) as UpstreamProtocol),
+        provider: u.provider ?? "direct",
+        options,
+        baseUrl: shape.baseUrl,
         apiKeyEnc: u.apiKey ? seal(ctx.masterKey, u.apiKey) : null,
+        secretsEnc: Object.keys(secrets).length > 0 ? seal(ctx.masterKey, JSON.stringify(secrets)) : null,
         connectTimeoutMs: u.timeouts?.connectMs ?? 5_000,
         firstByteTimeoutMs: u.timeouts?.firstByteMs ?? 60_000,
         idleTimeoutMs: u.timeouts?.idleMs ?? 120_000,
@@ -98,4 +112,11 @@ export async function syncConfig(
     }
   });
   ctx.snapshotChanged();
+}
+
+/** The fields of `names` the upstream gives, as strings. */
+function pickDefined<K extends string>(u: Partial<Record<K, string>>, names: readonly K[]): Partial<Record<K, string>> {
+  const out: Partial<Record<K, string>> = {};
+  for (const k of names) if (u[k] !== undefined) out[k] = u[k];
+  return out;
 }

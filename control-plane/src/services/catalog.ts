@@ -1,4 +1,13 @@
-import { seal } from "@modelgate/data-plane";
+import { enumName, open, seal } from "@modelgate/data-plane";
+import {
+  PROVIDER_OPTIONS,
+  PROVIDER_SECRETS,
+  type OperatorProtocol,
+  type ProviderName,
+  type ProviderOptionName,
+  type ProviderSecretName,
+  checkUpstreamShape,
+} from "./upstream-provider.ts";
 import type { AccountStatus, UpstreamProtocol } from "../generated/prisma/client.ts";
 import { audit } from "../audit/record.ts";
 import { applyLedger } from "./accounts.ts";
@@ -165,10 +174,23 @@ export async function upsertUpstream(
   input: {
     id?: string | null;
     name: string;
-    protocol: UpstreamProtocol;
-    baseUrl: string;
-    /** undefined: keep; null: remove; text: replace */
+    /** null or absent: direct */
+    provider?: ProviderName | null;
+    /** null or absent: implied by the provider */
+    protocol?: OperatorProtocol | null;
+    /** null or absent: the provider's default endpoint */
+    baseUrl?: string | null;
+    /** the provider's settings; null or absent: not set */
+    apiVersion?: string | null;
+    region?: string | null;
+    project?: string | null;
+    auth?: string | null;
+    /** undefined: keep; null: remove; text: replace (each secret likewise) */
     apiKey?: string | null;
+    accessKeyId?: string | null;
+    secretAccessKey?: string | null;
+    sessionToken?: string | null;
+    serviceAccount?: string | null;
     enabled?: boolean | null;
     connectTimeoutMs?: number | null;
     firstByteTimeoutMs?: number | null;
@@ -184,16 +206,37 @@ export async function upsertUpstream(
     if (!Number.isInteger(v) || v < 100 || v > 3_600_000) throw badInput(`${f} must be between 100 and 3600000`, f);
     timeouts[f] = v;
   }
+  const provider = input.provider ?? "direct";
+  const options: Partial<Record<ProviderOptionName, string>> = {};
+  for (const k of PROVIDER_OPTIONS) {
+    const v = input[k]?.trim();
+    if (v) options[k] = v;
+  }
+  if (options.auth !== undefined && options.auth !== "key" && options.auth !== "entra")
+    throw badInput("auth is key or entra", "auth");
+  if (options.region !== undefined && !/^[a-z0-9-]+$/.test(options.region))
+    throw badInput("a region name such as us-east-1", "region");
+  const shape = checkUpstreamShape({
+    provider,
+    protocol: input.protocol ?? null,
+    baseUrl: input.baseUrl ? checkBaseUrl(input.baseUrl) : null,
+    options,
+  });
+  if ("problem" in shape) throw badInput(shape.problem, shape.field);
+  if (input.serviceAccount) checkServiceAccount(input.serviceAccount);
   const data = {
     name,
-    protocol: input.protocol,
-    baseUrl: checkBaseUrl(input.baseUrl),
+    provider,
+    protocol: input.protocol == null ? null : (enumName(input.protocol) as UpstreamProtocol),
+    options,
+    baseUrl: shape.baseUrl,
     enabled: input.enabled ?? true,
     ...timeouts,
     ...(input.apiKey === undefined
       ? {}
       : { apiKeyEnc: input.apiKey === null ? null : seal(ctx.masterKey, input.apiKey) }),
   };
+  const secretsChanged = PROVIDER_SECRETS.some((k) => input[k] !== undefined);
   const row = await ctx.prisma.$transaction(async (tx) => {
     let before = null;
     let after;
@@ -202,9 +245,14 @@ export async function upsertUpstream(
       if (!before) throw notFound("upstream");
       if (before.source === "config")
         throw new AppError("CONFLICT", "this upstream is managed by the configuration file");
-      after = await tx.upstream.update({ where: { id: input.id }, data });
+      after = await tx.upstream.update({
+        where: { id: input.id },
+        data: secretsChanged ? { ...data, secretsEnc: sealedSecrets(ctx, before.secretsEnc, input) } : data,
+      });
     } else {
-      after = await tx.upstream.create({ data: { ...data, source: "api" } });
+      after = await tx.upstream.create({
+        data: { ...data, secretsEnc: sealedSecrets(ctx, null, input), source: "api" },
+      });
     }
     // The credential itself never reaches the log: only whether there is one, and whether this call changed it.
     await audit(tx, ctx.actor, {
@@ -212,7 +260,7 @@ export async function upsertUpstream(
       subjectType: "upstream",
       subjectId: after.id,
       before: before && upstreamView(before),
-      after: { ...upstreamView(after), apiKeyChanged: input.apiKey !== undefined },
+      after: { ...upstreamView(after), apiKeyChanged: input.apiKey !== undefined, secretsChanged },
     });
     return after;
   });
@@ -220,10 +268,48 @@ export async function upsertUpstream(
   return row;
 }
 
-const upstreamView = ({ apiKeyEnc, ...rest }: { apiKeyEnc: string | null } & Record<string, unknown>) => ({
+const upstreamView = ({
+  apiKeyEnc,
+  secretsEnc,
+  ...rest
+}: { apiKeyEnc: string | null; secretsEnc: string | null } & Record<string, unknown>) => ({
   ...rest,
   hasApiKey: apiKeyEnc !== null,
+  hasSecrets: secretsEnc !== null,
 });
+
+/** The provider's secrets after this write: the kept ones, the replaced ones, without the removed ones. */
+function sealedSecrets(
+  ctx: ServiceContext,
+  sealed: string | null,
+  input: Partial<Record<ProviderSecretName, string | null>>,
+): string | null {
+  const secrets = sealed === null ? {} : (JSON.parse(open(ctx.masterKey, sealed)) as Record<string, string>);
+  for (const k of PROVIDER_SECRETS) {
+    const v = input[k];
+    if (v === null) delete secrets[k];
+    else if (v !== undefined) secrets[k] = v;
+  }
+  return Object.keys(secrets).length === 0 ? null : seal(ctx.masterKey, JSON.stringify(secrets));
+}
+
+/** Which of the provider's secrets an upstream has (names only). */
+export function secretNamesOf(ctx: ServiceContext, u: { secretsEnc: string | null }): string[] {
+  if (u.secretsEnc === null) return [];
+  return Object.keys(JSON.parse(open(ctx.masterKey, u.secretsEnc)) as Record<string, string>).sort();
+}
+
+/** A Google credentials JSON, refused when it is not one (without echoing it). */
+function checkServiceAccount(text: string) {
+  let type: unknown;
+  try {
+    type = (JSON.parse(text) as { type?: unknown }).type;
+  } catch {
+    throw badInput("the service account is not JSON", "serviceAccount");
+  }
+  if (type !== "service_account" && type !== "authorized_user" && type !== "external_account")
+    throw badInput("not a Google credentials file (its type is not service_account)", "serviceAccount");
+}
 
 export async function deleteUpstream(ctx: ServiceContext, id: string) {
   const existing = await ctx.prisma.upstream.findUnique({ where: { id } });

@@ -1,5 +1,45 @@
-import type { ModelSnapshot } from "@modelgate/data-plane";
+import { OPERATOR_PROTOCOLS, fromEnumName, type ModelSnapshot } from "@modelgate/data-plane";
 import type { Db } from "../db/client.ts";
+import type { Route, Upstream } from "../generated/prisma/client.ts";
+import { routeProtocol } from "../services/upstream-provider.ts";
+
+type RouteSnapshot = ModelSnapshot["routes"][number];
+
+/**
+ * One route as the data planes call it: the wire protocol its provider speaks for this model, the provider's
+ * settings and sealed secrets. A route whose provider cannot serve its model (refused when written, so only
+ * an upstream changed since) is left out rather than failing every call.
+ */
+function routeOf(u: Upstream, r: Route): RouteSnapshot[] {
+  let protocol: RouteSnapshot["protocol"];
+  try {
+    protocol = routeProtocol(
+      u.provider,
+      u.protocol === null ? null : fromEnumName(OPERATOR_PROTOCOLS, u.protocol),
+      r.upstreamModel,
+    );
+  } catch {
+    return [];
+  }
+  const route: RouteSnapshot = {
+    upstream: u.name,
+    protocol,
+    baseUrl: u.baseUrl,
+    apiKeyEnc: u.apiKeyEnc,
+    upstreamModel: r.upstreamModel,
+    weight: r.weight,
+    priority: r.priority,
+    connectTimeoutMs: u.connectTimeoutMs,
+    firstByteTimeoutMs: u.firstByteTimeoutMs,
+    idleTimeoutMs: u.idleTimeoutMs,
+  };
+  // Only what differs from a direct upstream travels: snapshots of direct upstreams stay as they were.
+  if (u.provider !== "direct") route.provider = u.provider;
+  const options = u.options as Record<string, string>;
+  if (Object.keys(options).length > 0) route.providerOptions = options;
+  if (u.secretsEnc !== null) route.secretsEnc = u.secretsEnc;
+  return [route];
+}
 
 const str = (n: bigint) => n.toString();
 
@@ -25,20 +65,7 @@ export async function buildCatalog(prisma: Db): Promise<Record<string, ModelSnap
         cacheWrite5m: m.cacheWrite5mPriceMicro === null ? null : str(m.cacheWrite5mPriceMicro),
         cacheWrite1h: m.cacheWrite1hPriceMicro === null ? null : str(m.cacheWrite1hPriceMicro),
       },
-      routes: m.routes
-        .filter((r) => r.upstream.enabled)
-        .map((r) => ({
-          upstream: r.upstream.name,
-          protocol: r.upstream.protocol === "openai_responses" ? ("openai-responses" as const) : r.upstream.protocol,
-          baseUrl: r.upstream.baseUrl,
-          apiKeyEnc: r.upstream.apiKeyEnc,
-          upstreamModel: r.upstreamModel,
-          weight: r.weight,
-          priority: r.priority,
-          connectTimeoutMs: r.upstream.connectTimeoutMs,
-          firstByteTimeoutMs: r.upstream.firstByteTimeoutMs,
-          idleTimeoutMs: r.upstream.idleTimeoutMs,
-        })),
+      routes: m.routes.filter((r) => r.upstream.enabled).flatMap((r) => routeOf(r.upstream, r)),
     };
   }
   return catalog;

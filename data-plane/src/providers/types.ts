@@ -50,6 +50,10 @@ export interface Provider {
   defaultBaseUrl(options: Readonly<Record<string, string>>): string | null;
   /** The provider's settings the operator must give (region for Bedrock, project for Vertex…). */
   readonly requiredOptions?: readonly string[];
+  /** Every setting it reads (`apiVersion`, `region`, `project`, `auth`): the console shows these fields. */
+  readonly options?: readonly string[];
+  /** The secrets it reads besides `apiKey` (`accessKeyId`, `secretAccessKey`, `sessionToken`, `serviceAccount`). */
+  readonly secrets?: readonly string[];
   /** Whether a route needs a credential configured (Ollama and vLLM run without one). */
   readonly needsKey: boolean;
   /**

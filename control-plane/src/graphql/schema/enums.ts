@@ -1,3 +1,4 @@
+import { OPERATOR_PROTOCOLS, PROVIDERS, enumName } from "@modelgate/data-plane";
 import { builder } from "../builder.ts";
 
 export const UserRoleEnum = builder.enumType("UserRole", { values: ["member", "owner", "operator"] as const });
@@ -8,7 +9,18 @@ export const LedgerKindEnum = builder.enumType("LedgerKind", {
   values: ["topup", "charge", "refund", "adjustment"] as const,
 });
 export const UpstreamProtocolEnum = builder.enumType("UpstreamProtocol", {
-  values: ["openai", "anthropic", "gemini", "openai_responses", "demo"] as const,
+  description: "An upstream's wire protocol (hyphens written as underscores)",
+  values: OPERATOR_PROTOCOLS.map(enumName) as unknown as readonly [
+    "openai",
+    "anthropic",
+    "gemini",
+    "openai_responses",
+    "demo",
+  ],
+});
+export const UpstreamProviderEnum = builder.enumType("UpstreamProvider", {
+  description: "Who serves an upstream (docs/providers.md); direct: the protocol's own vendor at its base URL",
+  values: PROVIDERS.map(enumName) as [string, ...string[]],
 });
 export const ConfigSourceEnum = builder.enumType("ConfigSource", { values: ["config", "api", "builtin"] as const });
 export const ModelTypeEnum = builder.enumType("ModelType", {

@@ -7,13 +7,15 @@ import {
   setPriceContract,
   upsertModel,
   upsertRoute,
+  secretNamesOf,
   upsertUpstream,
 } from "../../services/catalog.ts";
 import { builder, type Types } from "../builder.ts";
-import { unitPrices } from "@modelgate/data-plane";
+import { OPERATOR_PROTOCOLS, PROVIDERS, enumName, fromEnumName, providers, unitPrices } from "@modelgate/data-plane";
+import { PROVIDER_OPTIONS } from "../../services/upstream-provider.ts";
 import { formatMicroText } from "../../services/money.ts";
 import { accountIdFor, checkId, money } from "../common.ts";
-import { ConfigSourceEnum, ModelTypeEnum, UpstreamProtocolEnum } from "./enums.ts";
+import { ConfigSourceEnum, ModelTypeEnum, UpstreamProtocolEnum, UpstreamProviderEnum } from "./enums.ts";
 
 // Customers see the models they may call at their contract prices; operators manage models, upstreams, routes
 // and price contracts. Prices are per one million tokens, as decimal text.
@@ -80,9 +82,23 @@ const UpstreamRef = builder.objectRef<Upstream>("Upstream").implement({
   fields: (t) => ({
     id: t.exposeID("id"),
     name: t.exposeString("name"),
-    protocol: t.field({ type: UpstreamProtocolEnum, resolve: (u) => u.protocol }),
+    provider: t.field({ type: UpstreamProviderEnum, resolve: (u) => enumName(u.provider) }),
+    protocol: t.field({
+      type: UpstreamProtocolEnum,
+      nullable: true,
+      description: "null: the provider implies it per model (Bedrock, Vertex)",
+      resolve: (u) => u.protocol,
+    }),
     baseUrl: t.exposeString("baseUrl"),
+    apiVersion: t.string({ nullable: true, resolve: (u) => optionOf(u, "apiVersion") }),
+    region: t.string({ nullable: true, resolve: (u) => optionOf(u, "region") }),
+    project: t.string({ nullable: true, resolve: (u) => optionOf(u, "project") }),
+    auth: t.string({ nullable: true, resolve: (u) => optionOf(u, "auth") }),
     hasApiKey: t.boolean({ resolve: (u) => u.apiKeyEnc !== null }),
+    secretsSet: t.stringList({
+      description: "which of the provider's other secrets are set (their values are never shown)",
+      resolve: (u, _a, ctx) => secretNamesOf(ctx.app, u),
+    }),
     enabled: t.exposeBoolean("enabled"),
     connectTimeoutMs: t.exposeInt("connectTimeoutMs"),
     firstByteTimeoutMs: t.exposeInt("firstByteTimeoutMs"),
@@ -91,6 +107,26 @@ const UpstreamRef = builder.objectRef<Upstream>("Upstream").implement({
     createdAt: t.expose("createdAt", { type: "DateTime" }),
   }),
 });
+
+const UpstreamProviderInfo = builder
+  .objectRef<{ name: string; requiredOptions: string[]; options: string[]; secrets: string[]; needsKey: boolean }>(
+    "UpstreamProviderInfo",
+  )
+  .implement({
+    fields: (t) => ({
+      name: t.field({ type: UpstreamProviderEnum, resolve: (p) => enumName(p.name) }),
+      requiredOptions: t.exposeStringList("requiredOptions"),
+      options: t.exposeStringList("options", {
+        description: "the settings it reads (apiVersion, region, project, auth)",
+      }),
+      secrets: t.exposeStringList("secrets", { description: "the secrets it reads besides apiKey" }),
+      needsKey: t.exposeBoolean("needsKey"),
+    }),
+  });
+
+/** One of the provider's settings (they are stored together). */
+const optionOf = (u: Upstream, name: (typeof PROVIDER_OPTIONS)[number]): string | null =>
+  (u.options as Record<string, string>)[name] ?? null;
 
 const RouteRef = builder.objectRef<Route>("Route").implement({
   fields: (t) => ({
@@ -192,6 +228,19 @@ builder.queryFields((t) => ({
     authScopes: { operator: true },
     resolve: (_r, _a, ctx) => ctx.app.prisma.model.findMany({ orderBy: { id: "asc" } }),
   }),
+  upstreamProviders: t.field({
+    type: [UpstreamProviderInfo],
+    authScopes: { operator: true },
+    description: "The providers this gateway knows, with what an upstream of each needs",
+    resolve: () =>
+      PROVIDERS.map((name) => ({
+        name,
+        requiredOptions: [...(providers[name].requiredOptions ?? [])],
+        options: [...(providers[name].options ?? [])],
+        secrets: [...(providers[name].secrets ?? [])],
+        needsKey: providers[name].needsKey,
+      })),
+  }),
   upstreams: t.field({
     type: [UpstreamRef],
     authScopes: { operator: true },
@@ -229,9 +278,20 @@ const UpstreamInput = builder.inputType("UpstreamInput", {
   fields: (t) => ({
     id: t.id({ description: "omit to create" }),
     name: t.string({ required: true }),
-    protocol: t.field({ type: UpstreamProtocolEnum, required: true }),
-    baseUrl: t.string({ required: true }),
+    provider: t.field({ type: UpstreamProviderEnum, description: "omit for direct" }),
+    protocol: t.field({ type: UpstreamProtocolEnum, description: "omit where the provider implies it" }),
+    baseUrl: t.string({ description: "omit for the provider's default endpoint" }),
+    apiVersion: t.string({ description: "Azure OpenAI's api-version; omit for its v1 API" }),
+    region: t.string({ description: "Bedrock's and Vertex's region" }),
+    project: t.string({ description: "Vertex's project" }),
+    auth: t.string({ description: "Azure OpenAI: key (default) or entra" }),
     apiKey: t.string({ description: "omit to keep, null to remove" }),
+    accessKeyId: t.string({ description: "Bedrock; write-only: omit to keep, null to remove" }),
+    secretAccessKey: t.string({ description: "Bedrock; write-only: omit to keep, null to remove" }),
+    sessionToken: t.string({ description: "Bedrock; write-only: omit to keep, null to remove" }),
+    serviceAccount: t.string({
+      description: "Vertex: the service-account JSON; write-only: omit to keep, null to remove",
+    }),
     enabled: t.boolean(),
     connectTimeoutMs: t.int(),
     firstByteTimeoutMs: t.int(),
@@ -281,7 +341,12 @@ builder.mutationFields((t) => ({
     authScopes: { operator: true },
     args: { input: t.arg({ type: UpstreamInput, required: true }) },
     resolve: (_r, { input }, ctx) =>
-      upsertUpstream(ctx.app, { ...input, id: input.id ? checkId(String(input.id), "upstream") : null }),
+      upsertUpstream(ctx.app, {
+        ...input,
+        id: input.id ? checkId(String(input.id), "upstream") : null,
+        provider: input.provider == null ? null : fromEnumName(PROVIDERS, input.provider),
+        protocol: input.protocol == null ? null : fromEnumName(OPERATOR_PROTOCOLS, input.protocol),
+      }),
   }),
   deleteUpstream: t.boolean({
     authScopes: { operator: true },
