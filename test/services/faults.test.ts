@@ -200,7 +200,7 @@ async function failure(p: Promise<unknown>, status: number, code: string): Promi
 /** A failed call leaves at most a zero-cost usage row (metadata) and no ledger entry. */
 async function notCharged(id: string): Promise<void> {
   const row = await eventually(
-    () => prisma().usageLog.findUnique({ where: { requestId: id } }),
+    () => prisma().usageLog.findFirst({ where: { requestId: id } }),
     (r) => r !== null,
     10_000,
   );
@@ -216,7 +216,7 @@ describe("upstream faults", () => {
     expect(seenModels(good, since)).toEqual(["fo-good"]);
     const id = response.headers.get("x-gateway-request-id")!;
     const row = await eventually(
-      () => prisma().usageLog.findUnique({ where: { requestId: id } }),
+      () => prisma().usageLog.findFirst({ where: { requestId: id } }),
       (r) => r !== null,
       10_000,
     );
@@ -291,7 +291,7 @@ describe("upstream faults", () => {
     expect((err as Error).message).toContain(`(request id: ${id})`);
     expect(text).toBe("one two three ");
     const row = await eventually(
-      () => prisma().usageLog.findUnique({ where: { requestId: id } }),
+      () => prisma().usageLog.findFirst({ where: { requestId: id } }),
       (r) => r !== null,
       10_000,
     );

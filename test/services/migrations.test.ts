@@ -77,6 +77,12 @@ const clientSideDefault = (f: Field) =>
   f.default !== null &&
   ["uuid", "cuid", "nanoid"].includes((f.default as { name: string }).name);
 
+// A partitioned table's partitions (usage_logs' days and its default) are tables of their own to Postgres, with
+// the parent's columns and indexes: the comparison is with the parents, and the partitioning has a test of its own.
+const NOT_A_PARTITION = `NOT EXISTS (SELECT 1 FROM pg_class pc JOIN pg_namespace pn ON pn.oid = pc.relnamespace
+  WHERE pn.nspname = 'public' AND pc.relname = %s AND pc.relispartition)`;
+const notAPartition = (column: string) => NOT_A_PARTITION.replace("%s", column);
+
 let db: Awaited<ReturnType<typeof freshDatabase>>;
 const q = <T>(sql: string, params: unknown[] = []) => db.db.sql.transaction((tx) => tx.query<T>(sql, params));
 
@@ -88,7 +94,7 @@ afterAll(async () => db?.drop());
 describe("migrations agree with schema.prisma", () => {
   it("has exactly the tables of the models (and the runner's own)", async () => {
     const rows = await q<{ table_name: string }>(
-      `SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'`,
+      `SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND ${notAPartition("table_name")}`,
     );
     expect(rows.map((r) => r.table_name).sort()).toEqual([...models.map(tableOf), "_modelgate_migrations"].sort());
   });
@@ -102,7 +108,7 @@ describe("migrations agree with schema.prisma", () => {
       column_default: string | null;
       datetime_precision: number | null;
     }>(
-      `SELECT table_name, column_name, udt_name, is_nullable, column_default, datetime_precision FROM information_schema.columns WHERE table_schema = 'public' AND table_name <> '_modelgate_migrations'`,
+      `SELECT table_name, column_name, udt_name, is_nullable, column_default, datetime_precision FROM information_schema.columns WHERE table_schema = 'public' AND table_name <> '_modelgate_migrations' AND ${notAPartition("table_name")}`,
     );
     const actual = cols
       .map((c) => ({
@@ -140,7 +146,7 @@ describe("migrations agree with schema.prisma", () => {
 
   it("has the primary keys, unique constraints and indexes", async () => {
     const rows = await q<{ tablename: string; indexdef: string }>(
-      `SELECT tablename, indexdef FROM pg_indexes WHERE schemaname = 'public' AND tablename <> '_modelgate_migrations'`,
+      `SELECT tablename, indexdef FROM pg_indexes WHERE schemaname = 'public' AND tablename <> '_modelgate_migrations' AND ${notAPartition("tablename")}`,
     );
     const actual = rows
       .map((r) => {
@@ -182,6 +188,26 @@ describe("migrations agree with schema.prisma", () => {
       )
       .sort();
     expect(actual).toEqual(expected);
+  });
+});
+
+describe("the usage log's partitions", () => {
+  it("partitions usage_logs by range of started_at, with a default partition and days ahead", async () => {
+    const [part] = await q<{ strategy: string; key: string }>(
+      `SELECT p.partstrat AS strategy, pg_get_partkeydef(p.partrelid) AS key FROM pg_partitioned_table p
+       WHERE p.partrelid = 'usage_logs'::regclass`,
+    );
+    expect(part).toEqual({ strategy: "r", key: "RANGE (started_at)" });
+    const children = await q<{ name: string; bound: string }>(
+      `SELECT c.relname AS name, pg_get_expr(c.relpartbound, c.oid) AS bound FROM pg_inherits i
+       JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'usage_logs'::regclass`,
+    );
+    expect(children.find((c) => c.name === "usage_logs_default")?.bound).toBe("DEFAULT");
+    // the migration creates today's partition (UTC) and three days ahead
+    const day = (offset: number) =>
+      new Date(Date.now() + offset * 86_400_000).toISOString().slice(0, 10).replace(/-/g, "");
+    const names = children.map((c) => c.name);
+    for (const offset of [0, 1, 2, 3]) expect(names).toContain(`usage_logs_p${day(offset)}`);
   });
 });
 

@@ -183,7 +183,7 @@ describe("settleUsageBatch", () => {
       tags: ["team=search", "canary"],
     });
     await settleUsageBatch(fx.db, [e]);
-    const row = await fx.db.prisma.usageLog.findUniqueOrThrow({ where: { requestId: e.requestId } });
+    const row = await fx.db.prisma.usageLog.findFirstOrThrow({ where: { requestId: e.requestId } });
     expect(row).toMatchObject({
       inputTokens: 40,
       cachedTokens: 10,
@@ -337,7 +337,7 @@ describe("settleUsageBatch", () => {
     // The exact counts arrive (twice: a redelivery), and an estimate again after them: applied once, never undone.
     expect(await settleUsageBatch(fx.db, [exact, cheaperExact])).toBe(0);
     expect(await settleUsageBatch(fx.db, [exact, estimate, cheaperExact])).toBe(0);
-    const row = await p.usageLog.findUniqueOrThrow({ where: { requestId: estimate.requestId } });
+    const row = await p.usageLog.findFirstOrThrow({ where: { requestId: estimate.requestId } });
     expect(row).toMatchObject({ costMicro: 420n, promptTokens: 60, completionTokens: 40, estimated: false });
     expect((await p.account.findUniqueOrThrow({ where: { id: a.accountId } })).balanceMicro).toBe(
       10_000n - 420n - 100n,
@@ -358,7 +358,7 @@ describe("settleUsageBatch", () => {
     const a = await accountWithKeys(1000n, 1);
     const estimate = event(a.accountId, a.keyIds[0]!, "30", "2026-11-23T05:00:00.000Z", { estimated: true });
     expect(await settleUsageBatch(fx.db, [estimate, { ...estimate, estimated: false, cost: "35" }, estimate])).toBe(1);
-    expect(await fx.db.prisma.usageLog.findUniqueOrThrow({ where: { requestId: estimate.requestId } })).toMatchObject({
+    expect(await fx.db.prisma.usageLog.findFirstOrThrow({ where: { requestId: estimate.requestId } })).toMatchObject({
       costMicro: 35n,
       estimated: false,
     });

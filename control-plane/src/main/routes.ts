@@ -8,7 +8,7 @@ import { deliveryOptionsFromEnv } from "../alerts/deliver.ts";
 import { startBillingRetention } from "../alerts/retention.ts";
 import { AlertRunner } from "../alerts/runner.ts";
 import { controlCalendar } from "../budgets/calendar.ts";
-import { ensureOperator } from "../auth/bootstrap.ts";
+import { ensureOperator } from "../services/users.ts";
 import { OidcSignIn } from "../auth/oidc.ts";
 import { resumeExports, startExportRetention } from "../exports/runner.ts";
 import { createGraphqlHandler } from "../graphql/handler.ts";
@@ -20,6 +20,8 @@ import type { Route } from "../http/app.ts";
 import { createStaticRoute } from "../http/static.ts";
 import { createMailer } from "../mail/mailer.ts";
 import type { ServiceContext } from "../services/context.ts";
+import { backfillPending, backfillUsage } from "../usage/backfill.ts";
+import { startUsagePartitions, usageRetentionDays } from "../usage/partitions.ts";
 import type { Settings } from "./settings.ts";
 
 /**
@@ -67,6 +69,25 @@ export async function controlPlaneRoutes(
   startAuditRetention(ctx.prisma, settings.auditRetentionDays, (err) =>
     logger.error({ err }, "audit log retention failed"),
   );
+  // The usage log's day partitions ahead and its retention; a large log left unpartitioned by the migration is
+  // copied across in the background.
+  startUsagePartitions(
+    ctx.prisma,
+    usageRetentionDays(),
+    (err) => logger.error({ err }, "usage log partitions: maintenance failed"),
+    (r) => {
+      if (r.created.length || r.dropped.length || r.deleted)
+        logger.info(r, "usage log partitions: created ahead, expired dropped");
+    },
+  );
+  void backfillPending(ctx.prisma)
+    .then(async (pending) => {
+      if (!pending) return;
+      logger.info("usage log: copying the unpartitioned log into the partitioned one");
+      const moved = await backfillUsage(ctx.prisma);
+      logger.info({ moved }, "usage log: copy finished");
+    })
+    .catch((err) => logger.error({ err }, "usage log: copying the unpartitioned log failed"));
   const graphql = createGraphqlHandler(app);
   const graphqlRoute: Route = async (req, res) => {
     const path = (req.url ?? "/").split("?")[0];

@@ -43,36 +43,46 @@ const toTotals = (r: Row): GroupTotals => ({
   costMicro: BigInt(r.cost),
 });
 
-/** By customer and by model from the hourly rollup; by upstream from the usage log (the rollup has no upstream). */
+/**
+ * By customer, model and upstream, in one pass over the operators' hourly rollup (usage_operator_hourly, whose key
+ * starts with the hour: a span is one range of it, never the usage log). Hours are whole: an hour counts when it
+ * starts in [from, to), as the console asks for whole days up to now.
+ */
 export async function operatorUsage(ctx: ServiceContext, from: Date, to: Date) {
   checkSpan(from, to);
-  const [byAccount, byModel, byUpstream] = await Promise.all([
-    ctx.prisma.$queryRaw<Row[]>(Prisma.sql`
-      SELECT h.account_id::text AS key, a.name AS label, SUM(h.requests)::bigint AS requests, SUM(h.errors)::bigint AS errors,
+  const rows = await ctx.prisma.$queryRaw<(Row & { dim: number })[]>(Prisma.sql`
+    WITH g AS (
+      SELECT GROUPING(h.account_id, h.model, h.upstream)::int AS dim, h.account_id, h.model, h.upstream,
+             SUM(h.requests)::bigint AS requests, SUM(h.errors)::bigint AS errors,
              SUM(h.prompt_tokens)::bigint AS prompt, SUM(h.completion_tokens)::bigint AS completion,
-             SUM(h.reasoning_tokens)::bigint AS reasoning, SUM(h.cached_tokens)::bigint AS cached, SUM(h.cost_micro)::bigint AS cost
-      FROM usage_hourly h LEFT JOIN accounts a ON a.id = h.account_id
+             SUM(h.reasoning_tokens)::bigint AS reasoning, SUM(h.cached_tokens)::bigint AS cached,
+             SUM(h.cost_micro)::bigint AS cost
+      FROM usage_operator_hourly h
       WHERE h.hour >= ${from} AND h.hour < ${to}
-      GROUP BY h.account_id, a.name ORDER BY cost DESC, requests DESC LIMIT 200`),
-    ctx.prisma.$queryRaw<Row[]>(Prisma.sql`
-      SELECT h.model AS key, NULL AS label, SUM(h.requests)::bigint AS requests, SUM(h.errors)::bigint AS errors,
-             SUM(h.prompt_tokens)::bigint AS prompt, SUM(h.completion_tokens)::bigint AS completion,
-             SUM(h.reasoning_tokens)::bigint AS reasoning, SUM(h.cached_tokens)::bigint AS cached, SUM(h.cost_micro)::bigint AS cost
-      FROM usage_hourly h
-      WHERE h.hour >= ${from} AND h.hour < ${to}
-      GROUP BY h.model ORDER BY cost DESC, requests DESC LIMIT 200`),
-    ctx.prisma.$queryRaw<Row[]>(Prisma.sql`
-      SELECT COALESCE(u.upstream, '') AS key, NULL AS label, COUNT(*)::bigint AS requests,
-             COUNT(*) FILTER (WHERE u.status < 200 OR u.status >= 300)::bigint AS errors,
-             COALESCE(SUM(u.prompt_tokens), 0)::bigint AS prompt, COALESCE(SUM(u.completion_tokens), 0)::bigint AS completion,
-             COALESCE(SUM(u.reasoning_tokens), 0)::bigint AS reasoning, COALESCE(SUM(u.cached_tokens), 0)::bigint AS cached,
-             COALESCE(SUM(u.cost_micro), 0)::bigint AS cost
-      FROM usage_logs u
-      WHERE u.started_at >= ${from} AND u.started_at < ${to}
-      GROUP BY u.upstream ORDER BY requests DESC LIMIT 200`),
-  ]);
-  return { byAccount: byAccount.map(toTotals), byModel: byModel.map(toTotals), byUpstream: byUpstream.map(toTotals) };
+      GROUP BY GROUPING SETS ((h.account_id), (h.model), (h.upstream))
+    )
+    SELECT g.dim, COALESCE(g.account_id::text, g.model, g.upstream) AS key,
+           CASE WHEN g.dim = ${ACCOUNT} THEN a.name END AS label,
+           g.requests, g.errors, g.prompt, g.completion, g.reasoning, g.cached, g.cost
+    FROM g LEFT JOIN accounts a ON g.dim = ${ACCOUNT} AND a.id = g.account_id`);
+  // the largest 200 of each: by cost for customers and models, by calls for upstreams (as the console lists them)
+  const top = (dim: number, byRequests: boolean) =>
+    rows
+      .filter((r) => r.dim === dim)
+      .map(toTotals)
+      .sort((x, y) => {
+        const [p, q] = byRequests ? [x.requests, y.requests] : [x.costMicro, y.costMicro];
+        if (p !== q) return p > q ? -1 : 1;
+        if (x.requests !== y.requests) return x.requests > y.requests ? -1 : 1;
+        return x.key < y.key ? -1 : x.key > y.key ? 1 : 0;
+      })
+      .slice(0, 200);
+  return { byAccount: top(ACCOUNT, false), byModel: top(MODEL, false), byUpstream: top(UPSTREAM, true) };
 }
+// GROUPING's bits (account, model, upstream): a set groups by the one whose bit is 0
+const ACCOUNT = 0b011;
+const MODEL = 0b101;
+const UPSTREAM = 0b110;
 
 export interface UpstreamHealth {
   id: string;

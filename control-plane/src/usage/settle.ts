@@ -26,8 +26,11 @@ FROM unnest($1::text[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::text
        completion_tokens, reasoning_tokens, cached_tokens, cost_micro, latency_ms, ttft_ms, stream, client_ip,
        started_at, input_tokens, cache_write_5m_tokens, cache_write_1h_tokens, input_price, cached_input_price,
        cache_write_5m_price, cache_write_1h_price, output_price, estimated, end_user, tags, id, dropped)
-ON CONFLICT (request_id) DO NOTHING
+ON CONFLICT (request_id, started_at) DO NOTHING
 RETURNING request_id`;
+// The log is partitioned by day on started_at, so the request id is unique together with started_at: every
+// event of a call carries the started_at the data plane fixed when the call started, so a redelivery still
+// conflicts with the row already there (and the ledger's unique request id stands behind it).
 
 // An exact count replacing an estimated row (a stream the client cut, whose upstream finished afterwards):
 // only a row still estimated is changed, so the replacement happens once, whoever delivers it and how often.
@@ -40,7 +43,7 @@ WITH n AS (
          cache_write_5m_tokens, cache_write_1h_tokens, cost_micro, input_price, cached_input_price,
          cache_write_5m_price, cache_write_1h_price, output_price)
 ), old AS (
-  SELECT l.id, l.cost_micro, l.prompt_tokens, l.completion_tokens, l.reasoning_tokens, l.cached_tokens
+  SELECT l.id, l.started_at, l.cost_micro, l.prompt_tokens, l.completion_tokens, l.reasoning_tokens, l.cached_tokens
   FROM usage_logs l JOIN n ON n.request_id = l.request_id
   WHERE l.estimated
   ORDER BY l.id
@@ -53,19 +56,28 @@ UPDATE usage_logs u SET prompt_tokens = n.prompt_tokens, completion_tokens = n.c
   cache_write_5m_price = n.cache_write_5m_price, cache_write_1h_price = n.cache_write_1h_price,
   output_price = n.output_price, estimated = false
 FROM n, old
-WHERE u.id = old.id AND n.request_id = u.request_id
-RETURNING u.request_id, u.account_id::text AS account_id, u.api_key_id::text AS api_key_id, u.model, u.started_at,
+WHERE u.started_at = old.started_at AND u.id = old.id AND n.request_id = u.request_id
+RETURNING u.request_id, u.account_id::text AS account_id, u.api_key_id::text AS api_key_id, u.model, u.upstream,
+  u.started_at,
   (u.cost_micro - old.cost_micro)::text AS cost_delta,
   u.prompt_tokens - old.prompt_tokens AS prompt_delta, u.completion_tokens - old.completion_tokens AS completion_delta,
   u.reasoning_tokens - old.reasoning_tokens AS reasoning_delta, u.cached_tokens - old.cached_tokens AS cached_delta`;
 
-// The hourly rollup follows inserts by trigger; a replaced estimate adds its difference here.
+// The hourly rollups follow inserts by trigger; a replaced estimate adds its difference to both here.
 const ROLLUP_DELTA = `
-UPDATE usage_hourly SET prompt_tokens = prompt_tokens + $5::bigint, completion_tokens = completion_tokens + $6::bigint,
-  reasoning_tokens = reasoning_tokens + $7::bigint, cached_tokens = cached_tokens + $8::bigint,
-  cost_micro = cost_micro + $9::bigint
-WHERE account_id = $1::uuid AND hour = date_trunc('hour', $2::timestamptz)
-  AND api_key_id = COALESCE($3::uuid, '00000000-0000-0000-0000-000000000000'::uuid) AND model = $4`;
+WITH customer AS (
+  UPDATE usage_hourly SET prompt_tokens = prompt_tokens + $5::bigint, completion_tokens = completion_tokens + $6::bigint,
+    reasoning_tokens = reasoning_tokens + $7::bigint, cached_tokens = cached_tokens + $8::bigint,
+    cost_micro = cost_micro + $9::bigint
+  WHERE account_id = $1::uuid AND hour = date_trunc('hour', $2::timestamptz)
+    AND api_key_id = COALESCE($3::uuid, '00000000-0000-0000-0000-000000000000'::uuid) AND model = $4
+  RETURNING 1
+)
+UPDATE usage_operator_hourly SET prompt_tokens = prompt_tokens + $5::bigint,
+  completion_tokens = completion_tokens + $6::bigint, reasoning_tokens = reasoning_tokens + $7::bigint,
+  cached_tokens = cached_tokens + $8::bigint, cost_micro = cost_micro + $9::bigint
+WHERE hour = date_trunc('hour', $2::timestamptz) AND account_id = $1::uuid AND model = $4
+  AND upstream = COALESCE($10::text, '')`;
 
 // The batch's debits, one statement for all its accounts (a statement fires the accounts' policy-feed trigger
 // once). The rows are locked first, in id order (FOR NO KEY UPDATE, the lock an UPDATE takes: it does not wait
@@ -261,6 +273,7 @@ export async function settleUsageBatch(
         account_id: string;
         api_key_id: string | null;
         model: string;
+        upstream: string | null;
         started_at: Date | string;
         cost_delta: string;
         prompt_delta: number;
@@ -295,6 +308,7 @@ export async function settleUsageBatch(
           r.reasoning_delta,
           r.cached_delta,
           r.cost_delta,
+          r.upstream,
         ]);
         if (delta === 0n) continue;
         const startedAt = new Date(r.started_at);
