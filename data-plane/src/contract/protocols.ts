@@ -10,7 +10,7 @@ export type OperatorProtocol = (typeof OPERATOR_PROTOCOLS)[number];
  * Wire protocols a route can speak: the operator's, and those only a provider implies for a model family
  * (Bedrock's Converse for every model that is not Anthropic's).
  */
-export const WIRE_PROTOCOLS = [...OPERATOR_PROTOCOLS] as const;
+export const WIRE_PROTOCOLS = [...OPERATOR_PROTOCOLS, "bedrock-converse"] as const;
 export type UpstreamProtocol = (typeof WIRE_PROTOCOLS)[number];
 
 /** The GraphQL and Prisma spelling of a name (enum values cannot hold a hyphen). */

@@ -13,6 +13,7 @@
 
 import type { UpstreamProtocol } from "../contract/index.ts";
 import { anthropic } from "./anthropic/index.ts";
+import { bedrockConverse } from "./bedrock-converse/index.ts";
 import type { ProtocolName } from "./canonical.ts";
 import { gemini } from "./gemini/index.ts";
 import { openai } from "./openai/index.ts";
@@ -40,6 +41,7 @@ export const adapters: readonly ProtocolAdapter[] = [gemini, anthropic, response
 /** The upstream side of every wire protocol a route may speak (client protocols, and provider-only ones). */
 export const upstreamAdapters: Readonly<Record<Exclude<UpstreamProtocol, "demo">, UpstreamAdapter>> = {
   ...protocols,
+  "bedrock-converse": bedrockConverse,
 };
 
 /** The wire protocol a route's upstream speaks (the built-in demo upstream answers in OpenAI's). */

@@ -401,6 +401,11 @@ export class Translation {
     readonly upstream: ProtocolName,
     /** the model is `strict`: drops and removed hosted tools are refusals */
     readonly strict = false,
+    /**
+     * How a refusal names the upstream when it speaks a provider-only protocol that follows `upstream`'s table
+     * (Bedrock's Converse follows Anthropic's: the same parameters have no equivalent there).
+     */
+    readonly label: string = UPSTREAM_LABEL[upstream],
   ) {}
 
   /**
@@ -464,7 +469,7 @@ export class Translation {
   }
 
   private refusal(name: string, d: Disposition) {
-    const up = UPSTREAM_LABEL[this.upstream];
+    const up = this.label;
     const why =
       d.kind === "refuse"
         ? `${d.note ?? "it cannot be translated"}; only an upstream of the client's own protocol can honour it`

@@ -1,11 +1,13 @@
 // The provider registry: one line per provider, each in its own folder (see types.ts for what a provider is).
 // The configuration's `provider:` names, GraphQL's and the console's choices all come from this list.
 
+import { bedrock } from "./bedrock/index.ts";
 import { direct } from "./direct/index.ts";
 import type { Provider } from "./types.ts";
 
 export const providers = {
   direct,
+  bedrock,
 } as const satisfies Record<string, Provider>;
 
 export type ProviderName = keyof typeof providers;
