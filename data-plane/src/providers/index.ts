@@ -3,10 +3,33 @@
 
 import { bedrock } from "./bedrock/index.ts";
 import { direct } from "./direct/index.ts";
+import { deepseek } from "./deepseek/index.ts";
+import { fireworks } from "./fireworks/index.ts";
+import { groq } from "./groq/index.ts";
+import { mistral } from "./mistral/index.ts";
+import { moonshot } from "./moonshot/index.ts";
+import { ollama } from "./ollama/index.ts";
+import { openrouter } from "./openrouter/index.ts";
+import { qwen } from "./qwen/index.ts";
+import { together } from "./together/index.ts";
+import { vllm } from "./vllm/index.ts";
+import { xai } from "./xai/index.ts";
 import type { Provider } from "./types.ts";
 
 export const providers = {
   direct,
+  // OpenAI-compatible presets (openai-compatible/preset.ts)
+  deepseek,
+  fireworks,
+  groq,
+  mistral,
+  moonshot,
+  ollama,
+  openrouter,
+  qwen,
+  together,
+  vllm,
+  xai,
   bedrock,
 } as const satisfies Record<string, Provider>;
 

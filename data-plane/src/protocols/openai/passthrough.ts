@@ -10,7 +10,7 @@ import { SseParser, eventTooLarge, maxEventCharsNow, parseEvent } from "../sse.t
 import { tokensFromChars } from "../../usage/record.ts";
 import type { Passthrough, PassthroughStream } from "../types.ts";
 import { renderOpenAIError } from "./errors.ts";
-import { usageOfOpenAI } from "./response.ts";
+import { chunkUsage, usageOfOpenAI } from "./response.ts";
 import { usableUsage } from "../shared.ts";
 import { replaceModelField } from "./model-field.ts";
 import { type ChunkScan, lastStringEnd, scanChunk, stringLength } from "./chunk-scan.ts";
@@ -132,9 +132,10 @@ export const openAIPassthrough: Passthrough = {
         error = new GatewayError("upstream", "upstream_stream_error", `The upstream failed mid-stream: ${message}`);
         return `data: ${renderOpenAIError(error, requestId).body}\n\n`;
       }
-      if (chunk.usage) {
+      const reported = chunkUsage(chunk) as OpenAIUsage | null | undefined;
+      if (reported) {
         sawUsage = true;
-        usage = usageOf(chunk.usage);
+        usage = usageOf(reported);
       }
       const choices = chunk.choices ?? [];
       for (const c of choices) {

@@ -29,9 +29,25 @@ export function usageOfOpenAI(u: unknown): Usage {
     promptTokens: count(o.prompt_tokens, true),
     completionTokens: count(o.completion_tokens, true),
     reasoningTokens: count(obj(o.completion_tokens_details).reasoning_tokens),
-    cachedTokens: count(obj(o.prompt_tokens_details).cached_tokens),
+    cachedTokens: count(cachedOf(o)),
   };
 }
+
+/**
+ * Cache reads, part of prompt_tokens: OpenAI's `prompt_tokens_details.cached_tokens`, DeepSeek's
+ * `prompt_cache_hit_tokens` (beside `prompt_cache_miss_tokens`, the two summing to prompt_tokens), Moonshot's
+ * top-level `cached_tokens`.
+ */
+function cachedOf(o: Record<string, unknown>): unknown {
+  const details = obj(o.prompt_tokens_details).cached_tokens;
+  if (details !== undefined && details !== null) return details;
+  return o.prompt_cache_hit_tokens ?? o.cached_tokens;
+}
+
+/** Where a stream chunk carries its usage: `usage`, or Groq's `x_groq.usage` in its last chunk. */
+export const chunkUsage = (chunk: { usage?: unknown; x_groq?: unknown }): unknown =>
+  chunk.usage ??
+  (chunk.x_groq !== null && typeof chunk.x_groq === "object" ? (chunk.x_groq as { usage?: unknown }).usage : undefined);
 
 export const openAIUsage = (u: Usage): Json => ({
   prompt_tokens: u.promptTokens,

@@ -7,7 +7,7 @@ import type { SseEvent } from "../sse.ts";
 import { sseStreamDecoder } from "../sse-decoder.ts";
 import { type Json, arr, kindOfErrorName, nowSeconds, obj, str, upstreamStreamError } from "../shared.ts";
 import type { ClientResponseContext, StreamDecoder, StreamEncoder } from "../types.ts";
-import { finishOfOpenAI, openAIFinish, openAIUsage, usageOfOpenAI } from "./response.ts";
+import { chunkUsage, finishOfOpenAI, openAIFinish, openAIUsage, usageOfOpenAI } from "./response.ts";
 
 interface DecodeState {
   started: boolean;
@@ -82,7 +82,8 @@ function decodeEvent(ev: SseEvent, s: DecodeState, out: CanonicalStreamEvent[]):
     s.finished = true;
     out.push({ type: "finish", reason: finishOfOpenAI(choice.finish_reason) });
   }
-  if (chunk.usage != null) out.push({ type: "usage", usage: usageOfOpenAI(chunk.usage) });
+  const reported = chunkUsage(chunk);
+  if (reported != null) out.push({ type: "usage", usage: usageOfOpenAI(reported) });
 }
 
 // Some OpenAI-compatible servers omit [DONE]; a stream that reached its finish reason is complete.
