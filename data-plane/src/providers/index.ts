@@ -1,8 +1,10 @@
 // The provider registry: one line per provider, each in its own folder (see types.ts for what a provider is).
 // The configuration's `provider:` names, GraphQL's and the console's choices all come from this list.
 
+import { azureOpenAI } from "./azure-openai/index.ts";
 import { bedrock } from "./bedrock/index.ts";
 import { direct } from "./direct/index.ts";
+import { vertex } from "./vertex/index.ts";
 import { deepseek } from "./deepseek/index.ts";
 import { fireworks } from "./fireworks/index.ts";
 import { groq } from "./groq/index.ts";
@@ -31,6 +33,8 @@ export const providers = {
   vllm,
   xai,
   bedrock,
+  vertex,
+  "azure-openai": azureOpenAI,
 } as const satisfies Record<string, Provider>;
 
 export type ProviderName = keyof typeof providers;

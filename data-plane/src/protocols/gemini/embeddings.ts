@@ -102,8 +102,11 @@ export function parseGeminiEmbeddingResponse(body: unknown): EmbeddingResult {
     if (!Array.isArray(values)) throw badEmbeddingAnswer();
     return values.map(num);
   });
-  // Gemini's embedding answers carry no token count: the gateway counts the input itself.
-  return { vectors, promptTokens: null };
+  // The Gemini API's embedding answers carry no token count: the gateway counts the input itself. Vertex's
+  // do (statistics.token_count per prediction, given here as usageMetadata by providers/vertex).
+  const counted = obj(b.usageMetadata).promptTokenCount;
+  const promptTokens = typeof counted === "number" && Number.isSafeInteger(counted) && counted >= 0 ? counted : null;
+  return { vectors, promptTokens };
 }
 
 export const geminiEmbeddings: EmbeddingsAdapter = {

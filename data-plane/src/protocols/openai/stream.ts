@@ -50,6 +50,9 @@ function decodeEvent(ev: SseEvent, s: DecodeState, out: CanonicalStreamEvent[]):
     });
     return;
   }
+  // Azure OpenAI opens its streams with a chunk of prompt_filter_results and no choices (id, model and created
+  // empty): there is nothing in it to relay, and the stream starts with the next chunk.
+  if (!s.started && Array.isArray(chunk.choices) && chunk.choices.length === 0 && chunk.usage == null) return;
   if (!s.started) {
     s.started = true;
     out.push({
