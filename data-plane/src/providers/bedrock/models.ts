@@ -7,8 +7,8 @@ import type { UpstreamProtocol } from "../../contract/index.ts";
 /**
  * An Anthropic model id on Bedrock: `anthropic.claude-…`, a cross-region inference profile `us.anthropic.…`,
  * `global.anthropic.…`, `us-gov.anthropic.…`, or either inside an ARN (…:inference-profile/us.anthropic.…,
- * …:foundation-model/anthropic.…). An application inference profile's ARN names no model: the operator says
- * `protocol: anthropic` for it.
+ * …:foundation-model/anthropic.…). An application inference profile's ARN names no model: Converse serves it
+ * whatever is behind it, or the operator says `protocol: anthropic` for Claude.
  */
 const ANTHROPIC = /^(?:arn:[^/]+\/)?(?:[a-z]{2,6}(?:-[a-z]+)?\.)?anthropic\./;
 
