@@ -3,6 +3,7 @@ import { GoogleGenAI } from "@google/genai";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Gateway, startGateway, waitForKey } from "../helpers/gateway.ts";
+import { type Upstream, compat } from "../helpers/compat.ts";
 import { eventually } from "../helpers/processes.ts";
 import {
   type CompatibleUpstream,
@@ -118,7 +119,10 @@ const messages = [{ role: "user" as const, content: "Hi" }];
 describe("OpenAI-compatible presets through the gateway", () => {
   for (const v of VENDORS) {
     const f = FIXTURES[v]!;
-    it(`${v}: the openai SDK, not streamed, gets the vendor's answer; its cache counts are billed`, async () => {
+    const tag = v as Upstream;
+    const cache = f.billed.cached > 0 ? (["cache"] as const) : [];
+    const think = f.reasoning ? (["reasoning"] as const) : [];
+    it(`${v}: the openai SDK, not streamed, gets the vendor's answer; its cache counts are billed ${compat("openai-sdk", tag, "text", "usage", ...cache)}`, async () => {
       const { data, response } = await openai()
         .chat.completions.create({ model: model(v), messages })
         .withResponse();
@@ -129,7 +133,7 @@ describe("OpenAI-compatible presets through the gateway", () => {
       expect(sent.body.model).toBe(`${v}-upstream-model`);
       expect(await billed(response.headers.get("x-gateway-request-id")!)).toBe(micro(f.billed));
     });
-    it(`${v}: the openai SDK, streamed, reads the text; the usage the vendor streams is billed`, async () => {
+    it(`${v}: the openai SDK, streamed, reads the text; the usage the vendor streams is billed ${compat("openai-sdk", tag, "stream")}`, async () => {
       const { data, response } = await openai()
         .chat.completions.create({ model: model(v), messages, stream: true })
         .withResponse();
@@ -138,7 +142,7 @@ describe("OpenAI-compatible presets through the gateway", () => {
       expect(text).toBe(f.text);
       expect(await billed(response.headers.get("x-gateway-request-id")!)).toBe(micro(f.billed));
     });
-    it(`${v}: the Anthropic SDK, streamed and not, gets thinking, text and the cache reads`, async () => {
+    it(`${v}: the Anthropic SDK, streamed and not, gets thinking, text and the cache reads ${compat("anthropic-sdk", tag, "text", "stream", "usage", ...think, ...cache)}`, async () => {
       const { data, response } = await anthropic()
         .messages.create({ model: model(v), max_tokens: 256, messages })
         .withResponse();
@@ -154,7 +158,7 @@ describe("OpenAI-compatible presets through the gateway", () => {
       expect(final.usage.output_tokens).toBe(f.billed.completion);
     });
   }
-  it("deepseek: the Gemini SDK gets the reasoning as a thought and the cache reads as cachedContentTokenCount", async () => {
+  it(`deepseek: the Gemini SDK gets the reasoning as a thought and the cache reads as cachedContentTokenCount ${compat("genai-sdk", "deepseek", "text", "reasoning", "usage", "cache")}`, async () => {
     const g = new GoogleGenAI({ apiKey, httpOptions: { baseUrl: base } });
     const res = await g.models.generateContent({
       model: model("deepseek"),

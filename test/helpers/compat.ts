@@ -26,7 +26,21 @@ export const CLIENT_NAMES: Record<Client, string> = {
   "gemini-cli": "Gemini CLI",
 };
 
-export const UPSTREAMS = ["openai", "anthropic", "gemini", "openai-responses"] as const;
+/** Upstream protocols toward a direct upstream, then providers (docs/providers.md) by their provider name. */
+export const UPSTREAMS = [
+  "openai",
+  "anthropic",
+  "gemini",
+  "openai-responses",
+  "azure-openai",
+  "bedrock",
+  "vertex",
+  "deepseek",
+  "groq",
+  "moonshot",
+  "openrouter",
+  "mistral",
+] as const;
 export type Upstream = (typeof UPSTREAMS)[number];
 
 export const FEATURES = ["text", "stream", "tools", "reasoning", "structured", "images", "usage", "cache"] as const;
