@@ -24,6 +24,9 @@ import type { SnapshotStore } from "./snapshot/store.ts";
 import { BreakerRegistry } from "./upstreams/breaker.ts";
 import { DemoTransport } from "./upstreams/demo.ts";
 import { defaultRetryPolicy } from "./upstreams/retry.ts";
+import { KeyHealth, RedisKeyHealth } from "./upstreams/key-pool/health.ts";
+import { RetryBudget } from "./upstreams/key-pool/retry-budget.ts";
+import { redisNames } from "./contract/redis-names.ts";
 import { UndiciTransport } from "./upstreams/transport.ts";
 import { answerLimitsFromEnv } from "./upstreams/answer-limits.ts";
 import type { UsageSink } from "./usage/sink.ts";
@@ -73,6 +76,20 @@ export function createDataPlaneOptions(input: RuntimeInput): DataPlaneOptions & 
     openMs: wholeNumberEnv(env, "MODELGATE_BREAKER_OPEN_MS", 30_000, { unit: "milliseconds", min: 1 }),
     minAccounts: wholeNumberEnv(env, "MODELGATE_BREAKER_MIN_ACCOUNTS", 2, { unit: "accounts", min: 1 }),
   });
+  // Pooled upstream keys' health: shared by the replicas through Redis, polled often enough that a key one
+  // replica saw refused is out of every replica's rotation within a second.
+  const keyHealth = input.redis
+    ? new RedisKeyHealth(
+        input.redis.client,
+        redisNames(input.redis.prefix),
+        wholeNumberEnv(env, "MODELGATE_KEY_STATE_POLL_MS", 250, { unit: "milliseconds", min: 10 }),
+        onError("upstream key states: Redis unavailable, this replica's own view only"),
+      )
+    : new KeyHealth();
+  const retryBudget = new RetryBudget({
+    ratio: wholeNumberEnv(env, "MODELGATE_RETRY_BUDGET_PERCENT", 20, { unit: "percent" }) / 100,
+    minRetries: wholeNumberEnv(env, "MODELGATE_RETRY_BUDGET_MIN", 10, { unit: "retries" }),
+  });
   const trusted = (env.MODELGATE_TRUSTED_PROXIES ?? "")
     .split(",")
     .map((s) => s.trim())
@@ -119,6 +136,8 @@ export function createDataPlaneOptions(input: RuntimeInput): DataPlaneOptions & 
     spend,
     calendar: new BudgetCalendar(budgetClockFromEnv(env)),
     breakers,
+    keyHealth,
+    retryBudget,
     retry: {
       ...defaultRetryPolicy,
       maxAttempts: wholeNumberEnv(env, "MODELGATE_RETRY_ATTEMPTS", defaultRetryPolicy.maxAttempts, {
@@ -149,6 +168,7 @@ export function createDataPlaneOptions(input: RuntimeInput): DataPlaneOptions & 
     ready: input.ready,
     dependencies: input.dependencies,
     async close() {
+      await keyHealth.close();
       await rateLimiter.close();
       await spend.close();
       await transport.close();

@@ -44,6 +44,14 @@ export interface RedisNames {
    * off the request path, so the control plane can alert operators when an upstream's breaker opens.
    */
   breakerReports: string;
+  /**
+   * Pooled upstream keys' states (a hash: upstream NUL key id → {"reason"} when disabled, {"until"} when resting
+   * after a 429), shared by the replicas (upstreams/key-pool/health.ts); the control plane deletes a key's field
+   * when an operator enables it.
+   */
+  keyStates: string;
+  /** keys a replica disabled (a list of {"upstream","key","reason","at"}), for the control plane to record */
+  keyEvents: string;
   /** the usage stream's first shard (the only one unless MODELGATE_USAGE_SHARDS says more) */
   usageStream: string;
   prefix: string;
@@ -59,6 +67,8 @@ export const redisNames = (prefix = process.env.MODELGATE_REDIS_PREFIX ?? "model
   changedChannel: `${prefix}{ctl}:control:changed`,
   controlHeartbeat: `${prefix}{ctl}:control:heartbeat`,
   breakerReports: `${prefix}{ctl}:breakers`,
+  keyStates: `${prefix}{ctl}:upstream-keys:states`,
+  keyEvents: `${prefix}{ctl}:upstream-keys:events`,
   usageStream: usageShard(prefix, 0),
 });
 

@@ -20,6 +20,16 @@ export type Price = z.infer<typeof priceSchema>;
 
 export const protocolSchema = z.enum(WIRE_PROTOCOLS);
 
+/** One credential of an upstream's key pool: the operator's id for it, sealed like apiKeyEnc, weighted. */
+export const routeKeySchema = z.object({
+  id: z.string(),
+  apiKeyEnc: z.string(),
+  weight: z.number().int().nonnegative(),
+  /** false: an operator disabled it, or the gateway did (the provider refused it) and the control plane recorded it */
+  enabled: z.boolean(),
+});
+export type RouteKey = z.infer<typeof routeKeySchema>;
+
 export const routeSchema = z.object({
   upstream: z.string(),
   protocol: protocolSchema,
@@ -38,6 +48,11 @@ export const routeSchema = z.object({
   providerOptions: z.record(z.string(), z.string()).optional(),
   /** the provider's other secrets (AWS keys, a service account) as sealed JSON, like apiKeyEnc */
   secretsEnc: z.string().nullable().optional(),
+  /**
+   * the upstream's key pool (docs/routing.md): calls spread over its keys by weight, and a key the provider
+   * refuses leaves the rotation. Absent: the one credential apiKeyEnc (or none), as before pools.
+   */
+  keys: z.array(routeKeySchema).optional(),
 });
 export type RouteSnapshot = z.infer<typeof routeSchema>;
 
@@ -51,6 +66,11 @@ export const modelSchema = z.object({
   type: z.enum(["chat", "embedding"]).optional(),
   price: priceSchema,
   routes: z.array(routeSchema),
+  /**
+   * models tried in order when every route of this one fails before the first byte (docs/routing.md); absent in
+   * older snapshots and when there are none
+   */
+  fallbacks: z.array(z.string()).optional(),
   createdAt: z.string(),
 });
 export type ModelSnapshot = z.infer<typeof modelSchema>;

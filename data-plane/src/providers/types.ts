@@ -30,8 +30,13 @@ export interface ProviderRequest {
 
 /** What a provider may read of the gateway: the route's secrets, opened once per sealed value. */
 export interface ProviderContext {
-  /** the route's `apiKeyEnc`, opened (null: none configured) */
+  /** the route's credential, opened: the pool key chosen for this attempt, else `apiKeyEnc` (null: none) */
   apiKey(route: RouteSnapshot): string | null;
+  /**
+   * the id of the pool key this context's apiKey() yields (absent: the route's one apiKeyEnc): what a provider
+   * caching anything per route that depends on the credential must cache per (route, key) instead
+   */
+  readonly keyId?: string;
   /** the route's `secretsEnc`, opened and parsed (empty: none configured) */
   secrets(route: RouteSnapshot): Readonly<Record<string, string>>;
   logger: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void };

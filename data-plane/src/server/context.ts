@@ -6,6 +6,8 @@ import type { RateLimiter } from "../ratelimit/types.ts";
 import type { SnapshotStore } from "../snapshot/store.ts";
 import type { BreakerRegistry } from "../upstreams/breaker.ts";
 import type { RetryPolicy } from "../upstreams/retry.ts";
+import type { KeyHealth } from "../upstreams/key-pool/health.ts";
+import type { RetryBudget } from "../upstreams/key-pool/retry-budget.ts";
 import type { UpstreamTransport } from "../upstreams/transport.ts";
 import type { AnswerLimits } from "../upstreams/response-handler.ts";
 import type { Tracing } from "../telemetry/tracing.ts";
@@ -27,6 +29,10 @@ export interface DataPlaneOptions {
   calendar: BudgetCalendar;
   breakers: BreakerRegistry;
   retry: RetryPolicy;
+  /** pooled upstream keys' states (disabled, resting, rate-limit headroom); absent: one per options object */
+  keyHealth?: KeyHealth;
+  /** retries as a share of calls; absent: one per options object with the defaults */
+  retryBudget?: RetryBudget;
   /** proxies whose X-Forwarded-For is believed (null: none; the socket address is the client) */
   trustedProxies: IpMatcher | null;
   metrics: Metrics;

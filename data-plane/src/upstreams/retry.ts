@@ -75,6 +75,8 @@ export interface RetryDeps {
   random?: () => number;
   /** the client's abort: no further tries once it fires */
   signal?: AbortLike;
+  /** the retry budget (key-pool/retry-budget.ts): false when retries are already their share of the traffic */
+  mayRetry?: () => boolean;
 }
 
 export type RetryOutcome<T> =
@@ -95,7 +97,7 @@ export async function withRetry<T>(
   for (let n = 1; ; n++) {
     const r = await attempt(n);
     if (r.ok) return { ok: true, value: r.value, attempts: n };
-    if (!r.retryable || n >= policy.maxAttempts || deps.signal?.aborted) {
+    if (!r.retryable || n >= policy.maxAttempts || deps.signal?.aborted || deps.mayRetry?.() === false) {
       return { ok: false, failure: r.failure, attempts: n };
     }
     const wait = Math.min(policy.maxDelayMs, Math.max(backoffMs(n, policy, random), r.retryAfterMs ?? 0));
