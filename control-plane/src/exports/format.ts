@@ -1,7 +1,7 @@
 import type { UsageLog } from "../generated/prisma/client.ts";
 import { formatAmount, formatMicroText } from "../services/money.ts";
 
-const price = (v: { toString(): string } | null) => (v === null ? null : formatMicroText(v.toString()));
+const price = (v: Price) => (v === null ? null : formatMicroText(v.toString()));
 
 // One usage row → one CSV or JSONL line. Metadata only (no prompt or completion text exists to export).
 
@@ -37,7 +37,16 @@ export const COLUMNS = [
   "stream",
 ] as const;
 
-export type ExportRow = Pick<
+type Price = { toString(): string } | null;
+
+/** The columns an export reads. Prices may be their decimal text (an export reads them as text: no object per cell). */
+export type ExportRow = {
+  inputPrice: Price;
+  cachedInputPrice: Price;
+  cacheWrite5mPrice: Price;
+  cacheWrite1hPrice: Price;
+  outputPrice: Price;
+} & Pick<
   UsageLog,
   | "startedAt"
   | "requestId"
@@ -53,11 +62,6 @@ export type ExportRow = Pick<
   | "inputTokens"
   | "cacheWrite5mTokens"
   | "cacheWrite1hTokens"
-  | "inputPrice"
-  | "cachedInputPrice"
-  | "cacheWrite5mPrice"
-  | "cacheWrite1hPrice"
-  | "outputPrice"
   | "estimated"
   | "endUser"
   | "tags"
@@ -115,8 +119,12 @@ const TRIGGER = "=+\\-@\\u2212\\ufe62\\ufe63\\ufe66\\ufe6b\\uff0b\\uff0d\\uff1d\
 const FORMULA_AT_START = new RegExp(`^[${SPACE}"]*[${TRIGGER}]`, "u");
 const FORMULA_AFTER_SEPARATOR = new RegExp(`([,;\\t\\r\\n])(?=[${SPACE}"]*[${TRIGGER}])`, "gu");
 
+// Any trigger at all: text without one (most cells) needs no further look.
+const ANY_TRIGGER = new RegExp(`[${TRIGGER}]`, "u");
+
 /** The text defused: an apostrophe before every place a spreadsheet could start a formula. */
 export function defuseFormulas(s: string): string {
+  if (!ANY_TRIGGER.test(s)) return s.length > 0 && (s[0] === "\t" || s[0] === "\r") ? `'${s}` : s;
   const inner = s.replace(FORMULA_AFTER_SEPARATOR, "$1'");
   return FORMULA_AT_START.test(inner) || /^[\t\r]/.test(inner) ? `'${inner}` : inner;
 }
@@ -135,8 +143,15 @@ export function csvCell(value: unknown): string {
 }
 
 export const csvHeader = () => `${COLUMNS.join(",")}\r\n`;
-export const csvLine = (r: ExportRow, keyName: string | null) => {
-  const rec = toRecord(r, keyName);
-  return `${COLUMNS.map((c) => csvCell(rec[c])).join(",")}\r\n`;
-};
+const text = (v: string | null) => (v === null ? "" : csvCell(v));
+const num = (v: number | null) => (v === null ? "" : String(v));
+const priceCell = (v: Price) => (v === null ? "" : csvCell(price(v)));
+
+/**
+ * One CSV line, in COLUMNS' order: the same cells as toRecord's through csvCell, written directly (an export
+ * writes hundreds of thousands of lines a second: no record object and no cell array per row). Text from clients
+ * goes through csvCell (defused, quoted); numbers, booleans, our ids and times are written as they are.
+ */
+export const csvLine = (r: ExportRow, keyName: string | null) =>
+  `${r.startedAt.toISOString()},${text(r.requestId)},${r.apiKeyId ?? ""},${text(keyName)},${text(r.model)},${text(r.protocol)},${r.status},${text(r.errorCode)},${r.promptTokens},${r.completionTokens},${r.reasoningTokens},${r.cachedTokens},${r.inputTokens},${r.cacheWrite5mTokens},${r.cacheWrite1hTokens},${r.promptTokens + r.completionTokens},${csvCell(formatAmount(r.costMicro))},${priceCell(r.inputPrice)},${priceCell(r.cachedInputPrice)},${priceCell(r.cacheWrite5mPrice)},${priceCell(r.cacheWrite1hPrice)},${priceCell(r.outputPrice)},${r.estimated},${text(r.endUser)},${csvCell(r.tags)},${csvCell(r.dropped)},${r.latencyMs},${num(r.ttftMs)},${r.stream}\r\n`;
 export const jsonLine = (r: ExportRow, keyName: string | null) => `${JSON.stringify(toRecord(r, keyName))}\n`;

@@ -2,10 +2,10 @@ import { createWriteStream, type WriteStream } from "node:fs";
 import { mkdir, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { audit, type AuditDb } from "../audit/record.ts";
-import type { ExportFormat, Prisma } from "../generated/prisma/client.ts";
+import { Prisma, type ExportFormat } from "../generated/prisma/client.ts";
 import type { ServiceContext } from "../services/context.ts";
 import { AppError } from "../services/errors.ts";
-import { usageWhere, type UsageFilter } from "../stats/usage-log.ts";
+import { usageConditions, usageWhere, type UsageFilter } from "../stats/usage-log.ts";
 import {
   AUDIT_COLUMNS,
   auditRecord,
@@ -16,13 +16,17 @@ import {
   type StoredAuditFilter,
   maskOperatorActors,
 } from "../audit/query.ts";
-import { csvCell, csvHeader, csvLine, jsonLine } from "./format.ts";
+import { csvCell, csvHeader, csvLine, jsonLine, type ExportRow } from "./format.ts";
 
 // Exports run in the background: the usage log (or the audit log) is read in keyset-paginated batches ordered by
 // (started_at, id) (or (created_at, id)) and streamed to a file with back-pressure, so memory stays flat however
 // many rows there are. One writer (writeExport) serves both kinds; a kind is only its rows and its lines.
 
 export const BATCH = 2_000;
+/** Usage rows per batch: a batch is one index range scan, so larger batches only save round trips. */
+export const USAGE_BATCH = 10_000;
+/** The row count shown while an export runs is written at most this often, not per batch. */
+const PROGRESS_MS = 1_000;
 export const MAX_ACTIVE_PER_ACCOUNT = 2;
 
 const positive = (v: string | undefined, d: number) =>
@@ -265,7 +269,9 @@ type Cursor = { at: Date; id: string };
 interface ExportSource<Row> {
   /** the CSV header line, written before the first row */
   csvHeader: string;
-  /** up to BATCH rows after the cursor (from the start when null) */
+  /** rows per batch (BATCH when not said) */
+  batchSize?: number;
+  /** up to batchSize rows after the cursor (from the start when null) */
   batch(after: Cursor | null): Promise<Row[]>;
   cursorOf(row: Row): Cursor;
   line(row: Row): string;
@@ -280,7 +286,21 @@ function after<Where>(base: Where, timeField: string, cursor: Cursor | null): Wh
   } as Where;
 }
 
-/** The account's usage log, filtered as stored with the job; each row carries its key's name. */
+/** What a usage export reads: the exported columns only, prices as decimal text (no object per cell). */
+const EXPORT_COLUMNS = Prisma.sql`id::text AS id, started_at AS "startedAt", request_id AS "requestId",
+  api_key_id::text AS "apiKeyId", model, protocol, status, error_code AS "errorCode",
+  prompt_tokens AS "promptTokens", completion_tokens AS "completionTokens", reasoning_tokens AS "reasoningTokens",
+  cached_tokens AS "cachedTokens", input_tokens AS "inputTokens", cache_write_5m_tokens AS "cacheWrite5mTokens",
+  cache_write_1h_tokens AS "cacheWrite1hTokens", cost_micro AS "costMicro", input_price::text AS "inputPrice",
+  cached_input_price::text AS "cachedInputPrice", cache_write_5m_price::text AS "cacheWrite5mPrice",
+  cache_write_1h_price::text AS "cacheWrite1hPrice", output_price::text AS "outputPrice", estimated,
+  end_user AS "endUser", tags, dropped, latency_ms AS "latencyMs", ttft_ms AS "ttftMs", stream`;
+
+/**
+ * The account's usage log, filtered as stored with the job; each row carries its key's name. Read in SQL with a
+ * row-comparison cursor, "(started_at, id) > (…)", a bound of the (account, started_at, id) index: each batch is
+ * one range scan of the rows it returns, in order, however deep into the export it is.
+ */
 async function usageSource(ctx: Ctx, job: ExportJob) {
   if (!job.accountId) throw new Error("a usage export needs an account");
   const accountId = job.accountId;
@@ -290,19 +310,23 @@ async function usageSource(ctx: Ctx, job: ExportJob) {
       k.name,
     ]),
   );
-  const base = usageWhere(accountId, loadFilters(job.filters as StoredFilters));
+  const base = usageConditions(accountId, loadFilters(job.filters as StoredFilters));
   const line = job.format === "csv" ? csvLine : jsonLine;
+  type Row = ExportRow & { id: string };
   return {
     csvHeader: csvHeader(),
-    batch: (cursor) =>
-      ctx.prisma.usageLog.findMany({
-        where: after(base, "startedAt", cursor),
-        orderBy: [{ startedAt: "asc" }, { id: "asc" }],
-        take: BATCH,
-      }),
+    batchSize: USAGE_BATCH,
+    batch: (cursor) => {
+      const where = cursor
+        ? [...base, Prisma.sql`(started_at, id) > (${cursor.at}::timestamptz, ${cursor.id}::uuid)`]
+        : base;
+      return ctx.prisma.$queryRaw<Row[]>`
+        SELECT ${EXPORT_COLUMNS} FROM usage_logs WHERE ${Prisma.join(where, " AND ")}
+        ORDER BY started_at, id LIMIT ${USAGE_BATCH}`;
+    },
     cursorOf: (r) => ({ at: r.startedAt, id: r.id }),
     line: (r) => line(r, r.apiKeyId ? (keyNames.get(r.apiKeyId) ?? null) : null),
-  } satisfies ExportSource<Awaited<ReturnType<typeof ctx.prisma.usageLog.findMany>>[number]>;
+  } satisfies ExportSource<Row>;
 }
 
 /** The audit log in (created_at, id) order; before/after as JSON text (in CSV, JSON inside the cell). */
@@ -348,14 +372,30 @@ async function writeExport<Row>(ctx: Ctx, job: ExportJob, source: ExportSource<R
   try {
     if (job.format === "csv") await write(out, source.csvHeader);
     let cursor: Cursor | null = null;
+    const size = source.batchSize ?? BATCH;
+    let shown = Date.now();
+    // the next batch is read while this one is formatted and written (a failure is seen when it is awaited)
+    const read = (c: Cursor | null) => {
+      const p = source.batch(c);
+      p.catch(() => undefined);
+      return p;
+    };
+    let next = read(cursor);
     for (;;) {
-      const rows = await source.batch(cursor);
+      const rows = await next;
       if (rows.length === 0) break;
-      await write(out, rows.map(source.line).join(""));
-      count += rows.length;
       cursor = source.cursorOf(rows[rows.length - 1]!);
-      await ctx.prisma.export.update({ where: { id: job.id }, data: { rowCount: count } });
-      if (rows.length < BATCH) break;
+      const more = rows.length >= size;
+      if (more) next = read(cursor);
+      let text = "";
+      for (const r of rows) text += source.line(r);
+      await write(out, text);
+      count += rows.length;
+      if (Date.now() - shown >= PROGRESS_MS) {
+        shown = Date.now();
+        await ctx.prisma.export.update({ where: { id: job.id }, data: { rowCount: count } });
+      }
+      if (!more) break;
     }
     await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
     await rename(partial, final);

@@ -1,9 +1,12 @@
-import type { Prisma } from "../generated/prisma/client.ts";
+import { Prisma, type UsageLog } from "../generated/prisma/client.ts";
 import type { ServiceContext } from "../services/context.ts";
 import { badInput } from "../services/errors.ts";
 
 // The usage log: newest first, keyset (cursor) pagination on (started_at, id), so a page costs the same at any
-// depth and rows arriving meanwhile never shift a page.
+// depth and rows arriving meanwhile never shift a page. The cursor is a row comparison, "(started_at, id) <
+// (…)": every index of the log ends with (started_at, id), so it bounds the index scan and a page reads only the
+// rows it returns (the form "started_at < t OR (started_at = t AND id < i)" is not an index bound: each page
+// scanned and sorted everything after its cursor). Prisma cannot write a row comparison, so pages are plain SQL.
 
 export interface UsageFilter {
   from?: Date | null;
@@ -52,6 +55,38 @@ export function decodeCursor(cursor: string): { startedAt: Date; id: string } {
   }
 }
 
+/**
+ * The same filter as SQL conditions (usageWhere's twin for the queries written in SQL: pages and exports). The
+ * tag condition also states tags <> '{}', as the partial tags index requires.
+ */
+export function usageConditions(accountId: string, f: UsageFilter): Prisma.Sql[] {
+  usageWhere(accountId, f); // the same validation
+  const c = [Prisma.sql`account_id = ${accountId}::uuid`];
+  if (f.from) c.push(Prisma.sql`started_at >= ${f.from}`);
+  if (f.to) c.push(Prisma.sql`started_at < ${f.to}`);
+  if (f.apiKeyId) c.push(Prisma.sql`api_key_id = ${f.apiKeyId}::uuid`);
+  if (f.model) c.push(Prisma.sql`model = ${f.model}`);
+  if (f.endUser) c.push(Prisma.sql`end_user = ${f.endUser}`);
+  if (f.tag) c.push(Prisma.sql`tags @> ARRAY[${f.tag}]::text[] AND tags <> '{}'`);
+  if (f.status !== null && f.status !== undefined) c.push(Prisma.sql`status = ${f.status}`);
+  else if (f.success === true) c.push(Prisma.sql`status >= 200 AND status < 300`);
+  else if (f.success === false) c.push(Prisma.sql`(status < 200 OR status >= 300)`);
+  return c;
+}
+
+/** Every column of a usage row under its Prisma field name: a row read in SQL is a UsageLog. */
+export const USAGE_ROW = Prisma.sql`id::text AS id, request_id AS "requestId", account_id::text AS "accountId",
+  api_key_id::text AS "apiKeyId", model, protocol, upstream, status, error_code AS "errorCode",
+  prompt_tokens AS "promptTokens", completion_tokens AS "completionTokens", reasoning_tokens AS "reasoningTokens",
+  cached_tokens AS "cachedTokens", input_tokens AS "inputTokens", cache_write_5m_tokens AS "cacheWrite5mTokens",
+  cache_write_1h_tokens AS "cacheWrite1hTokens", cost_micro AS "costMicro", input_price AS "inputPrice",
+  cached_input_price AS "cachedInputPrice", cache_write_5m_price AS "cacheWrite5mPrice",
+  cache_write_1h_price AS "cacheWrite1hPrice", output_price AS "outputPrice", estimated, end_user AS "endUser",
+  tags, dropped, latency_ms AS "latencyMs", ttft_ms AS "ttftMs", stream, client_ip AS "clientIp",
+  started_at AS "startedAt", created_at AS "createdAt"`;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 export const MAX_PAGE = 200;
 
 export async function usagePage(
@@ -63,20 +98,15 @@ export async function usagePage(
 ) {
   if (!Number.isInteger(first) || first < 1 || first > MAX_PAGE)
     throw badInput(`first must be 1..${MAX_PAGE}`, "first");
-  const base = usageWhere(accountId, filter);
-  const where: Prisma.UsageLogWhereInput = after
-    ? (() => {
-        const c = decodeCursor(after);
-        return {
-          AND: [base, { OR: [{ startedAt: { lt: c.startedAt } }, { startedAt: c.startedAt, id: { lt: c.id } }] }],
-        };
-      })()
-    : base;
-  const rows = await ctx.prisma.usageLog.findMany({
-    where,
-    orderBy: [{ startedAt: "desc" }, { id: "desc" }],
-    take: first + 1,
-  });
+  const conditions = usageConditions(accountId, filter);
+  if (after) {
+    const c = decodeCursor(after);
+    if (!UUID.test(c.id)) throw badInput("the cursor is not valid", "after");
+    conditions.push(Prisma.sql`(started_at, id) < (${c.startedAt}::timestamptz, ${c.id}::uuid)`);
+  }
+  const rows = await ctx.prisma.$queryRaw<UsageLog[]>`
+    SELECT ${USAGE_ROW} FROM usage_logs WHERE ${Prisma.join(conditions, " AND ")}
+    ORDER BY started_at DESC, id DESC LIMIT ${first + 1}`;
   const hasNextPage = rows.length > first;
   const nodes = hasNextPage ? rows.slice(0, first) : rows;
   const last = nodes[nodes.length - 1];
