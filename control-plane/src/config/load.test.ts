@@ -77,4 +77,19 @@ describe("config file", () => {
     );
     expect(free.models[0]!.price).toEqual({ input: 0, output: 0, cacheWrite5m: 0.2, cacheWrite1h: "0.3" });
   });
+  it("an upstream of a provider: its defaults, and what cannot work refused naming the field", () => {
+    const one = (u: Record<string, unknown>, model = "m") =>
+      parseConfig(
+        JSON.stringify({
+          upstreams: [{ name: "u", ...u }],
+          models: [{ id: "x-2025-01-01", price: { input: 1, output: 1 }, routes: [{ upstream: "u", model }] }],
+        }),
+      );
+    expect(one({ provider: "deepseek", apiKey: "k" }).upstreams[0]).toMatchObject({ provider: "deepseek" });
+    expect(() => one({ provider: "deepseek", protocol: "anthropic" })).toThrow(/upstreams.0.protocol: deepseek speaks/);
+    expect(() => one({ protocol: "openai" })).toThrow(/upstreams.0.baseUrl: provider direct needs a baseUrl/);
+    expect(() => one({ baseUrl: "http://h/v1" })).toThrow(/upstreams.0.protocol: an upstream without a provider/);
+    expect(() => one({ provider: "nope", protocol: "openai", baseUrl: "http://h" })).toThrow(/upstreams.0.provider/);
+    expect(() => one({ provider: "deepseek", region: "US East" })).toThrow(/upstreams.0.region/);
+  });
 });
