@@ -64,6 +64,8 @@ export const bedrock: Provider = {
   name: "bedrock",
   needsKey: false, // static keys, or the default AWS credential chain
   requiredOptions: ["region"],
+  options: ["region"],
+  secrets: ["accessKeyId", "secretAccessKey", "sessionToken"],
   protocolFor: bedrockProtocolFor,
   defaultBaseUrl: (options) => (options.region ? defaultBedrockUrl(options.region) : null),
   prepare,
