@@ -78,6 +78,16 @@ describe("azure-openai provider", () => {
     );
   });
 
+  it("reads Azure's DeploymentNotFound as an unknown model", () => {
+    const body = JSON.stringify({
+      error: { code: "DeploymentNotFound", message: "The API deployment for this resource does not exist." },
+    });
+    expect(azureOpenAI.parseError!(404, {}, body)).toMatchObject({ code: "model_not_found" });
+    expect(
+      azureOpenAI.parseError!(404, {}, JSON.stringify({ error: { code: "404", message: "Resource not found" } })),
+    ).toBeNull();
+  });
+
   it("speaks openai by default, openai-responses when configured, nothing else", () => {
     expect(azureOpenAI.protocolFor("gpt-4o", null)).toBe("openai");
     expect(azureOpenAI.protocolFor("gpt-4o", "openai-responses")).toBe("openai-responses");

@@ -13,6 +13,7 @@
 // Azure's answers are OpenAI's with content-filter annotations (see the protocol's stream decoder).
 
 import type { RouteSnapshot, UpstreamProtocol } from "../../contract/index.ts";
+import { parseOpenAIUpstreamError } from "../../protocols/openai/errors.ts";
 import type { Provider, ProviderContext, ProtocolCall, ProviderRequest } from "../types.ts";
 import { ProviderAuthError } from "../types.ts";
 import { entraToken } from "./entra.ts";
@@ -72,5 +73,10 @@ export const azureOpenAI: Provider = {
       for (const [k, v] of Object.entries(call.headers)) if (k.toLowerCase() !== "authorization") headers[k] = v;
     Object.assign(headers, await authHeader(route, ctx));
     return { url: azureUrl(route, call), headers, body: call.body };
+  },
+  parseError(status, _headers, body) {
+    // An unknown deployment is Azure's name for an unknown model (its message names neither).
+    if (status !== 404 || !body.includes('"DeploymentNotFound"')) return null;
+    return { ...parseOpenAIUpstreamError(status, body), code: "model_not_found" };
   },
 };

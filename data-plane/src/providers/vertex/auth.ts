@@ -97,20 +97,59 @@ async function defaultCredentialsToken(): Promise<IssuedToken> {
   return { token, expiresAt: client.credentials.expiry_date ?? null };
 }
 
+/** Any other Google credentials file (authorized_user from gcloud, external_account for workload identity). */
+async function otherCredentialsToken(json: Record<string, unknown>): Promise<IssuedToken> {
+  const g = await googleAuth();
+  const auth = new g.GoogleAuth({ credentials: json, scopes: [CLOUD_PLATFORM_SCOPE] });
+  const client = await auth.getClient();
+  const { token } = await client.getAccessToken();
+  if (!token) throw new Error("no access token in the answer");
+  return { token, expiresAt: client.credentials.expiry_date ?? null };
+}
+
 export const vertexTokens = new TokenCache();
 
-/** The bearer for a route: its service account's (`serviceAccount` text) or the default credentials'. */
+/** A route's credential, read once per file text: its cache key, who it is (for the log), how to get a token. */
+interface Credential {
+  key: string;
+  label: string;
+  fetch: () => Promise<IssuedToken>;
+}
+
+const credentials = new Map<string, Credential | ProviderAuthError>();
+
+function credentialOf(text: string): Credential {
+  let c = credentials.get(text);
+  if (c === undefined) {
+    try {
+      // Keyed by a digest of the file: the key itself is not kept as a map key.
+      const key = createHash("sha256").update(text).digest("hex");
+      const json = JSON.parse(text) as Record<string, unknown>;
+      if (json !== null && typeof json === "object" && json.type !== undefined && json.type !== "service_account") {
+        c = { key, label: `${String(json.type)} credentials`, fetch: () => otherCredentialsToken(json) };
+      } else {
+        const sa = parseServiceAccount(text);
+        c = { key, label: sa.client_email, fetch: () => serviceAccountToken(sa) };
+      }
+    } catch (err) {
+      c = err instanceof ProviderAuthError ? err : new ProviderAuthError("the Vertex credentials file is not JSON");
+    }
+    if (credentials.size >= 100) credentials.clear();
+    credentials.set(text, c);
+  }
+  if (c instanceof ProviderAuthError) throw c;
+  return c;
+}
+
+const adc: Credential = { key: "adc", label: "application default credentials", fetch: defaultCredentialsToken };
+
+/** The bearer for a route: its credentials file's (`serviceAccount` text) or the default credentials'. */
 export async function vertexAccessToken(serviceAccount: string | undefined, cache = vertexTokens): Promise<string> {
-  const sa = serviceAccount === undefined || serviceAccount === "" ? null : parseServiceAccount(serviceAccount);
-  // Keyed by a digest of the file: the key itself is not kept as a map key.
-  const key = sa === null ? "adc" : createHash("sha256").update(serviceAccount!).digest("hex");
+  const c = serviceAccount === undefined || serviceAccount === "" ? adc : credentialOf(serviceAccount);
   try {
-    return await cache.get(key, () => (sa === null ? defaultCredentialsToken() : serviceAccountToken(sa)));
+    return await cache.get(c.key, c.fetch);
   } catch (err) {
-    throw new ProviderAuthError(
-      `could not obtain a Vertex access token (${sa === null ? "application default credentials" : sa.client_email}): ${reasonOf(err)}`,
-      err,
-    );
+    throw new ProviderAuthError(`could not obtain a Vertex access token (${c.label}): ${reasonOf(err)}`, err);
   }
 }
 
