@@ -224,6 +224,7 @@ export const CatalogQuery = graphql(`
       enabled
       reasoning
       strict
+      fallbacks
       source
       inputPrice
       outputPrice

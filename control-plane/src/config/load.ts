@@ -25,6 +25,10 @@ export function parseConfig(text: string, env: NodeJS.ProcessEnv = process.env):
     if (u.credentialsFile !== undefined) u.serviceAccount = readServiceAccount(u.name, u.credentialsFile);
   }
   for (const m of result.data.models) {
+    // A fallback may name a model the file does not (one made through the API); itself, or twice, is a mistake.
+    if (m.fallbacks.includes(m.id)) throw new Error(`invalid gateway config: model ${m.id} names itself as a fallback`);
+    if (new Set(m.fallbacks).size !== m.fallbacks.length)
+      throw new Error(`invalid gateway config: model ${m.id} names a fallback twice`);
     for (const r of m.routes) {
       const u = byName.get(r.upstream);
       if (u === undefined)

@@ -9,6 +9,9 @@ import {
 
 // The declarative config file (GATEWAY_CONFIG, YAML or JSON). Its shape is a public contract.
 
+/** At most this many fallbacks per model (the request's own are bounded apart, data-plane/src/server/fallbacks.ts). */
+export const MAX_MODEL_FALLBACKS = 10;
+
 const price = z
   .number()
   .nonnegative()
@@ -83,6 +86,11 @@ export const configSchema = z
              * removed (hosted tools it cannot run) is refused with a 400 instead (docs/protocols.md)
              */
             strict: z.boolean().default(false),
+            /**
+             * models tried in order when every route of this one fails before the first byte; the answer and the
+             * bill name the one that served (docs/routing.md)
+             */
+            fallbacks: z.array(z.string().min(1).max(200)).max(MAX_MODEL_FALLBACKS).default([]),
             /** embedding: served by /v1/embeddings and Gemini's :embedContent, billed by input tokens */
             type: z.enum(["chat", "embedding"]).default("chat"),
             // Required, input and output both: a model is never billed 0 by omission (an explicit 0 is free).

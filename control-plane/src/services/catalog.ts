@@ -14,6 +14,7 @@ import { applyLedger } from "./accounts.ts";
 import type { ServiceContext } from "./context.ts";
 import { AppError, badInput, notFound } from "./errors.ts";
 import { parseAmount } from "./money.ts";
+import { MAX_MODEL_FALLBACKS } from "../config/schema.ts";
 
 // Operator-side writes: price contracts, models, upstreams, routes, account limits and balance adjustments.
 // Prices are typed as decimal text per one million tokens and stored as micro-units.
@@ -109,6 +110,8 @@ export async function upsertModel(
     displayName?: string | null;
     reasoning?: boolean | null;
     strict?: boolean | null;
+    /** models tried in order when every route fails before the first byte; absent or null: none */
+    fallbacks?: readonly string[] | null;
     type?: "chat" | "embedding" | null;
     enabled?: boolean | null;
   } & PriceInput,
@@ -116,6 +119,7 @@ export async function upsertModel(
   if (!MODEL_ID.test(input.id) || input.id.length > 200) {
     throw badInput("a model ID is a full ID ending in a date, e.g. acme-chat-2025-01-01", "id");
   }
+  const fallbacks = await checkFallbacks(ctx, input.id, input.fallbacks ?? []);
   const existing = await ctx.prisma.model.findUnique({ where: { id: input.id } });
   if (existing && existing.source === "config")
     throw new AppError("CONFLICT", "this model is managed by the configuration file");
@@ -123,6 +127,7 @@ export async function upsertModel(
     displayName: input.displayName ?? null,
     reasoning: input.reasoning ?? false,
     strict: input.strict ?? false,
+    fallbacks,
     type: input.type ?? "chat",
     ...priceData(input),
     enabled: input.enabled ?? true,
@@ -144,6 +149,19 @@ export async function upsertModel(
   });
   ctx.snapshotChanged();
   return row;
+}
+
+/** A model's fallbacks: existing models, not itself, each once, at most MAX_MODEL_FALLBACKS. */
+async function checkFallbacks(ctx: ServiceContext, id: string, fallbacks: readonly string[]): Promise<string[]> {
+  const list = fallbacks.map((f) => f.trim());
+  if (list.length > MAX_MODEL_FALLBACKS) throw badInput(`at most ${MAX_MODEL_FALLBACKS} fallbacks`, "fallbacks");
+  if (list.includes(id)) throw badInput("a model cannot be its own fallback", "fallbacks");
+  if (new Set(list).size !== list.length) throw badInput("a fallback is named twice", "fallbacks");
+  if (list.length === 0) return list;
+  const known = await ctx.prisma.model.findMany({ where: { id: { in: list } }, select: { id: true } });
+  const missing = list.filter((f) => !known.some((k) => k.id === f));
+  if (missing.length > 0) throw badInput(`unknown model ${missing.join(", ")}`, "fallbacks");
+  return list;
 }
 
 export async function deleteModel(ctx: ServiceContext, id: string) {

@@ -57,6 +57,8 @@ export async function buildCatalog(prisma: Db): Promise<Record<string, ModelSnap
       reasoning: m.reasoning,
       strict: m.strict,
       type: m.type,
+      // Only a model with fallbacks carries the field: snapshots of the others stay as they were.
+      ...(m.fallbacks.length > 0 ? { fallbacks: m.fallbacks } : {}),
       createdAt: m.createdAt.toISOString(),
       price: {
         input: str(m.inputPriceMicro),

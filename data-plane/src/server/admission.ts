@@ -4,7 +4,7 @@ import { pickPrice } from "../billing/cost.ts";
 import { GatewayError } from "../errors.ts";
 import { moneyRooms, reservationEstimate, type Reservation } from "../billing/reservation.ts";
 import type { BudgetCalendar } from "../billing/periods.ts";
-import { checkKeyPolicy, type UnsettledSpend } from "../policy/check.ts";
+import { checkKeyPolicy, isModelAllowed, type UnsettledSpend } from "../policy/check.ts";
 import { resolveClientIp } from "../policy/client-ip.ts";
 import { rateLimitError, rateLimitHeaders } from "../ratelimit/headers.ts";
 import type { AcquireResult, RateLimitGrant } from "../ratelimit/types.ts";
@@ -31,8 +31,15 @@ export function identify(opts: DataPlaneOptions, keyHash: string, req: IncomingM
 }
 
 export interface Admission {
+  /** the model serving the call: the one the request named, or the fallback that took over (serveAs) */
   model: ModelSnapshot;
+  /** the serving model's price for this account */
   price: Price;
+  /**
+   * the models to try, in order, when every route of the one named fails before the first byte: the request's
+   * own fallbacks then the model's configured ones, each once, only those the key may call (fallbackChain)
+   */
+  fallbacks: ModelSnapshot[];
   grant: RateLimitGrant;
   /** x-ratelimit-* headers for the response */
   headers: Record<string, string>;
@@ -92,6 +99,8 @@ export async function admit(
   purpose: "chat" | "embedding" = "chat",
   /** the request's output cap (max_tokens …); absent: DEFAULT_RESERVED_OUTPUT_TOKENS is reserved */
   maxOutputTokens?: number,
+  /** the fallbacks the request names (server/fallbacks.ts), tried before the model's configured ones */
+  requestFallbacks: readonly string[] = [],
 ): Promise<Admission> {
   const spend = await opts.spend.get(caller.key, caller.account);
   const refusal = checkKeyPolicy({
@@ -121,7 +130,15 @@ export async function admit(
   // see each other and a burst overruns a quota, budget or balance by about one call, not by every call in
   // flight (billing/reservation.ts). A refusal is the one the exhausted limit gives.
   const price = pickPrice(caller.account, model);
-  const estimate = reservationEstimate(price, estimatedTokens, purpose === "embedding" ? 0 : maxOutputTokens);
+  const fallbacks = fallbackChain(opts, caller, model, requestFallbacks, purpose);
+  // The hold covers the dearest model that may serve the call: a fallback at a higher price cannot then overrun
+  // a quota, budget or balance by more than one call, as the model named cannot. Settled at the actual cost.
+  const output = purpose === "embedding" ? 0 : maxOutputTokens;
+  let estimate = reservationEstimate(price, estimatedTokens, output);
+  for (const f of fallbacks) {
+    const e = reservationEstimate(pickPrice(caller.account, f), estimatedTokens, output);
+    if (e > estimate) estimate = e;
+  }
   const calendar = opts.calendar;
   const reserved = await opts.spend.reserve(
     caller.key,
@@ -136,11 +153,42 @@ export async function admit(
   return {
     model,
     price,
+    fallbacks,
     grant: result,
     headers: rateLimitHeaders(result.info),
     estimatedPromptTokens: estimatedTokens,
     reservation: reserved.reservation,
   };
+}
+
+/**
+ * The models that may take over from `model`, in order: the request's own fallbacks, then the model's
+ * configured ones (not theirs in turn: one level, no cycles), each once. A name the key may not call, one the
+ * gateway does not serve, or one of the wrong type (an embedding model behind a chat model) is skipped, all
+ * alike, so a fallback list cannot probe which models exist: a key is never served by a model it may not call.
+ */
+export function fallbackChain(
+  opts: DataPlaneOptions,
+  caller: Caller,
+  model: ModelSnapshot,
+  requested: readonly string[],
+  purpose: "chat" | "embedding" = "chat",
+): ModelSnapshot[] {
+  const configured = model.fallbacks;
+  if (requested.length === 0 && (configured === undefined || configured.length === 0)) return [];
+  const out: ModelSnapshot[] = [];
+  for (const id of configured === undefined ? requested : [...requested, ...configured]) {
+    if (id === model.id || out.some((m) => m.id === id) || !isModelAllowed(caller.key, id)) continue;
+    const m = opts.store.model(id);
+    if (m !== undefined && (m.type ?? "chat") === purpose) out.push(m);
+  }
+  return out;
+}
+
+/** The fallback `model` serves the admitted call from now on: the answer, the usage row and the bill name it. */
+export function serveAs(admission: Admission, caller: Caller, model: ModelSnapshot): void {
+  admission.model = model;
+  admission.price = pickPrice(caller.account, model);
 }
 
 /**

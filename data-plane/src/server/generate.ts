@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { RouteSnapshot } from "../contract/index.ts";
+import type { ModelSnapshot, RouteSnapshot } from "../contract/index.ts";
 import { GatewayError } from "../errors.ts";
 import {
   type CanonicalRequest,
@@ -15,7 +15,9 @@ import { CallAbort } from "../upstreams/call-abort.ts";
 import { orderRoutes } from "../upstreams/pick-route.ts";
 import type { AcquireResult } from "../ratelimit/types.ts";
 import { maxOutputTokensOf } from "../billing/reservation.ts";
-import { admit, cancelLimits, identify, startLimits, topUpLimits } from "./admission.ts";
+import { admit, cancelLimits, identify, serveAs, startLimits, topUpLimits } from "./admission.ts";
+import { affinityOf } from "../upstreams/affinity.ts";
+import { takeRequestFallbacks } from "./fallbacks.ts";
 import { keyHashFrom } from "./auth.ts";
 import { declaredLength, parseJsonObject, readBody } from "./body.ts";
 import { Call } from "./call.ts";
@@ -23,7 +25,7 @@ import type { DataPlaneOptions } from "./context.ts";
 import { relayJson, relayPassthroughJson, relayPassthroughStream, relayStream } from "./relay.ts";
 import { foreignIdRefusal, idKeeper, keepingIds } from "./provider-ids.ts";
 import { sendError } from "./respond.ts";
-import { type Outgoing, callUpstream } from "../upstreams/upstream-call.ts";
+import { type Answer, type Outgoing, callUpstream } from "../upstreams/upstream-call.ts";
 import { tokensFromChars } from "../usage/record.ts";
 import { attributionOf } from "../usage/attribution.ts";
 
@@ -60,8 +62,12 @@ export async function handleGenerate(
     // same either way: a quarter of the body's bytes).
     const declared = declaredLength(req, opts.maxBodyBytes);
     if (declared !== null) limits = startLimits(opts, caller, tokensFromChars(declared), startedAt);
-    const raw = await readBody(req, opts.maxBodyBytes);
+    let raw = await readBody(req, opts.maxBodyBytes);
     const body = parseJsonObject(raw);
+    // The request's own fallbacks (`models`, x-modelgate-fallbacks): `models` never reaches the upstream, so a
+    // body that had it is passed on re-serialised (only those bodies pay for it).
+    const requested = takeRequestFallbacks(client.name, body, req);
+    if (requested.bodyChanged) raw = Buffer.from(JSON.stringify(body));
     const session: ClientSession | null =
       client.openSession?.(body, opts.conversations, caller.account.id, {
         maxBytes: opts.maxBodyBytes,
@@ -86,6 +92,7 @@ export async function handleGenerate(
       limits,
       "chat",
       maxOutputTokensOf(body),
+      requested.fallbacks,
     );
     // Untraced calls skip the .finally: its closure and two promises were per-call garbage for nothing.
     const admission = await (limitsSpan === undefined ? admitting : admitting.finally(() => limitsSpan.end()));
@@ -109,7 +116,15 @@ export async function handleGenerate(
       },
       trace,
     );
-    const routes = orderRoutes(admission.model.routes);
+    // The model named, then its fallbacks (admission.ts, fallbackChain): each with its routes in this call's
+    // order. One conversation's calls share an affinity, hence their route (pick-route.ts) and key.
+    const affinity = affinityOf(body);
+    const primary = admission.model;
+    const plans = [primary, ...admission.fallbacks].map((model) => ({
+      model,
+      routes: orderRoutes(model.routes, affinity),
+    }));
+    const routes = plans.length === 1 ? plans[0]!.routes : plans.flatMap((p) => p.routes);
     if (routes.length === 0)
       throw new GatewayError(
         "unavailable",
@@ -121,8 +136,8 @@ export async function handleGenerate(
     // its answer passes through too unless the adapter says it needs translating back (another model name).
     const sameProtocol = (route: RouteSnapshot): boolean =>
       client.passthrough !== undefined && upstreamProtocolOf(route.protocol) === client.name;
-    const passes = (route: RouteSnapshot): boolean =>
-      sameProtocol(route) && (client.passthrough!.accepts?.(head, route.upstreamModel, ep.route) ?? true);
+    const passes = (route: RouteSnapshot, h: RequestHead): boolean =>
+      sameProtocol(route) && (client.passthrough!.accepts?.(h, route.upstreamModel, ep.route) ?? true);
     // A route of another protocol needs the body parsed into the canonical form; a stateful request
     // (previous_response_id) needs its references resolved from the gateway's store first. Toward an upstream of
     // the client's own protocol neither happens. When only fallbacks translate, a body they cannot take fails
@@ -163,7 +178,7 @@ export async function handleGenerate(
       else if (call) call.leave(() => abort.abort());
       else abort.abort();
     });
-    const outgoing = (route: RouteSnapshot): Outgoing => {
+    const outgoing = (route: RouteSnapshot, model: ModelSnapshot): Outgoing => {
       if (sameProtocol(route)) {
         if (foreignId) throw foreignId;
         const pt = client.passthrough!;
@@ -178,25 +193,60 @@ export async function handleGenerate(
       if (canonical === null) throw translateError;
       const up = upstreamAdapterOf(route.protocol).buildUpstreamRequest(canonical, route.upstreamModel, {
         stream: canonical.stream,
-        reasoning: admission.model.reasoning,
-        strict: admission.model.strict === true,
+        reasoning: model.reasoning,
+        strict: model.strict === true,
       });
       if (up.dropped && up.dropped.length > 0) dropped.set(route, up.dropped);
       return { path: up.path, body: JSON.stringify(up.body), headers: up.headers, stream: canonical.stream };
     };
 
-    const answer = await callUpstream(opts, routes, outgoing, abort, caller.account.id, trace, () => call!.clientGone);
+    // Fallbacks take over only before the first byte: callUpstream returns at the upstream's 2xx status line, and
+    // what fails after it (a broken stream) is the relay's, never retried on another model.
+    let answer: Answer | null = null;
+    let served = primary;
+    let failure: unknown = null;
+    for (const plan of plans) {
+      if (plan.routes.length === 0) continue;
+      if (failure !== null) {
+        if (!fallsBack(failure) || abort.aborted || call.clientGone) break;
+        opts.logger.info({ requestId, model: served.id, fallback: plan.model.id }, "model failed; trying its fallback");
+      }
+      served = plan.model;
+      try {
+        answer = await callUpstream(
+          opts,
+          plan.routes,
+          (route) => outgoing(route, plan.model),
+          abort,
+          caller.account.id,
+          trace,
+          () => call!.clientGone,
+          affinity,
+        );
+        break;
+      } catch (err) {
+        failure = err;
+      }
+    }
+    if (answer === null) throw failure;
+    // The answer, the usage row and the bill name the model that served (at its price for this account).
+    if (served !== primary) {
+      serveAs(admission, caller, served);
+      call.record.model = served.id;
+    }
+    const clientModel = served === primary ? head.model : served.id;
+    const servedHead = served === primary ? head : { ...head, model: clientModel };
     call.answered();
     call.record.upstream = answer.route.upstream;
     trace?.relay(answer.route);
     const left = dropped.get(answer.route);
     if (left) call.record.dropped = left;
     const headers = left ? { ...admission.headers, [DROPPED_HEADER]: left.join(", ") } : admission.headers;
-    if (passes(answer.route)) {
+    if (passes(answer.route, servedHead)) {
       const pt = client.passthrough!;
       const keep = idKeeper(opts, caller.account.id, requestId);
       if (head.stream) {
-        const reader = pt.createStream(head.model, requestId, head);
+        const reader = pt.createStream(clientModel, requestId, servedHead);
         await relayPassthroughStream(
           call,
           res,
@@ -205,13 +255,18 @@ export async function handleGenerate(
           headers,
           client.streamContentType?.(ep.route),
         );
-      } else await relayPassthroughJson(call, res, answer, pt, head.model, headers, keep);
+      } else await relayPassthroughJson(call, res, answer, pt, clientModel, headers, keep);
       return;
     }
     // Translated back: a same-protocol route whose answer is renamed has its body parsed only now.
     canonical ??= parse(translated);
     const upstreamAdapter = upstreamAdapterOf(answer.route.protocol);
-    const ctx = { model: canonical.model, requestId, request: body, commit: session?.commit };
+    const ctx = {
+      model: served === primary ? canonical.model : clientModel,
+      requestId,
+      request: body,
+      commit: session?.commit,
+    };
     if (canonical.stream) {
       await relayStream(
         call,
@@ -247,6 +302,16 @@ export async function handleGenerate(
     else if (!res.writableEnded) res.end();
     if (!(err instanceof GatewayError)) opts.logger.error({ requestId, err }, "unexpected error");
   }
+}
+
+/**
+ * Whether a model's failure lets its fallback try: the upstreams' own troubles (5xx, 429, timeouts, refused
+ * credentials, breakers open, an unknown upstream model). Not the request's fault (the upstream found it invalid:
+ * another model would too), not a client that left, not the gateway's own fault.
+ */
+function fallsBack(err: unknown): boolean {
+  if (!(err instanceof GatewayError)) return false;
+  return err.kind === "upstream" || err.kind === "timeout" || err.kind === "unavailable" || err.kind === "rate_limit";
 }
 
 /** Lists the client parameters a translation left out (hints with no equivalent, tools the upstream cannot run). */

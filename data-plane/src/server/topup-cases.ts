@@ -36,6 +36,7 @@ export function topUpCases(name: string, setup: () => Promise<{ limiter: RateLim
       return {
         model: {} as never,
         price: {} as never,
+        fallbacks: [],
         grant: r,
         headers: rateLimitHeaders(r.info),
         estimatedPromptTokens: estimate,

@@ -152,6 +152,10 @@ const ModelRef = builder.objectRef<Model>("Model").implement({
       description:
         "toward an upstream of another protocol, what would be dropped or removed (hints, hosted tools) is a 400 instead",
     }),
+    fallbacks: t.exposeStringList("fallbacks", {
+      description:
+        "model IDs tried in order when every route of this one fails before the first byte; the answer and the bill name the one that served",
+    }),
     type: t.field({ type: ModelTypeEnum, resolve: (m) => m.type }),
     enabled: t.exposeBoolean("enabled"),
     source: t.field({ type: ConfigSourceEnum, resolve: (m) => m.source }),
@@ -264,6 +268,9 @@ const ModelInput = builder.inputType("ModelInput", {
     displayName: t.string(),
     reasoning: t.boolean(),
     strict: t.boolean({ description: "refuse (400) what a translation would drop or remove; false unless set" }),
+    fallbacks: t.stringList({
+      description: "model IDs tried in order when every route fails before the first byte; none unless set",
+    }),
     type: t.field({ type: ModelTypeEnum, description: "chat unless set" }),
     inputPrice: t.string({ required: true, description: 'per 1M tokens, decimal text; required ("0" for free)' }),
     outputPrice: t.string({ required: true }),
