@@ -368,7 +368,7 @@ describe("Google Vertex AI through the gateway", () => {
     expect(ok.choices[0]!.message.content).toBe("Hello from the mock.");
   });
 
-  it("Vertex's own refusals reach the client: an expired or revoked token is the gateway's 502, a bad request its 400", async () => {
+  it("Vertex's own refusals reach the client: a revoked token is the gateway's 502 (and a new token is fetched for the next call), a bad request its 400", async () => {
     const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: key, maxRetries: 0 });
     mock.anthropic.reply({ error: { status: 400, message: "messages: roles must alternate" } });
     const invalid = await client.chat.completions
@@ -388,5 +388,13 @@ describe("Google Vertex AI through the gateway", () => {
         (e: unknown) => e as InstanceType<typeof OpenAI.APIError>,
       );
     expect([revoked?.status, (revoked?.error as { code?: string })?.code]).toEqual([502, "upstream_auth_failed"]);
+    // The gateway forgot the refused token: the next call gets a new one and its answer.
+    const before = mock.tokenRequests.length;
+    const again = await client.chat.completions.create({
+      model: MODELS.gemini,
+      messages: [{ role: "user", content: "Hi" }],
+    });
+    expect(again.choices[0]!.message.content).toBe("Hello from the mock.");
+    expect(mock.tokenRequests.length - before).toBe(1);
   });
 });

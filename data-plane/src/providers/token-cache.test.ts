@@ -60,6 +60,29 @@ describe("TokenCache", () => {
     expect(await again).toBe("t2");
   });
 
+  it("after a failed background refresh, keeps serving the valid token and tries again only after a pause", async () => {
+    let now = 0;
+    const cache = new TokenCache({ now: () => now });
+    const iss = issuer();
+    const first = cache.get("sa", iss.fetch(now));
+    iss.pending[0]!.resolve("t1");
+    await first;
+    now = 3_600_000 - 120_000; // two minutes left
+    expect(await cache.get("sa", iss.fetch(now))).toBe("t1");
+    iss.pending[1]!.reject(new Error("unavailable"));
+    await expect
+      .poll(async () => {
+        await cache.get("sa", iss.fetch(now));
+        return iss.pending.length;
+      })
+      .toBe(2);
+    for (let i = 0; i < 20; i++) expect(await cache.get("sa", iss.fetch(now))).toBe("t1");
+    expect(iss.pending).toHaveLength(2); // no call asked again within the pause
+    now += 10_000;
+    expect(await cache.get("sa", iss.fetch(now))).toBe("t1");
+    expect(iss.pending).toHaveLength(3);
+  });
+
   it("keeps one token per credential", async () => {
     const cache = new TokenCache();
     const a = cache.get("a", async () => ({ token: "ta", expiresAt: null }));

@@ -23,7 +23,12 @@ interface Entry {
   token: string | null;
   expiresAt: number;
   inflight: Promise<string> | null;
+  /** when a background refresh failed: the next one waits a moment (the token still works meanwhile) */
+  failedAt: number;
 }
+
+/** How long a failed background refresh waits before the next, while the token it would replace is valid. */
+const BACKGROUND_RETRY_MS = 10_000;
 
 export class TokenCache {
   private readonly entries = new Map<string, Entry>();
@@ -47,18 +52,20 @@ export class TokenCache {
     if (e === undefined) {
       // Credentials are few (one per upstream): the map stays small, but a key rotation must not grow it forever.
       if (this.entries.size >= 100) this.entries.clear();
-      e = { token: null, expiresAt: 0, inflight: null };
+      e = { token: null, expiresAt: 0, inflight: null, failedAt: -Infinity };
       this.entries.set(key, e);
     }
     const left = e.expiresAt - this.now();
     if (e.token !== null && left > this.refreshBeforeMs) return Promise.resolve(e.token);
-    const refresh = e.inflight ?? this.refresh(e, fetch);
     if (e.token !== null && left > 0) {
-      // Still valid: this call goes on with it; the refresh's failure is the next caller's to see.
-      refresh.catch(() => undefined);
+      // Still valid: this call goes on with it while one refresh runs; a failed one is tried again shortly,
+      // not by every call (the token endpoint would be asked as often as the gateway is).
+      if (e.inflight === null && this.now() - e.failedAt >= BACKGROUND_RETRY_MS) {
+        this.refresh(e, fetch).catch(() => undefined);
+      }
       return Promise.resolve(e.token);
     }
-    return refresh;
+    return e.inflight ?? this.refresh(e, fetch);
   }
 
   private refresh(e: Entry, fetch: () => Promise<IssuedToken>): Promise<string> {
@@ -67,7 +74,11 @@ export class TokenCache {
         const issued = await fetch();
         e.token = issued.token;
         e.expiresAt = issued.expiresAt ?? this.now() + this.fallbackLifetimeMs;
+        e.failedAt = -Infinity;
         return issued.token;
+      } catch (err) {
+        e.failedAt = this.now(); // before the refresh is over: no call in between starts another
+        throw err;
       } finally {
         e.inflight = null;
       }
@@ -76,7 +87,7 @@ export class TokenCache {
     return p;
   }
 
-  /** Forgets every token (tests). */
+  /** Forgets every token: the next call of each credential asks for a new one. */
   clear(): void {
     this.entries.clear();
   }

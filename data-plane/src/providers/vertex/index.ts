@@ -12,7 +12,7 @@
 import type { RouteSnapshot, UpstreamProtocol } from "../../contract/index.ts";
 import { parseGeminiUpstreamError } from "../../protocols/gemini/errors.ts";
 import type { Provider, ProviderContext, ProtocolCall, ProviderRequest } from "../types.ts";
-import { vertexAccessToken } from "./auth.ts";
+import { vertexAccessToken, vertexTokens } from "./auth.ts";
 import { modelSegment, publisherBase, vertexRoot } from "./paths.ts";
 import { claudeBody, claudeUrl } from "./claude.ts";
 import { predictAnswer, predictBody, isGeminiEmbedPath } from "./embeddings.ts";
@@ -66,6 +66,9 @@ export const vertex: Provider = {
       : res;
   },
   parseError(status, _headers, body) {
+    // Vertex no longer takes a token it issued (revoked, the account disabled or its key deleted): the cached
+    // tokens are forgotten, so the next call asks for a new one instead of being refused until the refresh.
+    if (status === 401) vertexTokens.clear();
     // Vertex answers its own refusals (auth, quota, an unknown model or path) in Google's shape on Claude's
     // paths too; Claude's own are Anthropic's, read by the protocol's parser.
     if (!/^\s*\{\s*"error"\s*:\s*\{/.test(body) || !body.includes('"status"')) return null;
