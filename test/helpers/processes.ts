@@ -70,32 +70,42 @@ export async function waitForHttp(
   throw new Error(`timed out waiting for ${url}:\n${proc.output()}`);
 }
 
-/** Runs the admin CLI as `npm run admin` does and returns its parsed --json output. */
-export async function admin(
+/** Runs a command to its exit, with stdout and stderr kept apart (what a script piping its stdout sees). */
+export async function run(
+  command: string,
+  args: string[],
   env: NodeJS.ProcessEnv,
-  ...args: string[]
-): Promise<{ code: number; json: unknown; stdout: string; stderr: string }> {
-  const child = spawn(
-    process.execPath,
-    ["--import", "tsx", "--conditions=modelgate-source", "control-plane/src/admin/cli.ts", ...args, "--json"],
-    {
-      cwd: repoRoot,
-      env: { ...process.env, LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "warn", ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const child = spawn(command, args, {
+    cwd: repoRoot,
+    env: { ...process.env, LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "warn", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (d) => (stdout += d));
   child.stderr.on("data", (d) => (stderr += d));
   const code = await new Promise<number>((r) => child.on("exit", (c) => r(c ?? 1)));
+  return { code, stdout, stderr };
+}
+
+/** Runs the admin CLI as `npm run admin` does and returns its parsed --json output. */
+export async function admin(
+  env: NodeJS.ProcessEnv,
+  ...args: string[]
+): Promise<{ code: number; json: unknown; stdout: string; stderr: string }> {
+  const r = await run(
+    process.execPath,
+    ["--import", "tsx", "--conditions=modelgate-source", "control-plane/src/admin/cli.ts", ...args, "--json"],
+    env,
+  );
   let json: unknown = null;
   try {
-    json = JSON.parse(stdout);
+    json = JSON.parse(r.stdout);
   } catch {
     /* not JSON: usage errors print text */
   }
-  return { code, json, stdout, stderr };
+  return { ...r, json };
 }
 
 export async function eventually<T>(

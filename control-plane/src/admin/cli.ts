@@ -1,56 +1,47 @@
 import { parseArgs } from "node:util";
-import { commandNames, runAdminCommand, UsageError, type CommandName } from "./commands.ts";
+import { z } from "zod";
+import { commandNames, commandOf, runAdminCommand, UsageError, type CommandName } from "./commands.ts";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { DataDirLocked, lockDataDir, lockHolder, readAdvert, tighten } from "../main/data-dir.ts";
 import { adminTokenPath, readAdminToken } from "./token.ts";
 
+const commandHelp = commandNames
+  .map((name) => {
+    const c = commandOf(name);
+    const lines = [`  ${name.padEnd(18)} ${c.usage}`];
+    if (c.note) lines.push(`${" ".repeat(21)}(${c.note})`);
+    return lines.join("\n");
+  })
+  .join("\n");
+
 const HELP = `modelgate-admin: operator commands
 
-  account create --name NAME [--email E] [--balance AMOUNT]
-  account topup  --account NAME_OR_ID --amount AMOUNT
-  key create     --account NAME_OR_ID [--name N] [--models ID,ID] [--ip-allowlist CIDR,CIDR]
-                 [--quota AMOUNT] [--expires ISO8601] [--rpm N] [--tpm N] [--concurrency N]
-  key revoke     ID
-  key list       --account NAME_OR_ID
-  account show   --account NAME_OR_ID
-  account update --account NAME_OR_ID [--status active|disabled] [--rpm N] [--tpm N] [--concurrency N]
-                 [--time-zone IANA_ZONE]
-                 (account-wide rate limits, applied to every key of the account)
-  budget set     --account NAME_OR_ID [--key ID] [--daily AMOUNT|none] [--weekly AMOUNT|none] [--monthly AMOUNT|none]
-                 (spend limits per calendar period in the account's time zone; none removes one)
-  budget caps    --account NAME_OR_ID [--daily AMOUNT|none] [--weekly AMOUNT|none] [--monthly AMOUNT|none]
-                 (ceilings for what the account's owners may set)
-  budget show    --account NAME_OR_ID [--key ID]
-  contract set   --account NAME_OR_ID --model ID --input PRICE --output PRICE [--cached-input PRICE]
-                 [--cache-write-5m PRICE] [--cache-write-1h PRICE]
-                 (prices per 1M tokens, in account currency)
-  usage list     --account NAME_OR_ID [--limit N]
-  user create    --email E --password P [--role owner|member|operator] [--account NAME_OR_ID] [--name N]
-                 (a console login; owners and members belong to an account)
-  alerts show    --account NAME_OR_ID | --operators
-  alerts set     --account NAME_OR_ID | --operators [--percents 50,80,100|none] [--balance-below AMOUNT|none]
-                 [--key-expiry-days N|none] [--breaker-open true|false] [--emails A,B|none]
-                 (alert rules; none removes one; --breaker-open is the operators' only)
-  alerts events  --account NAME_OR_ID | --operators [--limit N]
-  webhook add    --account NAME_OR_ID | --operators --url URL   (prints the signing secret, once)
-  webhook remove ID --account NAME_OR_ID | --operators
-  webhook test   ID --account NAME_OR_ID | --operators   (sends a signed test alert now)
-  webhook deliveries --account NAME_OR_ID | --operators [--status pending|delivered|failed] [--limit N]
+${commandHelp}
 
-Add --json for machine-readable output. Amounts are decimal currency units (10 = 10.000000).
-Distributed mode (DATABASE_URL set): works on the database and asks the control plane, through REDIS_URL,
-to publish the change to the data planes. Embedded mode: --data-dir DIR (or MODELGATE_DATA_DIR; default
-./data) names the server's data directory. While a server holds it, the CLI talks to that server at the
-address it advertised there (or MODELGATE_URL), with the admin token kept there; with no server, the CLI
-opens the directory itself. It never opens a directory a live process holds.`;
+Add --json for machine-readable output (stdout carries the output only). Amounts are decimal currency units
+(10 = 10.000000). Distributed mode (DATABASE_URL set): works on the database and asks the control plane,
+through REDIS_URL, to publish the change to the data planes. Embedded mode: --data-dir DIR (or
+MODELGATE_DATA_DIR; default ./data) names the server's data directory. While a server holds it, the CLI talks
+to that server at the address it advertised there (or MODELGATE_URL), with the admin token kept there; with no
+server, the CLI opens the directory itself. It never opens a directory a live process holds.`;
 
-type Positional = "id";
-const positional: Partial<Record<CommandName, Positional>> = {
-  "key revoke": "id",
-  "webhook remove": "id",
-  "webhook test": "id",
-};
+/** The fields a command's argument schema names (objects, their intersections and refinements). */
+function fieldsOf(schema: z.ZodType): Record<string, z.ZodType> {
+  if (schema instanceof z.ZodObject) return schema.shape as Record<string, z.ZodType>;
+  if (schema instanceof z.ZodIntersection)
+    return { ...fieldsOf(schema._zod.def.left as z.ZodType), ...fieldsOf(schema._zod.def.right as z.ZodType) };
+  return {};
+}
+
+/** Every command's options, for node's strict argv parser: a flag where the schema takes a boolean. */
+const commandOptions = Object.fromEntries(
+  commandNames.flatMap((name) =>
+    Object.entries(fieldsOf(commandOf(name).args))
+      .filter(([field]) => field !== commandOf(name).positional)
+      .map(([field, schema]) => [field, { type: schema.safeParse(true).success ? "boolean" : "string" } as const]),
+  ),
+);
 
 export function parseCli(argv: string[]): {
   command: CommandName;
@@ -63,54 +54,23 @@ export function parseCli(argv: string[]): {
     allowPositionals: true,
     strict: true,
     options: {
+      ...commandOptions,
       json: { type: "boolean" },
       "data-dir": { type: "string" },
       help: { type: "boolean", short: "h" },
-      name: { type: "string" },
-      email: { type: "string" },
-      balance: { type: "string" },
-      account: { type: "string" },
-      amount: { type: "string" },
-      models: { type: "string" },
-      "ip-allowlist": { type: "string" },
-      quota: { type: "string" },
-      expires: { type: "string" },
-      rpm: { type: "string" },
-      tpm: { type: "string" },
-      concurrency: { type: "string" },
-      model: { type: "string" },
-      input: { type: "string" },
-      output: { type: "string" },
-      "cached-input": { type: "string" },
-      limit: { type: "string" },
-      password: { type: "string" },
-      role: { type: "string" },
-      status: { type: "string" },
-      key: { type: "string" },
-      daily: { type: "string" },
-      weekly: { type: "string" },
-      monthly: { type: "string" },
-      "time-zone": { type: "string" },
-      operators: { type: "boolean" },
-      percents: { type: "string" },
-      "balance-below": { type: "string" },
-      "key-expiry-days": { type: "string" },
-      "breaker-open": { type: "string" },
-      emails: { type: "string" },
-      url: { type: "string" },
     },
   });
   if (values.help || positionals.length < 2) throw new UsageError(HELP);
   const command = `${positionals[0]} ${positionals[1]}` as CommandName;
   if (!commandNames.includes(command)) throw new UsageError(`unknown command '${command}'\n\n${HELP}`);
   const { json, help: _help, "data-dir": dataDir, ...args } = values;
-  const pos = positional[command];
+  const pos = commandOf(command).positional;
   const rest = positionals.slice(2);
   if (pos) {
     if (rest.length !== 1) throw new UsageError(`'${command}' takes exactly one ${pos.toUpperCase()}`);
     (args as Record<string, unknown>)[pos] = rest[0];
   } else if (rest.length) throw new UsageError(`unexpected argument '${rest[0]}'`);
-  return { command, args, json: json === true, dataDir };
+  return { command, args, json: json === true, dataDir: dataDir as string | undefined };
 }
 
 /**

@@ -1,8 +1,7 @@
 import type { Db } from "../db/client.ts";
 import type { AuditLog, Prisma } from "../generated/prisma/client.ts";
-import type { ServiceContext } from "../services/context.ts";
-import { badInput } from "../services/errors.ts";
-import { decodeCursor, encodeCursor } from "../stats/usage-log.ts";
+import { badInput } from "../errors/app-error.ts";
+import { decodeCursor, encodeCursor } from "../db/cursor.ts";
 
 // The audit log's read side: newest first, keyset pagination on (created_at, id) like the usage log, so a page
 // costs the same at any depth and rows written meanwhile never shift a page.
@@ -66,7 +65,7 @@ export async function maskOperatorActors<T extends AuditLog>(prisma: Db, rows: T
 }
 
 export async function auditPage(
-  ctx: ServiceContext,
+  ctx: { prisma: Db },
   filter: AuditFilter,
   first: number,
   after?: string | null,

@@ -1,7 +1,7 @@
 import { audit } from "../audit/record.ts";
 import type { Db } from "../db/client.ts";
 import { open } from "@modelgate/data-plane";
-import { AppError } from "../services/errors.ts";
+import { AppError } from "../errors/app-error.ts";
 import { dummyHash, HashQueueFull, hashPassword, LOGIN_HASH_QUEUE, needsRehash, verifyPassword } from "./password.ts";
 import { createSession, revokeSession } from "./sessions.ts";
 import { hmacCode, normaliseRecoveryCode, safeEqualHex } from "./tokens.ts";

@@ -1,6 +1,6 @@
 import type { Db } from "../db/client.ts";
 import type { Account, User } from "../generated/prisma/client.ts";
-import { AppError } from "../services/errors.ts";
+import { AppError } from "../errors/app-error.ts";
 import { parseCookies, SESSION_COOKIE } from "./cookies.ts";
 import { findSession } from "./sessions.ts";
 import { PAT_PREFIX, sha256 } from "./tokens.ts";

@@ -1,5 +1,5 @@
 import type { Db } from "../db/client.ts";
-import { AppError } from "../services/errors.ts";
+import { AppError } from "../errors/app-error.ts";
 
 // Throttling of guesses: sign-in by (e-mail, client address), the second step and step-up checks by user.
 // Each attempt is taken from the budget *before* the secret is checked, in one transaction that locks the

@@ -1,6 +1,7 @@
 import { GraphQLError } from "graphql";
-import { badInput, forbidden, notFound, unauthenticated } from "../services/errors.ts";
-import { formatAmount, parseAmount } from "../services/money.ts";
+import { forbidden, notFound, unauthenticated } from "../services/errors.ts";
+import { amountSchema, pageSize, parseField } from "../services/inputs.ts";
+import { formatAmount } from "../services/money.ts";
 import { isOperator } from "./builder.ts";
 import type { GqlContext } from "./context.ts";
 
@@ -37,20 +38,8 @@ export function accountIdFor(ctx: GqlContext, requested: string | null | undefin
   return own;
 }
 
-/** A page size argument within bounds. */
-export function clampFirst(first: number | null | undefined, def: number, max: number) {
-  const n = first ?? def;
-  if (!Number.isInteger(n) || n < 1 || n > max) {
-    throw new GraphQLError(`first must be 1..${max}`, { extensions: { code: "BAD_USER_INPUT", field: "first" } });
-  }
-  return n;
-}
+/** A page size argument within bounds: the services' rule, so GraphQL and the CLI refuse the same sizes. */
+export const clampFirst = pageSize;
 
 /** A money argument (decimal text) in micro-units; a malformed amount is BAD_USER_INPUT naming the field. */
-export const amountArg = (text: string, field: string) => {
-  try {
-    return parseAmount(text);
-  } catch (err) {
-    throw badInput((err as Error).message, field);
-  }
-};
+export const amountArg = (text: string, field: string) => parseField(amountSchema, text, field);

@@ -1,6 +1,7 @@
 import { isIP } from "node:net";
 import { z } from "zod";
 import { badInput } from "./errors.ts";
+import { parseAmount } from "./money.ts";
 
 // The zod schemas for the inputs the services take, one per field, shared by every way in (GraphQL resolvers and
 // the admin CLI), so both refuse exactly the same things with the same words.
@@ -37,6 +38,30 @@ export const limitValueSchema = (field: string) =>
 
 /** A limit as the services take it: the value, or null for no limit. */
 export const limitSchema = (field: string) => limitValueSchema(field).nullable();
+
+/** An amount typed as decimal text ("12.5"), exactly, in micro-units; a malformed one says why. */
+export const amountSchema = z.string().transform((s, ctx) => {
+  try {
+    return parseAmount(s);
+  } catch (err) {
+    ctx.addIssue({ code: "custom", message: (err as Error).message });
+    return z.NEVER;
+  }
+});
+
+/** A whole number typed as text (the CLI's options), greater than zero. */
+export const positiveIntText = z
+  .string()
+  .regex(/^\d+$/, "must be a positive integer")
+  .transform(Number)
+  .refine((n) => n > 0, "must be a positive integer");
+
+/** How many rows a read returns: `first` when given (1..max, else refused, never cut silently), else `def`. */
+export function pageSize(first: number | null | undefined, def: number, max: number): number {
+  const n = first ?? def;
+  if (!Number.isInteger(n) || n < 1 || n > max) throw badInput(`first must be 1..${max}`, "first");
+  return n;
+}
 
 /** Parses one field with its schema; a refusal is the API's BAD_USER_INPUT naming the field. */
 export function parseField<S extends z.ZodType>(schema: S, value: unknown, field: string): z.output<S> {

@@ -1,5 +1,6 @@
 import type { Account } from "../generated/prisma/client.ts";
-import { audit } from "../audit/record.ts";
+import { audit, type AuditActor } from "../audit/record.ts";
+import type { Tx } from "./accounts.ts";
 import { createApiKey, updateApiKey, type KeyRestrictions } from "./api-keys.ts";
 import type { ServiceContext } from "./context.ts";
 import { badInput, notFound } from "./errors.ts";
@@ -25,40 +26,54 @@ export async function getTrialPolicy(
 ): Promise<TrialPolicy> {
   const row = await ctx.prisma.setting.findUnique({ where: { key: settingKey(account.id) } });
   const v = row?.value as { quotaMicro?: string; expiresAt?: string } | undefined;
+  const defaults = trialDefaults(account);
   return {
-    quotaMicro: v?.quotaMicro ? BigInt(v.quotaMicro) : TRIAL_DEFAULT_QUOTA_MICRO,
-    expiresAt: v?.expiresAt
-      ? new Date(v.expiresAt)
-      : new Date(account.createdAt.getTime() + TRIAL_DEFAULT_DAYS * 86_400_000),
+    quotaMicro: v?.quotaMicro ? BigInt(v.quotaMicro) : defaults.quotaMicro,
+    expiresAt: v?.expiresAt ? new Date(v.expiresAt) : defaults.expiresAt,
   };
 }
 
-/** Sets the policy and applies it to every key of the account at once. */
-export async function setTrialPolicy(ctx: ServiceContext, accountId: string, policy: TrialPolicy) {
+/** The policy of a trial account with none saved: the default quota, expiring TRIAL_DEFAULT_DAYS after opening. */
+export const trialDefaults = (account: Pick<Account, "createdAt">): TrialPolicy => ({
+  quotaMicro: TRIAL_DEFAULT_QUOTA_MICRO,
+  expiresAt: new Date(account.createdAt.getTime() + TRIAL_DEFAULT_DAYS * 86_400_000),
+});
+
+/** Writes the policy and applies it to every key of the account, in the caller's transaction. */
+export async function writeTrialPolicy(tx: Tx, actor: AuditActor | undefined, accountId: string, policy: TrialPolicy) {
   if (policy.quotaMicro <= 0n) throw badInput("the trial quota must be positive", "quota");
   const value = { quotaMicro: policy.quotaMicro.toString(), expiresAt: policy.expiresAt.toISOString() };
-  await ctx.prisma.$transaction(async (tx) => {
-    const before = await tx.setting.findUnique({ where: { key: settingKey(accountId) } });
-    await tx.setting.upsert({
-      where: { key: settingKey(accountId) },
-      create: { key: settingKey(accountId), value },
-      update: { value },
-    });
-    const keys = await tx.apiKey.updateMany({
-      where: { accountId },
-      data: { quotaMicro: policy.quotaMicro, expiresAt: policy.expiresAt },
-    });
-    await audit(tx, ctx.actor, {
-      action: "account.trial_policy",
-      subjectType: "account",
-      subjectId: accountId,
-      accountId,
-      before: before?.value ?? null,
-      after: { ...value, keysUpdated: keys.count },
-    });
+  const before = await tx.setting.findUnique({ where: { key: settingKey(accountId) } });
+  await tx.setting.upsert({
+    where: { key: settingKey(accountId) },
+    create: { key: settingKey(accountId), value },
+    update: { value },
+  });
+  const keys = await tx.apiKey.updateMany({
+    where: { accountId },
+    data: { quotaMicro: policy.quotaMicro, expiresAt: policy.expiresAt },
+  });
+  await audit(tx, actor, {
+    action: "account.trial_policy",
+    subjectType: "account",
+    subjectId: accountId,
+    accountId,
+    before: before?.value ?? null,
+    after: { ...value, keysUpdated: keys.count },
+  });
+}
+
+/** Sets a trial account's policy and applies it to every key of the account at once; other accounts have none. */
+export async function setTrialPolicy(ctx: ServiceContext, accountId: string, policy: TrialPolicy) {
+  const account = await ctx.prisma.$transaction(async (tx) => {
+    const row = await tx.account.findUnique({ where: { id: accountId } });
+    if (!row) throw notFound("account");
+    if (row.kind !== "trial") throw badInput("this is not a trial account", "accountId");
+    await writeTrialPolicy(tx, ctx.actor, accountId, policy);
+    return row;
   });
   ctx.snapshotChanged();
-  return policy;
+  return account;
 }
 
 /**

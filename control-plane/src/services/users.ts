@@ -1,10 +1,11 @@
-import { audit } from "../audit/record.ts";
+import { audit, type AuditActor } from "../audit/record.ts";
 import type { UserRole } from "../generated/prisma/client.ts";
 import { normaliseEmail } from "../auth/login.ts";
 import { hashPassword, passwordProblem } from "../auth/password.ts";
 import { INVITE_PREFIX, randomToken, sha256 } from "../auth/tokens.ts";
 import type { Mailer } from "../mail/mailer.ts";
 import { invitationMail } from "../mail/templates.ts";
+import type { Tx } from "./accounts.ts";
 import type { ServiceContext } from "./context.ts";
 import { AppError, badInput, notFound } from "./errors.ts";
 
@@ -22,39 +23,63 @@ function checkRole(role: UserRole, accountId: string | null) {
   if (role !== "operator" && !accountId) throw badInput("members and owners need an account", "accountId");
 }
 
-/** Creates a user with a password (operators sign customers up; the admin CLI and bootstrap use this too). */
-export async function createUser(
-  ctx: ServiceContext,
-  input: { email: string; password: string; role: UserRole; accountId?: string | null; name?: string | null },
-) {
-  const accountId = input.accountId ?? null;
-  checkRole(input.role, accountId);
-  const problem = passwordProblem(input.password);
-  if (problem) throw badInput(problem, "password");
-  const address = checkEmail(input.email);
-  if (await ctx.prisma.user.findUnique({ where: { email: address } })) {
-    throw new AppError("CONFLICT", "a user with this e-mail already exists");
-  }
-  const passwordHash = await hashPassword(input.password);
-  return ctx.prisma.$transaction(async (tx) => {
-    const user = await tx.user.create({
-      data: { email: address, name: input.name ?? null, role: input.role, accountId, passwordHash },
-      include: { account: true },
-    });
-    const { account: _account, ...row } = user;
-    await audit(tx, ctx.actor, {
-      action: "user.create",
-      subjectType: "user",
-      subjectId: user.id,
-      accountId,
-      after: row,
-    });
-    return user;
-  });
+export interface NewUser {
+  email: string;
+  password: string;
+  role: UserRole;
+  accountId?: string | null;
+  name?: string | null;
 }
 
-/** Removes a user from their account (owners and operators; the caller checks who may). */
-export async function removeUser(ctx: ServiceContext, userId: string) {
+/** A new user's checked columns with the password hashed (slow: before any transaction); the role's account aside. */
+export async function newUserOf(input: NewUser) {
+  const accountId = input.accountId ?? null;
+  const problem = passwordProblem(input.password);
+  if (problem) throw badInput(problem, "password");
+  const email = checkEmail(input.email);
+  return {
+    email,
+    name: input.name ?? null,
+    role: input.role,
+    accountId,
+    passwordHash: await hashPassword(input.password),
+  };
+}
+
+const emailTaken = () => new AppError("CONFLICT", "a user with this e-mail already exists");
+
+/** Writes a new user and the audit row in the caller's transaction; a taken e-mail is a CONFLICT. */
+export async function insertUser(tx: Tx, actor: AuditActor | undefined, data: Awaited<ReturnType<typeof newUserOf>>) {
+  if (await tx.user.findUnique({ where: { email: data.email } })) throw emailTaken();
+  const user = await tx.user.create({ data, include: { account: true } });
+  const { account: _account, ...row } = user;
+  await audit(tx, actor, {
+    action: "user.create",
+    subjectType: "user",
+    subjectId: user.id,
+    accountId: data.accountId,
+    after: row,
+  });
+  return user;
+}
+
+/** Creates a user with a password (operators sign customers up; the admin CLI and bootstrap use this too). */
+export async function createUser(ctx: ServiceContext, input: NewUser) {
+  checkRole(input.role, input.accountId ?? null);
+  const data = await newUserOf(input);
+  return ctx.prisma.$transaction((tx) => insertUser(tx, ctx.actor, data));
+}
+
+/** The member a user id names: a user of a customer account (operators and unknown ids are not found). */
+export async function memberOf(ctx: ServiceContext, userId: string) {
+  const user = await ctx.prisma.user.findUnique({ where: { id: userId } });
+  if (!user || !user.accountId) throw notFound("user");
+  return { ...user, accountId: user.accountId };
+}
+
+/** Removes a user from their account; who may is the caller's check, but nobody removes themselves. */
+export async function removeUser(ctx: ServiceContext, userId: string, by?: { userId: string }) {
+  if (by && by.userId === userId) throw new AppError("BAD_USER_INPUT", "you cannot remove yourself");
   await ctx.prisma.$transaction(async (tx) => {
     const before = await tx.user.findUnique({ where: { id: userId } });
     if (!before) throw notFound("user");
@@ -69,6 +94,37 @@ export async function removeUser(ctx: ServiceContext, userId: string) {
   });
 }
 
+/** Writes an invitation (its token returned once, only its hash kept) and the audit row in the caller's transaction. */
+export async function insertInvitation(
+  tx: Tx,
+  actor: AuditActor | undefined,
+  input: { accountId: string; email: string; role: "member" | "owner" },
+) {
+  if (await tx.user.findUnique({ where: { email: input.email } })) throw emailTaken();
+  const token = randomToken(INVITE_PREFIX);
+  const invitation = await tx.invitation.create({
+    data: {
+      accountId: input.accountId,
+      email: input.email,
+      role: input.role,
+      tokenHash: sha256(token),
+      expiresAt: new Date(Date.now() + INVITATION_DAYS * 86_400_000),
+    },
+  });
+  await audit(tx, actor, {
+    action: "invitation.create",
+    subjectType: "invitation",
+    subjectId: invitation.id,
+    accountId: input.accountId,
+    after: invitation,
+  });
+  return { invitation, token };
+}
+
+/** Mails an invitation's token (after its transaction committed). */
+export const mailInvitation = (mail: Mailer, to: string, accountName: string, token: string) =>
+  mail.send(invitationMail(to, accountName, token, INVITATION_DAYS));
+
 /** Invites someone into an account; the token is mailed and also returned once (to hand over another way). */
 export async function createInvitation(
   ctx: ServiceContext & { mail: Mailer },
@@ -77,31 +133,11 @@ export async function createInvitation(
   const address = checkEmail(input.email);
   const account = await ctx.prisma.account.findUnique({ where: { id: input.accountId } });
   if (!account) throw notFound("account");
-  if (await ctx.prisma.user.findUnique({ where: { email: address } })) {
-    throw new AppError("CONFLICT", "a user with this e-mail already exists");
-  }
-  const token = randomToken(INVITE_PREFIX);
-  const invitation = await ctx.prisma.$transaction(async (tx) => {
-    const row = await tx.invitation.create({
-      data: {
-        accountId: account.id,
-        email: address,
-        role: input.role,
-        tokenHash: sha256(token),
-        expiresAt: new Date(Date.now() + INVITATION_DAYS * 86_400_000),
-      },
-    });
-    await audit(tx, ctx.actor, {
-      action: "invitation.create",
-      subjectType: "invitation",
-      subjectId: row.id,
-      accountId: account.id,
-      after: row,
-    });
-    return row;
-  });
-  await ctx.mail.send(invitationMail(address, account.name, token, INVITATION_DAYS));
-  return { invitation, token };
+  const created = await ctx.prisma.$transaction((tx) =>
+    insertInvitation(tx, ctx.actor, { accountId: account.id, email: address, role: input.role }),
+  );
+  await mailInvitation(ctx.mail, address, account.name, created.token);
+  return created;
 }
 
 /** Revokes an invitation not yet accepted; its token stops working at once. */
@@ -174,4 +210,12 @@ export async function acceptInvitation(
     );
     return user;
   });
+}
+
+/** Creates the first operator at start-up when there is none; never touches an existing one. */
+export async function ensureOperator(ctx: ServiceContext, input: { email: string; password: string }) {
+  const existing = await ctx.prisma.user.findFirst({ where: { role: "operator" }, orderBy: { createdAt: "asc" } });
+  if (existing) return { user: existing, created: false };
+  const user = await createUser(ctx, { email: input.email, password: input.password, role: "operator" });
+  return { user, created: true };
 }

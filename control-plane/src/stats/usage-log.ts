@@ -1,5 +1,6 @@
 import { Prisma, type UsageLog } from "../generated/prisma/client.ts";
 import type { ServiceContext } from "../services/context.ts";
+import { decodeCursor, encodeCursor } from "../db/cursor.ts";
 import { badInput } from "../services/errors.ts";
 
 // The usage log: newest first, keyset (cursor) pagination on (started_at, id), so a page costs the same at any
@@ -39,20 +40,6 @@ export function usageWhere(accountId: string, f: UsageFilter): Prisma.UsageLogWh
   else if (f.success === true) where.status = { gte: 200, lt: 300 };
   else if (f.success === false) where.OR = [{ status: { lt: 200 } }, { status: { gte: 300 } }];
   return where;
-}
-
-export const encodeCursor = (startedAt: Date, id: string) =>
-  Buffer.from(JSON.stringify([startedAt.toISOString(), id])).toString("base64url");
-
-export function decodeCursor(cursor: string): { startedAt: Date; id: string } {
-  try {
-    const [t, id] = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as [string, string];
-    const startedAt = new Date(t);
-    if (Number.isNaN(startedAt.getTime()) || typeof id !== "string") throw new Error();
-    return { startedAt, id };
-  } catch {
-    throw badInput("the cursor is not valid", "after");
-  }
 }
 
 /**

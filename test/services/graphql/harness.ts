@@ -4,7 +4,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ensureOperator } from "../../../control-plane/src/auth/bootstrap.ts";
+import { ensureOperator } from "../../../control-plane/src/services/users.ts";
 import { exportsIdle } from "../../../control-plane/src/exports/runner.ts";
 import { createGraphqlHandler } from "../../../control-plane/src/graphql/handler.ts";
 import type { Database } from "../../../control-plane/src/db/client.ts";

@@ -1,10 +1,9 @@
 import { queryFromInfo } from "@pothos/plugin-prisma";
 import type { Account } from "../../generated/prisma/client.ts";
-import { createAccount } from "../../services/accounts.ts";
 import { setAccountLimits, setAccountStatus } from "../../services/catalog.ts";
-import { badInput, notFound } from "../../services/errors.ts";
+import { openCustomer } from "../../services/customers.ts";
+import { notFound } from "../../services/errors.ts";
 import { getTrialPolicy, setTrialPolicy } from "../../services/key-policy.ts";
-import { createInvitation, createUser } from "../../services/users.ts";
 import { builder } from "../builder.ts";
 import { accountIdFor, amountArg, clampFirst, checkId, money } from "../common.ts";
 import { AccountKindEnum, AccountStatusEnum } from "./enums.ts";
@@ -131,48 +130,19 @@ builder.mutationFields((t) => ({
     authScopes: { operator: true },
     description: "Operators: opens a customer account, optionally with its first owner (password or invitation).",
     args: { input: t.arg({ type: CreateCustomerInput, required: true }) },
-    resolve: async (_r, { input }, ctx) => {
-      const balance = input.initialBalance ? amountArg(input.initialBalance, "initialBalance") : 0n;
-      const kind = input.kind ?? "standard";
-      let account = await createAccount(ctx.app, {
+    resolve: (_r, { input }, ctx) =>
+      openCustomer(ctx.app, {
         name: input.name,
-        email: input.email ?? null,
-        kind,
-        balanceMicro: balance,
-      });
-      if (input.rpm != null || input.tpm != null || input.concurrency != null) {
-        account = await setAccountLimits(ctx.app, account.id, {
-          rpm: input.rpm,
-          tpm: input.tpm,
-          concurrency: input.concurrency,
-        });
-      }
-      if (kind === "trial" && (input.trialQuota || input.trialExpiresAt)) {
-        const defaults = await getTrialPolicy(ctx.app, account);
-        await setTrialPolicy(ctx.app, account.id, {
-          quotaMicro: input.trialQuota ? amountArg(input.trialQuota, "trialQuota") : defaults.quotaMicro,
-          expiresAt: input.trialExpiresAt ?? defaults.expiresAt,
-        });
-      }
-      let owner: UserRow | null = null;
-      let invitationToken: string | null = null;
-      if (input.owner) {
-        if (input.owner.password) {
-          owner = await createUser(ctx.app, {
-            email: input.owner.email,
-            password: input.owner.password,
-            name: input.owner.name,
-            role: "owner",
-            accountId: account.id,
-          });
-        } else {
-          invitationToken = (
-            await createInvitation(ctx.app, { accountId: account.id, email: input.owner.email, role: "owner" })
-          ).token;
-        }
-      }
-      return { account, owner, invitationToken };
-    },
+        email: input.email,
+        kind: input.kind ?? "standard",
+        balanceMicro: input.initialBalance ? amountArg(input.initialBalance, "initialBalance") : 0n,
+        rpm: input.rpm,
+        tpm: input.tpm,
+        concurrency: input.concurrency,
+        trialQuotaMicro: input.trialQuota ? amountArg(input.trialQuota, "trialQuota") : null,
+        trialExpiresAt: input.trialExpiresAt,
+        owner: input.owner,
+      }),
   }),
   setAccountLimits: t.field({
     type: AccountRef,
@@ -201,17 +171,10 @@ builder.mutationFields((t) => ({
       quota: t.arg.string({ required: true }),
       expiresAt: t.arg({ type: "DateTime", required: true }),
     },
-    resolve: async (_r, args, ctx) => {
-      const account = await ctx.app.prisma.account.findUnique({
-        where: { id: checkId(String(args.accountId), "account") },
-      });
-      if (!account) throw notFound("account");
-      if (account.kind !== "trial") throw badInput("this is not a trial account", "accountId");
-      await setTrialPolicy(ctx.app, account.id, {
+    resolve: (_r, args, ctx) =>
+      setTrialPolicy(ctx.app, checkId(String(args.accountId), "account"), {
         quotaMicro: amountArg(args.quota, "quota"),
         expiresAt: args.expiresAt,
-      });
-      return account;
-    },
+      }),
   }),
 }));

@@ -1,10 +1,10 @@
 import type { AlertConfig, AlertEvent, AlertWebhook, WebhookDelivery } from "../../generated/prisma/client.ts";
 import { deliveryOptionsFromEnv } from "../../alerts/deliver.ts";
+import { alertEvents, webhookDeliveries, webhooksOf } from "../../alerts/history.ts";
 import {
   addWebhook,
   alertConfig,
   type AlertSettingsChange,
-  configIdOf,
   removeWebhook,
   setAlertSettings,
   testWebhook,
@@ -13,7 +13,7 @@ import {
 import { forbidden } from "../../services/errors.ts";
 import { builder, isOperator } from "../builder.ts";
 import type { GqlContext } from "../context.ts";
-import { accountIdFor, amountArg, checkId, clampFirst, money } from "../common.ts";
+import { accountIdFor, amountArg, checkId, money } from "../common.ts";
 
 // Alerts: thresholds per account (percent of budgets and quotas, balance below, keys expiring) and, for
 // operators, circuit breakers; delivered by e-mail and to signed webhooks with a delivery log.
@@ -105,8 +105,7 @@ const AlertSettingsRef = builder.objectRef<AlertConfig>("AlertSettings").impleme
     emails: t.exposeStringList("emails", { description: "addresses alerts are mailed to" }),
     webhooks: t.field({
       type: [AlertWebhookRef],
-      resolve: (c, _a, ctx) =>
-        ctx.app.prisma.alertWebhook.findMany({ where: { configId: c.id }, orderBy: { createdAt: "asc" } }),
+      resolve: (c, _a, ctx) => webhooksOf(ctx.app, c.id),
     }),
   }),
 });
@@ -141,12 +140,7 @@ builder.queryFields((t) => ({
     authScopes: { authenticated: true },
     description: "Alerts that fired, newest first.",
     args: { accountId: t.arg.id(), operators: t.arg.boolean(), first: t.arg.int() },
-    resolve: (_r, args, ctx) =>
-      ctx.app.prisma.alertEvent.findMany({
-        where: { configId: configIdOf(scope(ctx, args, "read")) },
-        orderBy: { firedAt: "desc" },
-        take: clampFirst(args.first, 50, 500),
-      }),
+    resolve: (_r, args, ctx) => alertEvents(ctx.app, scope(ctx, args, "read"), args.first),
   }),
   webhookDeliveries: t.field({
     type: [WebhookDeliveryRef],
@@ -160,14 +154,10 @@ builder.queryFields((t) => ({
       first: t.arg.int(),
     },
     resolve: (_r, args, ctx) =>
-      ctx.app.prisma.webhookDelivery.findMany({
-        where: {
-          webhook: { configId: configIdOf(scope(ctx, args, "read")) },
-          ...(args.webhookId ? { webhookId: checkId(String(args.webhookId), "webhook") } : {}),
-          ...(args.status ? { status: args.status } : {}),
-        },
-        orderBy: { createdAt: "desc" },
-        take: clampFirst(args.first, 50, 500),
+      webhookDeliveries(ctx.app, scope(ctx, args, "read"), {
+        webhookId: args.webhookId ? checkId(String(args.webhookId), "webhook") : null,
+        status: args.status,
+        first: args.first,
       }),
   }),
 }));

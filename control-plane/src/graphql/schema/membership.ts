@@ -1,8 +1,7 @@
 import type { Invitation } from "../../generated/prisma/client.ts";
-import { badInput, notFound } from "../../services/errors.ts";
-import { createInvitation, createUser, removeUser } from "../../services/users.ts";
+import { createInvitation, createUser, memberOf, removeUser } from "../../services/users.ts";
 import { builder } from "../builder.ts";
-import { accountIdFor, checkId } from "../common.ts";
+import { accountIdFor, checkId, principalOf } from "../common.ts";
 import { AccountRef } from "./account.ts";
 import { UserRoleEnum } from "./enums.ts";
 import { UserRef } from "./user.ts";
@@ -112,11 +111,9 @@ builder.mutationFields((t) => ({
     description: "Owners and operators remove a user from the account (not yourself).",
     args: { userId: t.arg.id({ required: true }) },
     resolve: async (_r, args, ctx) => {
-      const target = await ctx.app.prisma.user.findUnique({ where: { id: checkId(String(args.userId), "user") } });
-      if (!target || !target.accountId) throw notFound("user");
+      const target = await memberOf(ctx.app, checkId(String(args.userId), "user"));
       accountIdFor(ctx, target.accountId, "manage");
-      if (target.id === ctx.principal?.user.id) throw badInput("you cannot remove yourself");
-      await removeUser(ctx.app, target.id);
+      await removeUser(ctx.app, target.id, { userId: principalOf(ctx).user.id });
       return true;
     },
   }),

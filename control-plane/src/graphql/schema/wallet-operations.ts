@@ -1,6 +1,5 @@
 import { topUp } from "../../services/accounts.ts";
 import { adjustBalance } from "../../services/catalog.ts";
-import { badInput } from "../../services/errors.ts";
 import { builder } from "../builder.ts";
 import { amountArg, checkId } from "../common.ts";
 import { AccountRef } from "./account.ts";
@@ -12,11 +11,13 @@ builder.mutationFields((t) => ({
     type: AccountRef,
     authScopes: { operator: true },
     args: { accountId: t.arg.id({ required: true }), amount: t.arg.string({ required: true }), note: t.arg.string() },
-    resolve: async (_r, args, ctx) => {
-      const micro = amountArg(args.amount, "amount");
-      if (micro <= 0n) throw badInput("a top-up must be positive", "amount");
-      return topUp(ctx.app, checkId(String(args.accountId), "account"), micro, args.note ?? undefined);
-    },
+    resolve: (_r, args, ctx) =>
+      topUp(
+        ctx.app,
+        checkId(String(args.accountId), "account"),
+        amountArg(args.amount, "amount"),
+        args.note ?? undefined,
+      ),
   }),
   adjustBalance: t.field({
     type: AccountRef,

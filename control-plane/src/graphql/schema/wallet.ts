@@ -4,7 +4,7 @@ import { builder } from "../builder.ts";
 import { accountIdFor, clampFirst, money } from "../common.ts";
 import { LedgerKindEnum } from "./enums.ts";
 import { ApiKeyRef } from "./api-key.ts";
-import { decodeCursor, encodeCursor } from "../../stats/usage-log.ts";
+import { decodeCursor, encodeCursor } from "../../db/cursor.ts";
 import type { ApiKey } from "../../generated/prisma/client.ts";
 
 const LedgerEntryRef = builder.objectRef<LedgerEntry>("LedgerEntry").implement({
