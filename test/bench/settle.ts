@@ -292,7 +292,12 @@ try {
   }
   if (process.env.SETTLE_EXTRA_SQL) await q(process.env.SETTLE_EXTRA_SQL);
   const tables = ["usage_logs", "usage_hourly", "ledger_entries", "accounts", "api_keys", "spend_periods"];
-  for (const t of tables) await q(`ALTER TABLE ${t} SET (autovacuum_enabled = false)`);
+  // usage_logs is partitioned (a partitioned table has no storage of its own): its partitions are set instead
+  const partitions = await q<{ name: string }>(
+    `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'usage_logs'::regclass`,
+  );
+  for (const t of [...tables.filter((t) => t !== "usage_logs"), ...partitions.map((p) => p.name)])
+    await q(`ALTER TABLE "${t}" SET (autovacuum_enabled = false)`);
 
   const { pid } = (await q<{ pid: number }>(`SELECT pg_backend_pid() AS pid`))[0]!;
   const measured = measuredRunner(client, pid);

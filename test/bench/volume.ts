@@ -1,0 +1,308 @@
+// The usage log at volume (`npm run bench:volume -- N`, N usage rows, default 1,000,000): a fresh database whose
+// log holds N rows over the last 30 days (half of them in one account, the rest over 49 others; 3 keys each, 4
+// models, 3 upstreams), the first VOLUME_SETTLED (20,000) of them written through settlement itself
+// (settleUsageBatch), the rest in bulk (INSERT … SELECT generate_series, in statements of 500,000 rows, through
+// the parent table so the rollup trigger fires as it does for settlement). Then, timed with the product's own
+// service functions (what GraphQL's resolvers call): as the busy account, the usage log's first page, a page
+// filtered by key and model, page 100 by cursor, 30-day statistics; as an operator, usage across customers over
+// 7 and 30 days and upstream health; an export (CSV, to a temporary directory) of the busy account's last day
+// (and of enough days for ≥ 200,000 rows when a day holds fewer), in rows per second with the process's peak
+// memory; settlement's Postgres CPU per call on the full log (its backend's /proc schedstat); and a retention
+// pass that drops the oldest week of partitions. Prints one table; VOLUME_KEEP=1 keeps the database.
+import { mkdtempSync, rmSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import pg from "pg";
+import type { UsageEvent } from "../../data-plane/src/contract/usage.ts";
+import type { SqlRunner } from "../../control-plane/src/db/client.ts";
+import { runExport } from "../../control-plane/src/exports/runner.ts";
+import type { ServiceContext } from "../../control-plane/src/services/context.ts";
+import { usageStats } from "../../control-plane/src/stats/aggregate.ts";
+import { operatorUsage, upstreamHealth } from "../../control-plane/src/stats/operator.ts";
+import { usagePage } from "../../control-plane/src/stats/usage-log.ts";
+import { createUsagePartition, dropExpiredUsage } from "../../control-plane/src/usage/partitions.ts";
+import { settleUsageBatch } from "../../control-plane/src/usage/settle.ts";
+import { freshDatabase } from "../helpers/postgres.ts";
+
+const N = Number(process.argv[2] ?? process.env.VOLUME_ROWS ?? 1_000_000);
+const SETTLED = Math.min(N, Number(process.env.VOLUME_SETTLED ?? 20_000));
+const ACCOUNTS = 50;
+const KEYS = 3;
+const MODELS = ["gpt-4o-2024-08-06", "gpt-4o-mini-2024-07-18", "claude-sonnet-4-20250514", "gemini-2.5-flash"];
+const UPSTREAMS = ["openai", "anthropic", "vertex"];
+const DAY = 86_400_000;
+const SPAN_DAYS = 30;
+const REPEAT = Number(process.env.VOLUME_REPEAT ?? 20);
+const CHUNK = 500_000;
+
+const now = Date.now();
+const t0 = now - SPAN_DAYS * DAY;
+const results: { what: string; figure: string; target?: string; met?: boolean }[] = [];
+const record = (what: string, figure: string, target?: string, met?: boolean) => {
+  results.push({ what, figure, target, met });
+  console.log(`  ${what}: ${figure}`);
+};
+
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
+};
+async function timed(what: string, targetMs: number | null, fn: () => Promise<unknown>) {
+  await fn(); // warm
+  const ms: number[] = [];
+  for (let i = 0; i < REPEAT; i++) {
+    const t = performance.now();
+    await fn();
+    ms.push(performance.now() - t);
+  }
+  const p50 = pct(ms, 50);
+  const p95 = pct(ms, 95);
+  record(
+    what,
+    `p50 ${p50.toFixed(1)} ms, p95 ${p95.toFixed(1)} ms`,
+    targetMs === null ? undefined : `p95 < ${targetMs} ms`,
+    targetMs === null ? undefined : p95 < targetMs,
+  );
+}
+const onCpuNs = (pid: number) => Number(readFileSync(`/proc/${pid}/schedstat`, "utf8").split(" ")[0]);
+
+const db = await freshDatabase("volume");
+const prisma = db.db.prisma;
+const ctx: ServiceContext = { prisma, snapshotChanged: () => undefined, masterKey: Buffer.alloc(32) };
+const client = new pg.Client({ connectionString: db.url });
+await client.connect();
+const q = async <T = Record<string, unknown>>(sql: string, params?: unknown[]) =>
+  (await client.query(sql, params)).rows as T[];
+const dataDir = mkdtempSync(join(tmpdir(), "mg-volume-"));
+try {
+  console.log(`bench:volume: ${N.toLocaleString("en")} usage rows in ${db.name}`);
+  await q(`INSERT INTO accounts (id, name, balance_micro) SELECT gen_random_uuid(), 'acct-' || lpad(i::text, 3, '0'), 1000000000000000
+           FROM generate_series(1, ${ACCOUNTS}) AS i`);
+  await q(`INSERT INTO api_keys (id, account_id, name, key_hash, prefix, allowed_models, ip_allowlist)
+           SELECT gen_random_uuid(), a.id, 'key-' || k, md5(a.id::text || k), 'sk-…', '{}', '{}'
+           FROM accounts a, generate_series(1, ${KEYS}) AS k`);
+  const keys = await q<{ account: string; id: string }>(
+    `SELECT a.id::text AS account, k.id::text AS id FROM accounts a JOIN api_keys k ON k.account_id = a.id ORDER BY a.name, k.name`,
+  );
+  const accountIds = [...new Set(keys.map((k) => k.account))];
+  const busy = accountIds[0]!;
+  const keyIds = keys.map((k) => k.id);
+  for (let d = Math.floor(t0 / DAY) * DAY; d <= now + DAY; d += DAY) await createUsagePartition(prisma, d);
+
+  // Row i (0 ≤ i < N) starts at t0 + i·span/N; even rows are the busy account's, odd rows spread over the rest.
+  const accountOf = (i: number) => (i % 2 === 0 ? 0 : 1 + (Math.floor(i / 2) % (ACCOUNTS - 1)));
+  const startOf = (i: number) => t0 + Math.floor((i * SPAN_DAYS * DAY) / N);
+
+  // 1. Through settlement: the first SETTLED rows, in batches of 300 on one connection (its backend's CPU).
+  const settleRunner = (c: pg.Client): SqlRunner => ({
+    async transaction(fn) {
+      await c.query("BEGIN");
+      try {
+        const r = await fn({
+          exec: async (s) => void (await c.query(s)),
+          query: async (s, p) => (await c.query(s, p as unknown[])).rows,
+        });
+        await c.query("COMMIT");
+        return r;
+      } catch (err) {
+        await c.query("ROLLBACK").catch(() => undefined);
+        throw err;
+      }
+    },
+    close: async () => undefined,
+  });
+  const event = (i: number, at: number): UsageEvent => {
+    const a = accountOf(i);
+    return {
+      requestId: `settled_${i}_${at}`,
+      keyId: keyIds[a * KEYS + (i % KEYS)]!,
+      accountId: accountIds[a]!,
+      model: MODELS[i % MODELS.length]!,
+      protocol: "openai",
+      upstream: UPSTREAMS[i % UPSTREAMS.length]!,
+      stream: i % 5 < 3,
+      promptTokens: 100 + (i % 900),
+      completionTokens: 50 + (i % 400),
+      reasoningTokens: 0,
+      cachedTokens: 0,
+      cost: String(10 + (i % 1000)),
+      status: i % 50 === 0 ? 429 : 200,
+      errorCode: i % 50 === 0 ? "rate_limited" : null,
+      latencyMs: 100 + (i % 2000),
+      ttftMs: i % 5 < 3 ? 50 + (i % 500) : null,
+      clientIp: "203.0.113.7",
+      startedAt: new Date(at).toISOString(),
+      cacheWrite5mTokens: 0,
+      cacheWrite1hTokens: 0,
+      prices: {
+        input: "2500000",
+        cachedInput: "1250000",
+        cacheWrite5m: "2500000",
+        cacheWrite1h: "2500000",
+        output: "10000000",
+      },
+      estimated: false,
+      endUser: i % 10 === 0 ? `user-${i % 2000}` : null,
+      tags: i % 7 === 0 ? ["team=search", "env=prod"] : [],
+    };
+  };
+  const settler = new pg.Client({ connectionString: db.url });
+  await settler.connect();
+  const [{ pid }] = (await settler.query<{ pid: number }>(`SELECT pg_backend_pid() AS pid`)).rows as [{ pid: number }];
+  const database = { ...db.db, sql: settleRunner(settler) };
+  const settle = async (count: number, first: number, at: (i: number) => number) => {
+    const cpu = onCpuNs(pid);
+    const node = process.cpuUsage();
+    const t = performance.now();
+    for (let s = 0; s < count; s += 300) {
+      const batch: UsageEvent[] = [];
+      for (let i = s; i < Math.min(count, s + 300); i++) batch.push(event(first + i, at(first + i)));
+      await settleUsageBatch(database, batch);
+    }
+    const n = process.cpuUsage(node);
+    return {
+      pgUs: (onCpuNs(pid) - cpu) / 1000 / count,
+      nodeUs: (n.user + n.system) / count,
+      perSecond: count / ((performance.now() - t) / 1000),
+    };
+  };
+  const early = await settle(SETTLED, 0, startOf);
+  record(
+    `settlement on an empty log (${SETTLED.toLocaleString("en")} calls, batches of 300)`,
+    `Postgres ${early.pgUs.toFixed(1)} µs/call, control plane ${early.nodeUs.toFixed(1)} µs/call, ${Math.round(early.perSecond)} calls/s`,
+  );
+
+  // 2. In bulk, through the parent table.
+  let t = performance.now();
+  for (let lo = SETTLED; lo < N; lo += CHUNK) {
+    const hi = Math.min(N, lo + CHUNK);
+    await q(
+      `INSERT INTO usage_logs (id, request_id, account_id, api_key_id, model, protocol, upstream, status, error_code,
+         prompt_tokens, completion_tokens, input_tokens, cost_micro, latency_ms, ttft_ms, stream, client_ip, started_at,
+         input_price, cached_input_price, cache_write_5m_price, cache_write_1h_price, output_price, end_user, tags)
+       SELECT gen_random_uuid(), 'seed_' || i, ($1::uuid[])[a + 1], ($2::uuid[])[a * ${KEYS} + i % ${KEYS} + 1],
+         ($3::text[])[i % ${MODELS.length} + 1], 'openai', ($4::text[])[i % ${UPSTREAMS.length} + 1],
+         CASE WHEN i % 50 = 0 THEN 429 ELSE 200 END, CASE WHEN i % 50 = 0 THEN 'rate_limited' END,
+         100 + i % 900, 50 + i % 400, 100 + i % 900, 10 + i % 1000, 100 + i % 2000,
+         CASE WHEN i % 5 < 3 THEN 50 + i % 500 END, i % 5 < 3, '203.0.113.7',
+         to_timestamp((${t0} + floor(i::numeric * ${SPAN_DAYS * DAY} / ${N})) / 1000.0),
+         2500000, 1250000, 2500000, 2500000, 10000000,
+         CASE WHEN i % 10 = 0 THEN 'user-' || (i % 2000) END,
+         CASE WHEN i % 7 = 0 THEN ARRAY['team=search', 'env=prod'] ELSE '{}' END
+       FROM generate_series(${lo}::bigint, ${hi - 1}::bigint) AS i,
+         LATERAL (SELECT CASE WHEN i % 2 = 0 THEN 0 ELSE 1 + (i / 2) % ${ACCOUNTS - 1} END AS a) AS x`,
+      [accountIds, keyIds, MODELS, UPSTREAMS],
+    );
+    process.stdout.write(`\r  seeded ${hi.toLocaleString("en")} rows`);
+  }
+  process.stdout.write("\n");
+  const seedS = (performance.now() - t) / 1000;
+  t = performance.now();
+  await q(`VACUUM ANALYZE usage_logs`);
+  await q(`VACUUM ANALYZE usage_hourly`);
+  await q(`VACUUM ANALYZE usage_operator_hourly`);
+  const [size] = await q<{ heap: string; total: string }>(
+    `SELECT pg_size_pretty(sum(pg_relation_size(c.oid))) AS heap, pg_size_pretty(sum(pg_total_relation_size(c.oid))) AS total
+     FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'usage_logs'::regclass`,
+  );
+  record(
+    "seeding in bulk (rollup trigger included), then VACUUM ANALYZE",
+    `${(N - SETTLED).toLocaleString("en")} rows in ${seedS.toFixed(0)} s (${Math.round((N - SETTLED) / seedS).toLocaleString("en")} rows/s), vacuum ${((performance.now() - t) / 1000).toFixed(0)} s; log ${size!.heap} heap, ${size!.total} with indexes`,
+  );
+
+  // 3. As the busy account (half the rows).
+  const k0 = keyIds[0]!;
+  await timed("customer: usage log, first page (50)", 50, () => usagePage(ctx, busy, {}, 50));
+  await timed("customer: usage log filtered by key and model", 50, () =>
+    usagePage(ctx, busy, { apiKeyId: k0, model: MODELS[0] }, 50),
+  );
+  let after: string | null = null;
+  for (let p = 1; p < 100; p++) after = (await usagePage(ctx, busy, {}, 50, after)).endCursor;
+  const page100 = after;
+  await timed("customer: usage log, page 100 by cursor", 50, () => usagePage(ctx, busy, {}, 50, page100));
+  await timed("customer: statistics over 30 days by day", 100, () =>
+    usageStats(ctx, busy, { from: new Date(now - 30 * DAY), to: new Date(now), granularity: "day", timeZone: "UTC" }),
+  );
+
+  // 4. As an operator.
+  await timed("operator: usage across customers, 7 days", 200, () =>
+    operatorUsage(ctx, new Date(now - 7 * DAY), new Date(now)),
+  );
+  await timed("operator: usage across customers, 30 days", 200, () =>
+    operatorUsage(ctx, new Date(now - 30 * DAY), new Date(now)),
+  );
+  await timed("operator: upstream health, last 15 minutes", null, () => upstreamHealth(ctx, undefined, 15));
+
+  // 5. Exports: the busy account's last day, and enough days for 200,000 rows when a day holds fewer.
+  const perDay = N / 2 / SPAN_DAYS;
+  const spans = [1, ...(perDay < 200_000 ? [Math.min(SPAN_DAYS, Math.ceil(200_000 / perDay))] : [])];
+  for (const days of spans) {
+    const job = await prisma.export.create({
+      data: {
+        accountId: busy,
+        format: "csv",
+        filters: { from: new Date(now - days * DAY).toISOString(), to: new Date(now).toISOString() },
+      },
+    });
+    const rss0 = process.memoryUsage().rss;
+    let peak = rss0;
+    const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 50);
+    const started = performance.now();
+    await runExport({ ...ctx, dataDir }, job.id);
+    const s = (performance.now() - started) / 1000;
+    clearInterval(sampler);
+    const done = await prisma.export.findUniqueOrThrow({ where: { id: job.id } });
+    const rate = done.rowCount / s;
+    record(
+      `export (CSV) of the busy account's last ${days} day${days > 1 ? "s" : ""}`,
+      `${done.rowCount.toLocaleString("en")} rows in ${s.toFixed(2)} s: ${Math.round(rate).toLocaleString("en")} rows/s; peak RSS +${((peak - rss0) / 1048576).toFixed(0)} MB`,
+      "≥ 100,000 rows/s, memory flat",
+      rate >= 100_000,
+    );
+  }
+
+  // 6. Settlement on the full log (calls starting now).
+  const late = await settle(SETTLED, N, () => Date.now());
+  record(
+    `settlement on the full log (${SETTLED.toLocaleString("en")} calls)`,
+    `Postgres ${late.pgUs.toFixed(1)} µs/call (${(late.pgUs / early.pgUs).toFixed(2)}× the empty log's), control plane ${late.nodeUs.toFixed(1)} µs/call, ${Math.round(late.perSecond)} calls/s`,
+    "≤ 20 µs/call, flat",
+    late.pgUs <= 20,
+  );
+
+  // 7. Retention: the oldest week goes (days older than 23 days), while settlement goes on.
+  const [{ before }] = await q<{ before: string }>(`SELECT count(*)::text AS before FROM usage_logs`);
+  let settling = true;
+  const latencies: number[] = [];
+  const background = (async () => {
+    let i = 0;
+    while (settling) {
+      const s = performance.now();
+      await settleUsageBatch(database, [event(10 * N + i++, Date.now())]);
+      latencies.push(performance.now() - s);
+    }
+  })();
+  t = performance.now();
+  const r = await dropExpiredUsage(prisma, SPAN_DAYS - 7);
+  const dropS = (performance.now() - t) / 1000;
+  settling = false;
+  await background;
+  const [{ after: left }] = await q<{ after: string }>(`SELECT count(*)::text AS after FROM usage_logs`);
+  record(
+    "retention pass (MODELGATE_USAGE_RETENTION_DAYS=23)",
+    `${r.dropped.length} partitions, ${(Number(before) - Number(left)).toLocaleString("en")} rows, in ${(dropS * 1000).toFixed(0)} ms; a settlement batch meanwhile p95 ${pct(latencies, 95).toFixed(1)} ms (max ${Math.max(...latencies).toFixed(1)})`,
+  );
+
+  console.log(`\n| ${N.toLocaleString("en")} usage rows (${db.name}) | figure | target | met |\n|---|---|---|---|`);
+  for (const x of results)
+    console.log(
+      `| ${x.what} | ${x.figure} | ${x.target ?? ""} | ${x.met === undefined ? "" : x.met ? "yes" : "**no**"} |`,
+    );
+  await settler.end();
+} finally {
+  await client.end();
+  rmSync(dataDir, { recursive: true, force: true });
+  if (process.env.VOLUME_KEEP === "1") await db.db.close();
+  else await db.drop();
+}
