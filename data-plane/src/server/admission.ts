@@ -130,7 +130,8 @@ export async function admit(
   // see each other and a burst overruns a quota, budget or balance by about one call, not by every call in
   // flight (billing/reservation.ts). A refusal is the one the exhausted limit gives.
   const price = pickPrice(caller.account, model);
-  const fallbacks = fallbackChain(opts, caller, model, requestFallbacks, purpose);
+  // Embeddings do not fall back (docs/routing.md): their calls hold only their own model's price.
+  const fallbacks = purpose === "chat" ? fallbackChain(opts, caller, model, requestFallbacks, purpose) : [];
   // The hold covers the dearest model that may serve the call: a fallback at a higher price cannot then overrun
   // a quota, budget or balance by more than one call, as the model named cannot. Settled at the actual cost.
   const output = purpose === "embedding" ? 0 : maxOutputTokens;
