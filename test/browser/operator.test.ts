@@ -204,6 +204,21 @@ describe("operator console", () => {
       .filter({ hasText: MOCK_MODEL })
       .getByText("strict")
       .waitFor();
+    // A model with a fallback (docs/routing.md): listed after its routes.
+    await page.getByLabel("Model ID").fill("mock-fallback-2025-01-01");
+    await page.getByLabel("List input price").fill("1");
+    await page.getByLabel("List output price").fill("2");
+    await page.getByLabel("Fallbacks").fill(` ${CONTRACT_MODEL} `);
+    await page.getByRole("button", { name: "Save model" }).click();
+    await page.getByText("Model mock-fallback-2025-01-01 saved.").waitFor();
+    expect(
+      await page
+        .getByTestId("models-table")
+        .getByRole("row")
+        .filter({ hasText: "mock-fallback-2025-01-01" })
+        .getByTestId("model-fallbacks")
+        .textContent(),
+    ).toBe(`then ${CONTRACT_MODEL}`);
 
     await page.getByLabel("Upstream name").fill("mock-openai");
     await page.getByLabel("Protocol").selectOption("openai");
