@@ -72,6 +72,7 @@ export const USAGE_ROW = Prisma.sql`id::text AS id, request_id AS "requestId", a
   tags, dropped, latency_ms AS "latencyMs", ttft_ms AS "ttftMs", stream, client_ip AS "clientIp",
   started_at AS "startedAt", created_at AS "createdAt"`;
 
+const DAY = 86_400_000;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export const MAX_PAGE = 200;
@@ -86,14 +87,37 @@ export async function usagePage(
   if (!Number.isInteger(first) || first < 1 || first > MAX_PAGE)
     throw badInput(`first must be 1..${MAX_PAGE}`, "first");
   const conditions = usageConditions(accountId, filter);
+  let upper = filter.to ? filter.to.getTime() : null;
   if (after) {
     const c = decodeCursor(after);
     if (!UUID.test(c.id)) throw badInput("the cursor is not valid", "after");
+    // the row comparison bounds the index; the plain bound lets the planner leave out newer partitions
     conditions.push(Prisma.sql`(started_at, id) < (${c.startedAt}::timestamptz, ${c.id}::uuid)`);
+    conditions.push(Prisma.sql`started_at <= ${c.startedAt}`);
+    upper = Math.min(upper ?? Infinity, c.startedAt.getTime() + 1);
   }
-  const rows = await ctx.prisma.$queryRaw<UsageLog[]>`
-    SELECT ${USAGE_ROW} FROM usage_logs WHERE ${Prisma.join(conditions, " AND ")}
-    ORDER BY started_at DESC, id DESC LIMIT ${first + 1}`;
+  // The log is partitioned by day: a query bounded in time plans and reads only its days' partitions, one
+  // unbounded reads every partition's index once. A page is read from the newest days back, in widening windows
+  // (1, 7, 31 days, then the rest), each the days just older than the last, until it is full: a busy account's
+  // page comes from its last day, a quiet one's takes at most four queries.
+  const from = filter.from ? filter.from.getTime() : null;
+  const top = upper ?? Date.now();
+  const rows: UsageLog[] = [];
+  let newer: number | null = upper; // exclusive upper edge of the next window (null: none)
+  for (const days of [1, 7, 31, null]) {
+    let older = days === null ? null : top - days * DAY;
+    if (older !== null && from !== null && older <= from) older = null; // the filter's own lower edge takes over
+    const window = [...conditions];
+    if (newer !== null && newer !== upper) window.push(Prisma.sql`started_at < ${new Date(newer)}`);
+    if (older !== null) window.push(Prisma.sql`started_at >= ${new Date(older)}`);
+    rows.push(
+      ...(await ctx.prisma.$queryRaw<UsageLog[]>`
+        SELECT ${USAGE_ROW} FROM usage_logs WHERE ${Prisma.join(window, " AND ")}
+        ORDER BY started_at DESC, id DESC LIMIT ${first + 1 - rows.length}`),
+    );
+    if (rows.length > first || older === null) break;
+    newer = older;
+  }
   const hasNextPage = rows.length > first;
   const nodes = hasNextPage ? rows.slice(0, first) : rows;
   const last = nodes[nodes.length - 1];
