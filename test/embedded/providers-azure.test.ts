@@ -29,7 +29,10 @@ let base: string;
 let key: string;
 
 beforeAll(async () => {
-  mock = await startAzureUpstream({ deployments: [DEPLOYMENT, "embed-prod"] });
+  mock = await startAzureUpstream({
+    deployments: [DEPLOYMENT, "embed-prod"],
+    entraToken: "entra-managed-identity-token",
+  });
   const azure = { provider: "azure-openai", baseUrl: mock.url, apiKey: "${AZURE_OPENAI_API_KEY}" };
   gw = await startGateway("embedded", {
     config: {
@@ -38,6 +41,7 @@ beforeAll(async () => {
         { name: "azure-responses", ...azure, protocol: "openai-responses", apiVersion: "2025-04-01-preview" },
         { name: "azure-v1", ...azure, baseUrl: `${mock.url}/openai/v1` },
         { name: "azure-wrong-key", ...azure, apiKey: "not-the-key", apiVersion: "2024-10-21" },
+        { name: "azure-entra", provider: "azure-openai", baseUrl: mock.url, apiVersion: "2024-10-21", auth: "entra" },
       ],
       models: [
         { id: MODEL, price: PRICE, routes: [{ upstream: "azure", model: DEPLOYMENT }] },
@@ -45,10 +49,16 @@ beforeAll(async () => {
         { id: "gpt-4o-v1-on-azure", price: PRICE, routes: [{ upstream: "azure-v1", model: DEPLOYMENT }] },
         { id: "embed-on-azure", type: "embedding", price: PRICE, routes: [{ upstream: "azure", model: "embed-prod" }] },
         { id: "wrong-key-on-azure", price: PRICE, routes: [{ upstream: "azure-wrong-key", model: DEPLOYMENT }] },
+        { id: "entra-on-azure", price: PRICE, routes: [{ upstream: "azure-entra", model: DEPLOYMENT }] },
         { id: "no-deployment-on-azure", price: PRICE, routes: [{ upstream: "azure", model: "gpt-5-nowhere" }] },
       ],
     },
-    env: { AZURE_OPENAI_API_KEY: mock.apiKey },
+    // The data plane's managed identity (App Service's), which DefaultAzureCredential finds in the environment.
+    env: {
+      AZURE_OPENAI_API_KEY: mock.apiKey,
+      IDENTITY_ENDPOINT: mock.identityEndpoint,
+      IDENTITY_HEADER: mock.identityHeader,
+    },
   });
   base = gw.bases[0]!;
   await gw.admin("account create", { name: "azure", balance: "100" });
@@ -227,6 +237,20 @@ describe("Azure OpenAI through the gateway", () => {
     expect(last().url).toBe("/openai/v1/chat/completions");
     expect(last().body).toMatchObject({ model: DEPLOYMENT });
     await expectBilled(response.headers.get("x-gateway-request-id"), "gpt-4o-v1-on-azure");
+  });
+
+  it("auth: entra sends a bearer from DefaultAzureCredential (here the managed identity), asked for once", async () => {
+    const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: key, maxRetries: 0 });
+    const answers = await Promise.all(
+      Array.from({ length: 5 }, () =>
+        client.chat.completions.create({ model: "entra-on-azure", messages: [{ role: "user", content: "Hi" }] }),
+      ),
+    );
+    expect(answers.map((a) => a.choices[0]!.message.content)).toEqual(Array(5).fill("Hello from the mock."));
+    const sent = mock.requests.slice(-5);
+    expect(sent.map((r) => r.headers.authorization)).toEqual(Array(5).fill("Bearer entra-managed-identity-token"));
+    expect(sent.map((r) => r.headers["api-key"])).toEqual(Array(5).fill(undefined));
+    expect(mock.identityRequests).toBe(1);
   });
 
   it("embeddings on the deployment's path, for the openai SDK and @google/genai, billed by Azure's count", async () => {

@@ -25,7 +25,7 @@ export interface AzureRequest {
 
 export interface AzureMockOptions {
   apiKey?: string;
-  /** an Entra ID bearer the resource also takes */
+  /** an Entra ID bearer the resource also takes (issued by `/msi/token` too) */
   entraToken?: string;
   /** the deployments that exist (default: any name) */
   deployments?: string[];
@@ -35,6 +35,15 @@ export interface AzureMock {
   /** the resource's endpoint, https://RESOURCE.openai.azure.com in real life */
   url: string;
   apiKey: string;
+  /**
+   * A managed identity's token endpoint as App Service and Container Apps offer it (IDENTITY_ENDPOINT, with
+   * IDENTITY_HEADER = `identityHeader`): what @azure/identity's DefaultAzureCredential finds in the
+   * environment. It issues `entraToken` for the Cognitive Services resource.
+   */
+  identityEndpoint: string;
+  identityHeader: string;
+  /** the token requests the identity endpoint answered */
+  identityRequests: number;
   requests: AzureRequest[];
   /** script the answers on this */
   openai: MockUpstream;
@@ -117,10 +126,42 @@ const V1 = /^\/openai\/v1\/(chat\/completions|responses|embeddings)$/;
 export async function startAzureUpstream(o: AzureMockOptions = {}): Promise<AzureMock> {
   const apiKey = o.apiKey ?? "azure-test-key-0123456789abcdef";
   const openai = await startOpenAIUpstream();
-  const mock: AzureMock = { url: "", apiKey, requests: [], openai, close: async () => undefined };
+  const mock: AzureMock = {
+    url: "",
+    apiKey,
+    identityEndpoint: "",
+    identityHeader: "identity-header-0123456789",
+    identityRequests: 0,
+    requests: [],
+    openai,
+    close: async () => undefined,
+  };
+
+  /** App Service's managed identity protocol (api-version 2019-08-01). */
+  function identity(url: URL, req: IncomingMessage, res: ServerResponse): void {
+    const refuse = (status: number, message: string) => {
+      res.writeHead(status, { "content-type": "application/json" });
+      res.end(JSON.stringify({ statusCode: status, message }));
+    };
+    if (req.headers["x-identity-header"] !== mock.identityHeader) return refuse(401, "missing X-IDENTITY-HEADER");
+    if (url.searchParams.get("api-version") !== "2019-08-01") return refuse(400, "unsupported api-version");
+    if (url.searchParams.get("resource") !== "https://cognitiveservices.azure.com" || o.entraToken === undefined)
+      return refuse(400, "no identity for this resource");
+    mock.identityRequests++;
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(
+      JSON.stringify({
+        access_token: o.entraToken,
+        expires_on: String(Math.floor(Date.now() / 1000) + 3600),
+        resource: "https://cognitiveservices.azure.com",
+        token_type: "Bearer",
+      }),
+    );
+  }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? "/", "http://mock");
+    if (req.method === "GET" && url.pathname === "/msi/token") return identity(url, req, res);
     const text = await readText(req);
     let body: Record<string, unknown> | undefined;
     try {
@@ -191,6 +232,7 @@ export async function startAzureUpstream(o: AzureMockOptions = {}): Promise<Azur
   });
   const { origin, close } = await listen(server, 0);
   mock.url = origin;
+  mock.identityEndpoint = `${origin}/msi/token`;
   mock.close = async () => {
     await Promise.all([close(), openai.close()]);
   };

@@ -1,3 +1,4 @@
+import { DefaultAzureCredential, getBearerTokenProvider } from "@azure/identity";
 import OpenAI, { AzureOpenAI } from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AzureMock, startAzureUpstream } from "../mocks/azure-upstream.ts";
@@ -9,7 +10,7 @@ import { type AzureMock, startAzureUpstream } from "../mocks/azure-upstream.ts";
 let mock: AzureMock;
 
 beforeAll(async () => {
-  mock = await startAzureUpstream({ deployments: ["gpt-4o-prod", "embed-prod"] });
+  mock = await startAzureUpstream({ deployments: ["gpt-4o-prod", "embed-prod"], entraToken: "entra-token-1" });
 });
 afterAll(async () => mock?.close());
 
@@ -83,6 +84,45 @@ describe("mock Azure OpenAI, driven by the openai SDK's AzureOpenAI", () => {
     });
     expect(res.choices[0]!.message.content).toBe("Hello from the mock.");
     expect(mock.requests.at(-1)!.url).toBe("/openai/v1/chat/completions");
+  });
+
+  it("takes an Entra ID bearer from @azure/identity's DefaultAzureCredential (its managed identity endpoint)", async () => {
+    const saved = { endpoint: process.env.IDENTITY_ENDPOINT, header: process.env.IDENTITY_HEADER };
+    process.env.IDENTITY_ENDPOINT = mock.identityEndpoint;
+    process.env.IDENTITY_HEADER = mock.identityHeader;
+    try {
+      const client = new AzureOpenAI({
+        endpoint: mock.url,
+        apiVersion: "2024-10-21",
+        deployment: "gpt-4o-prod",
+        azureADTokenProvider: getBearerTokenProvider(
+          new DefaultAzureCredential(),
+          "https://cognitiveservices.azure.com/.default",
+        ),
+        maxRetries: 0,
+      });
+      const res = await client.chat.completions.create({ model: "x", messages: [{ role: "user", content: "Hi" }] });
+      expect(res.choices[0]!.message.content).toBe("Hello from the mock.");
+      expect(mock.requests.at(-1)!.headers.authorization).toBe("Bearer entra-token-1");
+      expect(mock.requests.at(-1)!.headers["api-key"]).toBeUndefined();
+    } finally {
+      for (const [k, v] of [
+        ["IDENTITY_ENDPOINT", saved.endpoint],
+        ["IDENTITY_HEADER", saved.header],
+      ] as const)
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+    }
+    const wrong = await fetch(
+      `${mock.identityEndpoint}?api-version=2019-08-01&resource=https://cognitiveservices.azure.com`,
+    );
+    expect(wrong.status).toBe(401);
+    const forged = await fetch(`${mock.url}/openai/deployments/gpt-4o-prod/chat/completions?api-version=2024-10-21`, {
+      method: "POST",
+      headers: { authorization: "Bearer forged", "content-type": "application/json" },
+      body: JSON.stringify({ messages: [{ role: "user", content: "Hi" }] }),
+    });
+    expect(forged.status).toBe(401);
   });
 
   it("refuses a wrong key (401), an unsupported or missing api-version (404) and an unknown deployment", async () => {
