@@ -37,13 +37,20 @@ const USAGE: Record<Target, MockUsage> = {
 // nova:   300 input × 3 + 400 read × 0.3 + 200 (5m) × 3.75 + 100 (1h) × 6 + 50 × 15 = 900 + 120 + 750 + 600 + 750
 const COST: Record<Target, string> = { claude: "2820", nova: "3120" };
 
+/** Temporary credentials the gateway's process finds in its environment (the default AWS chain). */
+const CHAIN = {
+  accessKeyId: "ASIAMOCKCHAIN0000001",
+  secretAccessKey: "chain/secret",
+  sessionToken: "chain-session-token",
+};
+
 let mock: BedrockMock;
 let gw: Gateway;
 let base: string;
 let key: string;
 
 beforeAll(async () => {
-  mock = await startBedrockUpstream({ models: [CLAUDE, NOVA] });
+  mock = await startBedrockUpstream({ models: [CLAUDE, NOVA], credentials: [DEFAULT_BEDROCK_CREDENTIALS, CHAIN] });
   const bedrock = {
     provider: "bedrock",
     region: "us-east-1",
@@ -56,17 +63,25 @@ beforeAll(async () => {
       upstreams: [
         { name: "bedrock", ...bedrock },
         { name: "bedrock-wrong-secret", ...bedrock, secretAccessKey: "not-the-secret" },
+        // no keys: the default AWS credential chain of the gateway's process
+        { name: "bedrock-chain", provider: "bedrock", region: "us-east-1", baseUrl: mock.url },
       ],
       models: [
         { id: MODELS.claude, price: PRICE, routes: [{ upstream: "bedrock", model: CLAUDE }] },
         { id: MODELS.nova, price: PRICE, routes: [{ upstream: "bedrock", model: NOVA }] },
         { id: "claude-wrong-secret", price: PRICE, routes: [{ upstream: "bedrock-wrong-secret", model: CLAUDE }] },
         { id: "unknown-on-bedrock", price: PRICE, routes: [{ upstream: "bedrock", model: "amazon.nothing-v9:0" }] },
+        { id: "nova-via-chain", price: PRICE, routes: [{ upstream: "bedrock-chain", model: NOVA }] },
       ],
     },
     env: {
       AWS_KEY_ID: DEFAULT_BEDROCK_CREDENTIALS.accessKeyId,
       AWS_SECRET: DEFAULT_BEDROCK_CREDENTIALS.secretAccessKey,
+      // the default chain's first source
+      AWS_ACCESS_KEY_ID: CHAIN.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: CHAIN.secretAccessKey,
+      AWS_SESSION_TOKEN: CHAIN.sessionToken,
+      AWS_EC2_METADATA_DISABLED: "true",
     },
   });
   base = gw.bases[0]!;
@@ -326,6 +341,27 @@ describe("AWS Bedrock through the gateway", () => {
 
     const unknown = await ask("unknown-on-bedrock");
     expect([unknown?.status, (unknown?.error as { code?: string })?.code]).toEqual([502, "upstream_model_not_found"]);
+  });
+
+  it("an upstream without keys signs with the default AWS chain (here the process's environment, a session token included); one with keys ignores it", async () => {
+    const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: key, maxRetries: 0 });
+    const signer = () => /Credential=([^/]+)\//.exec(String(mock.requests.at(-1)!.headers.authorization))?.[1];
+    mock.reply({ text: ["chained"] });
+    const viaChain = await client.chat.completions.create({
+      model: "nova-via-chain",
+      messages: [{ role: "user", content: "Hi" }],
+    });
+    expect(viaChain.choices[0]!.message.content).toBe("chained");
+    expect([signer(), mock.requests.at(-1)!.headers["x-amz-security-token"]]).toEqual([
+      CHAIN.accessKeyId,
+      CHAIN.sessionToken,
+    ]);
+    mock.reply({ text: ["keyed"] });
+    await client.chat.completions.create({ model: MODELS.nova, messages: [{ role: "user", content: "Hi" }] });
+    expect([signer(), mock.requests.at(-1)!.headers["x-amz-security-token"]]).toEqual([
+      DEFAULT_BEDROCK_CREDENTIALS.accessKeyId,
+      undefined,
+    ]);
   });
 
   it("a stream Bedrock breaks off mid-way ends with the client's error event", async () => {

@@ -140,7 +140,9 @@ export function buildConverseRequest(
   // top_k is a model's own field in Converse (additionalModelRequestFields), named differently by each family.
   if (req.topK !== undefined) tr.unknown(client === "anthropic" ? "top_k" : "generationConfig.topK");
   if (req.user !== undefined) tr.unknown(client === "anthropic" ? "metadata.user_id" : "user");
-  if (req.parallelToolCalls === false) tr.unknown("parallel_tool_calls");
+  // Converse has no switch for one call at a time: the model decides.
+  if (req.parallelToolCalls === false)
+    tr.unknown(client === "anthropic" ? "tool_choice.disable_parallel_tool_use" : "parallel_tool_calls");
   // Converse runs no vendor tools: every hosted tool is removed and named (refused when strict).
   for (const h of req.hostedTools ?? []) tr.unknown(h.name);
 
