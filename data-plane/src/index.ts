@@ -33,6 +33,7 @@ export {
   subscribeWhenReady,
 } from "./redis/connect.ts";
 export { open, parseMasterKey, seal } from "./crypto/secret-box.ts";
+export type { KeyDisabled, KeyEntry } from "./upstreams/key-pool/health.ts";
 export { initTracing, inSpan, SpanKind, SpanStatusCode, tracingNow } from "./telemetry/tracing.ts";
 export { createLogger } from "./logger.ts";
 export { OutageLog } from "./logging/outage-log.ts";

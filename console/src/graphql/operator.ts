@@ -213,6 +213,27 @@ export const UpstreamFields = graphql(`
     secretsSet
     enabled
     source
+    keys {
+      ...UpstreamKeyFields
+    }
+  }
+`);
+
+export const UpstreamKeyFields = graphql(`
+  fragment UpstreamKeyFields on UpstreamKey {
+    id
+    weight
+    state
+    reason
+    disabledAt
+  }
+`);
+
+export const SetUpstreamKeyEnabledMutation = graphql(`
+  mutation SetUpstreamKeyEnabled($upstream: String!, $key: String!, $enabled: Boolean!) {
+    setUpstreamKeyEnabled(upstream: $upstream, key: $key, enabled: $enabled) {
+      ...UpstreamKeyFields
+    }
   }
 `);
 
@@ -319,6 +340,10 @@ export const HealthQuery = graphql(`
       ttftAvgMs
       ttftP95Ms
       lastCallAt
+      keys {
+        ...UpstreamKeyFields
+        breaker
+      }
     }
     operatorUsage(from: $from, to: $to) {
       byAccount {

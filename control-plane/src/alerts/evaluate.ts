@@ -11,7 +11,7 @@ import { currentBudgets } from "../budgets/snapshot.ts";
 // it is evaluated and by however many control planes.
 
 export interface Alert {
-  kind: "budget" | "quota" | "balance" | "key_expiring" | "breaker_open";
+  kind: "budget" | "quota" | "balance" | "key_expiring" | "breaker_open" | "upstream_key_disabled";
   dedupeKey: string;
   /** groups thresholds of one subject and period: only the highest newly crossed is sent */
   group: string;

@@ -48,6 +48,8 @@ export class AlertRunner {
   private deliveryTimer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
   private stopped = false;
+  /** upstream keys a data plane disabled, recorded and not yet alerted */
+  private readonly keysDisabled: Alert[] = [];
   /** when each breaker was first seen open (its "period"); forgotten when it closes */
   private readonly openSince = new Map<string, string>();
 
@@ -75,6 +77,25 @@ export class AlertRunner {
   evaluateAll(): void {
     this.all = true;
     this.deliveriesDue = true;
+    this.schedule(0);
+  }
+
+  /**
+   * A data plane disabled an upstream key (the provider refused it) and the control plane recorded it: the
+   * operators are told, always (upstream_key_disabled is on by default and has no switch: a refused key is
+   * capacity lost until someone acts).
+   */
+  keyDisabled(d: { upstream: string; key: string; reason: string; at: number }): void {
+    const at = new Date(d.at).toISOString();
+    const group = `upstream_key:${d.upstream}:${d.key}:${at}`;
+    this.keysDisabled.push({
+      kind: "upstream_key_disabled",
+      dedupeKey: group,
+      group,
+      rank: 0,
+      message: `key ${d.key} of upstream ${d.upstream} was taken out of rotation (${d.reason.replace(/_/g, " ")}); it stays disabled until an operator enables it.`,
+      data: { upstream: d.upstream, key: d.key, reason: d.reason, disabledAt: at },
+    });
     this.schedule(0);
   }
 
@@ -148,6 +169,18 @@ export class AlertRunner {
           );
         }
       }
+    }
+    if (this.keysDisabled.length > 0) {
+      const alerts = this.keysDisabled.splice(0);
+      // The operators' settings exist once anyone saved them; the alert is recorded (and shown) even before.
+      const c = await prisma.alertConfig.upsert({
+        where: { id: OPERATORS_CONFIG },
+        create: { id: OPERATORS_CONFIG, emails: [] },
+        update: {},
+        include: { webhooks: { select: { id: true } } },
+      });
+      deliver = true;
+      await fire(prisma, this.o.mail, c, null, alerts, (err) => this.o.logger.warn({ err }, "alert mail failed"));
     }
     if (!deliver) return;
     this.deliveriesDue = false;

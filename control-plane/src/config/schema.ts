@@ -31,6 +31,20 @@ export const configSchema = z
             /** absent: the provider's default endpoint */
             baseUrl: z.string().url().or(z.literal("demo://local")).optional(),
             apiKey: z.string().optional(),
+            /** a key pool instead of apiKey: calls spread by weight, a refused key leaves (docs/routing.md) */
+            keys: z
+              .array(
+                z
+                  .object({
+                    id: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, "1 to 64 letters, digits, '.', '_' or '-'"),
+                    apiKey: z.string().min(1),
+                    weight: z.number().int().nonnegative().default(1),
+                  })
+                  .strict(),
+              )
+              .min(1)
+              .max(64)
+              .optional(),
             apiVersion: z.string().min(1).optional(),
             region: z
               .string()
@@ -65,6 +79,10 @@ export const configSchema = z
               options,
             });
             if ("problem" in checked) ctx.addIssue({ code: "custom", message: checked.problem, path: [checked.field] });
+            if (u.keys !== undefined && u.apiKey !== undefined)
+              ctx.addIssue({ code: "custom", message: "give apiKey or keys, not both", path: ["keys"] });
+            if (u.keys !== undefined && new Set(u.keys.map((k) => k.id)).size !== u.keys.length)
+              ctx.addIssue({ code: "custom", message: "a key id is given twice", path: ["keys"] });
             if (u.credentialsFile !== undefined && u.serviceAccount !== undefined)
               ctx.addIssue({
                 code: "custom",

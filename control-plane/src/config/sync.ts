@@ -2,6 +2,7 @@ import { enumName, seal } from "@modelgate/data-plane";
 import type { UpstreamProtocol } from "../generated/prisma/client.ts";
 import { PROVIDER_OPTIONS, PROVIDER_SECRETS, checkUpstreamShape } from "../services/upstream-provider.ts";
 import { audit } from "../audit/record.ts";
+import { replaceKeys } from "../services/upstream-keys.ts";
 import { parseAmount } from "../services/money.ts";
 import type { ServiceContext } from "../services/context.ts";
 import type { GatewayConfig } from "./schema.ts";
@@ -67,6 +68,7 @@ export async function syncConfig(
         update: data,
       });
       upstreamIds.set(u.name, row.id);
+      await replaceKeys(tx, ctx.masterKey, row.id, u.keys ?? []);
     }
     for (const m of config.models) {
       const data = {

@@ -24,6 +24,7 @@ import { RedisPolicyBus } from "../snapshot/redis-bus.ts";
 import { RedisUsageConsumer } from "../usage/redis-consumer.ts";
 import { exportsIdle } from "../exports/runner.ts";
 import { settleUsageBatch } from "../usage/settle.ts";
+import { followKeyReports, keyDisabledReported, redisKeyStates } from "./key-reports.ts";
 import { bootControlPlane } from "./bootstrap.ts";
 import { controlPlaneRoutes } from "./routes.ts";
 import { readSettings } from "./settings.ts";
@@ -155,10 +156,19 @@ for (const c of consumer.connections.slice(1)) {
 }
 await consumer.start();
 
+// Pooled upstream keys: the replicas' states in Redis, and their disable reports recorded and alerted.
+core.ctx.keyStates = redisKeyStates(redis, names);
 const { routes, alerts: runner } = await controlPlaneRoutes(core.ctx, settings, logger, () =>
   readBreakerReports(redis, names.breakerReports),
 );
 alerts.runner = runner;
+const stopKeyReports = followKeyReports(
+  redis,
+  names,
+  (d) => keyDisabledReported(core.ctx, () => alerts.runner, d, logger),
+  redisFailure("upstream key reports", "upstream key reports: Redis unavailable"),
+  Number(process.env.MODELGATE_KEY_REPORT_MS ?? 250),
+);
 const health = async (req: IncomingMessage, res: ServerResponse) => {
   if (req.url !== "/healthz" && req.url !== "/readyz") return false;
   res.writeHead(200, { "content-type": "application/json" });
@@ -181,6 +191,7 @@ onShutdown(
       shutdownMs,
       async () => {
         await consumer.stop();
+        await stopKeyReports();
         await alerts.runner?.stop();
         await core.publisher.flush();
         await exportsIdle();

@@ -11,6 +11,7 @@ import {
 } from "@modelgate/data-plane";
 import { DEMO_MODEL_ID } from "../config/sync.ts";
 import type { AlertRunner } from "../alerts/runner.ts";
+import { keyDisabledReported } from "./key-reports.ts";
 import { chain, notFound } from "../http/app.ts";
 import { exportsIdle } from "../exports/runner.ts";
 import { settleUsageBatch } from "../usage/settle.ts";
@@ -65,6 +66,13 @@ const dataPlaneOptions = createDataPlaneOptions({
   masterKey: settings.masterKey,
   ready: () => !draining,
 });
+// Pooled upstream keys: the data plane's own states are what the operator sees, and a disable is recorded here.
+const keyHealth = dataPlaneOptions.keyHealth!;
+core.ctx.keyStates = {
+  states: async () => keyHealth.states(Date.now()),
+  clear: async (upstream, key) => keyHealth.enable(upstream, key),
+};
+keyHealth.onDisable((d) => void keyDisabledReported(core.ctx, () => alerts.runner, d, logger));
 const dataPlane = createDataPlaneHandler(dataPlaneOptions, false);
 // Whatever nobody else claims is an API 404 in OpenAI's shape (the console only answers GETs).
 const apiNotFound = createDataPlaneHandler(dataPlaneOptions, true);

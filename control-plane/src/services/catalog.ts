@@ -14,6 +14,7 @@ import { applyLedger } from "./accounts.ts";
 import type { ServiceContext } from "./context.ts";
 import { AppError, badInput, notFound } from "./errors.ts";
 import { parseAmount } from "./money.ts";
+import { checkKeys, type KeyInput, replaceKeys } from "./upstream-keys.ts";
 import { MAX_MODEL_FALLBACKS } from "../config/schema.ts";
 
 // Operator-side writes: price contracts, models, upstreams, routes, account limits and balance adjustments.
@@ -209,6 +210,8 @@ export async function upsertUpstream(
     secretAccessKey?: string | null;
     sessionToken?: string | null;
     serviceAccount?: string | null;
+    /** a key pool instead of apiKey: undefined keeps it, a list replaces it (a key without apiKey keeps its secret) */
+    keys?: readonly KeyInput[] | null;
     enabled?: boolean | null;
     connectTimeoutMs?: number | null;
     firstByteTimeoutMs?: number | null;
@@ -242,6 +245,8 @@ export async function upsertUpstream(
   });
   if ("problem" in shape) throw badInput(shape.problem, shape.field);
   if (input.serviceAccount) checkServiceAccount(input.serviceAccount);
+  const keys = input.keys == null ? null : checkKeys(input.keys, false);
+  if (keys !== null && keys.length > 0 && input.apiKey) throw badInput("give apiKey or keys, not both", "keys");
   const data = {
     name,
     provider,
@@ -272,13 +277,19 @@ export async function upsertUpstream(
         data: { ...data, secretsEnc: sealedSecrets(ctx, null, input), source: "api" },
       });
     }
+    const pool = keys === null ? null : await replaceKeys(tx, ctx.masterKey, after.id, keys);
     // The credential itself never reaches the log: only whether there is one, and whether this call changed it.
     await audit(tx, ctx.actor, {
       action: before ? "upstream.update" : "upstream.create",
       subjectType: "upstream",
       subjectId: after.id,
       before: before && upstreamView(before),
-      after: { ...upstreamView(after), apiKeyChanged: input.apiKey !== undefined, secretsChanged },
+      after: {
+        ...upstreamView(after),
+        apiKeyChanged: input.apiKey !== undefined,
+        secretsChanged,
+        ...(pool ? { keys: pool } : {}),
+      },
     });
     return after;
   });

@@ -1,3 +1,4 @@
+import type { KeyStateLink } from "./upstream-keys.ts";
 import type { AuditActor } from "../audit/record.ts";
 import type { Db } from "../db/client.ts";
 
@@ -15,4 +16,6 @@ export interface ServiceContext {
   masterKey: Buffer;
   /** who acts, for the audit log (absent: the system itself) */
   actor?: AuditActor;
+  /** the data planes' pooled upstream key states (absent: none to see, e.g. tests of services) */
+  keyStates?: KeyStateLink;
 }

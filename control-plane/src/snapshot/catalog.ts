@@ -1,6 +1,6 @@
 import { OPERATOR_PROTOCOLS, fromEnumName, type ModelSnapshot } from "@modelgate/data-plane";
 import type { Db } from "../db/client.ts";
-import type { Route, Upstream } from "../generated/prisma/client.ts";
+import type { Route, Upstream, UpstreamKey } from "../generated/prisma/client.ts";
 import { routeProtocol } from "../services/upstream-provider.ts";
 
 type RouteSnapshot = ModelSnapshot["routes"][number];
@@ -10,7 +10,7 @@ type RouteSnapshot = ModelSnapshot["routes"][number];
  * settings and sealed secrets. A route whose provider cannot serve its model (refused when written, so only
  * an upstream changed since) is left out rather than failing every call.
  */
-function routeOf(u: Upstream, r: Route): RouteSnapshot[] {
+function routeOf(u: Upstream & { keys: UpstreamKey[] }, r: Route): RouteSnapshot[] {
   let protocol: RouteSnapshot["protocol"];
   try {
     protocol = routeProtocol(
@@ -38,6 +38,9 @@ function routeOf(u: Upstream, r: Route): RouteSnapshot[] {
   const options = u.options as Record<string, string>;
   if (Object.keys(options).length > 0) route.providerOptions = options;
   if (u.secretsEnc !== null) route.secretsEnc = u.secretsEnc;
+  // A key pool (docs/routing.md): disabled keys travel too, so a data plane's own view of them is overruled.
+  if (u.keys.length > 0)
+    route.keys = u.keys.map((k) => ({ id: k.id, apiKeyEnc: k.apiKeyEnc, weight: k.weight, enabled: k.enabled }));
   return [route];
 }
 
@@ -47,7 +50,7 @@ const str = (n: bigint) => n.toString();
 export async function buildCatalog(prisma: Db): Promise<Record<string, ModelSnapshot>> {
   const models = await prisma.model.findMany({
     where: { enabled: true },
-    include: { routes: { include: { upstream: true } } },
+    include: { routes: { include: { upstream: { include: { keys: { orderBy: { position: "asc" } } } } } } },
   });
   const catalog: Record<string, ModelSnapshot> = {};
   for (const m of models) {

@@ -16,6 +16,7 @@ import "./model.ts";
 import "./export.ts";
 import "./audit.ts";
 import "./operator-stats.ts";
+import "./upstream-keys.ts";
 
 export const schema = builder.toSchema();
 export const printedSchema = () => printSchema(lexicographicSortSchema(schema));

@@ -77,7 +77,7 @@ const CustomerModelRef = builder.objectRef<PricedModel>("CustomerModel").impleme
   }),
 });
 
-const UpstreamRef = builder.objectRef<Upstream>("Upstream").implement({
+export const UpstreamRef = builder.objectRef<Upstream>("Upstream").implement({
   description: "Operators: a provider endpoint. The credential is sealed and never shown.",
   fields: (t) => ({
     id: t.exposeID("id"),
@@ -281,6 +281,14 @@ const ModelInput = builder.inputType("ModelInput", {
   }),
 });
 
+const UpstreamKeyInput = builder.inputType("UpstreamKeyInput", {
+  fields: (t) => ({
+    id: t.string({ required: true, description: "the operator's name for the key, unique per upstream" }),
+    apiKey: t.string({ description: "write-only; omit to keep the stored secret of an existing key" }),
+    weight: t.int({ description: "default 1" }),
+  }),
+});
+
 const UpstreamInput = builder.inputType("UpstreamInput", {
   fields: (t) => ({
     id: t.id({ description: "omit to create" }),
@@ -293,6 +301,11 @@ const UpstreamInput = builder.inputType("UpstreamInput", {
     project: t.string({ description: "Vertex's project" }),
     auth: t.string({ description: "Azure OpenAI: key (default) or entra" }),
     apiKey: t.string({ description: "omit to keep, null to remove" }),
+    keys: t.field({
+      type: [UpstreamKeyInput],
+      description:
+        "a key pool instead of apiKey (docs/routing.md): omit to keep the pool, give the whole pool to replace it (a key given without apiKey keeps its secret), [] to remove it",
+    }),
     accessKeyId: t.string({ description: "Bedrock; write-only: omit to keep, null to remove" }),
     secretAccessKey: t.string({ description: "Bedrock; write-only: omit to keep, null to remove" }),
     sessionToken: t.string({ description: "Bedrock; write-only: omit to keep, null to remove" }),
@@ -353,6 +366,7 @@ builder.mutationFields((t) => ({
         id: input.id ? checkId(String(input.id), "upstream") : null,
         provider: input.provider == null ? null : fromEnumName(PROVIDERS, input.provider),
         protocol: input.protocol == null ? null : fromEnumName(OPERATOR_PROTOCOLS, input.protocol),
+        keys: input.keys?.map((k) => ({ id: k.id, apiKey: k.apiKey ?? undefined, weight: k.weight })),
       }),
   }),
   deleteUpstream: t.boolean({

@@ -26,7 +26,7 @@ const OperatorUsageRef = builder
     }),
   });
 
-const HealthRef = builder.objectRef<UpstreamHealth>("UpstreamHealth").implement({
+export const HealthRef = builder.objectRef<UpstreamHealth>("UpstreamHealth").implement({
   fields: (t) => ({
     id: t.exposeID("id"),
     name: t.exposeString("name"),

@@ -37,7 +37,16 @@ export class KeyHealth {
   protected readonly entries = new Map<string, KeyEntry>();
   private readonly headroom = new Map<string, { factor: number; at: number }>();
 
-  constructor(protected readonly onDisabled: (d: KeyDisabled) => void = () => undefined) {}
+  private readonly listeners: ((d: KeyDisabled) => void)[] = [];
+
+  constructor(onDisabled?: (d: KeyDisabled) => void) {
+    if (onDisabled) this.listeners.push(onDisabled);
+  }
+
+  /** Also tell `listener` of every key this process disables (embedded mode: the control plane records it). */
+  onDisable(listener: (d: KeyDisabled) => void): void {
+    this.listeners.push(listener);
+  }
 
   /** Whether the key may be used now (not disabled, not resting). */
   usable(field: string, now: number): boolean {
@@ -62,7 +71,7 @@ export class KeyHealth {
     const entry: KeyEntry = { reason, at: now };
     this.entries.set(field, entry);
     this.write(field, entry);
-    this.onDisabled({ upstream, key, reason, at: now });
+    for (const l of this.listeners) l({ upstream, key, reason, at: now });
   }
 
   /** The key is rate limited until `until`. */
