@@ -2,6 +2,7 @@ import Anthropic from "@anthropic-ai/sdk";
 import { GoogleGenAI } from "@google/genai";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { compat } from "../helpers/compat.ts";
 import { type Gateway, startGateway, waitForKey } from "../helpers/gateway.ts";
 import { eventually } from "../helpers/processes.ts";
 import { type AzureMock, startAzureUpstream } from "../mocks/azure-upstream.ts";
@@ -112,7 +113,7 @@ describe("Azure OpenAI through the gateway", () => {
   for (const stream of [false, true]) {
     const how = stream ? "streamed" : "not streamed";
 
-    it(`openai SDK → a deployment, ${how}: passes through with the api-key; usage and bill`, async () => {
+    it(`openai SDK → a deployment, ${how}: passes through with the api-key; usage and bill ${compat("openai-sdk", "azure-openai", stream ? "stream" : "text", "usage")}`, async () => {
       script();
       const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: key, maxRetries: 0 });
       const params = { model: MODEL, messages: [{ role: "user" as const, content: "Hi" }] };
@@ -147,7 +148,7 @@ describe("Azure OpenAI through the gateway", () => {
       await expectBilled(requestId);
     });
 
-    it(`Anthropic SDK → a deployment, ${how}: translated; usage and bill`, async () => {
+    it(`Anthropic SDK → a deployment, ${how}: translated; usage and bill ${compat("anthropic-sdk", "azure-openai", stream ? "stream" : "text", "usage")}`, async () => {
       script();
       const client = new Anthropic({ baseURL: base, apiKey: key, maxRetries: 0 });
       const params = { model: MODEL, max_tokens: 100, messages: [{ role: "user" as const, content: "Hi" }] };
@@ -169,7 +170,7 @@ describe("Azure OpenAI through the gateway", () => {
       await expectBilled(requestId);
     });
 
-    it(`@google/genai → a deployment, ${how}: translated; usage and bill`, async () => {
+    it(`@google/genai → a deployment, ${how}: translated; usage and bill ${compat("genai-sdk", "azure-openai", stream ? "stream" : "text", "usage")}`, async () => {
       script();
       const ai = new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: base, apiVersion: "v1beta" } });
       const req = { model: MODEL, contents: "Hi" };

@@ -2,6 +2,7 @@ import Anthropic from "@anthropic-ai/sdk";
 import { GoogleGenAI } from "@google/genai";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { compat } from "../helpers/compat.ts";
 import { type Gateway, startGateway, waitForKey } from "../helpers/gateway.ts";
 import { eventually } from "../helpers/processes.ts";
 import { type BedrockMock, DEFAULT_BEDROCK_CREDENTIALS, startBedrockUpstream } from "../mocks/bedrock-upstream.ts";
@@ -153,7 +154,7 @@ describe("AWS Bedrock through the gateway", () => {
   for (const [target, stream] of CASES) {
     const how = `${target === "claude" ? "an Anthropic model (InvokeModel)" : "a Converse model"}, ${stream ? "streamed" : "not streamed"}`;
 
-    it(`openai SDK → ${how}: the answer, its usage, and the bill`, async () => {
+    it(`openai SDK → ${how}: the answer, its usage, and the bill ${compat("openai-sdk", "bedrock", stream ? "stream" : "text", "usage")}`, async () => {
       mock.reply({ text: ["Hello", " from", " Bedrock."], usage: USAGE[target] });
       const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: key, maxRetries: 0 });
       const params = { model: MODELS[target], messages: [{ role: "user" as const, content: "Hi" }], max_tokens: 100 };
@@ -186,7 +187,7 @@ describe("AWS Bedrock through the gateway", () => {
       await expectBilled(requestId, target);
     });
 
-    it(`Anthropic SDK → ${how}: ${target === "claude" ? "the body passes through as Bedrock takes it, betas included" : "translated to Converse"}; usage and bill`, async () => {
+    it(`Anthropic SDK → ${how}: ${target === "claude" ? "the body passes through as Bedrock takes it, betas included" : "translated to Converse"}; usage and bill ${compat("anthropic-sdk", "bedrock", stream ? "stream" : "text", "usage")}`, async () => {
       mock.reply({ text: ["Hello", " from", " Bedrock."], usage: USAGE[target] });
       const client = new Anthropic({ baseURL: base, apiKey: key, maxRetries: 0 });
       const params = {
@@ -239,7 +240,7 @@ describe("AWS Bedrock through the gateway", () => {
       await expectBilled(requestId, target);
     });
 
-    it(`@google/genai → ${how}: the answer, its usage, and the bill`, async () => {
+    it(`@google/genai → ${how}: the answer, its usage, and the bill ${compat("genai-sdk", "bedrock", stream ? "stream" : "text", "usage")}`, async () => {
       mock.reply({ text: ["Hello", " from", " Bedrock."], usage: USAGE[target] });
       const ai = new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: base, apiVersion: "v1beta" } });
       const req = { model: MODELS[target], contents: "Hi", config: { maxOutputTokens: 100 } };

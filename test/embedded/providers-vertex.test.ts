@@ -5,6 +5,7 @@ import Anthropic from "@anthropic-ai/sdk";
 import { GoogleGenAI } from "@google/genai";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { compat } from "../helpers/compat.ts";
 import { type Gateway, startGateway, waitForKey } from "../helpers/gateway.ts";
 import { eventually } from "../helpers/processes.ts";
 import { type MockUsage, mockEmbedding, mockTokens } from "../mocks/script.ts";
@@ -163,7 +164,7 @@ describe("Google Vertex AI through the gateway", () => {
   for (const [target, stream] of CASES) {
     const how = `${target === "gemini" ? "a Gemini model (generateContent)" : "a Claude model (rawPredict)"}, ${stream ? "streamed" : "not streamed"}`;
 
-    it(`openai SDK → ${how}: the answer, its usage, and the bill`, async () => {
+    it(`openai SDK → ${how}: the answer, its usage, and the bill ${compat("openai-sdk", "vertex", stream ? "stream" : "text", "usage")}`, async () => {
       script(target);
       const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: key, maxRetries: 0 });
       const params = { model: MODELS[target], messages: [{ role: "user" as const, content: "Hi" }], max_tokens: 100 };
@@ -200,7 +201,7 @@ describe("Google Vertex AI through the gateway", () => {
       await expectBilled(requestId, target);
     });
 
-    it(`Anthropic SDK → ${how}: ${target === "claude" ? "the body passes through as Vertex takes it, betas included" : "translated to Gemini"}; usage and bill`, async () => {
+    it(`Anthropic SDK → ${how}: ${target === "claude" ? "the body passes through as Vertex takes it, betas included" : "translated to Gemini"}; usage and bill ${compat("anthropic-sdk", "vertex", stream ? "stream" : "text", "usage")}`, async () => {
       script(target);
       const client = new Anthropic({ baseURL: base, apiKey: key, maxRetries: 0 });
       const params = {
@@ -254,7 +255,7 @@ describe("Google Vertex AI through the gateway", () => {
       await expectBilled(requestId, target);
     });
 
-    it(`@google/genai → ${how}: ${target === "gemini" ? "the body passes through on Vertex's path" : "translated to Claude"}; usage and bill`, async () => {
+    it(`@google/genai → ${how}: ${target === "gemini" ? "the body passes through on Vertex's path" : "translated to Claude"}; usage and bill ${compat("genai-sdk", "vertex", stream ? "stream" : "text", "usage")}`, async () => {
       script(target);
       const ai = new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: base, apiVersion: "v1beta" } });
       const req = { model: MODELS[target], contents: "Hi", config: { maxOutputTokens: 100 } };
