@@ -48,10 +48,15 @@ function healthz(): Promise<number> {
 async function worstDuring(work: () => Promise<unknown>): Promise<number> {
   let done = false;
   let worst = 0;
+  let polling!: () => void;
+  const firstAnswer = new Promise<void>((r) => (polling = r));
   const poll = (async () => {
-    while (!done) worst = Math.max(worst, await healthz());
+    while (!done) {
+      worst = Math.max(worst, await healthz());
+      polling();
+    }
   })();
-  await new Promise((r) => setTimeout(r, 50));
+  await firstAnswer; // the poller is running before the work starts
   await work();
   done = true;
   await poll;

@@ -16,6 +16,7 @@ import {
 import { checkKeyPolicy } from "../../../data-plane/src/policy/check.ts";
 import { RedisPolicySource } from "../../../data-plane/src/snapshot/redis-feed.ts";
 import { freshDatabase } from "../../../test/helpers/postgres.ts";
+import { eventually } from "../../../test/helpers/processes.ts";
 import { SnapshotPublisher } from "./publisher.ts";
 import { settleUsageBatch } from "../usage/settle.ts";
 import { InProcessPolicyBus } from "./memory-bus.ts";
@@ -1485,7 +1486,12 @@ describe("policy feed", () => {
     expect(cp.fullSkipped).toBe(1);
     expect(cp.fullPublications).toBe(0);
     // The lease expires on Redis's clock (no event to await but its absence).
-    while ((await redis.exists(lease)) === 1) await sleep(50);
+    await eventually(
+      () => redis.exists(lease),
+      (n) => n === 0,
+      5_000,
+      50,
+    );
     cp.changed();
     await cp.flush();
     await cp.republishing;

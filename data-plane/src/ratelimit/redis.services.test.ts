@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
+import { eventually } from "../../../test/helpers/processes.ts";
 import { dropPrefix, redisLimiterFixture, TEST_REDIS_URL as REDIS_URL } from "../redis/test-fixture.ts";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { rateLimiterContract } from "./contract.ts";
@@ -489,10 +490,14 @@ describe("RedisRateLimiter local admission", () => {
     ]);
     expect(raced).toBe("granted");
     expect(l.local.granted).toBe(1);
-    // Once Redis resumes it has both calls (the local call goes out when its sync window ends; a PING behind it
-    // on the same connection says it was run): a fresh replica, with no local view, sees both.
-    await new Promise((r) => setTimeout(r, 50));
-    await clients[0]!.ping();
+    // Once Redis resumes it has both calls (the local call goes out when its sync window ends): a fresh replica,
+    // with no local view, sees both.
+    await eventually(
+      () => clients[2]!.zcard(`${prefix}{acct:${ids[1]}}:k:${ids[0]}:conc`),
+      (n) => n === 2,
+      5_000,
+      10,
+    );
     const other = replica(2);
     const seen = await other.acquire(call(...ids, { rpm: 100, concurrency: 50 }, now));
     expect(seen.ok && seen.info.requests?.remaining).toBe(97);
