@@ -43,10 +43,30 @@ const toTotals = (r: Row): GroupTotals => ({
   costMicro: BigInt(r.cost),
 });
 
+const DAY = 86_400_000;
+
 /**
- * By customer, model and upstream, in one pass over the operators' hourly rollup (usage_operator_hourly, whose key
- * starts with the hour: a span is one range of it, never the usage log). Hours are whole: an hour counts when it
- * starts in [from, to), as the console asks for whole days up to now.
+ * The operators' rollup rows of [from, to): an hour counts when it starts in the span. Whole UTC days inside the
+ * span come from usage_operator_daily, the hours before the first and after the last from usage_operator_hourly
+ * (both keyed from their time: each part is one range scan, never the usage log), so 30 days read 30 days' rows
+ * and at most 46 hours'.
+ */
+function operatorSource(from: Date, to: Date) {
+  const firstDay = new Date(Math.ceil(from.getTime() / DAY) * DAY);
+  const lastDay = new Date(Math.floor(to.getTime() / DAY) * DAY);
+  const cols = Prisma.sql`account_id, model, upstream, requests, errors, prompt_tokens, completion_tokens,
+    reasoning_tokens, cached_tokens, cost_micro`;
+  if (firstDay >= lastDay)
+    return Prisma.sql`SELECT ${cols} FROM usage_operator_hourly WHERE hour >= ${from} AND hour < ${to}`;
+  return Prisma.sql`
+    SELECT ${cols} FROM usage_operator_daily WHERE day >= ${firstDay} AND day < ${lastDay}
+    UNION ALL SELECT ${cols} FROM usage_operator_hourly WHERE hour >= ${from} AND hour < ${firstDay}
+    UNION ALL SELECT ${cols} FROM usage_operator_hourly WHERE hour >= ${lastDay} AND hour < ${to}`;
+}
+
+/**
+ * By customer, model and upstream, in one pass over the operators' rollups (operatorSource). Hours are whole: an
+ * hour counts when it starts in [from, to), as the console asks for whole days up to now.
  */
 export async function operatorUsage(ctx: ServiceContext, from: Date, to: Date) {
   checkSpan(from, to);
@@ -57,8 +77,7 @@ export async function operatorUsage(ctx: ServiceContext, from: Date, to: Date) {
              SUM(h.prompt_tokens)::bigint AS prompt, SUM(h.completion_tokens)::bigint AS completion,
              SUM(h.reasoning_tokens)::bigint AS reasoning, SUM(h.cached_tokens)::bigint AS cached,
              SUM(h.cost_micro)::bigint AS cost
-      FROM usage_operator_hourly h
-      WHERE h.hour >= ${from} AND h.hour < ${to}
+      FROM (${operatorSource(from, to)}) h
       GROUP BY GROUPING SETS ((h.account_id), (h.model), (h.upstream))
     )
     SELECT g.dim, COALESCE(g.account_id::text, g.model, g.upstream) AS key,

@@ -72,11 +72,18 @@ WITH customer AS (
   WHERE account_id = $1::uuid AND hour = date_trunc('hour', $2::timestamptz)
     AND api_key_id = COALESCE($3::uuid, '00000000-0000-0000-0000-000000000000'::uuid) AND model = $4
   RETURNING 1
+), operator AS (
+  UPDATE usage_operator_hourly SET prompt_tokens = prompt_tokens + $5::bigint,
+    completion_tokens = completion_tokens + $6::bigint, reasoning_tokens = reasoning_tokens + $7::bigint,
+    cached_tokens = cached_tokens + $8::bigint, cost_micro = cost_micro + $9::bigint
+  WHERE hour = date_trunc('hour', $2::timestamptz) AND account_id = $1::uuid AND model = $4
+    AND upstream = COALESCE($10::text, '')
+  RETURNING 1
 )
-UPDATE usage_operator_hourly SET prompt_tokens = prompt_tokens + $5::bigint,
+UPDATE usage_operator_daily SET prompt_tokens = prompt_tokens + $5::bigint,
   completion_tokens = completion_tokens + $6::bigint, reasoning_tokens = reasoning_tokens + $7::bigint,
   cached_tokens = cached_tokens + $8::bigint, cost_micro = cost_micro + $9::bigint
-WHERE hour = date_trunc('hour', $2::timestamptz) AND account_id = $1::uuid AND model = $4
+WHERE day = date_trunc('day', $2::timestamptz, 'UTC') AND account_id = $1::uuid AND model = $4
   AND upstream = COALESCE($10::text, '')`;
 
 // The batch's debits, one statement for all its accounts (a statement fires the accounts' policy-feed trigger
