@@ -12,7 +12,7 @@ import {
 } from "../../services/catalog.ts";
 import { builder, type Types } from "../builder.ts";
 import { OPERATOR_PROTOCOLS, PROVIDERS, enumName, fromEnumName, providers, unitPrices } from "@modelgate/data-plane";
-import { PROVIDER_OPTIONS } from "../../services/upstream-provider.ts";
+import type { PROVIDER_OPTIONS } from "../../services/upstream-provider.ts";
 import { formatMicroText } from "../../services/money.ts";
 import { accountIdFor, checkId, money } from "../common.ts";
 import { ConfigSourceEnum, ModelTypeEnum, UpstreamProtocolEnum, UpstreamProviderEnum } from "./enums.ts";
