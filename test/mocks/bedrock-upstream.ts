@@ -47,6 +47,12 @@ export interface BedrockMockOptions extends MockUpstreamOptions {
   credentials?: BedrockCredentials[];
   /** Model ids it serves (absent: any); another is 404 ResourceNotFoundException. */
   models?: string[];
+  /**
+   * InvokeModel: the requests whose answer also splits its cache writes by lifetime (usage.cache_creation, as
+   * Anthropic's Messages API states it); for the others (default: all) only the total
+   * cache_creation_input_tokens, as Bedrock's invocation metrics state it.
+   */
+  splitCacheWrites?: (req: RecordedRequest) => boolean;
 }
 
 export interface BedrockMock extends MockUpstream {
@@ -202,7 +208,7 @@ const toolId = (i: number, id?: string): string => id ?? `tooluse_mock${i.toStri
 
 // ---- Anthropic's models: InvokeModel ----
 
-function anthropicUsage(r: MockReply) {
+function anthropicUsage(r: MockReply, split: boolean) {
   const u = defaultUsage(r);
   const cached = u.cachedTokens ?? 0;
   const w5m = u.cacheWrite5mTokens ?? 0;
@@ -211,6 +217,7 @@ function anthropicUsage(r: MockReply) {
     input_tokens: u.promptTokens - cached - w5m - w1h,
     cache_creation_input_tokens: w5m + w1h,
     cache_read_input_tokens: cached,
+    ...(split ? { cache_creation: { ephemeral_5m_input_tokens: w5m, ephemeral_1h_input_tokens: w1h } } : {}),
     output_tokens: u.completionTokens + (u.reasoningTokens ?? 0),
   };
 }
@@ -219,7 +226,7 @@ function anthropicUsage(r: MockReply) {
 const claudeName = (modelId: string): string =>
   /anthropic\.(claude-[a-z0-9-]+?)(?:-v\d+(?::\d+)?)?$/.exec(modelId)?.[1] ?? "claude-mock";
 
-function anthropicMessage(r: MockReply, modelId: string): Record<string, unknown> {
+function anthropicMessage(r: MockReply, modelId: string, split: boolean): Record<string, unknown> {
   const content: Record<string, unknown>[] = [];
   if (r.thinking)
     content.push({ type: "thinking", thinking: r.thinking.join(""), signature: r.signature ?? "mock-signature" });
@@ -235,7 +242,7 @@ function anthropicMessage(r: MockReply, modelId: string): Record<string, unknown
     content,
     stop_reason: STOP_REASON[finishOf(r)],
     stop_sequence: null,
-    usage: anthropicUsage(r),
+    usage: anthropicUsage(r, split),
   };
 }
 
@@ -259,7 +266,7 @@ function invokeBodyFault(body: unknown): string | null {
   return null;
 }
 
-async function invokeStream(res: ServerResponse, r: MockReply, modelId: string): Promise<void> {
+async function invokeStream(res: ServerResponse, r: MockReply, modelId: string, split: boolean): Promise<void> {
   res.writeHead(200, {
     "content-type": "application/vnd.amazon.eventstream",
     "x-amzn-bedrock-content-type": "application/json",
@@ -268,8 +275,8 @@ async function invokeStream(res: ServerResponse, r: MockReply, modelId: string):
   const out = splitWriter(res, r.delayMs);
   const send = (event: Record<string, unknown>) =>
     out.write(eventMessage("chunk", { bytes: Buffer.from(JSON.stringify(event)).toString("base64"), p: "abcdefgh" }));
-  const usage = anthropicUsage(r);
-  const msg = anthropicMessage(r, modelId);
+  const usage = anthropicUsage(r, split);
+  const msg = anthropicMessage(r, modelId, split);
   await send({
     type: "message_start",
     message: { ...msg, content: [], stop_reason: null, usage: { ...usage, output_tokens: 1 } },
@@ -529,10 +536,11 @@ export async function startBedrockUpstream(opts: BedrockMockOptions = {}): Promi
           r.error.type ?? ERROR_TYPE[r.error.status] ?? "InternalServerException",
           r.error.message,
         );
-      if (op === "invoke-with-response-stream") return invokeStream(res, r, modelId);
+      const split = opts.splitCacheWrites?.(recorded) ?? false;
+      if (op === "invoke-with-response-stream") return invokeStream(res, r, modelId, split);
       if (op === "converse-stream") return converseStream(res, r);
       res.writeHead(200, { "content-type": "application/json", "x-amzn-requestid": requestId() });
-      if (op === "invoke") return void res.end(JSON.stringify(anthropicMessage(r, modelId)));
+      if (op === "invoke") return void res.end(JSON.stringify(anthropicMessage(r, modelId, split)));
       res.end(
         JSON.stringify({
           output: { message: { role: "assistant", content: converseContent(r) } },

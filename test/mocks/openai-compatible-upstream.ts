@@ -9,8 +9,8 @@ export interface VendorFixture {
   reasoningField?: "reasoning_content" | "reasoning";
   reasoning: string;
   text: string;
-  /** the vendor's usage object, as it sends it */
-  usage: Record<string, unknown>;
+  /** the vendor's usage object, as it sends it (or as it sends it for this request's body) */
+  usage: Record<string, unknown> | ((body: Record<string, unknown>) => Record<string, unknown>);
   /**
    * where a stream's usage goes: a final chunk's `usage` when asked with stream_options, always (Mistral, which
    * refuses stream_options), or Groq's x_groq
@@ -60,6 +60,7 @@ export async function startCompatibleUpstream(
         return;
       }
       const model = String(body.model);
+      const usage = typeof fixture.usage === "function" ? fixture.usage(body) : fixture.usage;
       const base = { id: "cmpl-1", created: 1_705_651_092, model };
       const rf = fixture.reasoningField ?? "reasoning_content";
       if (body.stream !== true) {
@@ -75,7 +76,7 @@ export async function startCompatibleUpstream(
                 finish_reason: "stop",
               },
             ],
-            usage: fixture.usage,
+            usage,
           }),
         );
         return;
@@ -90,12 +91,12 @@ export async function startCompatibleUpstream(
       if (fixture.streamUsage === "x_groq") {
         out += chunk({
           choices: [{ index: 0, delta: {}, logprobs: null, finish_reason: "stop" }],
-          x_groq: { id: "req_01", usage: fixture.usage },
+          x_groq: { id: "req_01", usage },
         });
       } else {
         out += delta({}, "stop");
         const asked = (body.stream_options as { include_usage?: boolean } | undefined)?.include_usage === true;
-        if (asked || fixture.streamUsage === "always") out += chunk({ choices: [], usage: fixture.usage });
+        if (asked || fixture.streamUsage === "always") out += chunk({ choices: [], usage });
       }
       res.end(out + "data: [DONE]\n\n");
     });

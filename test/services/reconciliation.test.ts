@@ -8,7 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Gateway, startGateway, waitForKey } from "../helpers/gateway.ts";
 import { eventually } from "../helpers/processes.ts";
 import { startAnthropicUpstream } from "../mocks/anthropic-upstream.ts";
+import { type BedrockMock, DEFAULT_BEDROCK_CREDENTIALS, startBedrockUpstream } from "../mocks/bedrock-upstream.ts";
 import { startGeminiUpstream } from "../mocks/gemini-upstream.ts";
+import { type CompatibleUpstream, startCompatibleUpstream } from "../mocks/openai-compatible-upstream.ts";
 import { startOpenAIUpstream } from "../mocks/openai-upstream.ts";
 import {
   DEFAULT_MOCK_KEY,
@@ -17,6 +19,7 @@ import {
   type MockUsage,
   type RecordedRequest,
 } from "../mocks/script.ts";
+import { type VertexMock, startVertexUpstream } from "../mocks/vertex-upstream.ts";
 
 // Money that reconciles (issue 16): a few hundred calls through two replicas, to the three upstream protocols
 // from the three client protocols, streamed and not, with every prompt-cache class (reads, 5-minute and 1-hour
@@ -27,6 +30,11 @@ import {
 // a key with a daily budget (account time zone Asia/Kolkata) is spent to 429 budget_exceeded, the test clock
 // moves past local midnight, calls go through again, and the same equalities hold across the boundary, with
 // the spend of each day equal to what was charged in it.
+// The providers (issue 27) take their share of the first part's calls: an Anthropic model on Bedrock
+// (InvokeModel, its cache writes stated as a total or split by lifetime), another model on Bedrock (Converse:
+// cacheReadInputTokens, cacheWriteInputTokens with cacheDetails), Gemini on Vertex (cachedContentTokenCount)
+// and Claude on Vertex (rawPredict, Anthropic's cache fields), and DeepSeek (prompt_cache_hit_tokens and
+// prompt_cache_miss_tokens); each provider's usage lands in the same price classes, to the micro-unit.
 
 // Every process of the gateway, and this one (the admin commands run here in distributed mode), reads the
 // budget clock's offset from this file.
@@ -42,6 +50,32 @@ const MODEL: Record<Proto, string> = {
   anthropic: "rc-anthropic-2025-01-01",
   gemini: "rc-gemini-2025-01-01",
 };
+/** Where a call of the first part goes: a wire protocol's own upstream, or a model on a provider. */
+type Target = Proto | "bedrock-claude" | "bedrock-converse" | "vertex-gemini" | "vertex-claude" | "deepseek";
+const TARGETS: Target[] = [
+  "openai",
+  "anthropic",
+  "gemini",
+  "bedrock-claude",
+  "bedrock-converse",
+  "vertex-gemini",
+  "vertex-claude",
+  "deepseek",
+];
+const PROVIDER_MODEL: Record<Exclude<Target, Proto>, string> = {
+  "bedrock-claude": "rc-bedrock-claude-2025-01-01",
+  "bedrock-converse": "rc-bedrock-nova-2025-01-01",
+  "vertex-gemini": "rc-vertex-gemini-2025-01-01",
+  "vertex-claude": "rc-vertex-claude-2025-01-01",
+  deepseek: "rc-deepseek-2025-01-01",
+};
+const TARGET_MODEL: Record<Target, string> = { ...MODEL, ...PROVIDER_MODEL };
+/** The provider's own model names (a Bedrock model id with its `:`, a Vertex model with its `@`). */
+const BEDROCK_CLAUDE = "anthropic.claude-sonnet-4-5-20250929-v1:0";
+const BEDROCK_NOVA = "us.amazon.nova-pro-v1:0";
+const VERTEX_GEMINI = "gemini-2.5-flash";
+const VERTEX_CLAUDE = "claude-sonnet-4-5@20250929";
+const DEEPSEEK_KEY = "sk-deepseek-recon";
 const CALLS = 270;
 
 /** Prices per 1M tokens as the config and the contract state them (decimal text, units). */
@@ -52,35 +86,74 @@ interface TestPrice {
   cacheWrite5m?: string;
   cacheWrite1h?: string;
 }
-const LIST: Record<Proto, TestPrice> = {
+const LIST: Record<Target, TestPrice> = {
   openai: { input: "1.1", output: "4.4", cachedInput: "0.275" },
   // Not a multiple of 4 micro-units: the derived 1.25 × write price has a fraction, and must stay exact.
   anthropic: { input: "3.000001", output: "15", cachedInput: "0.3" },
   gemini: { input: "0.3", output: "2.5", cachedInput: "0.075" },
+  // An explicit 1-hour write price, the 5-minute one derived (1.25 × 3.300003 has a fraction).
+  "bedrock-claude": { input: "3.300003", output: "16.5", cachedInput: "0.33", cacheWrite1h: "6.600001" },
+  "bedrock-converse": { input: "0.800001", output: "3.2", cachedInput: "0.2", cacheWrite5m: "1.000003" },
+  "vertex-gemini": { input: "0.3", output: "2.5", cachedInput: "0.030001" },
+  "vertex-claude": { input: "3.000003", output: "15.000001", cachedInput: "0.3" },
+  deepseek: { input: "0.27", output: "1.100001", cachedInput: "0.07" },
 };
 /** The account's contract for the Anthropic model: an explicit 5-minute write price, the 1-hour one derived. */
 const CONTRACT: TestPrice = { input: "2.999999", output: "14", cachedInput: "0.25", cacheWrite5m: "3.7" };
 
+/** Anthropic's models and Converse state cache writes; the others only reads. */
+const WRITES = new Set<Target>(["anthropic", "bedrock-claude", "bedrock-converse", "vertex-claude"]);
+/** Bedrock's Claude answers to these calls split their cache writes by lifetime; the others state the total. */
+const splitOnBedrock = (i: number): boolean => Math.floor(i / 8) % 2 === 0;
+
 /** The usage the mock reports for call i (prompt includes the cache classes; completion excludes reasoning). */
-function usageOf(up: Proto, i: number): MockUsage {
+function usageOf(up: Target, i: number): MockUsage {
   const reasoning = i % 3 === 0 ? 17 + (i % 7) : 0;
   const base = { promptTokens: 900 + i * 7, completionTokens: 40 + (i % 13), reasoningTokens: reasoning };
-  if (up === "anthropic") {
+  // The first part sends every eighth call to the same target: its classes follow i + ⌊i/8⌋, whose residues
+  // modulo 2, 4 and 5 all come round for each target (i's alone would not: a target's i are one residue mod 8).
+  const c = i < CALLS ? i + Math.floor(i / TARGETS.length) : i;
+  if (WRITES.has(up)) {
     return {
       ...base,
-      cachedTokens: i % 2 === 0 ? 256 + i : 0,
-      cacheWrite5mTokens: i % 4 === 1 ? 128 + i : 0,
-      cacheWrite1hTokens: i % 5 === 2 ? 64 + 3 * i : 0,
+      cachedTokens: c % 2 === 0 ? 256 + i : 0,
+      cacheWrite5mTokens: c % 4 === 1 ? 128 + i : 0,
+      cacheWrite1hTokens: c % 5 === 2 ? 64 + 3 * i : 0,
     };
   }
-  return { ...base, cachedTokens: i % 2 === 0 ? 128 + i : 0 };
+  return { ...base, cachedTokens: c % 2 === 0 ? 128 + i : 0 };
 }
 
-const callIndex = (req: RecordedRequest): number => {
+/**
+ * The usage the gateway is told of: what the mock reports, save Bedrock's Claude answers that state only the
+ * total of their cache writes, which are 5-minute writes (the default lifetime).
+ */
+function billedUsageOf(up: Target, i: number): MockUsage {
+  const u = usageOf(up, i);
+  if (up !== "bedrock-claude" || splitOnBedrock(i)) return u;
+  return { ...u, cacheWrite5mTokens: (u.cacheWrite5mTokens ?? 0) + (u.cacheWrite1hTokens ?? 0), cacheWrite1hTokens: 0 };
+}
+
+const callIndex = (req: { body: unknown }): number => {
   const m = /call #(\d+)\b/.exec(JSON.stringify(req.body));
   if (!m) throw new Error("no call index in the request");
   return Number(m[1]);
 };
+
+/** DeepSeek's usage for call i: its cache hit and miss counts, reasoning within completion_tokens. */
+function deepseekUsage(i: number): Record<string, unknown> {
+  const u = usageOf("deepseek", i);
+  const hit = u.cachedTokens ?? 0;
+  const reasoning = u.reasoningTokens ?? 0;
+  return {
+    prompt_tokens: u.promptTokens,
+    completion_tokens: u.completionTokens + reasoning,
+    total_tokens: u.promptTokens + u.completionTokens + reasoning,
+    prompt_cache_hit_tokens: hit,
+    prompt_cache_miss_tokens: u.promptTokens - hit,
+    completion_tokens_details: { reasoning_tokens: reasoning },
+  };
+}
 
 /** Micro-units from decimal text, independent of the gateway's parser. */
 function micro(text: string): bigint {
@@ -108,38 +181,105 @@ function expectedCost(u: MockUsage, p: TestPrice): bigint {
 }
 
 let mocks: Record<Proto, MockUpstream>;
+let bedrock: BedrockMock;
+let vertex: VertexMock;
+let deepseek: CompatibleUpstream;
 let gw: Gateway;
 let apiKey: string;
 let keyId: string;
 
 beforeAll(async () => {
   const reply =
-    (up: Proto) =>
+    (up: Target) =>
     (req: RecordedRequest): MockReply => {
       const i = callIndex(req);
       // Streams pause between events, so a client can leave before the usage comes, and the upstream finishes after.
       return { text: ["Rec", "on", "ciled", " to the", " micro-unit."], usage: usageOf(up, i), delayMs: 15 };
     };
-  const [o, a, g] = await Promise.all([
+  const bedrockReply = reply("bedrock-claude");
+  const converseReply = reply("bedrock-converse");
+  const [o, a, g, b, v, d] = await Promise.all([
     startOpenAIUpstream({ fallback: reply("openai") }),
     startAnthropicUpstream({ fallback: reply("anthropic") }),
     startGeminiUpstream({ fallback: reply("gemini") }),
+    startBedrockUpstream({
+      models: [BEDROCK_CLAUDE, BEDROCK_NOVA],
+      fallback: (req) => (req.url.includes("/converse") ? converseReply(req) : bedrockReply(req)),
+      splitCacheWrites: (req) => splitOnBedrock(callIndex(req)),
+    }),
+    startVertexUpstream(),
+    startCompatibleUpstream(DEEPSEEK_KEY, {
+      deepseek: {
+        reasoning: "Counting.",
+        text: "Reconciled to the micro-unit.",
+        usage: (body) => deepseekUsage(callIndex({ body })),
+        streamUsage: "usage",
+      },
+    }),
   ]);
   mocks = { openai: o, anthropic: a, gemini: g };
+  bedrock = b;
+  vertex = v;
+  deepseek = d;
+  vertex.gemini.fallback = reply("vertex-gemini");
+  vertex.anthropic.fallback = reply("vertex-claude");
+  const credentialsFile = join(clockDir, "vertex.json");
+  writeFileSync(credentialsFile, vertex.serviceAccount);
   gw = await startGateway("distributed", {
-    env: { MOCK_UPSTREAM_KEY: DEFAULT_MOCK_KEY, MODELGATE_TEST_CLOCK_FILE: clockFile },
+    env: {
+      MOCK_UPSTREAM_KEY: DEFAULT_MOCK_KEY,
+      MODELGATE_TEST_CLOCK_FILE: clockFile,
+      RECON_AWS_KEY_ID: DEFAULT_BEDROCK_CREDENTIALS.accessKeyId,
+      RECON_AWS_SECRET: DEFAULT_BEDROCK_CREDENTIALS.secretAccessKey,
+      RECON_DEEPSEEK_KEY: DEEPSEEK_KEY,
+    },
     config: {
-      upstreams: PROTOS.map((p) => ({
-        name: `up-${p}`,
-        protocol: p,
-        baseUrl: mocks[p].url,
-        apiKey: "${MOCK_UPSTREAM_KEY}",
-      })),
-      models: PROTOS.map((p) => ({
-        id: MODEL[p],
-        price: LIST[p],
-        routes: [{ upstream: `up-${p}`, model: `upstream-${p}` }],
-      })),
+      upstreams: [
+        ...PROTOS.map((p) => ({
+          name: `up-${p}`,
+          protocol: p,
+          baseUrl: mocks[p].url,
+          apiKey: "${MOCK_UPSTREAM_KEY}",
+        })),
+        {
+          name: "up-bedrock",
+          provider: "bedrock",
+          region: "us-east-1",
+          baseUrl: bedrock.url,
+          accessKeyId: "${RECON_AWS_KEY_ID}",
+          secretAccessKey: "${RECON_AWS_SECRET}",
+        },
+        {
+          name: "up-vertex",
+          provider: "vertex",
+          project: vertex.project,
+          region: vertex.region,
+          baseUrl: vertex.url,
+          credentialsFile,
+        },
+        {
+          name: "up-deepseek",
+          provider: "deepseek",
+          baseUrl: `${deepseek.url}/deepseek/v1`,
+          apiKey: "${RECON_DEEPSEEK_KEY}",
+        },
+      ],
+      models: [
+        ...PROTOS.map((p) => ({
+          id: MODEL[p],
+          price: LIST[p],
+          routes: [{ upstream: `up-${p}`, model: `upstream-${p}` }],
+        })),
+        ...(
+          [
+            ["bedrock-claude", "up-bedrock", BEDROCK_CLAUDE],
+            ["bedrock-converse", "up-bedrock", BEDROCK_NOVA],
+            ["vertex-gemini", "up-vertex", VERTEX_GEMINI],
+            ["vertex-claude", "up-vertex", VERTEX_CLAUDE],
+            ["deepseek", "up-deepseek", "deepseek-chat"],
+          ] as const
+        ).map(([t, upstream, model]) => ({ id: PROVIDER_MODEL[t], price: LIST[t], routes: [{ upstream, model }] })),
+      ],
     },
   });
   await gw.admin("account create", { name: "recon", balance: "1000" });
@@ -159,7 +299,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await gw?.stop();
-  await Promise.all(PROTOS.map((p) => mocks?.[p]?.close()));
+  await Promise.all([...PROTOS.map((p) => mocks?.[p]?.close()), bedrock?.close(), vertex?.close(), deepseek?.close()]);
   rmSync(clockDir, { recursive: true, force: true });
 });
 
@@ -234,16 +374,38 @@ async function call(
 describe("reconciliation", () => {
   it("usage log = wallet debits = ledger = key spend = the amount computed from the mocks' usage and the prices", async () => {
     const before = await gw.balance("recon");
+    // Every target from every client protocol in every mode (8 × 3 × 3 combinations, each several times).
     const plan = Array.from({ length: CALLS }, (_, i) => {
-      const upstream = PROTOS[i % 3]!;
-      const client = PROTOS[Math.floor(i / 3) % 3]!;
-      const mode: Mode = (["json", "stream", "cut"] as const)[Math.floor(i / 9) % 3]!;
+      const upstream = TARGETS[i % TARGETS.length]!;
+      const client = PROTOS[Math.floor(i / TARGETS.length) % 3]!;
+      const mode: Mode = (["json", "stream", "cut"] as const)[Math.floor(i / (TARGETS.length * 3)) % 3]!;
       return { i, upstream, client, mode, base: gw.bases[i % gw.bases.length]! };
     });
+    const started = Date.now();
     // Ten at a time, across both replicas.
     for (let n = 0; n < plan.length; n += 10) {
-      await Promise.all(plan.slice(n, n + 10).map((c) => call(c.client, MODEL[c.upstream], c.i, c.mode, c.base)));
+      await Promise.all(
+        plan.slice(n, n + 10).map((c) => call(c.client, TARGET_MODEL[c.upstream], c.i, c.mode, c.base)),
+      );
     }
+    const callsMs = Date.now() - started;
+
+    // Each provider received its calls, once each, on the operation its model takes.
+    const indices = (reqs: { body: unknown }[]) => reqs.map(callIndex).sort((x, y) => x - y);
+    const planned = (t: Target) => plan.filter((c) => c.upstream === t).map((c) => c.i);
+    const bedrockOp = (r: RecordedRequest) => /\/model\/[^/]+\/([a-z-]+)$/.exec(r.url)?.[1] ?? "";
+    const vertexAt = (publisher: string) => vertex.requests.filter((r) => r.url.includes(`/publishers/${publisher}/`));
+    expect(indices(bedrock.requests.filter((r) => bedrockOp(r).startsWith("invoke")))).toEqual(
+      planned("bedrock-claude"),
+    );
+    expect(indices(bedrock.requests.filter((r) => bedrockOp(r).startsWith("converse")))).toEqual(
+      planned("bedrock-converse"),
+    );
+    expect(bedrock.refused).toEqual([]);
+    expect(indices(vertexAt("google"))).toEqual(planned("vertex-gemini"));
+    expect(indices(vertexAt("anthropic"))).toEqual(planned("vertex-claude"));
+    expect(indices(deepseek.requests)).toEqual(planned("deepseek"));
+    for (const p of PROTOS) expect(indices(mocks[p].requests.filter((r) => callIndex(r) < CALLS))).toEqual(planned(p));
     const cuts = plan.filter((c) => c.mode === "cut").length;
 
     const p = gw.prisma!;
@@ -269,10 +431,30 @@ describe("reconciliation", () => {
       ),
     ).toBe(true);
 
-    // The amount computed here, from what each mock reported and the configured prices.
-    let expected = 0n;
-    for (const c of plan)
-      expected += expectedCost(usageOf(c.upstream, c.i), c.upstream === "anthropic" ? CONTRACT : LIST[c.upstream]);
+    // The amount computed here, from what each mock reported and the configured prices, in all and per model.
+    const byModel = new Map<string, bigint>();
+    for (const c of plan) {
+      const cost = expectedCost(
+        billedUsageOf(c.upstream, c.i),
+        c.upstream === "anthropic" ? CONTRACT : LIST[c.upstream],
+      );
+      const model = TARGET_MODEL[c.upstream];
+      byModel.set(model, (byModel.get(model) ?? 0n) + cost);
+    }
+    const expected = [...byModel.values()].reduce((s, x) => s + x, 0n);
+    const rowsByModel = new Map<string, bigint>();
+    for (const r of rows) rowsByModel.set(r.model, (rowsByModel.get(r.model) ?? 0n) + r.costMicro);
+    expect(Object.fromEntries(rowsByModel)).toEqual(Object.fromEntries(byModel));
+    // Each provider's cache classes reached the log: reads everywhere, writes of both lifetimes where stated.
+    for (const t of TARGETS) {
+      const mine = rows.filter((r) => r.model === TARGET_MODEL[t]);
+      expect(mine.some((r) => r.cachedTokens > 0)).toBe(true);
+      if (WRITES.has(t))
+        expect([mine.some((r) => r.cacheWrite5mTokens > 0), mine.some((r) => r.cacheWrite1hTokens > 0)]).toEqual([
+          true,
+          true,
+        ]);
+    }
     const usageSum = rows.reduce((s, r) => s + r.costMicro, 0n);
     const ledger = await p.ledgerEntry.findMany({ where: { accountId: rows[0]!.accountId } });
     const ledgerSum = ledger
@@ -298,7 +480,7 @@ describe("reconciliation", () => {
     expect(rows.find((r) => r.model === MODEL.anthropic)?.cacheWrite1hPrice?.toString()).toBe("5999998"); // 2 × 2.999999 per 1M
 
     console.log(
-      `reconciliation: ${CALLS} calls (${cuts} cut by the client, ${cut} before the stream's end), ${expected} micro-units; usage log, wallet, ledger, key spend and the independent sum agree`,
+      `reconciliation: ${CALLS} calls in ${callsMs} ms over ${TARGETS.length} targets (${TARGETS.join(", ")}) (${cuts} cut by the client, ${cut} before the stream's end), ${expected} micro-units; usage log, wallet, ledger, key spend, each model's sum and the independent sum agree`,
     );
   }, 240_000);
 
