@@ -351,7 +351,7 @@ describe("embedded mode, refusals", () => {
 
   it("refuses what it reads with 400 (413 for size) in OpenAI's shape, and charges nothing", async () => {
     const before = await balanceMicro();
-    const logged = (await usageRows()).length;
+    const newestBefore = (await usageRows())[0]?.requestId;
     const calls = mock.requests.length;
     await expectOpenAIError(await post("/v1/chat/completions", "{not json"), 400, "invalid_json");
     await expectOpenAIError(await post("/v1/chat/completions", "[1,2]"), 400, "invalid_json");
@@ -388,9 +388,17 @@ describe("embedded mode, refusals", () => {
       "request_too_large",
     );
     expect(mock.requests.length).toBe(calls); // nothing reached the upstream
-    await new Promise((r) => setTimeout(r, 300));
-    expect((await usageRows()).length).toBe(logged);
-    expect(await balanceMicro()).toBe(before);
+    // A served call after the refusals is the barrier: usage is settled in the order calls end, so once its row is
+    // in, a row any refusal had left would be too. Newest first: the barrier's row, then the newest from before.
+    const { response } = await client()
+      .chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "barrier" }] })
+      .withResponse();
+    const barrier = response.headers.get("x-gateway-request-id");
+    const rows = await eventually(usageRows, (r) => r[0]?.requestId === barrier);
+    expect(rows[1]?.requestId).toBe(newestBefore);
+    expect(await eventually(balanceMicro, (b) => b === before - BigInt(rows[0]!.costMicro))).toBe(
+      before - BigInt(rows[0]!.costMicro),
+    );
   });
 
   it("passes what it does not read to a same-protocol upstream, which judges it (passthrough passes)", async () => {
