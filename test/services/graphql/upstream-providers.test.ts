@@ -25,9 +25,11 @@ const UPSERT = `mutation($input: UpstreamInput!) {
 describe("upstreams of a provider", () => {
   it("lists the providers with what each needs", async () => {
     const r = await ops.gql(`{ upstreamProviders { name requiredOptions options secrets needsKey } }`);
-    const byName = Object.fromEntries((r.upstreamProviders as { name: string }[]).map((p) => [p.name, p]));
+    const byName = Object.fromEntries(
+      (r.upstreamProviders as { name: string; secrets: string[] }[]).map((p) => [p.name, p]),
+    );
     expect(byName.bedrock).toMatchObject({ requiredOptions: ["region"], needsKey: false });
-    expect(byName.bedrock.secrets).toEqual(expect.arrayContaining(["accessKeyId", "secretAccessKey", "sessionToken"]));
+    expect(byName.bedrock!.secrets).toEqual(expect.arrayContaining(["accessKeyId", "secretAccessKey", "sessionToken"]));
     expect(byName.deepseek).toMatchObject({ requiredOptions: [], needsKey: true });
     expect(byName.direct).toBeDefined();
   });
