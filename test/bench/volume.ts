@@ -272,7 +272,7 @@ try {
   );
 
   // 7. Retention: the oldest week goes (days older than 23 days), while settlement goes on.
-  const [{ before }] = await q<{ before: string }>(`SELECT count(*)::text AS before FROM usage_logs`);
+  const before = (await q<{ n: string }>(`SELECT count(*)::text AS n FROM usage_logs`))[0]!.n;
   let settling = true;
   const latencies: number[] = [];
   const background = (async () => {
@@ -288,7 +288,7 @@ try {
   const dropS = (performance.now() - t) / 1000;
   settling = false;
   await background;
-  const [{ after: left }] = await q<{ after: string }>(`SELECT count(*)::text AS after FROM usage_logs`);
+  const left = (await q<{ n: string }>(`SELECT count(*)::text AS n FROM usage_logs`))[0]!.n;
   record(
     "retention pass (MODELGATE_USAGE_RETENTION_DAYS=23)",
     `${r.dropped.length} partitions, ${(Number(before) - Number(left)).toLocaleString("en")} rows, in ${(dropS * 1000).toFixed(0)} ms; a settlement batch meanwhile p95 ${pct(latencies, 95).toFixed(1)} ms (max ${Math.max(...latencies).toFixed(1)})`,

@@ -258,7 +258,7 @@ export async function runExport(ctx: Ctx, id: string) {
   if (claimed.count !== 1) return;
   const job = await ctx.prisma.export.findUniqueOrThrow({ where: { id } });
   if (job.kind === "audit") await writeExport(ctx, job, auditSource(ctx, job));
-  else await writeExport(ctx, job, await usageSource(ctx, job));
+  else await writeUsageExport(ctx, job);
 }
 
 type ExportJob = Awaited<ReturnType<Ctx["prisma"]["export"]["findUniqueOrThrow"]>>;
@@ -299,11 +299,11 @@ const EXPORT_COLUMNS = Prisma.sql`id::text AS id, started_at AS "startedAt", req
   end_user AS "endUser", tags, dropped, latency_ms AS "latencyMs", ttft_ms AS "ttftMs", stream`;
 
 /**
- * The account's usage log, filtered as stored with the job; each row carries its key's name. Read in SQL with a
+ * Writes the account's usage log, filtered as stored with the job; each row carries its key's name. Read in SQL with a
  * row-comparison cursor, "(started_at, id) > (…)", a bound of the (account, started_at, id) index: each batch is
  * one range scan of the rows it returns, in order, however deep into the export it is.
  */
-async function usageSource(ctx: Ctx, job: ExportJob) {
+async function writeUsageExport(ctx: Ctx, job: ExportJob) {
   if (!job.accountId) throw new Error("a usage export needs an account");
   const accountId = job.accountId;
   const keyNames = new Map(
@@ -313,10 +313,10 @@ async function usageSource(ctx: Ctx, job: ExportJob) {
     ]),
   );
   const base = usageConditions(accountId, loadFilters(job.filters as StoredFilters));
-  if (job.format === "csv") return usageCsvSource(ctx, base, keyNames);
+  if (job.format === "csv") return writeExport(ctx, job, usageCsvSource(ctx, base, keyNames));
   const line = jsonLine;
   type Row = ExportRow & { id: string };
-  return {
+  return writeExport(ctx, job, {
     csvHeader: csvHeader(),
     batchSize: USAGE_BATCH,
     batch: (cursor) => {
@@ -334,7 +334,7 @@ async function usageSource(ctx: Ctx, job: ExportJob) {
     },
     cursorOf: (r) => ({ at: r.startedAt, id: r.id }),
     line: (r) => line(r, r.apiKeyId ? (keyNames.get(r.apiKeyId) ?? null) : null),
-  } satisfies ExportSource<Row>;
+  } satisfies ExportSource<Row>);
 }
 
 /**
