@@ -156,17 +156,17 @@ describe("policy changes reach every replica", () => {
     const callers = gw.bases.map(async (base) => {
       while (!done) outcomes.push(await ask(k.key, base));
     });
-    const watch = (async () => {
-      while (!done) {
+    // Until every replica has loaded the new epoch, noting whether one was seen loading on the way.
+    await eventually(
+      async () => {
         const states = await Promise.all(gw.bases.map(readyz));
         if (states.some((s) => s.policy.loading)) sawLoading = true;
-        if (states.every((s, i) => s.policy.fullLoads > before[i]!.policy.fullLoads && !s.policy.loading)) done = true;
-        else await new Promise((r) => setTimeout(r, 5));
-      }
-    })();
-    const timeout = setTimeout(() => (done = true), 60_000);
-    await watch;
-    clearTimeout(timeout);
+        return states;
+      },
+      (states) => states.every((s, i) => s.policy.fullLoads > before[i]!.policy.fullLoads && !s.policy.loading),
+      60_000,
+      5,
+    ).finally(() => (done = true));
     await Promise.all(callers);
     const after = await Promise.all(gw.bases.map(readyz));
     for (const s of after) {
