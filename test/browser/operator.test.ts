@@ -239,6 +239,34 @@ describe("operator console", () => {
     await page.getByRole("button", { name: "Save route" }).click();
     await page.getByText("Route saved.").waitFor();
     await page.getByTestId("routes-table").getByText("gpt-mock").waitFor();
+
+    // A key pool (docs/routing.md): two keys, one of which the provider refuses; the secrets are write-only.
+    await page.getByLabel("Upstream name").fill("mock-pool");
+    await page.getByLabel("Protocol").selectOption("openai");
+    await page.getByLabel("Base URL").fill(mock.url);
+    await page.getByRole("button", { name: "Add a key" }).click();
+    await page.getByRole("button", { name: "Add a key" }).click();
+    await page.getByLabel("Key 1 id").fill("good");
+    await page.getByLabel("Key 1 secret").fill(DEFAULT_MOCK_KEY);
+    await page.getByLabel("Key 2 id").fill("revoked");
+    await page.getByLabel("Key 2 secret").fill("sk-revoked-in-browser");
+    await page.getByRole("button", { name: "Save upstream" }).click();
+    await page.getByText("Upstream mock-pool saved.").waitFor();
+    const poolKey = (id: string) => page.getByTestId("upstreams-table").getByTestId(`key-mock-pool-${id}`);
+    await poolKey("good").getByText("active").waitFor();
+    await poolKey("revoked").getByText("active").waitFor();
+    expect(await page.content()).not.toContain("sk-revoked-in-browser");
+    // the operator takes a key out and brings it back
+    await page.getByRole("button", { name: "Disable key good of mock-pool" }).click();
+    await poolKey("good").getByText("disabled").waitFor();
+    expect(await poolKey("good").textContent()).toContain("by an operator");
+    await page.getByRole("button", { name: "Enable key good of mock-pool" }).click();
+    await poolKey("good").getByText("active").waitFor();
+    await page.getByLabel("Route model").selectOption("mock-fallback-2025-01-01");
+    await page.getByLabel("Route upstream").selectOption({ label: "mock-pool" });
+    await page.getByLabel("Upstream model name").fill("gpt-pool");
+    await page.getByRole("button", { name: "Save route" }).click();
+    await page.getByText("Route saved.").waitFor();
     await screenshots("catalog");
 
     const key = await admin(env, "key", "create", "--account", "globex", "--name", "operator-test");
@@ -268,6 +296,17 @@ describe("operator console", () => {
     expect(strict.status).toBe(400);
     expect(await strict.text()).toContain("generationConfig.topK");
     expect(mock.requests.length).toBe(calls);
+    // Through the pool: the revoked key's 401 never reaches the client, and takes the key out.
+    const revoked = () => mock.requests.some((r) => r.headers.authorization === "Bearer sk-revoked-in-browser");
+    for (let i = 0; i < 40 && !revoked(); i++) {
+      const r = await fetch(`${base}/v1/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "mock-fallback-2025-01-01", messages: [{ role: "user", content: `pool ${i}` }] }),
+      });
+      expect(r.status, await r.text()).toBe(200);
+    }
+    expect(revoked()).toBe(true);
   });
 
   it("shows the call in the upstream health and the usage across customers", async () => {
@@ -287,6 +326,18 @@ describe("operator console", () => {
       300,
     );
     await page.getByTestId("usage-customer").getByText("globex").waitFor();
+    // the pool's keys: the one the provider refused is disabled, with why
+    const revokedKey = page.getByTestId("health-table").getByTestId("key-mock-pool-revoked");
+    await eventually(
+      async () => {
+        await page.getByRole("button", { name: "Refresh" }).click();
+        return (await revokedKey.textContent()) ?? "";
+      },
+      (t) => t.includes("disabled") && t.includes("refused (401)"),
+      15_000,
+      300,
+    );
+    await page.getByRole("button", { name: "Enable key revoked of mock-pool" }).waitFor();
     await screenshots("health");
   });
 

@@ -115,7 +115,12 @@ interface KeyState {
 }
 
 /** The figures the closing note asks for, filled in by the cases. */
-export const measured: { errorsWhileRevoked?: number; callsWhileRevoked?: number; otherReplicaStopMs?: number } = {};
+export const measured: {
+  errorsWhileRevoked?: number;
+  callsWhileRevoked?: number;
+  otherReplicaStopMs?: number;
+  otherReplicaCallsFirst100Ms?: number;
+} = {};
 
 export function keyPoolCases(get: () => { gw: Gateway; s: KeyPoolScenario }): void {
   let key = "";
@@ -137,14 +142,14 @@ export function keyPoolCases(get: () => { gw: Gateway; s: KeyPoolScenario }): vo
   }
 
   /** One call through the next data plane in turn (or `base`); its status and body. */
-  async function chat(model: string, base?: string): Promise<{ status: number; text: string }> {
+  async function chat(model: string, base?: string, tag = ""): Promise<{ status: number; text: string }> {
     const { gw } = get();
     const b = base ?? gw.bases[turn++ % gw.bases.length]!;
     const res = await fetch(`${b}/v1/chat/completions`, {
       method: "POST",
       headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
       // a conversation of its own each time: prompt-cache affinity would keep one conversation on one key
-      body: JSON.stringify({ model, messages: [{ role: "user", content: `hi ${turn} ${Math.random()}` }] }),
+      body: JSON.stringify({ model, messages: [{ role: "user", content: `hi ${tag}${turn} ${Math.random()}` }] }),
     });
     return { status: res.status, text: await res.text() };
   }
@@ -270,6 +275,47 @@ export function keyPoolCases(get: () => { gw: Gateway; s: KeyPoolScenario }): vo
     expect((await keysOf("pool")).find((k) => k.id === "p2")!.state).toBe("active");
   });
 
+  it("the admin CLI's upstream key disable and enable: out of the rotation, and back after the gateway disabled it", async () => {
+    const { gw, s } = get();
+    await gw.admin("upstream key disable", { upstream: "pool", key: "p3" });
+    await eventually(
+      () => keysOf("pool"),
+      (k) => k.find((x) => x.id === "p3")?.state === "disabled",
+    );
+    const p3 = () => s.mock.requests.filter((r) => r.key === "sk-p3").length;
+    // the published snapshot takes it out (the CLI's change reaches the data planes through the policy feed)
+    await eventually(
+      async () => {
+        const before = p3();
+        await many(POOL, 30);
+        return p3() - before;
+      },
+      (n) => n === 0,
+    );
+    expect((await keysOf("pool")).find((x) => x.id === "p3")).toMatchObject({ reason: "operator" });
+    // p1 refused: the gateway disables it; the CLI brings it back once the provider takes it again
+    s.mock.behaviour.set("sk-p1", { kind: "status", status: 401 });
+    await eventually(
+      async () => {
+        await many(POOL, 10);
+        return keysOf("pool");
+      },
+      (k) => k.find((x) => x.id === "p1")?.state === "disabled",
+    );
+    s.mock.behaviour.delete("sk-p1");
+    await gw.admin("upstream key enable", { upstream: "pool", key: "p1" });
+    await gw.admin("upstream key enable", { upstream: "pool", key: "p3" });
+    await eventually(
+      async () => {
+        const before = s.mock.served("sk-p1") + s.mock.served("sk-p3");
+        const results = await many(POOL, 30);
+        expect(results.filter((r) => r.status !== 200)).toEqual([]);
+        return [s.mock.served("sk-p1") + s.mock.served("sk-p3") - before, (await keysOf("pool")).map((k) => k.state)];
+      },
+      ([n, states]) => (n as number) > 0 && (states as string[]).every((x) => x === "active"),
+    );
+  });
+
   it("disables a key answered 402 or insufficient_quota until an operator enables it (point 4)", async () => {
     const { s } = get();
     s.mock.behaviour.set("sk-q1", { kind: "status", status: 402 });
@@ -342,16 +388,20 @@ export function keyPoolCases(get: () => { gw: Gateway; s: KeyPoolScenario }): vo
       measured.otherReplicaStopMs = 0;
       return;
     }
-    // s2 answers 401 once (to replica A), then 200: replica B keeps using it only until it learns of the disable.
+    // s2 refuses replica A's calls and serves replica B's (marked): B keeps using it only until it learns of the
+    // disable A decided. B is asked continuously, from before A's refusal until well after it.
     const [a, b] = [gw.bases[0]!, gw.bases[1]!];
+    s.mock.behaviour.set("sk-s2", { kind: "refuse_unless", prefix: "hi from-b " });
+    let stop = false;
+    const hammer = (async () => {
+      while (!stop) await Promise.all(Array.from({ length: 4 }, () => chat(SPREAD, b, "from-b ")));
+    })();
+    const fromB = () => s.mock.requests.filter((r) => r.text.startsWith("hi from-b "));
     // B has been using s2
     await eventually(
-      async () => (await chat(SPREAD, b)).status,
-      () => s.mock.served("sk-s2") > 0,
-      10_000,
-      0,
+      async () => fromB().filter((r) => r.key === "sk-s2").length,
+      (n) => n > 0,
     );
-    s.mock.behaviour.set("sk-s2", { kind: "refuse_then_ok", times: 1 });
     await eventually(
       async () => (await chat(SPREAD, a)).status,
       () => s.mock.requests.some((r) => r.key === "sk-s2" && r.status === 401),
@@ -359,11 +409,19 @@ export function keyPoolCases(get: () => { gw: Gateway; s: KeyPoolScenario }): vo
       0,
     );
     const refusedAt = s.mock.requests.find((r) => r.key === "sk-s2" && r.status === 401)!.at;
-    // B, hammered from the moment A saw the 401: its last call to s2
-    const until = Date.now() + 2_500;
-    while (Date.now() < until) await Promise.all(Array.from({ length: 4 }, () => chat(SPREAD, b)));
-    const lastUse = Math.max(refusedAt, ...s.mock.requests.filter((r) => r.key === "sk-s2").map((r) => r.at));
+    await eventually(
+      async () => fromB().some((r) => r.at > refusedAt + 2_000),
+      (later) => later,
+    );
+    stop = true;
+    await hammer;
+    const after = fromB().filter((r) => r.at >= refusedAt);
+    measured.otherReplicaCallsFirst100Ms = after.filter((r) => r.at - refusedAt < 100).length;
+    const lastUse = Math.max(refusedAt, ...after.filter((r) => r.key === "sk-s2").map((r) => r.at));
     measured.otherReplicaStopMs = lastUse - refusedAt;
+    // B never saw a refusal of its own, and was asked throughout
+    expect(fromB().filter((r) => r.status !== 200)).toEqual([]);
+    expect(after.length).toBeGreaterThan(10);
     expect(lastUse - refusedAt).toBeLessThan(1_000);
   });
 }

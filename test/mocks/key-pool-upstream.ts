@@ -11,13 +11,15 @@ export type KeyBehaviour =
   | { kind: "insufficient_quota" }
   | { kind: "rate_limited"; retryAfterS: number }
   /** 401 to the first `times` requests, then ok (a key one replica sees refused, to time another's reaction) */
-  | { kind: "refuse_then_ok"; times: number };
+  | { kind: "refuse_then_ok"; times: number }
+  /** 401 unless the last message starts with `prefix` (one replica's calls refused, another's served) */
+  | { kind: "refuse_unless"; prefix: string };
 
 export interface KeyPoolMock {
   url: string;
   behaviour: Map<string, KeyBehaviour>;
-  /** every request: the key it carried (the bearer), when it arrived, what it was answered */
-  requests: { key: string; at: number; status: number }[];
+  /** every request: the key it carried (the bearer), when it arrived, what it was answered, its last message */
+  requests: { key: string; at: number; status: number; text: string }[];
   served(key: string): number;
   close(): Promise<void>;
 }
@@ -27,12 +29,22 @@ export async function startKeyPoolMock(): Promise<KeyPoolMock> {
   const requests: KeyPoolMock["requests"] = [];
   const refused = new Map<string, number>();
   const server: Server = createServer((req, res) => {
-    req.resume();
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
+      const at = Date.now();
+      let text = "";
+      try {
+        const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { messages?: { content?: unknown }[] };
+        const last = body.messages?.at(-1)?.content;
+        text = typeof last === "string" ? last : "";
+      } catch {
+        /* not JSON */
+      }
       const key = (req.headers.authorization ?? "").replace(/^Bearer /, "");
       const b = behaviour.get(key) ?? { kind: "ok" };
       const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
-        requests.push({ key, at: Date.now(), status });
+        requests.push({ key, at, status, text });
         res.writeHead(status, { "content-type": "application/json", ...headers }).end(JSON.stringify(body));
       };
       const error = (message: string, type: string, code: string | null) => ({
@@ -76,6 +88,9 @@ export async function startKeyPoolMock(): Promise<KeyPoolMock> {
           return send(429, error("Rate limit reached for requests", "requests", "rate_limit_exceeded"), {
             "retry-after": String(b.retryAfterS),
           });
+        case "refuse_unless":
+          if (text.startsWith(b.prefix)) return ok();
+          return send(401, error("Incorrect API key provided.", "invalid_request_error", "invalid_api_key"));
         case "refuse_then_ok": {
           const n = refused.get(key) ?? 0;
           if (n < b.times) {

@@ -30,6 +30,15 @@ beforeAll(async () => {
   await fx.db.prisma.model.create({
     data: { id: "json-chat-2025-01-01", inputPriceMicro: 1_000_000n, outputPriceMicro: 2_000_000n },
   });
+  // an upstream with a key pool, for `upstream key disable|enable` (the secret is never opened by them)
+  await fx.db.prisma.upstream.create({
+    data: {
+      name: "json-up",
+      protocol: "openai",
+      baseUrl: "http://127.0.0.1:9/v1",
+      keys: { create: [{ id: "k1", apiKeyEnc: "sealed" }] },
+    },
+  });
   env = { DATABASE_URL: fx.url, REDIS_URL: "", MODELGATE_DATA_DIR: dataDir, MODELGATE_WEBHOOK_ALLOW_PRIVATE: "1" };
 }, 60_000);
 
@@ -39,10 +48,10 @@ afterAll(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-/** The commands docs/cli.md's table documents (the first two words of each row's command). */
+/** The commands docs/cli.md's table documents (the leading lowercase words of each row's command). */
 function documentedCommands(): string[] {
   const doc = readFileSync(join(repoRoot, "docs/cli.md"), "utf8");
-  const names = [...doc.matchAll(/^\| `([a-z]+ [a-z]+)[ `]/gm)].map((m) => m[1]!);
+  const names = [...doc.matchAll(/^\| `([a-z]+(?: [a-z]+)+)[ `]/gm)].map((m) => m[1]!);
   return [...new Set(names)];
 }
 
@@ -61,7 +70,8 @@ describe("the admin CLI's --json", () => {
   it("prints only JSON on stdout for each documented command", async () => {
     const ran = new Set<string>();
     const cli = async (...args: string[]) => {
-      ran.add(`${args[0]} ${args[1]}`);
+      const three = args.slice(0, 3).join(" ");
+      ran.add((commandNames as string[]).includes(three) ? three : `${args[0]} ${args[1]}`);
       return json(...args);
     };
     expect(await cli("account", "create", "--name", "acme", "--balance", "10")).toMatchObject({ balance: "10" });
@@ -118,6 +128,17 @@ describe("the admin CLI's --json", () => {
     expect(await cli("webhook", "deliveries", "--account", "acme")).toMatchObject([{ webhookId: hook.id }]);
     expect(await cli("webhook", "remove", hook.id, "--account", "acme")).toEqual({ id: hook.id, removed: true });
     expect(await cli("key", "revoke", key.id)).toEqual({ id: key.id, status: "revoked" });
+    expect(await cli("upstream", "key", "disable", "--upstream", "json-up", "--key", "k1")).toMatchObject({
+      upstream: "json-up",
+      id: "k1",
+      enabled: false,
+      reason: "operator",
+    });
+    expect(await cli("upstream", "key", "enable", "--upstream", "json-up", "--key", "k1")).toMatchObject({
+      id: "k1",
+      enabled: true,
+      reason: null,
+    });
     expect([...ran].sort()).toEqual(documentedCommands().sort());
   }, 300_000);
 

@@ -61,11 +61,14 @@ export function parseCli(argv: string[]): {
     },
   });
   if (values.help || positionals.length < 2) throw new UsageError(HELP);
-  const command = `${positionals[0]} ${positionals[1]}` as CommandName;
+  // Most commands are two words (`key create`); a group of a group's has three (`upstream key enable`).
+  const three = positionals.slice(0, 3).join(" ") as CommandName;
+  const words = positionals.length >= 3 && commandNames.includes(three) ? 3 : 2;
+  const command = positionals.slice(0, words).join(" ") as CommandName;
   if (!commandNames.includes(command)) throw new UsageError(`unknown command '${command}'\n\n${HELP}`);
   const { json, help: _help, "data-dir": dataDir, ...args } = values;
   const pos = commandOf(command).positional;
-  const rest = positionals.slice(2);
+  const rest = positionals.slice(words);
   if (pos) {
     if (rest.length !== 1) throw new UsageError(`'${command}' takes exactly one ${pos.toUpperCase()}`);
     (args as Record<string, unknown>)[pos] = rest[0];

@@ -8,6 +8,7 @@ import { contractCommands } from "./commands/contract.ts";
 import { keyCommands } from "./commands/key.ts";
 import { usageCommands } from "./commands/usage.ts";
 import { userCommands } from "./commands/user.ts";
+import { upstreamCommands } from "./commands/upstream.ts";
 import { webhookCommands } from "./commands/webhook.ts";
 
 // The admin commands as a table, independent of how they arrive (CLI argv straight on the database, or the
@@ -26,6 +27,7 @@ export const commands = {
   ...userCommands,
   ...alertCommands,
   ...webhookCommands,
+  ...upstreamCommands,
 };
 
 export type CommandName = keyof typeof commands;

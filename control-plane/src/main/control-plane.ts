@@ -25,6 +25,7 @@ import { RedisUsageConsumer } from "../usage/redis-consumer.ts";
 import { exportsIdle } from "../exports/runner.ts";
 import { settleUsageBatch } from "../usage/settle.ts";
 import { followKeyReports, keyDisabledReported, redisKeyStates } from "./key-reports.ts";
+import { clearEnabledKeyStates } from "../services/upstream-keys.ts";
 import { bootControlPlane } from "./bootstrap.ts";
 import { controlPlaneRoutes } from "./routes.ts";
 import { readSettings } from "./settings.ts";
@@ -168,6 +169,7 @@ const stopKeyReports = followKeyReports(
   (d) => keyDisabledReported(core.ctx, () => alerts.runner, d, logger),
   redisFailure("upstream key reports", "upstream key reports: Redis unavailable"),
   Number(process.env.MODELGATE_KEY_REPORT_MS ?? 250),
+  () => clearEnabledKeyStates(core.ctx),
 );
 const health = async (req: IncomingMessage, res: ServerResponse) => {
   if (req.url !== "/healthz" && req.url !== "/readyz") return false;

@@ -51,16 +51,22 @@ export function redisKeyStates(redis: RedisLike, names: Pick<RedisNames, "keySta
   };
 }
 
-/** Distributed mode: reads the replicas' disable reports every `everyMs`; returns a stop function. */
+/**
+ * Distributed mode: reads the replicas' disable reports every `everyMs`, and about once a second clears the
+ * shared state of keys enabled since (`reconcile`, e.g. clearEnabledKeyStates); returns a stop function.
+ */
 export function followKeyReports(
   redis: RedisLike,
   names: Pick<RedisNames, "keyEvents">,
   onReport: (d: KeyDisabled) => Promise<void>,
   onError: (err: unknown) => void,
   everyMs = 250,
+  reconcile: () => Promise<unknown> = async () => undefined,
 ): () => Promise<void> {
   let running: Promise<void> | null = null;
+  let ticks = 0;
   const tick = async () => {
+    if (ticks++ % Math.max(1, Math.round(1_000 / everyMs)) === 0) await reconcile();
     for (;;) {
       const batch = await redis.lpop(names.keyEvents, 100);
       if (!batch || batch.length === 0) return;

@@ -64,17 +64,20 @@ export async function replaceKeys(
   upstreamId: string,
   keys: readonly KeyInput[],
 ): Promise<{ added: string[]; removed: string[]; changed: string[] }> {
+  if (keys.length === 0) {
+    const gone = await tx.upstreamKey.deleteMany({ where: { upstreamId } });
+    return { added: [], removed: gone.count > 0 ? ["*"] : [], changed: [] };
+  }
   const existing = new Map((await tx.upstreamKey.findMany({ where: { upstreamId } })).map((k) => [k.id, k]));
   const added: string[] = [];
   const changed: string[] = [];
+  const fresh: { upstreamId: string; id: string; apiKeyEnc: string; weight: number; position: number }[] = [];
   for (const [position, k] of keys.entries()) {
     const before = existing.get(k.id);
     const weight = k.weight ?? 1;
     if (before === undefined) {
       if (k.apiKey === undefined) throw badInput(`key ${k.id} needs its apiKey`, "keys");
-      await tx.upstreamKey.create({
-        data: { upstreamId, id: k.id, apiKeyEnc: seal(masterKey, k.apiKey), weight, position },
-      });
+      fresh.push({ upstreamId, id: k.id, apiKeyEnc: seal(masterKey, k.apiKey), weight, position });
       added.push(k.id);
       continue;
     }
@@ -92,6 +95,8 @@ export async function replaceKeys(
     });
     if (secretChanged) changed.push(k.id);
   }
+  // one statement for a whole new pool (the config file's start-up sync runs in one short transaction)
+  if (fresh.length > 0) await tx.upstreamKey.createMany({ data: fresh });
   const removed = [...existing.keys()].filter((id) => !keys.some((k) => k.id === id));
   if (removed.length > 0) await tx.upstreamKey.deleteMany({ where: { upstreamId, id: { in: removed } } });
   return { added, removed, changed };
@@ -198,4 +203,29 @@ export async function upstreamKeyStates(
     out.set(k.upstream.name, list);
   }
   return out;
+}
+
+/**
+ * Distributed mode: forgets the data planes' disables of keys the database says were enabled after them (an
+ * operator's enable through the CLI, which writes to the database without the control plane's Redis link).
+ */
+export async function clearEnabledKeyStates(ctx: Pick<ServiceContext, "prisma" | "keyStates">): Promise<number> {
+  if (!ctx.keyStates) return 0;
+  const live = await ctx.keyStates.states();
+  const disabled = Object.entries(live).filter(([, e]) => e.reason !== undefined);
+  if (disabled.length === 0) return 0;
+  const rows = await ctx.prisma.upstreamKey.findMany({
+    where: { enabled: true },
+    select: { id: true, updatedAt: true, upstream: { select: { name: true } } },
+  });
+  const enabledAt = new Map(rows.map((r) => [`${r.upstream.name}\u0000${r.id}`, r.updatedAt.getTime()]));
+  let cleared = 0;
+  for (const [field, e] of disabled) {
+    const at = enabledAt.get(field);
+    if (at === undefined || at <= e.at) continue;
+    const [upstream, key] = field.split("\u0000") as [string, string];
+    await ctx.keyStates.clear(upstream, key);
+    cleared++;
+  }
+  return cleared;
 }

@@ -5,7 +5,8 @@ export type KeyFault = "auth" | "quota" | "rate" | "server";
 
 // OpenAI's insufficient_quota (a 429) and billing_hard_limit_reached, Anthropic's "credit balance is too low"
 // (a 400), Gemini's RESOURCE_EXHAUSTED with a billing message.
-const QUOTA = /insufficient_quota|billing_hard_limit|credit balance is too low|billing (?:account|details)|exceeded your current quota/i;
+const QUOTA =
+  /insufficient_quota|billing_hard_limit|credit balance is too low|billing (?:account|details)|exceeded your current quota/i;
 
 /** The key's part in an answer of `status` with this body (null: the request's own fault, or none). */
 export function keyFaultOf(status: number, body: string): KeyFault | null {
