@@ -133,12 +133,7 @@ async function startEmbedded(o: GatewayOptions): Promise<Gateway> {
     balance: async (account) =>
       BigInt((await admin<{ balanceMicro: string }>("account show", { account })).balanceMicro),
     usage: async (account, limit = 1000) =>
-      (
-        await admin<{ requestId: string; keyId: string | null; status: number; costMicro: string }[]>("usage list", {
-          account,
-          limit: String(limit),
-        })
-      ).map((r) => ({
+      (await cliUsage(admin, account, limit)).map((r) => ({
         requestId: r.requestId,
         keyId: r.keyId,
         status: r.status,
@@ -293,4 +288,20 @@ export async function waitForKey(gw: Gateway, key: string, timeoutMs = 5_000): P
       50,
     );
   }
+}
+
+type CliUsageRow = { cursor: string; requestId: string; keyId: string | null; status: number; costMicro: string };
+
+/** The CLI's usage pages (at most 200 rows each) read until `limit` rows or the end of the log. */
+async function cliUsage(admin: Gateway["admin"], account: string, limit: number): Promise<CliUsageRow[]> {
+  const rows: CliUsageRow[] = [];
+  while (rows.length < limit) {
+    const want = Math.min(200, limit - rows.length);
+    const args: Record<string, unknown> = { account, limit: String(want) };
+    if (rows.length > 0) args.after = rows[rows.length - 1]!.cursor;
+    const page = await admin<CliUsageRow[]>("usage list", args);
+    rows.push(...page);
+    if (page.length < want) break;
+  }
+  return rows;
 }
