@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it, vi } from "vitest";
 import { RedisSpendCounter } from "./spend-redis.ts";
 import type { AccountSnapshot, KeySnapshot } from "../contract/snapshot.ts";
 import type { Reservation, ReserveResult, Rooms } from "./reservation.ts";
-import { makeAccount, makeKey, spendCounterContract } from "./spend-contract.ts";
+import { makeAccount, makeKey, spendCounterContract } from "./spend.suite.ts";
 
 spendCounterContract("redis", async () => {
   const redis = new Redis(REDIS_URL);

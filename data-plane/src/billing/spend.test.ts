@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { afterAdd, MemorySpendCounter, unsettled } from "./spend.ts";
-import { makeAccount, makeKey, spendCounterContract } from "./spend-contract.ts";
+import { makeAccount, makeKey, spendCounterContract } from "./spend.suite.ts";
 
 spendCounterContract("memory", async () => {
   const counter = new MemorySpendCounter();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { makeAccount, makeKey } from "../billing/spend-contract.ts";
+import { makeAccount, makeKey } from "../billing/spend.suite.ts";
 import { BudgetCalendar } from "../billing/periods.ts";
 import { checkKeyPolicy } from "./check.ts";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { rateLimiterContract } from "./contract.ts";
+import { rateLimiterContract } from "./limiter.suite.ts";
 import { MemoryRateLimiter } from "./memory.ts";
 import { formatReset, rateLimitError, rateLimitHeaders } from "./headers.ts";
 

@@ -3,7 +3,7 @@ import { Redis } from "ioredis";
 import { eventually } from "../../../test/helpers/processes.ts";
 import { dropPrefix, redisLimiterFixture, TEST_REDIS_URL as REDIS_URL } from "../redis/test-fixture.ts";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { rateLimiterContract } from "./contract.ts";
+import { rateLimiterContract } from "./limiter.suite.ts";
 import { RedisRateLimiter } from "./redis.ts";
 import type { RateLimits } from "../contract/snapshot.ts";
 

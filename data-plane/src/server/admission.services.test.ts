@@ -1,4 +1,4 @@
 import { redisLimiterFixture } from "../redis/test-fixture.ts";
-import { topUpCases } from "./topup-cases.ts";
+import { topUpCases } from "./topup.suite.ts";
 
 topUpCases("redis", async () => redisLimiterFixture());

@@ -1,5 +1,5 @@
 import { MemoryRateLimiter } from "../ratelimit/memory.ts";
-import { topUpCases } from "./topup-cases.ts";
+import { topUpCases } from "./topup.suite.ts";
 
 topUpCases("memory", async () => {
   const limiter = new MemoryRateLimiter();

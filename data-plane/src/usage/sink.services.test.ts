@@ -8,7 +8,7 @@ import { type UsageEvent, usageEntryEvents } from "../contract/usage.ts";
 import { RedisUsageSink, streamIdLess } from "./sink.ts";
 import { UsageSpool } from "./spool.ts";
 import { checkUsageEntry, usageEntryKey } from "./entry-signature.ts";
-import { usageSinkContract } from "./contract.ts";
+import { usageSinkContract } from "./sink.suite.ts";
 import { usageEvent as event } from "../../../test/helpers/usage-event.ts";
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";

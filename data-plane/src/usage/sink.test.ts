@@ -1,6 +1,6 @@
 import { usageEvent } from "../../../test/helpers/usage-event.ts";
 import type { UsageEvent } from "../contract/usage.ts";
-import { usageSinkContract } from "./contract.ts";
+import { usageSinkContract } from "./sink.suite.ts";
 import { InProcessUsageSink } from "./sink.ts";
 
 usageSinkContract(
