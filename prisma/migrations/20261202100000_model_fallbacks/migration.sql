@@ -1,2 +1,2 @@
 -- Models tried in order when every route of a model fails before the first byte (docs/routing.md).
-ALTER TABLE "models" ADD COLUMN "fallbacks" TEXT[] NOT NULL DEFAULT ARRAY[]::TEXT[];
+ALTER TABLE "models" ADD COLUMN "fallbacks" TEXT[] DEFAULT ARRAY[]::TEXT[];
