@@ -95,7 +95,9 @@ describe("the fallback chain at admission", () => {
         return { ok: true, reservation: undefined };
       },
     },
-    rateLimiter: { acquire: async () => ({ ok: true, info: { requests: null, tokens: null }, cancel: async () => undefined }) },
+    rateLimiter: {
+      acquire: async () => ({ ok: true, info: { requests: null, tokens: null }, cancel: async () => undefined }),
+    },
   } as unknown as DataPlaneOptions;
   const caller: Caller = {
     key: testKey({ allowedModels: ["main-1", "dear-1", "cheap-1", "emb-1"] }),

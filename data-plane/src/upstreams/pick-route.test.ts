@@ -58,7 +58,10 @@ describe("orderRoutes with an affinity (weighted rendezvous hashing)", () => {
     let onC = 0;
     for (let i = 0; i < n; i++) {
       const before = orderRoutes(three, `k:${i}`);
-      const after = orderRoutes(three.filter((r) => r.upstream !== "c"), `k:${i}`);
+      const after = orderRoutes(
+        three.filter((r) => r.upstream !== "c"),
+        `k:${i}`,
+      );
       if (before[0]!.upstream === "c") {
         onC++;
         // its next choice is the one it had as second
