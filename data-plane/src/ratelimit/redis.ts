@@ -7,14 +7,14 @@ import { batchWritesThisTurn } from "../redis/write-batch.ts";
 import { MemoryRateLimiter } from "./memory.ts";
 import { chargedUnits } from "./gcra.ts";
 import { type Free, Headroom, resetMsOf } from "./headroom.ts";
+import { type AcquireReply, decodeAcquireReplies, decodeTopUpReplies, type TopUpReply } from "./script-replies.ts";
 import {
   hasAnyLimit,
   UNLIMITED_GRANT,
   sameRateLimits,
   tighterLimit,
   type AcquireResult,
-  type LimitKind,
-  type LimitScope,
+  type RateLimitDenial,
   type RateLimitGrant,
   type RateLimiter,
   type RateLimitInfo,
@@ -71,16 +71,6 @@ export interface RedisRateLimiterOptions {
   clock?: () => number;
 }
 
-const KINDS: readonly (readonly [LimitScope, LimitKind])[] = [
-  ["key", "rpm"],
-  ["key", "rpm"],
-  ["key", "tpm"],
-  ["key", "concurrency"],
-  ["account", "rpm"],
-  ["account", "tpm"],
-  ["account", "concurrency"],
-];
-
 const lim = (n: number | null): number => n ?? 0;
 
 /** Same key and account limits (the scripts take them once per run of one key's calls). */
@@ -89,16 +79,30 @@ const sameLimits = (
   b: { keyLimits: RateLimits; accountLimits: RateLimits },
 ): boolean => sameRateLimits(a.keyLimits, b.keyLimits) && sameRateLimits(a.accountLimits, b.accountLimits);
 
-/** Numbers the acquire script answers per call. */
-const REPLY = 15;
-/** Numbers the top-up script answers per call (the acquire script's first 13). */
-const TOPUP_REPLY = 13;
-
-function infoFrom(r: number[], kl: RateLimits, al: RateLimits): RateLimitInfo {
+function infoFrom(r: TopUpReply, kl: RateLimits, al: RateLimits): RateLimitInfo {
   return {
-    requests: tighterLimit(kl.rpm, r[5]!, r[6]!, al.rpm, r[9]!, r[10]!),
-    tokens: tighterLimit(kl.tpm, r[7]!, r[8]!, al.tpm, r[11]!, r[12]!),
+    requests: tighterLimit(
+      kl.rpm,
+      r.keyRpmRemaining,
+      r.keyRpmResetMs,
+      al.rpm,
+      r.accountRpmRemaining,
+      r.accountRpmResetMs,
+    ),
+    tokens: tighterLimit(
+      kl.tpm,
+      r.keyTpmRemaining,
+      r.keyTpmResetMs,
+      al.tpm,
+      r.accountTpmRemaining,
+      r.accountTpmResetMs,
+    ),
   };
+}
+
+function denialFrom(r: TopUpReply, info: RateLimitInfo): RateLimitDenial {
+  const { retryAfterMs, limit, remaining, scope, kind } = r;
+  return { ok: false, retryAfterMs, limit, remaining, scope, kind, info };
 }
 
 /** Headers for a call admitted locally: what is left by the replica's reckoning. */
@@ -171,14 +175,17 @@ export class RedisRateLimiter implements RateLimiter {
   private seq = 0;
   private readonly leases = new Map<string, Lease>();
   // eager: the caller overlaps the round trip with reading the body (see TurnBatcher)
-  private readonly acquires = new TurnBatcher<PendingAcquire, number[]>((tag, calls) => this.sendAcquires(tag, calls), {
-    eager: true,
-  });
+  private readonly acquires = new TurnBatcher<PendingAcquire, AcquireReply>(
+    (tag, calls) => this.sendAcquires(tag, calls),
+    {
+      eager: true,
+    },
+  );
   // Calls admitted locally are told to Redis once per window: nobody waits for them (see syncMs).
-  private readonly localAcquires: TurnBatcher<PendingAcquire, number[]>;
+  private readonly localAcquires: TurnBatcher<PendingAcquire, AcquireReply>;
   private readonly releases: TurnBatcher<PendingRelease>;
   // eager as the acquires: the caller waits on a top-up before it goes upstream
-  private readonly topUps = new TurnBatcher<PendingTopUp, number[]>((tag, calls) => this.sendTopUps(tag, calls), {
+  private readonly topUps = new TurnBatcher<PendingTopUp, TopUpReply>((tag, calls) => this.sendTopUps(tag, calls), {
     eager: true,
   });
   private readonly heartbeat: NodeJS.Timeout;
@@ -263,7 +270,7 @@ export class RedisRateLimiter implements RateLimiter {
       this.local.granted++;
       state.taken = answer.then(
         (r) => {
-          if (r[0] === 2) {
+          if (r.status === 2) {
             this.local.overrun++;
             this.onLocalOverrun();
           }
@@ -279,7 +286,7 @@ export class RedisRateLimiter implements RateLimiter {
       this.holdLease(leaseId, keyBase, tag, kl, al);
       return new RedisGrant(this, localInfo(kl, k, al, a), state);
     }
-    let r: number[];
+    let r: AcquireReply;
     try {
       r = await answer;
     } catch (err) {
@@ -287,10 +294,7 @@ export class RedisRateLimiter implements RateLimiter {
       return this.fallback.acquire(req);
     }
     const info = infoFrom(r, kl, al);
-    if (r[0] !== 1) {
-      const [scope, kind] = KINDS[r[1]!]!;
-      return { ok: false, retryAfterMs: r[2]!, limit: r[3]!, remaining: r[4]!, scope, kind, info };
-    }
+    if (r.status !== 1) return denialFrom(r, info);
     this.holdLease(leaseId, keyBase, tag, kl, al);
     return new RedisGrant(this, info, state);
   }
@@ -303,8 +307,8 @@ export class RedisRateLimiter implements RateLimiter {
     });
   }
 
-  /** One script call for the acquires of one account in this batch; REPLY numbers back per call. */
-  private async sendAcquires(tag: string, calls: PendingAcquire[]): Promise<number[][]> {
+  /** One script call for the acquires of one account in this batch; one reply per call. */
+  private async sendAcquires(tag: string, calls: PendingAcquire[]): Promise<AcquireReply[]> {
     const keys: string[] = [];
     const args: (string | number)[] = [this.leaseTtlMs, this.concurrencyRetryMs];
     let run: PendingAcquire | null = null;
@@ -331,11 +335,9 @@ export class RedisRateLimiter implements RateLimiter {
       (args[countAt] as number)++;
       args.push(req.now, req.estimatedTokens, leaseId);
     }
-    let flat: number[];
+    let replies: AcquireReply[];
     try {
-      flat = await this.redis.modelgateRlAcquire(keys.length, ...keys, ...args);
-      if (!Array.isArray(flat) || flat.length !== calls.length * REPLY)
-        throw new Error("rate limiter: unexpected reply from Redis");
+      replies = decodeAcquireReplies(await this.redis.modelgateRlAcquire(keys.length, ...keys, ...args), calls.length);
     } catch (err) {
       for (const { keyBase, req } of calls) {
         this.headroom.heard(keyBase, req.keyLimits, req.estimatedTokens, req.now, null);
@@ -343,24 +345,22 @@ export class RedisRateLimiter implements RateLimiter {
       }
       throw err;
     }
-    const out: number[][] = [];
     for (let i = 0; i < calls.length; i++) {
-      const r = flat.slice(i * REPLY, i * REPLY + REPLY);
+      const r = replies[i]!;
       const { keyBase, req } = calls[i]!;
       // What Redis reports left after this call (in arrival order, so the last call's answer is the latest).
       this.headroom.heard(keyBase, req.keyLimits, req.estimatedTokens, req.now, {
-        rpm: r[5]!,
-        tpm: r[7]!,
-        conc: r[13]!,
+        rpm: r.keyRpmRemaining,
+        tpm: r.keyTpmRemaining,
+        conc: r.keyConcurrencyFree,
       });
       this.headroom.heard(tag, req.accountLimits, req.estimatedTokens, req.now, {
-        rpm: r[9]!,
-        tpm: r[11]!,
-        conc: r[14]!,
+        rpm: r.accountRpmRemaining,
+        tpm: r.accountTpmRemaining,
+        conc: r.accountConcurrencyFree,
       });
-      out.push(r);
     }
-    return out;
+    return replies;
   }
 
   /**
@@ -386,7 +386,7 @@ export class RedisRateLimiter implements RateLimiter {
     }
     void this.localAcquires.flush();
     void this.releases.flush();
-    let r: number[];
+    let r: TopUpReply;
     try {
       r = await this.topUps.add(g.tag, { grant: g, kExtra, aExtra, now });
     } catch (err) {
@@ -394,10 +394,7 @@ export class RedisRateLimiter implements RateLimiter {
       return null;
     }
     const info = infoFrom(r, kl, al);
-    if (r[0] !== 1) {
-      const [scope, kind] = KINDS[r[1]!]!;
-      return { ok: false, retryAfterMs: r[2]!, limit: r[3]!, remaining: r[4]!, scope, kind, info };
-    }
+    if (r.status !== 1) return denialFrom(r, info);
     g.estimated = estimatedTokens;
     // Less is free than the last answer said: local admission must know (as for a call bigger than its estimate).
     this.headroom.charge(g.keyBase, kExtra);
@@ -405,8 +402,8 @@ export class RedisRateLimiter implements RateLimiter {
     return { ok: true, info };
   }
 
-  /** One script call for the top-ups of one account in this batch; TOPUP_REPLY numbers back per call. */
-  private async sendTopUps(tag: string, calls: PendingTopUp[]): Promise<number[][]> {
+  /** One script call for the top-ups of one account in this batch; one reply per call. */
+  private async sendTopUps(tag: string, calls: PendingTopUp[]): Promise<TopUpReply[]> {
     const keys: string[] = [];
     const args: (string | number)[] = [];
     let run: RedisGrantState | null = null;
@@ -421,12 +418,7 @@ export class RedisRateLimiter implements RateLimiter {
       (args[countAt] as number)++;
       args.push(now, kExtra, aExtra);
     }
-    const flat = await this.redis.modelgateRlTopUp(keys.length, ...keys, ...args);
-    if (!Array.isArray(flat) || flat.length !== calls.length * TOPUP_REPLY)
-      throw new Error("rate limiter: unexpected reply from Redis");
-    const out: number[][] = [];
-    for (let i = 0; i < calls.length; i++) out.push(flat.slice(i * TOPUP_REPLY, i * TOPUP_REPLY + TOPUP_REPLY));
-    return out;
+    return decodeTopUpReplies(await this.redis.modelgateRlTopUp(keys.length, ...keys, ...args), calls.length);
   }
 
   /** @internal Queued for the end of the turn; a call with no lease and nothing to correct costs nothing. */
