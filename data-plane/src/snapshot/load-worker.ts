@@ -14,7 +14,7 @@ import { type PolicyTable, ShardBuilders, type ShardKind } from "./table.ts";
 // mark-compacts (6–7 in a 2 s reload at 100k keys, 5–17 ms each) that the calls served meanwhile waited for.
 // A worker has a V8 heap of its own: its collections pause only this thread. What crosses to the main thread
 // is each finished shard's few typed arrays, which the main thread wraps as a PolicyTable and swaps in
-// (store.ts FullLoad.swapShard), as it would a table it had built itself. They are built in SharedArrayBuffers
+// (full-load.ts FullLoad.swapShard), as it would a table it had built itself. They are built in SharedArrayBuffers
 // (shared, not copied): transferred ArrayBuffers count as the main thread's external memory, and a reload
 // moving the whole set's bytes (~90 MB at 100k keys) across made V8 start a mark-compact on the request
 // thread every time (an 11 ms pause in the reload at 100k keys; in a node experiment, 90 MB of transferred

@@ -295,7 +295,7 @@ export type ShardKind = "key" | "account";
 /**
  * A full load's shards being built, each a table of entities and one of money fields (one builder each per
  * shard touched). The same code reads HSCAN's bytes whether the load runs on the main thread (FullLoad in
- * store.ts) or on the load worker (load-worker.ts), so both leave out tombstones and read `$<id>` fields alike.
+ * full-load.ts) or on the load worker (load-worker.ts), so both leave out tombstones and read `$<id>` fields alike.
  */
 export class ShardBuilders {
   private readonly entities: Record<ShardKind, (TableBuilder | undefined)[]> = { key: [], account: [] };
