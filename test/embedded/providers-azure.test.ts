@@ -2,9 +2,9 @@ import Anthropic from "@anthropic-ai/sdk";
 import { GoogleGenAI } from "@google/genai";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { usageRowOf } from "../helpers/usage-row.ts";
 import { compat } from "../helpers/compat.ts";
 import { type Gateway, startGateway, waitForKey } from "../helpers/gateway.ts";
-import { eventually } from "../helpers/processes.ts";
 import { type AzureMock, startAzureUpstream } from "../mocks/azure-upstream.ts";
 import { type MockUsage, mockEmbedding, mockTokens } from "../mocks/script.ts";
 
@@ -72,28 +72,9 @@ afterAll(async () => {
   await mock?.close();
 });
 
-interface Row {
-  requestId: string;
-  model: string;
-  status: number;
-  promptTokens: number;
-  completionTokens: number;
-  cachedTokens: number;
-  costMicro: string;
-  estimated: boolean;
-}
-
-async function row(requestId: string): Promise<Row> {
-  const rows = await eventually(
-    () => gw.admin<Row[]>("usage list", { account: "azure", limit: "200" }),
-    (r) => r.some((x) => x.requestId === requestId),
-  );
-  return rows.find((x) => x.requestId === requestId)!;
-}
-
 async function expectBilled(requestId: string | null, model = MODEL): Promise<void> {
   expect(requestId).toMatch(/^req_/);
-  expect(await row(requestId!)).toMatchObject({
+  expect(await usageRowOf(gw, "azure", requestId!)).toMatchObject({
     model,
     status: 200,
     promptTokens: USAGE.promptTokens,
@@ -262,7 +243,7 @@ describe("Azure OpenAI through the gateway", () => {
     expect(data.data.map((d) => d.embedding)).toEqual(texts.map((t) => mockEmbedding(t)));
     expect(data.usage).toEqual({ prompt_tokens: tokens, total_tokens: tokens });
     expect(last().url).toBe("/openai/deployments/embed-prod/embeddings?api-version=2024-10-21");
-    const r = await row(response.headers.get("x-gateway-request-id")!);
+    const r = await usageRowOf(gw, "azure", response.headers.get("x-gateway-request-id")!);
     expect(r).toMatchObject({ status: 200, promptTokens: tokens, costMicro: String(tokens * 2.5), estimated: false });
     const ai = new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: base, apiVersion: "v1beta" } });
     const one = await ai.models.embedContent({ model: "embed-on-azure", contents: "jumps over" });

@@ -2,9 +2,9 @@ import Anthropic from "@anthropic-ai/sdk";
 import { GoogleGenAI } from "@google/genai";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { usageRowOf } from "../helpers/usage-row.ts";
 import { compat } from "../helpers/compat.ts";
 import { type Gateway, startGateway, waitForKey } from "../helpers/gateway.ts";
-import { eventually } from "../helpers/processes.ts";
 import { type BedrockMock, DEFAULT_BEDROCK_CREDENTIALS, startBedrockUpstream } from "../mocks/bedrock-upstream.ts";
 import type { MockUsage } from "../mocks/script.ts";
 
@@ -96,31 +96,10 @@ afterAll(async () => {
   await mock?.close();
 });
 
-interface Row {
-  requestId: string;
-  model: string;
-  status: number;
-  promptTokens: number;
-  completionTokens: number;
-  cachedTokens: number;
-  cacheWrite5mTokens: number;
-  cacheWrite1hTokens: number;
-  costMicro: string;
-  estimated: boolean;
-}
-
-async function row(requestId: string): Promise<Row> {
-  const rows = await eventually(
-    () => gw.admin<Row[]>("usage list", { account: "bedrock", limit: "100" }),
-    (r) => r.some((x) => x.requestId === requestId),
-  );
-  return rows.find((x) => x.requestId === requestId)!;
-}
-
 async function expectBilled(requestId: string | null, target: Target): Promise<void> {
   expect(requestId).toMatch(/^req_/);
   const u = USAGE[target];
-  expect(await row(requestId!)).toMatchObject({
+  expect(await usageRowOf(gw, "bedrock", requestId!)).toMatchObject({
     model: MODELS[target],
     status: 200,
     promptTokens: u.promptTokens,

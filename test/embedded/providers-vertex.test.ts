@@ -5,9 +5,9 @@ import Anthropic from "@anthropic-ai/sdk";
 import { GoogleGenAI } from "@google/genai";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { usageRowOf } from "../helpers/usage-row.ts";
 import { compat } from "../helpers/compat.ts";
 import { type Gateway, startGateway, waitForKey } from "../helpers/gateway.ts";
-import { eventually } from "../helpers/processes.ts";
 import { type MockUsage, mockEmbedding, mockTokens } from "../mocks/script.ts";
 import { type VertexMock, startVertexUpstream } from "../mocks/vertex-upstream.ts";
 
@@ -82,31 +82,10 @@ afterAll(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-interface Row {
-  requestId: string;
-  model: string;
-  status: number;
-  promptTokens: number;
-  completionTokens: number;
-  cachedTokens: number;
-  cacheWrite5mTokens: number;
-  cacheWrite1hTokens: number;
-  costMicro: string;
-  estimated: boolean;
-}
-
-async function row(requestId: string): Promise<Row> {
-  const rows = await eventually(
-    () => gw.admin<Row[]>("usage list", { account: "vertex", limit: "200" }),
-    (r) => r.some((x) => x.requestId === requestId),
-  );
-  return rows.find((x) => x.requestId === requestId)!;
-}
-
 async function expectBilled(requestId: string | null, target: Target): Promise<void> {
   expect(requestId).toMatch(/^req_/);
   const u = USAGE[target];
-  expect(await row(requestId!)).toMatchObject({
+  expect(await usageRowOf(gw, "vertex", requestId!)).toMatchObject({
     model: MODELS[target],
     status: 200,
     promptTokens: u.promptTokens,
@@ -303,7 +282,7 @@ describe("Google Vertex AI through the gateway", () => {
       instances: texts.map((content) => ({ content })),
       parameters: { outputDimensionality: 8 },
     });
-    const r = await row(response.headers.get("x-gateway-request-id")!);
+    const r = await usageRowOf(gw, "vertex", response.headers.get("x-gateway-request-id")!);
     expect(r).toMatchObject({ status: 200, promptTokens: tokens, costMicro: String(tokens * 3), estimated: false });
 
     const ai = new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: base, apiVersion: "v1beta" } });
