@@ -139,8 +139,10 @@ export async function recordKeyDisabled(ctx: ServiceContext, d: KeyDisabledRepor
   const up = await ctx.prisma.upstream.findUnique({ where: { name: d.upstream } });
   if (!up) return false;
   const changed = await ctx.prisma.$transaction(async (tx) => {
+    // A report read after an operator enabled the key again (the CLI writes the database while the report still
+    // waits in Redis) is older than that enable: it must not disable the key a second time.
     const n = await tx.upstreamKey.updateMany({
-      where: { upstreamId: up.id, id: d.key, enabled: true },
+      where: { upstreamId: up.id, id: d.key, enabled: true, updatedAt: { lte: new Date(d.at) } },
       data: { enabled: false, reason: d.reason, disabledAt: new Date(d.at) },
     });
     if (n.count === 0) return false;

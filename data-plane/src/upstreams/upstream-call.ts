@@ -152,7 +152,11 @@ async function attemptOnce(e: AttemptEnv, n: number): Promise<AttemptResult<Answ
       };
     }
     const retryable = isRetryableStatus(upstream.status);
-    if (retryable) ticket.failure(Date.now(), "response");
+    // A pool key's 429 rests that key for its retry-after (upstream-call's key loop): counted against its breaker
+    // too, a burst of calls in flight when the limit struck would open the breaker and keep the key out long
+    // after its rest.
+    if (upstream.status === 429 && e.keyField !== null) ticket.cancel();
+    else if (retryable) ticket.failure(Date.now(), "response");
     else ticket.success(Date.now()); // a 4xx is the request's fault, not the upstream's
     opts.metrics.upstreamErrors.inc({ upstream: route.upstream, reason: String(upstream.status) });
     const failure = new UpstreamStatus(route, upstream, call.path);
