@@ -1,7 +1,7 @@
 // Numeric settings from the environment, checked when the process starts: a value that is not what the
 // variable accepts stops the start with a message naming the variable, instead of NaN running silently
 // (MODELGATE_RESPONSES_TTL_S=abc made every stored call a 500 in distributed mode, and records that never
-// expired in embedded mode). The control plane's settings use the same helper (control-plane/src/main/env.ts).
+// expired in embedded mode). The control plane's settings use the same helper (control-plane/src/settings/settings.ts).
 
 /**
  * A whole-number environment variable: `fallback` when unset or blank, else a whole number from `min`

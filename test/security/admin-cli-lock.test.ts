@@ -135,7 +135,7 @@ describe("the admin CLI and the data directory's owner", () => {
   });
 
   it("a lock left by a killed process is stale and taken over", async () => {
-    const dead = startTs("control-plane/src/main/data-dir.ts", {});
+    const dead = startTs("control-plane/src/settings/data-dir.ts", {});
     const deadPid = dead.child.pid!;
     await dead.stop("SIGKILL");
     writeFileSync(

@@ -3,7 +3,7 @@ import { z } from "zod";
 import { commandNames, commandOf, runAdminCommand, UsageError, type CommandName } from "./commands.ts";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import { DataDirLocked, lockDataDir, lockHolder, readAdvert, tighten } from "../main/data-dir.ts";
+import { DataDirLocked, lockDataDir, lockHolder, readAdvert, tighten } from "../settings/data-dir.ts";
 import { adminTokenPath, readAdminToken } from "./token.ts";
 
 const commandHelp = commandNames
@@ -129,7 +129,7 @@ async function direct(command: CommandName, args: Record<string, unknown>, dataD
   const [{ openDatabase }, { migrate }, { readSettings }] = await Promise.all([
     import("../db/client.ts"),
     import("../db/migrate.ts"),
-    import("../main/settings.ts"),
+    import("../settings/settings.ts"),
   ]);
   const settings = readSettings({ ...process.env, MODELGATE_DATA_DIR: dataDir }, 8080);
   // Embedded database: hold the directory while working on it, so a server starting now waits its turn

@@ -6,11 +6,9 @@ import {
   type ProviderName,
   checkUpstreamShape,
 } from "../services/upstream-provider.ts";
+import { MAX_MODEL_FALLBACKS } from "../services/model-fallbacks.ts";
 
 // The declarative config file (GATEWAY_CONFIG, YAML or JSON). Its shape is a public contract.
-
-/** At most this many fallbacks per model (the request's own are bounded apart, data-plane/src/server/fallbacks.ts). */
-export const MAX_MODEL_FALLBACKS = 10;
 
 const price = z
   .number()

@@ -11,7 +11,7 @@ import { maskError } from "./errors.ts";
 import { graphqlLimitsFrom, limitPlugins } from "./limits.ts";
 import { schema } from "./schema/index.ts";
 import { tracingPlugin } from "./tracing-plugin.ts";
-import { requestOrigin } from "../http/request-origin.ts";
+import { requestOrigin } from "../auth/request-origin.ts";
 
 export type { AppContext } from "./context.ts";
 

@@ -4,7 +4,7 @@ import { sameToken } from "../admin/token.ts";
 import { NotFoundError } from "../services/accounts.ts";
 import { AppError } from "../services/errors.ts";
 import type { ServiceContext } from "../services/context.ts";
-import { requestOrigin } from "./request-origin.ts";
+import { requestOrigin } from "../auth/request-origin.ts";
 
 const json = (res: ServerResponse, status: number, body: unknown) => {
   const text = JSON.stringify(body);

@@ -4,7 +4,7 @@ import { parseCookies, serializeCookie, serializeSessionCookie } from "../auth/c
 import { FLOW_COOKIE, FLOW_TTL_MS, OidcError, type OidcSignIn, providerErrorCode } from "../auth/oidc.ts";
 import { SESSION_TTL_MS } from "../auth/sessions.ts";
 import type { Route } from "./app.ts";
-import { requestOrigin } from "./request-origin.ts";
+import { requestOrigin } from "../auth/request-origin.ts";
 
 // Single sign-on's HTTP: GET /auth/oidc (is it on, and its label: the console's sign-in page asks),
 // GET /auth/oidc/login (off to the identity provider), GET /auth/oidc/callback (back, signed in).

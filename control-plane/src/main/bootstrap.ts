@@ -7,7 +7,7 @@ import { migrate } from "../db/migrate.ts";
 import type { ServiceContext } from "../services/context.ts";
 import type { PolicyBus } from "../snapshot/publisher.ts";
 import { SnapshotPublisher } from "../snapshot/publisher.ts";
-import type { Settings } from "./settings.ts";
+import type { Settings } from "../settings/settings.ts";
 
 export interface ControlPlaneCore {
   db: Database;

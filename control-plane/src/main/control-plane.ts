@@ -28,7 +28,7 @@ import { followKeyReports, keyDisabledReported, redisKeyStates } from "./key-rep
 import { clearEnabledKeyStates } from "../services/upstream-keys.ts";
 import { bootControlPlane } from "./bootstrap.ts";
 import { controlPlaneRoutes } from "./routes.ts";
-import { readSettings } from "./settings.ts";
+import { readSettings } from "../settings/settings.ts";
 import { onShutdown, within } from "./shutdown.ts";
 
 // The control plane (distributed mode): Postgres is the record; policy changes out and usage in through Redis.

@@ -18,8 +18,8 @@ import { settleUsageBatch } from "../usage/settle.ts";
 import { InProcessPolicyBus } from "../snapshot/memory-bus.ts";
 import { bootControlPlane } from "./bootstrap.ts";
 import { controlPlaneRoutes } from "./routes.ts";
-import { advertise, DataDirLocked, localUrl, lockDataDir, tighten } from "./data-dir.ts";
-import { readSettings } from "./settings.ts";
+import { advertise, DataDirLocked, localUrl, lockDataDir, tighten } from "../settings/data-dir.ts";
+import { readSettings } from "../settings/settings.ts";
 import { onShutdown } from "./shutdown.ts";
 
 // Embedded mode: control plane, data plane and console in one process, PGlite under ./data, in-process bus.

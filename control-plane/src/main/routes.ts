@@ -22,7 +22,7 @@ import { createMailer } from "../mail/mailer.ts";
 import type { ServiceContext } from "../services/context.ts";
 import { backfillPending, backfillUsage } from "../usage/backfill.ts";
 import { startUsagePartitions, usageRetentionDays } from "../usage/partitions.ts";
-import type { Settings } from "./settings.ts";
+import type { Settings } from "../settings/settings.ts";
 
 /**
  * The control plane's HTTP surface, the same in both modes: GraphQL, export downloads, the admin endpoint

@@ -15,7 +15,7 @@ import type { ServiceContext } from "./context.ts";
 import { AppError, badInput, notFound } from "./errors.ts";
 import { parseAmount } from "./money.ts";
 import { checkKeys, type KeyInput, replaceKeys } from "./upstream-keys.ts";
-import { MAX_MODEL_FALLBACKS } from "../config/schema.ts";
+import { checkFallbacks } from "./model-fallbacks.ts";
 
 // Operator-side writes: price contracts, models, upstreams, routes, account limits and balance adjustments.
 // Prices are typed as decimal text per one million tokens and stored as micro-units.
@@ -150,19 +150,6 @@ export async function upsertModel(
   });
   ctx.snapshotChanged();
   return row;
-}
-
-/** A model's fallbacks: existing models, not itself, each once, at most MAX_MODEL_FALLBACKS. */
-async function checkFallbacks(ctx: ServiceContext, id: string, fallbacks: readonly string[]): Promise<string[]> {
-  const list = fallbacks.map((f) => f.trim());
-  if (list.length > MAX_MODEL_FALLBACKS) throw badInput(`at most ${MAX_MODEL_FALLBACKS} fallbacks`, "fallbacks");
-  if (list.includes(id)) throw badInput("a model cannot be its own fallback", "fallbacks");
-  if (new Set(list).size !== list.length) throw badInput("a fallback is named twice", "fallbacks");
-  if (list.length === 0) return list;
-  const known = await ctx.prisma.model.findMany({ where: { id: { in: list } }, select: { id: true } });
-  const missing = list.filter((f) => !known.some((k) => k.id === f));
-  if (missing.length > 0) throw badInput(`unknown model ${missing.join(", ")}`, "fallbacks");
-  return list;
 }
 
 export async function deleteModel(ctx: ServiceContext, id: string) {

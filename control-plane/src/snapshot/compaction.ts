@@ -1,4 +1,4 @@
-import { wholeNumberEnv } from "../main/env.ts";
+import { wholeNumberEnv } from "@modelgate/data-plane";
 
 // When an epoch's tombstones are compacted (SnapshotPublisher.compact): a deleted key or account leaves a
 // tombstone `{"v":<version>}` in its shard for the rest of the epoch (it keeps an older version written late by

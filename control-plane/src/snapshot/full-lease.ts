@@ -1,4 +1,4 @@
-import { wholeNumberEnv } from "../main/env.ts";
+import { wholeNumberEnv } from "@modelgate/data-plane";
 
 // How long the full publication lease lasts unless renewed (redis-bus.ts beginFull: renewed a third of it apart
 // while its holder publishes). It trades two things: when a holder dies, the other control planes wait up to

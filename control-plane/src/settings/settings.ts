@@ -8,6 +8,9 @@ import { fullLeaseMs } from "../snapshot/full-lease.ts";
 import { type OidcSettings, readOidcSettings } from "../auth/oidc.ts";
 import { secureDataDir } from "./data-dir.ts";
 
+// What a control-plane process (server or admin CLI) starts from: the environment read once, and the data
+// directory it owns (data-dir.ts). Both entry points read it, so it lives apart from either (main/, admin/).
+
 export interface Settings {
   port: number;
   host: string;
