@@ -3,7 +3,6 @@ import type { ModelSnapshot, RouteSnapshot } from "../contract/index.ts";
 import { GatewayError } from "../errors.ts";
 import {
   type CanonicalRequest,
-  type ClientRoute,
   type ClientSession,
   type ProtocolAdapter,
   type RequestHead,
@@ -13,33 +12,22 @@ import {
 import { CallTrace } from "../telemetry/call-trace.ts";
 import { CallAbort } from "../upstreams/call-abort.ts";
 import { orderRoutes } from "../upstreams/pick-route.ts";
-import type { AcquireResult } from "../ratelimit/types.ts";
 import { maxOutputTokensOf } from "../billing/reservation.ts";
-import { admit, cancelLimits, identify, serveAs, startLimits, topUpLimits } from "./admission.ts";
+import { serveAs, topUpLimits } from "./admission.ts";
 import { affinityOf } from "../upstreams/affinity.ts";
+import { CallEntry, type Endpoint } from "./call-entry.ts";
 import { takeRequestFallbacks } from "./fallbacks.ts";
-import { keyHashFrom } from "./auth.ts";
-import { declaredLength, parseJsonObject, readBody } from "./body.ts";
-import { Call } from "./call.ts";
 import type { DataPlaneOptions } from "./context.ts";
 import { relayJson, relayPassthroughJson, relayPassthroughStream, relayStream } from "./relay.ts";
 import { foreignIdRefusal, idKeeper, keepingIds } from "./provider-ids.ts";
-import { sendError } from "./respond.ts";
 import { type Answer, type Outgoing, callUpstream } from "../upstreams/upstream-call.ts";
 import { tokensFromChars } from "../usage/record.ts";
 import { attributionOf } from "../usage/attribution.ts";
 
-/** A client-facing generation endpoint: the protocol it speaks and what its path said. */
-export interface Endpoint {
-  client: ProtocolAdapter;
-  /** Gemini names the model and streaming in the URL */
-  route?: ClientRoute;
-  queryKey?: string | null;
-}
-
 /**
  * The one request path for every client protocol and every upstream protocol:
- * key → body → policy and limits → routes (retries, failover, breaker) → relay → accounting.
+ * key → body → policy and limits → routes (retries, failover, breaker) → relay → accounting. The way in (key,
+ * body, admission) and out on a failure is every upstream endpoint's (call-entry.ts).
  * A route whose upstream speaks the client's protocol takes the client's bytes (the adapter's passthrough,
  * the fast path); any other is translated through the canonical form.
  */
@@ -51,19 +39,12 @@ export async function handleGenerate(
   ep: Endpoint,
 ): Promise<void> {
   const client = ep.client;
-  const startedAt = Date.now();
-  let call: Call | null = null;
-  let limits: Promise<AcquireResult> | undefined;
-  let admitted = false;
   const trace = opts.tracing ? new CallTrace(opts.tracing, req, requestId, client.name) : null;
+  const entry = new CallEntry(opts, req, res, requestId, ep, trace);
   try {
-    const caller = identify(opts, keyHashFrom(req.headers, client.keySources, ep.queryKey), req);
-    // With the size declared, the limits are taken while the body is read and parsed (the estimate is the
-    // same either way: a quarter of the body's bytes).
-    const declared = declaredLength(req, opts.maxBodyBytes);
-    if (declared !== null) limits = startLimits(opts, caller, tokensFromChars(declared), startedAt);
-    let raw = await readBody(req, opts.maxBodyBytes);
-    const body = parseJsonObject(raw);
+    const read = await entry.read();
+    const { caller, body } = read;
+    let raw = read.raw;
     // The request's own fallbacks (`models`, x-modelgate-fallbacks): `models` never reaches the upstream, so a
     // body that had it is passed on re-serialised (only those bodies pay for it).
     const requested = takeRequestFallbacks(client.name, body, req);
@@ -82,40 +63,14 @@ export async function handleGenerate(
     const head: RequestHead = canonical ?? client.passthrough!.head(body, ep.route);
     const attribution = attributionOf(client.name, body, req.headers);
     trace?.request(head.model, head.stream, caller.account.id, caller.key.id);
-    const limitsSpan = trace?.limits();
-    const admitting = admit(
-      opts,
-      caller,
-      head.model,
-      tokensFromChars(declared ?? raw.length),
-      startedAt,
-      limits,
-      "chat",
-      maxOutputTokensOf(body),
-      requested.fallbacks,
-    );
-    // Untraced calls skip the .finally: its closure and two promises were per-call garbage for nothing.
-    const admission = await (limitsSpan === undefined ? admitting : admitting.finally(() => limitsSpan.end()));
-    admitted = true;
-    call = new Call(
-      opts,
-      caller,
-      admission,
-      {
-        requestId,
-        keyId: caller.key.id,
-        accountId: caller.account.id,
-        model: admission.model.id,
-        protocol: client.name,
-        upstream: null,
-        stream: head.stream,
-        clientIp: caller.clientIp,
-        startedAt,
-        firstByteAt: null,
-        attribution,
-      },
-      trace,
-    );
+    const call = await entry.admit(caller, head.model, raw.length, {
+      purpose: "chat",
+      stream: head.stream,
+      maxOutputTokens: maxOutputTokensOf(body),
+      fallbacks: requested.fallbacks,
+      attribution,
+    });
+    const admission = call.admission;
     // The model named, then its fallbacks (admission.ts, fallbackChain): each with its routes in this call's
     // order. One conversation's calls share an affinity, hence their route (pick-route.ts) and key.
     const affinity = affinityOf(body);
@@ -124,13 +79,7 @@ export async function handleGenerate(
       model,
       routes: orderRoutes(model.routes, affinity),
     }));
-    const routes = plans.length === 1 ? plans[0]!.routes : plans.flatMap((p) => p.routes);
-    if (routes.length === 0)
-      throw new GatewayError(
-        "unavailable",
-        "no_upstream",
-        `The model '${head.model}' has no upstream configured right now.`,
-      );
+    const routes = entry.routes(plans.length === 1 ? plans[0]!.routes : plans.flatMap((p) => p.routes), head.model);
 
     // The client's own protocol upstream gets the client's body (fields the gateway does not know included);
     // its answer passes through too unless the adapter says it needs translating back (another model name).
@@ -158,7 +107,7 @@ export async function handleGenerate(
         await topUpLimits(
           admission,
           tokensFromChars(session?.expandedBytes ?? JSON.stringify(translated).length),
-          startedAt,
+          entry.startedAt,
         );
     }
     const forwarded = sameProtocolHeaders(client, req);
@@ -170,14 +119,7 @@ export async function handleGenerate(
     const foreignId = routes.some(sameProtocol) ? await foreignIdRefusal(opts, client, body, caller.account.id) : null;
     if (foreignId && sameProtocol(routes[0]!)) throw foreignId;
     const abort = new CallAbort();
-    res.on("close", () => {
-      if (res.writableFinished) return;
-      // A stream the client left is still read for its exact usage (Call.cut), and a non-streamed answer still
-      // awaited (Call.leave): the upstream bills the work either way.
-      if (call?.streaming) call.cut(() => abort.abort());
-      else if (call) call.leave(() => abort.abort());
-      else abort.abort();
-    });
+    entry.watchClient(call, abort);
     const outgoing = (route: RouteSnapshot, model: ModelSnapshot): Outgoing => {
       if (sameProtocol(route)) {
         if (foreignId) throw foreignId;
@@ -220,7 +162,7 @@ export async function handleGenerate(
           abort,
           caller.account.id,
           trace,
-          () => call!.clientGone,
+          () => call.clientGone,
           affinity,
         );
         break;
@@ -294,13 +236,7 @@ export async function handleGenerate(
         headers,
       );
   } catch (err) {
-    // Refused before the upstream: the limits taken for this call are given back.
-    if (limits !== undefined && !admitted) await cancelLimits(limits);
-    call?.failed(err);
-    trace?.fail(err);
-    if (!res.headersSent) sendError(res, err, client.renderError, requestId);
-    else if (!res.writableEnded) res.end();
-    if (!(err instanceof GatewayError)) opts.logger.error({ requestId, err }, "unexpected error");
+    await entry.fail(err);
   }
 }
 
