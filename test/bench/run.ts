@@ -43,6 +43,8 @@ import type {
 //   BENCH_DURATION=S      seconds per closed-loop measurement at c=64 and c=256 (default 4; c=1 uses at most 3)
 //   BENCH_ROUNDS=N        rounds (default 5: on a small shared machine single rounds vary by ±15%)
 //   BENCH_OPEN_RATE=R     open-loop rate in requests/s (default 500), BENCH_OPEN_DURATION=S (default 5)
+//   BENCH_COST_RATE=R     the cost scenario's open-loop rate (default 300: a realistic rate, well below
+//                         saturation), BENCH_COST_DURATION=S (default 8)
 //   BENCH_HOLD_STREAMS=N  open streams held in the memory scenario (default 1000)
 //   BENCH_TARGETS=a,b     a subset of direct,floor,heavy,modelgate,portkey (default all but heavy: the earlier,
 //                         heavier floor with pipeline + AbortController + close listener, passthrough-heavy.ts)
@@ -61,11 +63,13 @@ import type {
 //   BENCH_DP_NODE_ARGS="--flag …"  Node options for modelgate's data plane (diagnostics: --inspect=…, --trace-gc)
 //   BENCH_KEEP_LOGS=1     keep the work directory with every process's log (its path is printed)
 //   BENCH_STREAM_TRACE=f  append each concurrent stream's client, start, TTFB and total (ms) to file f
-//   BENCH_SCENARIOS=a,b   a subset of c1,c64,c256,open,streams,anthropic,responses,workers,tracing,hold,settle (for one
+//   BENCH_SCENARIOS=a,b   a subset of c1,c64,c256,open,cost,streams,anthropic,responses,workers,tracing,hold,settle (for
 //                         of them; a partial run leaves the other columns empty). anthropic: an Anthropic client
 //                         through the OpenAI upstream (translation both ways), c=64, modelgate only. workers:
 //                         c=256 with 2 worker processes, modelgate (MODELGATE_WORKERS=2) against the floor with 2.
-//                         tracing: c=64 with OpenTelemetry on (every call exported to a local sink).
+//                         tracing: c=64 with OpenTelemetry on (every call exported to a local sink). cost:
+//                         open loop at BENCH_COST_RATE, each process's CPU per call (data plane, control plane,
+//                         Redis, Postgres) against the floor's.
 // Exits non-zero when any target answered with a non-2xx status or a transport error.
 
 const env = process.env;
@@ -82,6 +86,8 @@ const cfg = {
   jitWarmupSec: quick ? 2 : 5,
   openRate: num(env.BENCH_OPEN_RATE, 500),
   openDuration: num(env.BENCH_OPEN_DURATION, quick ? 3 : 5),
+  costRate: num(env.BENCH_COST_RATE, 300),
+  costDuration: num(env.BENCH_COST_DURATION, quick ? 4 : 8),
   streamSequential: quick ? 40 : 100,
   streamConcurrent: quick ? 16 : 32,
   streamPerClient: quick ? 2 : 3,
@@ -97,7 +103,7 @@ const REDIS_URL = env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
 const portkeyEntry = join(repoRoot, "bench/portkey/node_modules/@portkey-ai/gateway/build/start-server.js");
 const resultsDir = join(repoRoot, "bench/results");
 const scenarios = new Set(
-  (env.BENCH_SCENARIOS ?? "c1,c64,c256,open,streams,anthropic,responses,workers,tracing,hold,settle")
+  (env.BENCH_SCENARIOS ?? "c1,c64,c256,open,cost,streams,anthropic,responses,workers,tracing,hold,settle")
     .split(",")
     .map((s) => s.trim()),
 );
@@ -177,6 +183,14 @@ type MeasuredClosed = ClosedLoopResult & {
   pgRowsPerReq: number;
   settleMs: number;
 };
+/** What one call costs, in ms of CPU, in each of the target's processes (the floor has only its proxy). */
+interface CallCost {
+  proxy: number;
+  control: number;
+  redis: number;
+  postgres: number;
+}
+const wholeOf = (c: CallCost) => c.proxy + c.control + c.redis + c.postgres;
 interface RoundResult {
   c1?: SequentialResult;
   c64?: MeasuredClosed;
@@ -189,6 +203,8 @@ interface RoundResult {
   traced?: MeasuredClosed;
   c256?: ClosedLoopResult;
   open?: OpenLoopResult;
+  /** CPU per call of each process at the cost scenario's fixed rate (ms) */
+  cost?: CallCost;
   streams?: StreamResult & { proxyCpuMsPerStream: number };
 }
 const results = new Map<TargetId, RoundResult[]>();
@@ -761,19 +777,23 @@ async function runClosed(
   };
 }
 
-async function runOpen(t: Target): Promise<OpenLoopResult> {
+async function runOpen(
+  t: Target,
+  rate = cfg.openRate,
+  durationSec = cfg.openDuration,
+): Promise<OpenLoopResult & { cost?: CallCost }> {
   const r = request(t, false);
-  await open(r, cfg.openRate, 1); // warm-up at the same rate
+  await open(r, rate, 1); // warm-up at the same rate
   const side = await sideStart(t, true);
   const cpu0 = cpuMsOf(t.proxyPids);
-  const res = await open(r, cfg.openRate, cfg.openDuration);
+  const res = await open(r, rate, durationSec);
+  // Usage settlement continues after the load stops: wait for it, and count it.
   if (t.sidePids.length && cpLive) await waitIdle([...t.proxyPids, ...t.sidePids], 20_000);
-  if (res.sent) await sideEnd(t, side, res.sent, `open loop at ${cfg.openRate}/s`, cpuMsOf(t.proxyPids) - cpu0);
+  const proxyMs = cpuMsOf(t.proxyPids) - cpu0;
+  const costs = res.sent ? await sideEnd(t, side, res.sent, `open loop at ${rate}/s`, proxyMs) : undefined;
   // At a fixed rate every target batches alike (a closed loop's CPU per request falls as its throughput rises).
   if (t.proxyPids.length && res.sent)
-    console.log(
-      `    ${t.id} open loop at ${cfg.openRate}/s: proxy CPU ${((cpuMsOf(t.proxyPids) - cpu0) / res.sent).toFixed(4)} ms/req`,
-    );
+    console.log(`    ${t.id} open loop at ${rate}/s: proxy CPU ${(proxyMs / res.sent).toFixed(4)} ms/req`);
   if (res.unfinished)
     (unfinishedByTarget.get(t.label) ?? unfinishedByTarget.set(t.label, []).get(t.label)!).push(
       `${res.unfinished} of ${res.sent}`,
@@ -781,7 +801,14 @@ async function runOpen(t: Target): Promise<OpenLoopResult> {
   if (res.non2xx || res.errors)
     failures.push(`${t.label} open loop: ${res.non2xx} non-2xx, ${res.errors} errors of ${res.sent}`);
   if (t.sidePids.length && cpLive) await waitIdle([...t.proxyPids, ...t.sidePids], 20_000);
-  return res;
+  if (!costs || !t.proxyPids.length) return res;
+  const cost: CallCost = {
+    proxy: proxyMs / res.sent,
+    control: costs.sideCpuMsPerReq,
+    redis: costs.redisCpuMsPerReq,
+    postgres: costs.pgCpuMsPerReq,
+  };
+  return { ...res, cost };
 }
 
 async function runStreams(t: Target): Promise<StreamResult & { proxyCpuMsPerStream: number }> {
@@ -986,6 +1013,12 @@ async function main(): Promise<number> {
     if (scenarios.has("c256"))
       await step("c=256", async (t) => void (rr.get(t.id)!.c256 = await runClosed(t, 256, cfg.duration, false)));
     if (scenarios.has("open")) await step("open-loop", async (t) => void (rr.get(t.id)!.open = await runOpen(t)));
+    if (scenarios.has("cost"))
+      await step("cost", async (t) => {
+        if (t.id === "direct") return;
+        const res = await runOpen(t, cfg.costRate, cfg.costDuration);
+        rr.get(t.id)!.cost = res.cost;
+      });
     if (scenarios.has("streams"))
       await step("streams", async (t) => void (rr.get(t.id)!.streams = await runStreams(t)));
     const mgT = targets.find((t) => t.id === "modelgate");
@@ -1057,6 +1090,30 @@ async function main(): Promise<number> {
     median((results.get(id) ?? []).map((r) => f(r) ?? NaN));
   const added = (id: TargetId, f: (r: RoundResult) => number | undefined) =>
     median((results.get(id) ?? []).map((r, i) => (f(r) ?? NaN) - (f(results.get("direct")?.[i] ?? {}) ?? NaN)));
+  // Each process's median over rounds (a round's whole system is the sum of its own processes).
+  const costOf = (id: TargetId, f: (r: RoundResult) => CallCost | undefined): CallCost | undefined => {
+    const rs = (results.get(id) ?? []).map(f).filter((c): c is CallCost => c !== undefined);
+    if (!rs.length) return undefined;
+    const mid = (g: (c: CallCost) => number) => median(rs.map(g));
+    return {
+      proxy: mid((c) => c.proxy),
+      control: mid((c) => c.control),
+      redis: mid((c) => c.redis),
+      postgres: mid((c) => c.postgres),
+    };
+  };
+  const costMedian = (id: TargetId) => costOf(id, (r) => r.cost);
+  const c64Median = (id: TargetId) =>
+    costOf(id, (r) =>
+      r.c64 && r.c64.proxyCpuMsPerReq > 0
+        ? {
+            proxy: r.c64.proxyCpuMsPerReq,
+            control: r.c64.sideCpuMsPerReq,
+            redis: r.c64.redisCpuMsPerReq,
+            postgres: r.c64.pgCpuMsPerReq,
+          }
+        : undefined,
+    );
   const row = (id: TargetId) => ({
     rps1: m(id, (r) => r.c1?.rps),
     c1p50: m(id, (r) => r.c1?.latencyMs.p50),
@@ -1097,6 +1154,8 @@ async function main(): Promise<number> {
     unfinished: m(id, (r) => r.open?.unfinished),
     late99: m(id, (r) => r.open?.schedulerLateMs.p99),
     rss: peak.get(id) ?? NaN,
+    cost: costMedian(id),
+    c64Cost: c64Median(id),
   });
   const rows = new Map(targets.map((t) => [t.id, row(t.id)]));
   const floor = rows.get("floor");
@@ -1153,6 +1212,35 @@ async function main(): Promise<number> {
     "",
   );
   const mgRow = rows.get("modelgate");
+  const costRows: [string, (r: ReturnType<typeof row>) => CallCost | undefined][] = [
+    [`open loop at ${cfg.costRate} req/s`, (r) => r.cost],
+    ["c=64 (saturation)", (r) => r.c64Cost],
+  ];
+  if (targets.some((t) => rows.get(t.id)?.cost || rows.get(t.id)?.c64Cost)) {
+    lines.push("## Cost per call, by process", "");
+    lines.push(
+      "| target | load | data plane (proxy) µs | control plane µs | Redis µs | Postgres µs | whole system µs (× floor) |",
+      "|---|---|---|---|---|---|---|",
+    );
+    const us = (ms: number) => fmt(1000 * ms, 0);
+    for (const t of targets) {
+      const r = rows.get(t.id)!;
+      for (const [load, get] of costRows) {
+        const c = get(r);
+        const fc = floor ? get(floor) : undefined;
+        if (!c) continue;
+        const whole = wholeOf(c);
+        lines.push(
+          `| ${t.label} | ${load} | ${us(c.proxy)}${fc ? ratio(c.proxy, fc.proxy) : ""} | ${us(c.control)} | ${us(c.redis)} | ${us(c.postgres)} | ${us(whole)}${fc ? ratio(whole, wholeOf(fc)) : ""} |`,
+        );
+      }
+    }
+    lines.push(
+      "",
+      `CPU time per call of each process (from /proc), the control plane's and Postgres's including the settlement that drains after each run; Redis and Postgres are shared services, so other work on the machine counts too. The floor is one process. At a fixed rate every target batches alike; at c=64 a faster target's fixed costs spread over more calls.`,
+      "",
+    );
+  }
   if (mgRow && Number.isFinite(mgRow.tracedRps)) {
     lines.push(
       `Tracing (OpenTelemetry): modelgate rows are with tracing off, as by default (no tracer exists; each call site is one null check). With tracing on, every call sampled and exported over OTLP/HTTP to a local sink, c=64: ${fmtInt(mgRow.tracedRps)} req/s (${fmt(mgRow.tracedRps / mgRow.rps64, 2)}× tracing off), ${fmt(mgRow.tracedCpu, 3)} ms of data-plane CPU per request (${fmt(mgRow.tracedCpu / mgRow.cpu, 2)}× tracing off).`,
@@ -1232,6 +1320,17 @@ async function main(): Promise<number> {
         fl ? mgRow.rps64 >= 0.8 * f("rps64") : null,
         `${fmtInt(mgRow.rps64)} vs ${fmtInt(f("rps64"))} req/s = ${fmt((100 * mgRow.rps64) / f("rps64"), 0)}%; whole-system CPU ${fmt(mgRow.wholeCpu / f("cpu"), 2)}× the floor's, data plane alone ${fmt(mgRow.cpu / f("cpu"), 2)}×`,
       ],
+      ...costRows.map(([load, get]): [string, boolean | null, string] => {
+        const c = get(mgRow);
+        const fc = fl ? get(fl) : undefined;
+        return [
+          `whole system (data plane + control plane + Redis + Postgres) ≤ 1.5× the floor's CPU per call, ${load}`,
+          c && fc ? wholeOf(c) <= 1.5 * wholeOf(fc) : null,
+          c && fc
+            ? `${fmt(1000 * wholeOf(c), 0)} vs ${fmt(1000 * wholeOf(fc), 0)} µs: ${fmt(wholeOf(c) / wholeOf(fc), 2)}× (data plane ${fmt(c.proxy / fc.proxy, 2)}×)`
+            : "not run",
+        ];
+      }),
       [
         "added p50 at c=1 within 0.1 ms of the floor's",
         fl ? mgRow.c1p50 - f("c1p50") <= 0.1 : null,
