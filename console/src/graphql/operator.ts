@@ -317,11 +317,7 @@ export const UsageGroupFields = graphql(`
   fragment UsageGroupFields on UsageGroup {
     key
     label
-    requests
-    errors
-    promptTokens
-    completionTokens
-    amount
+    ...UsageFiguresFields
   }
 `);
 

@@ -48,7 +48,10 @@ export const UsageLogQuery = graphql(`
   }
 `);
 
-/** The figures the dashboard and the usage page show for a total, a bucket, a model and a key. */
+/**
+ * The figures of a set of calls (the schema's UsageFigures): what the dashboard, the usage page's attribution and
+ * the operators' usage across customers show for a total, a bucket, a model, a key, an end user, a tag or a group.
+ */
 export const UsageFiguresFields = graphql(`
   fragment UsageFiguresFields on UsageFigures {
     requests
@@ -96,15 +99,11 @@ export const UsageAttributionQuery = graphql(`
     usageStats(from: $from, to: $to, apiKeyId: $apiKeyId, model: $model, endUser: $endUser, tag: $tag) {
       byEndUser {
         endUser
-        requests
-        totalTokens
-        amount
+        ...UsageFiguresFields
       }
       byTag {
         tag
-        requests
-        totalTokens
-        amount
+        ...UsageFiguresFields
       }
     }
   }
