@@ -146,9 +146,25 @@ export async function usageStats(ctx: ServiceContext, accountId: string, f: Stat
 
 export type AttributionDimension = "endUser" | "tag";
 
+const DAY = 86_400_000;
+const FIGURES = [
+  "requests",
+  "errors",
+  "prompt_tokens",
+  "completion_tokens",
+  "reasoning_tokens",
+  "cached_tokens",
+  "cost_micro",
+] as const;
+const figureSums = Prisma.raw(FIGURES.map((c) => `coalesce(sum(${c}), 0)::bigint AS ${c}`).join(", "));
+
 /**
- * Usage grouped by end user or by tag (a call with several tags counts under each), from usage_logs: the
- * largest 100 by cost. Calls without an end user group under null; calls without tags are left out of byTag.
+ * Usage grouped by end user or by tag (a call with several tags counts under each): the largest 100 by cost.
+ * Calls without an end user group under null; calls without tags are left out of byTag. Whole UTC days come
+ * from the daily attribution rollup (kept by a trigger on usage_logs), the partial days at either edge from the
+ * log, so a month costs about 30 × the values used a day plus at most two days of attributed log rows. The
+ * rollup knows neither keys nor models nor which tags a call carried together, so a filter on a key, a model or
+ * a tag reads the log alone (an end-user filter is one row of the rollup per day).
  */
 export async function usageByAttribution(
   ctx: ServiceContext,
@@ -157,26 +173,61 @@ export async function usageByAttribution(
   by: AttributionDimension,
 ) {
   if (f.from >= f.to) throw badInput("'from' must be before 'to'", "from");
-  const filters = [
-    Prisma.sql`account_id = ${accountId}::uuid`,
-    Prisma.sql`started_at >= ${f.from}`,
-    Prisma.sql`started_at < ${f.to}`,
-  ];
-  if (f.apiKeyId) filters.push(Prisma.sql`api_key_id = ${f.apiKeyId}::uuid`);
-  if (f.model) filters.push(Prisma.sql`model = ${f.model}`);
-  if (f.endUser) filters.push(Prisma.sql`end_user = ${f.endUser}`);
-  if (f.tag) filters.push(Prisma.sql`tags @> ARRAY[${f.tag}]::text[] AND tags <> '{}'`);
+  const logFilters = [Prisma.sql`account_id = ${accountId}::uuid`];
+  if (f.apiKeyId) logFilters.push(Prisma.sql`api_key_id = ${f.apiKeyId}::uuid`);
+  if (f.model) logFilters.push(Prisma.sql`model = ${f.model}`);
+  if (f.endUser) logFilters.push(Prisma.sql`end_user = ${f.endUser}`);
+  if (f.tag) logFilters.push(Prisma.sql`tags @> ARRAY[${f.tag}]::text[] AND tags <> '{}'`);
   const key = by === "endUser" ? Prisma.sql`end_user` : Prisma.sql`t.tag`;
-  const from =
+  const table =
     by === "endUser" ? Prisma.sql`usage_logs` : Prisma.sql`usage_logs CROSS JOIN LATERAL unnest(tags) AS t(tag)`;
+  const fromLog = (from: Date, to: Date) => Prisma.sql`
+    SELECT ${key} AS key, 1 AS requests, (status < 200 OR status >= 300)::int AS errors, prompt_tokens,
+           completion_tokens, reasoning_tokens, cached_tokens, cost_micro
+    FROM ${table}
+    WHERE ${Prisma.join(logFilters, " AND ")} AND started_at >= ${from} AND started_at < ${to}`;
+  const fromDay = new Date(Math.ceil(f.from.getTime() / DAY) * DAY);
+  const toDay = new Date(Math.floor(f.to.getTime() / DAY) * DAY);
+  // Grouped by tag and filtered by a tag, a call counts under each tag it carries with the filter's; grouped by tag
+  // and filtered by an end user, under that user's tags: neither is in the rollup.
+  const ownFilter = by === "endUser" ? f.endUser : null;
+  let source: Prisma.Sql;
+  if (fromDay >= toDay || f.apiKeyId || f.model || f.tag || (by === "tag" && f.endUser)) source = fromLog(f.from, f.to);
+  else {
+    const dimension = by === "endUser" ? "end_user" : "tag";
+    const rollupFilters = [
+      Prisma.sql`account_id = ${accountId}::uuid`,
+      Prisma.sql`dimension = ${dimension}`,
+      Prisma.sql`day >= ${fromDay}`,
+      Prisma.sql`day < ${toDay}`,
+    ];
+    if (ownFilter) rollupFilters.push(Prisma.sql`value = ${ownFilter}`);
+    // The calls without an end user (the null group) are not in the rollup: over whole days they are the
+    // account's totals (the hourly rollup) minus its end users' (this rollup), every figure being a sum. (While an
+    // old unpartitioned log is being converted, its rows not yet copied are in the first and not in the second,
+    // so they count under null until they are copied.)
+    const diff = (c: string) => Prisma.raw(`h.${c} - a.${c} AS ${c}`);
+    const nullGroup =
+      by === "endUser" && !ownFilter
+        ? Prisma.sql`UNION ALL SELECT * FROM (
+            SELECT NULL::text AS key, ${Prisma.join(FIGURES.map(diff))}
+            FROM (SELECT ${figureSums} FROM usage_hourly
+                  WHERE account_id = ${accountId}::uuid AND hour >= ${fromDay} AND hour < ${toDay}) h,
+                 (SELECT ${figureSums} FROM usage_attribution_daily
+                  WHERE account_id = ${accountId}::uuid AND dimension = 'end_user' AND day >= ${fromDay} AND day < ${toDay}) a
+          ) n WHERE requests <> 0`
+        : Prisma.empty;
+    source = Prisma.sql`
+      SELECT value AS key, requests, errors, prompt_tokens, completion_tokens, reasoning_tokens, cached_tokens,
+             cost_micro
+      FROM usage_attribution_daily WHERE ${Prisma.join(rollupFilters, " AND ")}
+      ${nullGroup}
+      UNION ALL ${fromLog(f.from, fromDay)}
+      UNION ALL ${fromLog(toDay, f.to)}`;
+  }
   return ctx.prisma.$queryRaw<(Totals & { key: string | null })[]>`
-    SELECT ${key} AS key,
-      count(*)::bigint AS requests, count(*) FILTER (WHERE status < 200 OR status >= 300)::bigint AS errors,
-      coalesce(sum(prompt_tokens), 0)::bigint AS "promptTokens", coalesce(sum(completion_tokens), 0)::bigint AS "completionTokens",
-      coalesce(sum(reasoning_tokens), 0)::bigint AS "reasoningTokens", coalesce(sum(cached_tokens), 0)::bigint AS "cachedTokens",
-      coalesce(sum(cost_micro), 0)::bigint AS "costMicro"
-    FROM ${from}
-    WHERE ${Prisma.join(filters, " AND ")}
+    SELECT key, ${sums}
+    FROM (${source}) AS s
     GROUP BY 1 ORDER BY "costMicro" DESC, 1 LIMIT 100`;
 }
 
