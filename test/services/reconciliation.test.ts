@@ -6,6 +6,7 @@ import { ApiError as GeminiApiError, GoogleGenAI } from "@google/genai";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Gateway, startGateway, waitForKey } from "../helpers/gateway.ts";
+import { expectLedgerMatchesBatches } from "../helpers/ledger.ts";
 import { eventually } from "../helpers/processes.ts";
 import { startAnthropicUpstream } from "../mocks/anthropic-upstream.ts";
 import { type BedrockMock, DEFAULT_BEDROCK_CREDENTIALS, startBedrockUpstream } from "../mocks/bedrock-upstream.ts";
@@ -458,7 +459,7 @@ describe("reconciliation", () => {
     const usageSum = rows.reduce((s, r) => s + r.costMicro, 0n);
     const ledger = await p.ledgerEntry.findMany({ where: { accountId: rows[0]!.accountId } });
     const ledgerSum = ledger
-      .filter((l) => l.kind === "charge" || l.kind === "refund")
+      .filter((l) => l.kind === "usage" || l.kind === "correction")
       .reduce((s, l) => s + l.amountMicro, 0n);
     const after = await gw.balance("recon");
     const key = await p.apiKey.findUniqueOrThrow({ where: { id: keyId } });
@@ -469,14 +470,16 @@ describe("reconciliation", () => {
     expect(-ledgerSum).toBe(expected);
     expect(key.spentMicro).toBe(expected);
     expect(account.spentMicro).toBe(expected);
-    // Every class was exercised, and the cut streams were corrected after the fact (ledger ":exact" entries).
+    // Every class was exercised, and the cut streams were corrected after the fact (ledger correction lines).
     expect(
       rows.some((r) => r.cacheWrite5mTokens > 0) &&
         rows.some((r) => r.cacheWrite1hTokens > 0) &&
         rows.some((r) => r.cachedTokens > 0) &&
         rows.some((r) => r.reasoningTokens > 0),
     ).toBe(true);
-    expect(ledger.some((l) => l.requestId?.endsWith(":exact"))).toBe(true);
+    expect(ledger.some((l) => l.kind === "correction")).toBe(true);
+    // per batch: its ledger lines sum to its rows' cost, exact counts included
+    await expectLedgerMatchesBatches(p, rows);
     expect(rows.find((r) => r.model === MODEL.anthropic)?.cacheWrite1hPrice?.toString()).toBe("5999998"); // 2 × 2.999999 per 1M
 
     console.log(
@@ -823,7 +826,7 @@ describe("reconciliation across a budget reset", () => {
     const usageSum = sumOf(rows);
     const ledger = await p.ledgerEntry.findMany({ where: { accountId } });
     const ledgerSum = ledger
-      .filter((l) => l.kind === "charge" || l.kind === "refund")
+      .filter((l) => l.kind === "usage" || l.kind === "correction")
       .reduce((s, l) => s + l.amountMicro, 0n);
     const after = await gw.balance("recon-budget");
     const key = await p.apiKey.findUniqueOrThrow({ where: { id: k.id } });

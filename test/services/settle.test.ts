@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pgArray, settleUsageBatch } from "../../control-plane/src/usage/settle.ts";
 import { freshDatabase } from "../helpers/postgres.ts";
 
-// Settlement in plain SQL: rows, running ledger balances, wallet, key spend; exactly once per request id.
+// Settlement in plain SQL: rows, one ledger line per account per batch with running balances, wallet, key spend;
+// exactly once per request id.
 
 let fx: Awaited<ReturnType<typeof freshDatabase>>;
 beforeAll(async () => {
@@ -65,8 +66,11 @@ const event = (
   ...extra,
 });
 
+/** The i-th minute of a day of test calls. */
+const at = (i: number) => new Date(Date.UTC(2026, 10, 24, 6, i)).toISOString();
+
 describe("settleUsageBatch", () => {
-  it("writes every row, debits each wallet once with a running ledger, adds key spend; a redelivery changes nothing", async () => {
+  it("writes every row, debits each wallet once with one ledger line per account, adds key spend; a redelivery changes nothing", async () => {
     const a = await accountWithKeys(1_000_000n, 2);
     const b = await accountWithKeys(500n, 1);
     const events = [
@@ -119,16 +123,23 @@ describe("settleUsageBatch", () => {
       balanceMicro: -200n,
     });
 
-    // One charge per charged call, in batch order, each with the balance right after it; none for the free call.
-    const ledger = await p.ledgerEntry.findMany({
-      where: { accountId: a.accountId },
-      orderBy: { balanceAfterMicro: "desc" },
-    });
-    expect(ledger.map((l) => [l.kind, l.amountMicro, l.balanceAfterMicro, l.requestId, l.apiKeyId])).toEqual([
-      ["charge", -100n, 999_900n, events[0]!.requestId, a.keyIds[0]],
-      ["charge", -250n, 999_650n, events[1]!.requestId, a.keyIds[1]],
-      ["charge", -9_007_199_254_740_993n, 999_650n - 9_007_199_254_740_993n, events[3]!.requestId, a.keyIds[0]],
-    ]);
+    // One usage line per account for the batch: its calls (the free one too), their summed cost, the balance
+    // after it, and the batch id that is on each of the rows.
+    const batchId = rows[0]!.batchId;
+    expect(batchId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(rows.every((r) => r.batchId === batchId)).toBe(true);
+    const lines = async (accountId: string) =>
+      (await p.ledgerEntry.findMany({ where: { accountId } })).map((l) => [
+        l.kind,
+        l.batchId,
+        l.calls,
+        l.amountMicro,
+        l.balanceAfterMicro,
+        l.requestId,
+        l.apiKeyId,
+      ]);
+    expect(await lines(a.accountId)).toEqual([["usage", batchId, 4, -spentA, 1_000_000n - spentA, null, null]]);
+    expect(await lines(b.accountId)).toEqual([["usage", batchId, 1, -700n, -200n, null, null]]);
 
     const k0 = await p.apiKey.findUniqueOrThrow({ where: { id: a.keyIds[0]! } });
     expect(k0.spentMicro).toBe(100n + 9_007_199_254_740_993n);
@@ -139,7 +150,7 @@ describe("settleUsageBatch", () => {
     expect(await p.account.findUniqueOrThrow({ where: { id: a.accountId }, select: { balanceMicro: true } })).toEqual({
       balanceMicro: 1_000_000n - spentA,
     });
-    expect(await p.ledgerEntry.count({ where: { accountId: a.accountId } })).toBe(3);
+    expect(await p.ledgerEntry.count({ where: { accountId: a.accountId } })).toBe(1);
     expect((await p.apiKey.findUniqueOrThrow({ where: { id: a.keyIds[0]! } })).spentMicro).toBe(
       100n + 9_007_199_254_740_993n,
     );
@@ -263,7 +274,7 @@ describe("settleUsageBatch", () => {
         await fx.db.sql.transaction((tx) =>
           tx.query<Record<string, unknown>>(
             `SELECT l.request_id, l.model, l.protocol, l.upstream, l.error_code, l.client_ip, l.end_user, l.tags,
-               (SELECT request_id FROM ledger_entries WHERE request_id = l.request_id) AS ledger_request_id
+               (SELECT calls FROM ledger_entries WHERE batch_id = l.batch_id) AS ledger_calls
              FROM usage_logs l WHERE l.request_id = $1`,
             [requestId],
           ),
@@ -279,7 +290,7 @@ describe("settleUsageBatch", () => {
         client_ip: hostile[i],
         end_user: hostile[i],
         tags: [hostile[i], `${hostile[i]}2`],
-        ledger_request_id: e.requestId,
+        ledger_calls: events.length + 1,
       });
     expect(await columns(nulls.requestId)).toMatchObject({
       upstream: null,
@@ -342,16 +353,113 @@ describe("settleUsageBatch", () => {
     expect((await p.account.findUniqueOrThrow({ where: { id: a.accountId } })).balanceMicro).toBe(
       10_000n - 420n - 100n,
     );
-    const ledger = await p.ledgerEntry.findMany({ where: { accountId: a.accountId } });
+    // The two corrections (+120, -200) are one line, with the batch id of the rows they corrected.
+    const ledger = await p.ledgerEntry.findMany({ where: { accountId: a.accountId }, orderBy: { createdAt: "asc" } });
     expect(ledger.reduce((s, l) => s + l.amountMicro, 0n)).toBe(-520n);
-    expect(ledger.find((l) => l.requestId === `${cheaper.requestId}:exact`)).toMatchObject({
-      kind: "refund",
-      amountMicro: 200n,
-    });
+    expect(ledger.map((l) => [l.kind, l.calls, l.amountMicro, l.balanceAfterMicro])).toEqual([
+      ["usage", 2, -600n, 9_400n],
+      ["correction", 2, 80n, 9_480n],
+    ]);
+    expect(new Set(ledger.map((l) => l.batchId))).toEqual(new Set([row.batchId]));
     expect((await p.apiKey.findUniqueOrThrow({ where: { id: a.keyIds[0]! } })).spentMicro).toBe(520n);
     const hourly = await p.usageHourly.findMany({ where: { accountId: a.accountId } });
     expect(hourly.reduce((s, h) => s + h.costMicro, 0n)).toBe(520n);
     expect(hourly.reduce((s, h) => s + h.promptTokens, 0n)).toBe(110n);
+  });
+
+  it("reconciles to the micro-unit: each batch's ledger lines = its rows' cost per account, wallet = top-ups + ledger", async () => {
+    const p = fx.db.prisma;
+    const accounts = [await accountWithKeys(0n, 2), await accountWithKeys(0n, 1), await accountWithKeys(0n, 1)];
+    for (const a of accounts)
+      await p.$transaction([
+        p.account.update({ where: { id: a.accountId }, data: { balanceMicro: { increment: 50_000n } } }),
+        p.ledgerEntry.create({
+          data: { accountId: a.accountId, kind: "topup", amountMicro: 50_000n, balanceAfterMicro: 50_000n },
+        }),
+      ]);
+    // 60 calls over three accounts in four batches; every fifth is a cut stream (estimated), every seventh free.
+    const calls = Array.from({ length: 60 }, (_, i) => {
+      const a = accounts[i % 3]!;
+      return event(a.accountId, a.keyIds[i % a.keyIds.length]!, String(i % 7 === 0 ? 0 : 10 + i), at(i), {
+        estimated: i % 5 === 0,
+      });
+    });
+    const exactOf = (e: UsageEvent, i: number) => ({ ...e, estimated: false, cost: String(i % 2 ? 3 * i : 1) });
+    for (let b = 0; b < 4; b++) expect(await settleUsageBatch(fx.db, calls.slice(b * 15, b * 15 + 15))).toBe(15);
+    // The exact counts of half the estimates arrive in a batch with calls already settled (a replay).
+    const estimates = calls.map((e, i) => [e, i] as const).filter(([e]) => e.estimated);
+    const firstHalf = estimates.slice(0, 6).map(([e, i]) => exactOf(e, i));
+    await settleUsageBatch(fx.db, [...firstHalf, ...calls.slice(0, 10)]);
+
+    const state = async () => {
+      const ids = accounts.map((a) => a.accountId);
+      const rows = await p.usageLog.findMany({ where: { accountId: { in: ids } } });
+      const ledger = await p.ledgerEntry.findMany({ where: { accountId: { in: ids } } });
+      const wallets = await p.account.findMany({ where: { id: { in: ids } }, orderBy: { id: "asc" } });
+      return { rows, ledger, wallets };
+    };
+    const reconciles = async () => {
+      const { rows, ledger, wallets } = await state();
+      expect(rows).toHaveLength(calls.length);
+      // per batch and account: the lines sum to minus the rows' cost, and the usage line counts its rows
+      const sums = new Map<string, { rows: bigint; lines: bigint; count: number; calls: number }>();
+      const of = (batch: string | null, account: string) => {
+        const id = `${batch}/${account}`;
+        if (!sums.has(id)) sums.set(id, { rows: 0n, lines: 0n, count: 0, calls: 0 });
+        return sums.get(id)!;
+      };
+      for (const r of rows) {
+        expect(r.batchId).not.toBeNull();
+        const s = of(r.batchId, r.accountId);
+        s.rows += r.costMicro;
+        s.count++;
+      }
+      for (const l of ledger.filter((l) => l.kind !== "topup")) {
+        expect(["usage", "correction"]).toContain(l.kind);
+        const s = of(l.batchId, l.accountId);
+        s.lines += l.amountMicro;
+        if (l.kind === "usage") s.calls += l.calls!;
+      }
+      for (const [id, s] of sums) {
+        expect(-s.lines, id).toBe(s.rows);
+        // an account whose calls in a batch were all free has no line (nothing moved)
+        expect(s.calls === s.count || (s.calls === 0 && s.rows === 0n), id).toBe(true);
+      }
+      // each wallet is its top-up plus its ledger lines, and the last batch's lines end at the wallet's balance
+      for (const w of wallets) {
+        const mine = ledger.filter((l) => l.accountId === w.id);
+        expect(mine.reduce((s, l) => s + l.amountMicro, 0n)).toBe(w.balanceMicro);
+        expect(w.spentMicro).toBe(rows.filter((r) => r.accountId === w.id).reduce((s, r) => s + r.costMicro, 0n));
+        const latest = Math.max(...mine.map((l) => l.createdAt.getTime()));
+        const lastWritten = mine.filter((l) => l.createdAt.getTime() === latest);
+        expect(lastWritten.map((l) => l.balanceAfterMicro)).toContain(w.balanceMicro);
+      }
+      return { rows: rows.length, lines: ledger.length, balances: wallets.map((w) => w.balanceMicro) };
+    };
+    const before = await reconciles();
+    // top-ups, a usage line per account per batch, a correction line per account and batch of the rows corrected
+    // (a correction that costs the same as its estimate moves nothing and writes nothing)
+    const corrected = estimates.slice(0, 6).filter(([e, i]) => exactOf(e, i).cost !== e.cost);
+    const correctionLines = new Set(corrected.map(([e, i]) => `${e.accountId}/${Math.floor(i / 15)}`)).size;
+    expect(correctionLines).toBeGreaterThan(3);
+    expect(before.lines).toBe(3 + 4 * 3 + correctionLines);
+
+    // A replay of a whole batch, and of the corrections, changes nothing.
+    expect(await settleUsageBatch(fx.db, calls.slice(15, 30))).toBe(0);
+    expect(await settleUsageBatch(fx.db, firstHalf)).toBe(0);
+    expect(await reconciles()).toEqual(before);
+
+    // The other estimates are replaced later, one batch of corrections after another: still to the micro-unit.
+    const rest = estimates.slice(6).map(([e, i]) => exactOf(e, i));
+    await settleUsageBatch(fx.db, rest.slice(0, 3));
+    await settleUsageBatch(fx.db, [...rest, ...calls.slice(40)]);
+    const after = await reconciles();
+    expect(after.rows).toBe(before.rows);
+    const { rows } = await state();
+    expect(rows.filter((r) => r.estimated)).toEqual([]);
+    expect(rows.reduce((s, r) => s + r.costMicro, 0n)).toBe(
+      calls.reduce((s, e, i) => s + BigInt(e.estimated ? exactOf(e, i).cost : e.cost), 0n),
+    );
   });
 
   it("prefers the exact event when both arrive in one batch", async () => {

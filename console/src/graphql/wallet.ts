@@ -31,6 +31,8 @@ export const LedgerEntryFields = graphql(`
     note
     requestId
     apiKeyId
+    batchId
+    calls
   }
 `);
 

@@ -11,13 +11,14 @@ const INSERT_USAGE = `
 INSERT INTO usage_logs (id, request_id, account_id, api_key_id, model, protocol, upstream, status, error_code,
   prompt_tokens, completion_tokens, reasoning_tokens, cached_tokens, cost_micro, latency_ms, ttft_ms, stream,
   client_ip, started_at, input_tokens, cache_write_5m_tokens, cache_write_1h_tokens, input_price,
-  cached_input_price, cache_write_5m_price, cache_write_1h_price, output_price, estimated, end_user, tags, dropped)
+  cached_input_price, cache_write_5m_price, cache_write_1h_price, output_price, estimated, end_user, tags, dropped,
+  batch_id)
 SELECT u.id, u.request_id, u.account_id, u.api_key_id, u.model, u.protocol, u.upstream, u.status,
   u.error_code, u.prompt_tokens, u.completion_tokens, u.reasoning_tokens, u.cached_tokens, u.cost_micro,
   u.latency_ms, u.ttft_ms, u.stream, u.client_ip, u.started_at, u.input_tokens, u.cache_write_5m_tokens,
   u.cache_write_1h_tokens, u.input_price, u.cached_input_price, u.cache_write_5m_price, u.cache_write_1h_price,
   u.output_price, u.estimated, u.end_user,
-  u.tags::text[], u.dropped::text[]
+  u.tags::text[], u.dropped::text[], $32::uuid
 FROM unnest($1::text[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::text[],
   $7::int[], $8::text[], $9::int[], $10::int[], $11::int[], $12::int[], $13::bigint[], $14::int[], $15::int[],
   $16::bool[], $17::text[], $18::timestamptz[], $19::int[], $20::int[], $21::int[], $22::numeric[], $23::numeric[],
@@ -30,7 +31,8 @@ ON CONFLICT (request_id, started_at) DO NOTHING
 RETURNING request_id`;
 // The log is partitioned by day on started_at, so the request id is unique together with started_at: every
 // event of a call carries the started_at the data plane fixed when the call started, so a redelivery still
-// conflicts with the row already there (and the ledger's unique request id stands behind it).
+// conflicts with the row already there. This is what settles a call exactly once: the batch's debits and ledger
+// lines are made from the rows this statement returns, in the same transaction.
 
 // An exact count replacing an estimated row (a stream the client cut, whose upstream finished afterwards):
 // only a row still estimated is changed, so the replacement happens once, whoever delivers it and how often.
@@ -58,7 +60,7 @@ UPDATE usage_logs u SET prompt_tokens = n.prompt_tokens, completion_tokens = n.c
 FROM n, old
 WHERE u.started_at = old.started_at AND u.id = old.id AND n.request_id = u.request_id
 RETURNING u.request_id, u.account_id::text AS account_id, u.api_key_id::text AS api_key_id, u.model, u.upstream,
-  u.started_at,
+  u.started_at, u.batch_id::text AS batch_id,
   (u.cost_micro - old.cost_micro)::text AS cost_delta,
   u.prompt_tokens - old.prompt_tokens AS prompt_delta, u.completion_tokens - old.completion_tokens AS completion_delta,
   u.reasoning_tokens - old.reasoning_tokens AS reasoning_delta, u.cached_tokens - old.cached_tokens AS cached_delta`;
@@ -101,13 +103,15 @@ FROM d, locked
 WHERE a.id = locked.id AND d.id = a.id
 RETURNING d.n::int AS n, a.balance_micro::text AS balance, a.time_zone`;
 
-// A charge's ledger request id is the call's; the difference settled when an exact count replaces an estimate
-// has "<request id>:exact" (still unique, so it is written once), and is a refund when the estimate was higher.
+// The batch's ledger lines: per account, one "usage" line (its new calls: how many, their summed cost, the batch
+// id that is on their rows) and one "correction" line per batch whose estimates an exact count replaced (the
+// differences summed, with that batch's id), so that a batch's lines for an account always sum to minus its
+// rows' cost_micro. Written once because they are made from the rows this transaction inserted or replaced.
 const INSERT_LEDGER = `
-INSERT INTO ledger_entries (id, account_id, kind, amount_micro, balance_after_micro, api_key_id, request_id)
-SELECT u.id, u.account_id, u.kind::"LedgerKind", u.amount, u.balance_after, u.api_key_id, u.request_id
-FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::uuid[], $5::text[], $6::text[], $7::uuid[])
-  AS u(account_id, amount, balance_after, api_key_id, request_id, kind, id)`;
+INSERT INTO ledger_entries (id, account_id, kind, amount_micro, balance_after_micro, batch_id, calls)
+SELECT u.id, u.account_id, u.kind::"LedgerKind", u.amount, u.balance_after, u.batch_id, u.calls
+FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::uuid[], $5::int[], $6::text[], $7::uuid[])
+  AS u(account_id, amount, balance_after, batch_id, calls, kind, id)`;
 
 // The batch's key spend, one statement for all its keys (one firing of the keys' policy-feed trigger), locked in
 // id order as the accounts are. A key deleted meanwhile is simply not there.
@@ -133,16 +137,23 @@ ON CONFLICT (account_id, key_id, period, period_start) DO UPDATE SET spent_micro
 interface Charge {
   accountId: string;
   keyId: string | null;
-  /** the ledger entry's request id */
-  ledgerId: string;
+  /** the batch on the call's usage row (null: a row settled before rows carried one) */
+  batchId: string | null;
   cost: bigint;
   /** when the call started: its budget periods */
   startedAt: string;
   /** the same in epoch milliseconds (NaN when unreadable, as Date.parse has it) */
   startedMs: number;
-  kind: "charge" | "refund";
-  /** a difference settled later: it does not move the key's last use */
+  /** a difference settled later: a correction line in the ledger, and it does not move the key's last use */
   correction: boolean;
+}
+
+/** One ledger line being made: an account's usage or correction line for one batch. */
+interface Line {
+  kind: "usage" | "correction";
+  batchId: string | null;
+  calls: number;
+  amount: bigint;
 }
 
 /** Of two events for one request, the one that settles: an exact count wins over an estimate. */
@@ -209,12 +220,14 @@ const inputOf = (e: UsageEvent) =>
   Math.max(0, e.promptTokens - e.cachedTokens - e.cacheWrite5mTokens - e.cacheWrite1hTokens);
 
 /**
- * Settles usage events: the usage-log rows, the wallet debits, the ledger entries and the keys' spend, all in
+ * Settles usage events: the usage-log rows, the wallet debits, the ledger lines and the keys' spend, all in
  * one transaction keyed by request id. An event whose row exists already (a redelivery, a replay from a
  * data plane's spool) changes nothing, so nothing is ever charged twice, with one exception: an exact event
- * for a row still flagged estimated replaces its counts and settles the difference, once. A batch costs one
- * transaction of six statements (usage rows, debits, ledger rows, key spend, period spend, commit) however
- * many events, accounts and keys it holds, plus two per replaced estimate. Returns how many events were new.
+ * for a row still flagged estimated replaces its counts and settles the difference, once. The batch gets an id
+ * (time-ordered), written on each of its rows and on its ledger lines: one line per account, not per call. A
+ * batch costs one transaction of six statements (usage rows, debits, ledger lines, key spend, period spend,
+ * commit) however many events, accounts and keys it holds, plus two per replaced estimate. Returns how many
+ * events were new.
  */
 export async function settleUsageBatch(
   db: Database,
@@ -226,6 +239,7 @@ export async function settleUsageBatch(
   const unique = [...byRequest.values()];
   if (unique.length === 0) return 0;
   const col = pgArray<UsageEvent>;
+  const batchId = timeOrderedId();
   return db.sql.transaction(async (tx) => {
     const inserted = await tx.query<{ request_id: string }>(INSERT_USAGE, [
       col(unique, (e) => e.requestId),
@@ -259,19 +273,22 @@ export async function settleUsageBatch(
       col(unique, (e) => arrayLiteral(e.tags)),
       col(unique, () => timeOrderedId()),
       col(unique, (e) => arrayLiteral(e.dropped ?? [])),
+      batchId,
     ]);
     const fresh = new Set(inserted.map((r) => r.request_id));
     const settled = unique.filter((e) => fresh.has(e.requestId));
     const charges: Charge[] = settled.map((e) => ({
       accountId: e.accountId,
       keyId: e.keyId,
-      ledgerId: e.requestId,
+      batchId,
       cost: BigInt(e.cost),
       startedAt: e.startedAt,
       startedMs: Date.parse(e.startedAt),
-      kind: "charge",
       correction: false,
     }));
+    // the calls each account's usage line counts: all its new rows, free ones too (the rows with this batch id)
+    const calls = new Map<string, number>();
+    for (const e of settled) calls.set(e.accountId, (calls.get(e.accountId) ?? 0) + 1);
 
     const exact = unique.filter((e) => !fresh.has(e.requestId) && !e.estimated);
     if (exact.length > 0) {
@@ -282,6 +299,7 @@ export async function settleUsageBatch(
         model: string;
         upstream: string | null;
         started_at: Date | string;
+        batch_id: string | null;
         cost_delta: string;
         prompt_delta: number;
         completion_delta: number;
@@ -322,17 +340,16 @@ export async function settleUsageBatch(
         charges.push({
           accountId: r.account_id,
           keyId: r.api_key_id,
-          ledgerId: `${r.request_id}:exact`,
+          batchId: r.batch_id,
           cost: delta,
           startedAt: startedAt.toISOString(),
           startedMs: startedAt.getTime(),
-          kind: delta > 0n ? "charge" : "refund",
           correction: true,
         });
       }
     }
 
-    // Per account: one debit for the batch, one ledger row per charged call with its running balance.
+    // Per account: one debit for the batch; its ledger lines with their running balance.
     const byAccount = new Map<string, Charge[]>();
     for (const c of charges) {
       if (c.cost === 0n) continue;
@@ -350,38 +367,26 @@ export async function settleUsageBatch(
         pgArray(totals, same),
       ]);
       const byPosition = new Map(debited.map((r) => [r.n - 1, r]));
-      const ledger = {
-        account: [] as string[],
-        amount: [] as bigint[],
-        after: [] as bigint[],
-        key: [] as (string | null)[],
-        id: [] as string[],
-        kind: [] as string[],
-      };
+      const ledger: (Line & { account: string; after: bigint })[] = [];
       accountIds.forEach((accountId, i) => {
         const row = byPosition.get(i);
         if (row === undefined) throw new Error(`settlement: account ${accountId} does not exist`);
         timeZones.set(accountId, row.time_zone);
         let balance = BigInt(row.balance) + totals[i]!;
-        for (const c of byAccount.get(accountId)!) {
-          balance -= c.cost;
-          ledger.account.push(accountId);
-          ledger.amount.push(-c.cost);
-          ledger.after.push(balance);
-          ledger.key.push(c.keyId);
-          ledger.id.push(c.ledgerId);
-          ledger.kind.push(c.kind);
+        for (const line of ledgerLines(byAccount.get(accountId)!, calls.get(accountId) ?? 0)) {
+          balance -= line.amount;
+          ledger.push({ ...line, account: accountId, amount: -line.amount, after: balance });
         }
       });
       const now = Date.now();
       await tx.query(INSERT_LEDGER, [
-        pgArray(ledger.account, same),
-        pgArray(ledger.amount, same),
-        pgArray(ledger.after, same),
-        pgArray(ledger.key, same),
-        pgArray(ledger.id, same),
-        pgArray(ledger.kind, same),
-        pgArray(ledger.id, () => timeOrderedId(now)),
+        pgArray(ledger, (l) => l.account),
+        pgArray(ledger, (l) => l.amount),
+        pgArray(ledger, (l) => l.after),
+        pgArray(ledger, (l) => l.batchId),
+        pgArray(ledger, (l) => l.calls),
+        pgArray(ledger, (l) => l.kind),
+        pgArray(ledger, () => timeOrderedId(now)),
       ]);
     }
 
@@ -411,6 +416,25 @@ export async function settleUsageBatch(
     await addPeriodSpend(tx, byAccount, timeZones, calendar);
     return settled.length;
   });
+}
+
+/**
+ * One account's ledger lines for a batch, their amounts as charged (positive debits): the new calls' costs as
+ * one usage line (calls: all the account's new rows, free ones included), then the corrections' differences
+ * summed per batch of the rows they replaced (calls: the rows replaced).
+ */
+function ledgerLines(charges: Charge[], newCalls: number): Line[] {
+  const lines = new Map<string, Line>();
+  for (const c of charges) {
+    const kind = c.correction ? "correction" : "usage";
+    const id = `${kind}:${c.batchId ?? ""}`;
+    const line = lines.get(id);
+    if (line) {
+      line.amount += c.cost;
+      if (c.correction) line.calls++;
+    } else lines.set(id, { kind, batchId: c.batchId, calls: c.correction ? 1 : newCalls, amount: c.cost });
+  }
+  return [...lines.values()];
 }
 
 /**

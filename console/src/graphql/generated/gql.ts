@@ -89,7 +89,7 @@ type Documents = {
     "\n  query Export($id: ID!) {\n    export(id: $id) {\n      ...ExportJobFields\n    }\n  }\n": typeof types.ExportDocument,
     "\n  query Exports {\n    exports {\n      ...ExportJobFields\n    }\n  }\n": typeof types.ExportsDocument,
     "\n  query Wallet {\n    wallet {\n      balance\n      currency\n      spentToday\n      spentThisMonth\n      keys {\n        spent\n        apiKey {\n          id\n          name\n          prefix\n          state\n        }\n      }\n    }\n  }\n": typeof types.WalletDocument,
-    "\n  fragment LedgerEntryFields on LedgerEntry {\n    id\n    createdAt\n    kind\n    amount\n    balanceAfter\n    note\n    requestId\n    apiKeyId\n  }\n": typeof types.LedgerEntryFieldsFragmentDoc,
+    "\n  fragment LedgerEntryFields on LedgerEntry {\n    id\n    createdAt\n    kind\n    amount\n    balanceAfter\n    note\n    requestId\n    apiKeyId\n    batchId\n    calls\n  }\n": typeof types.LedgerEntryFieldsFragmentDoc,
     "\n  query Ledger($first: Int, $after: String) {\n    ledger(first: $first, after: $after) {\n      endCursor\n      hasNextPage\n      nodes {\n        ...LedgerEntryFields\n      }\n    }\n  }\n": typeof types.LedgerDocument,
 };
 const documents: Documents = {
@@ -168,7 +168,7 @@ const documents: Documents = {
     "\n  query Export($id: ID!) {\n    export(id: $id) {\n      ...ExportJobFields\n    }\n  }\n": types.ExportDocument,
     "\n  query Exports {\n    exports {\n      ...ExportJobFields\n    }\n  }\n": types.ExportsDocument,
     "\n  query Wallet {\n    wallet {\n      balance\n      currency\n      spentToday\n      spentThisMonth\n      keys {\n        spent\n        apiKey {\n          id\n          name\n          prefix\n          state\n        }\n      }\n    }\n  }\n": types.WalletDocument,
-    "\n  fragment LedgerEntryFields on LedgerEntry {\n    id\n    createdAt\n    kind\n    amount\n    balanceAfter\n    note\n    requestId\n    apiKeyId\n  }\n": types.LedgerEntryFieldsFragmentDoc,
+    "\n  fragment LedgerEntryFields on LedgerEntry {\n    id\n    createdAt\n    kind\n    amount\n    balanceAfter\n    note\n    requestId\n    apiKeyId\n    batchId\n    calls\n  }\n": types.LedgerEntryFieldsFragmentDoc,
     "\n  query Ledger($first: Int, $after: String) {\n    ledger(first: $first, after: $after) {\n      endCursor\n      hasNextPage\n      nodes {\n        ...LedgerEntryFields\n      }\n    }\n  }\n": types.LedgerDocument,
 };
 
@@ -489,7 +489,7 @@ export function graphql(source: "\n  query Wallet {\n    wallet {\n      balance
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  fragment LedgerEntryFields on LedgerEntry {\n    id\n    createdAt\n    kind\n    amount\n    balanceAfter\n    note\n    requestId\n    apiKeyId\n  }\n"): (typeof documents)["\n  fragment LedgerEntryFields on LedgerEntry {\n    id\n    createdAt\n    kind\n    amount\n    balanceAfter\n    note\n    requestId\n    apiKeyId\n  }\n"];
+export function graphql(source: "\n  fragment LedgerEntryFields on LedgerEntry {\n    id\n    createdAt\n    kind\n    amount\n    balanceAfter\n    note\n    requestId\n    apiKeyId\n    batchId\n    calls\n  }\n"): (typeof documents)["\n  fragment LedgerEntryFields on LedgerEntry {\n    id\n    createdAt\n    kind\n    amount\n    balanceAfter\n    note\n    requestId\n    apiKeyId\n    batchId\n    calls\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */

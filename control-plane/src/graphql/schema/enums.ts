@@ -6,7 +6,10 @@ export const AccountKindEnum = builder.enumType("AccountKind", { values: ["stand
 export const AccountStatusEnum = builder.enumType("AccountStatus", { values: ["active", "disabled"] as const });
 export const ApiKeyStatusEnum = builder.enumType("ApiKeyStatus", { values: ["active", "revoked"] as const });
 export const LedgerKindEnum = builder.enumType("LedgerKind", {
-  values: ["topup", "charge", "refund", "adjustment"] as const,
+  description:
+    "usage: one settled batch's calls of an account (calls, summed cost); correction: exact counts replacing " +
+    "estimates, summed per batch; charge and refund: one call each (lines settled before usage lines)",
+  values: ["topup", "charge", "refund", "adjustment", "usage", "correction"] as const,
 });
 export const UpstreamProtocolEnum = builder.enumType("UpstreamProtocol", {
   description: "An upstream's wire protocol (hyphens written as underscores)",

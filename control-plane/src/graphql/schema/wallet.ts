@@ -20,6 +20,14 @@ const LedgerEntryRef = builder.objectRef<LedgerEntry>("LedgerEntry").implement({
     balanceAfterMicro: t.string({ resolve: (e) => e.balanceAfterMicro.toString() }),
     apiKeyId: t.exposeID("apiKeyId", { nullable: true }),
     requestId: t.exposeString("requestId", { nullable: true }),
+    batchId: t.exposeID("batchId", {
+      nullable: true,
+      description: "usage and correction lines: the settled batch, as on its usage rows",
+    }),
+    calls: t.exposeInt("calls", {
+      nullable: true,
+      description: "usage and correction lines: how many of the account's calls the line sums",
+    }),
     note: t.exposeString("note", { nullable: true }),
     createdAt: t.expose("createdAt", { type: "DateTime" }),
   }),
