@@ -48,6 +48,8 @@ describe("config file", () => {
     expect(() => parseConfig("upstreams:\n  - name: a\n    protocol: grpc\n    baseUrl: http://h/v1\n")).toThrow(
       /protocol/,
     );
+    // a secret longer than any provider issues (it would be copied into every data plane's snapshot)
+    expect(() => parseConfig(yaml, { OPENAI_API_KEY: "k".repeat(9_000) })).toThrow(/apiKey/);
   });
   it("reads a model's type (chat by default) and refuses an embedding model routed to an upstream that makes none", () => {
     expect(parseConfig(yaml, { OPENAI_API_KEY: "x" }).models[0]!.type).toBe("chat");

@@ -3,6 +3,7 @@ import {
   OPERATOR_PROTOCOLS,
   PROVIDER_OPTIONS,
   PROVIDERS,
+  SECRET_MAX_LENGTH,
   type ProviderName,
   checkUpstreamShape,
 } from "../services/upstream-provider.ts";
@@ -28,14 +29,14 @@ export const configSchema = z
             protocol: z.enum(OPERATOR_PROTOCOLS).optional(),
             /** absent: the provider's default endpoint */
             baseUrl: z.string().url().or(z.literal("demo://local")).optional(),
-            apiKey: z.string().optional(),
+            apiKey: z.string().max(SECRET_MAX_LENGTH.apiKey).optional(),
             /** a key pool instead of apiKey: calls spread by weight, a refused key leaves (docs/routing.md) */
             keys: z
               .array(
                 z
                   .object({
                     id: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, "1 to 64 letters, digits, '.', '_' or '-'"),
-                    apiKey: z.string().min(1),
+                    apiKey: z.string().min(1).max(SECRET_MAX_LENGTH.apiKey),
                     weight: z.number().int().nonnegative().default(1),
                   })
                   .strict(),
@@ -50,13 +51,13 @@ export const configSchema = z
               .optional(),
             project: z.string().min(1).optional(),
             auth: z.enum(["key", "entra"]).optional(),
-            accessKeyId: z.string().min(1).optional(),
-            secretAccessKey: z.string().min(1).optional(),
-            sessionToken: z.string().min(1).optional(),
+            accessKeyId: z.string().min(1).max(SECRET_MAX_LENGTH.accessKeyId).optional(),
+            secretAccessKey: z.string().min(1).max(SECRET_MAX_LENGTH.secretAccessKey).optional(),
+            sessionToken: z.string().min(1).max(SECRET_MAX_LENGTH.sessionToken).optional(),
             /** a Google service-account (or authorized-user) JSON file, read at start and on every reload */
             credentialsFile: z.string().min(1).optional(),
             /** the same file's content given inline (from an environment variable) */
-            serviceAccount: z.string().min(1).optional(),
+            serviceAccount: z.string().min(1).max(SECRET_MAX_LENGTH.serviceAccount).optional(),
             timeouts: z
               .object({
                 connectMs: z.number().int().positive().optional(),

@@ -2,6 +2,7 @@ import { enumName, open, seal } from "@modelgate/data-plane";
 import {
   PROVIDER_OPTIONS,
   PROVIDER_SECRETS,
+  SECRET_MAX_LENGTH,
   type OperatorProtocol,
   type ProviderName,
   type ProviderOptionName,
@@ -231,6 +232,10 @@ export async function upsertUpstream(
     options,
   });
   if ("problem" in shape) throw badInput(shape.problem, shape.field);
+  for (const [name, max] of Object.entries(SECRET_MAX_LENGTH) as [keyof typeof SECRET_MAX_LENGTH, number][]) {
+    const v = input[name];
+    if (typeof v === "string" && v.length > max) throw badInput(`${name} is longer than ${max} characters`, name);
+  }
   if (input.serviceAccount) checkServiceAccount(input.serviceAccount);
   const keys = input.keys == null ? null : checkKeys(input.keys, false);
   if (keys !== null && keys.length > 0 && input.apiKey) throw badInput("give apiKey or keys, not both", "keys");

@@ -3,6 +3,7 @@ import { audit, SYSTEM_ACTOR } from "../audit/record.ts";
 import type { Db } from "../db/client.ts";
 import type { ServiceContext } from "./context.ts";
 import { badInput, notFound } from "./errors.ts";
+import { SECRET_MAX_LENGTH } from "./upstream-provider.ts";
 
 // Upstream key pools (docs/routing.md): several credentials per upstream, each named by the operator. The data
 // planes disable a key the provider refuses (401/403, 402, out of quota) at once and report it here: the state
@@ -48,6 +49,8 @@ export function checkKeys(keys: readonly KeyInput[], requireSecrets: boolean): K
     if (k.weight != null && (!Number.isInteger(k.weight) || k.weight < 0 || k.weight > 1_000_000))
       throw badInput("a key's weight is a whole number from 0 to 1000000", "keys");
     if (k.apiKey !== undefined && k.apiKey.trim() === "") throw badInput(`key ${k.id} needs its apiKey`, "keys");
+    if (k.apiKey !== undefined && k.apiKey.length > SECRET_MAX_LENGTH.apiKey)
+      throw badInput(`key ${k.id}'s apiKey is longer than ${SECRET_MAX_LENGTH.apiKey} characters`, "keys");
     if (requireSecrets && k.apiKey === undefined) throw badInput(`key ${k.id} needs its apiKey`, "keys");
   }
   return [...keys];

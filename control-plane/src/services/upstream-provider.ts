@@ -16,6 +16,18 @@ export type ProviderOptionName = (typeof PROVIDER_OPTIONS)[number];
 /** The provider's secrets besides `apiKey`: sealed together, write-only, never logged or shown. */
 export const PROVIDER_SECRETS = ["accessKeyId", "secretAccessKey", "sessionToken", "serviceAccount"] as const;
 export type ProviderSecretName = (typeof PROVIDER_SECRETS)[number];
+/**
+ * The longest secret of each kind accepted, in characters: several times the longest the providers issue (an
+ * AWS session token runs to about 2 KB, a Google credentials file to about 2.5 KB). A secret travels sealed in
+ * every data plane's snapshot, so an unbounded one would be copied to every replica on every reload.
+ */
+export const SECRET_MAX_LENGTH: Record<"apiKey" | ProviderSecretName, number> = {
+  apiKey: 8_192,
+  accessKeyId: 128,
+  secretAccessKey: 256,
+  sessionToken: 8_192,
+  serviceAccount: 16_384,
+};
 
 export { PROVIDERS, OPERATOR_PROTOCOLS };
 export type { ProviderName, OperatorProtocol };

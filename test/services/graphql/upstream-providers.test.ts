@@ -99,6 +99,40 @@ describe("upstreams of a provider", () => {
     expect(
       await refused({ name: "bad-sa", provider: "vertex", project: "p", region: "us-central1", serviceAccount: "{}" }),
     ).toMatchObject({ code: "BAD_USER_INPUT", message: expect.stringContaining("service_account") });
+    // Secrets are bounded (each is copied, sealed, into every data plane's snapshot): a credentials file of
+    // 900 KB, a session token of 9 KB and a pool key of 9 KB are refused, naming what is too long.
+    const bigAccount = JSON.stringify({ type: "service_account", pad: "x".repeat(900_000) });
+    expect(
+      await refused({
+        name: "big-sa",
+        provider: "vertex",
+        project: "p",
+        region: "us-central1",
+        serviceAccount: bigAccount,
+      }),
+    ).toMatchObject({
+      code: "BAD_USER_INPUT",
+      message: expect.stringContaining("serviceAccount is longer than 16384"),
+    });
+    expect(
+      await refused({
+        name: "big-token",
+        provider: "bedrock",
+        region: "us-east-1",
+        accessKeyId: "AKIA",
+        secretAccessKey: "s",
+        sessionToken: "t".repeat(9_000),
+      }),
+    ).toMatchObject({ code: "BAD_USER_INPUT", message: expect.stringContaining("sessionToken") });
+    expect(
+      await refused({
+        name: "big-key",
+        protocol: "openai",
+        baseUrl: "http://127.0.0.1:9",
+        keys: [{ id: "a", apiKey: "k".repeat(9_000) }],
+      }),
+    ).toMatchObject({ code: "BAD_USER_INPUT", message: expect.stringContaining("longer than 8192") });
+    expect(await h.app.prisma.upstream.count({ where: { name: { startsWith: "big-" } } })).toBe(0);
   });
 
   it("each route of the catalog speaks what its provider speaks for its model", async () => {
