@@ -24,6 +24,14 @@ export const REASONING_BUDGET: Record<ReasoningEffort, number> = {
 export const effortOfBudget = (budget: number): ReasoningEffort =>
   budget <= REASONING_BUDGET.low ? "low" : budget <= REASONING_BUDGET.medium ? "medium" : "high";
 
+/**
+ * The effort to ask of a vendor that takes one (OpenAI's reasoning_effort, Responses' reasoning.effort): none
+ * for reasoning off or left to the model, which is the model's default (an effort sent to a model without
+ * reasoning is the vendor's 400, so the builders pass what Translation.reasoning left).
+ */
+export const effortOut = (r: ReasoningConfig | undefined): ReasoningEffort | undefined =>
+  r?.enabled ? (r.effort ?? (r.budgetTokens === undefined ? undefined : effortOfBudget(r.budgetTokens))) : undefined;
+
 /** The budget to send to a vendor that wants tokens; undefined means "let the model decide". */
 export const budgetOf = (r: ReasoningConfig): number | undefined =>
   r.budgetTokens ?? (r.effort ? REASONING_BUDGET[r.effort] : undefined);

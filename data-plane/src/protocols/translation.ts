@@ -12,7 +12,7 @@
 // A model marked `strict` turns drop and hosted-removed into refusals. When client and upstream speak the same
 // protocol nothing here applies: the body passes through.
 
-import type { ProtocolName, ReasoningConfig } from "./canonical.ts";
+import type { CanonicalRequest, ProtocolName, ReasoningConfig } from "./canonical.ts";
 import { invalid } from "./shared.ts";
 
 export type Kind = "translate" | "drop" | "hosted" | "refuse";
@@ -357,6 +357,17 @@ const CANONICAL_PARAMS = {
 } satisfies Record<string, Partial<Record<ProtocolName, string>>>;
 export type CanonicalFeature = keyof typeof CANONICAL_PARAMS;
 
+/** Whether a request asks for the field: one choice, no log-probabilities, are what every upstream gives. */
+const ASKS: Record<CanonicalFeature, (req: CanonicalRequest) => boolean> = {
+  topK: (req) => req.topK !== undefined,
+  presencePenalty: (req) => req.presencePenalty !== undefined,
+  frequencyPenalty: (req) => req.frequencyPenalty !== undefined,
+  seed: (req) => req.seed !== undefined,
+  n: (req) => req.n !== undefined && req.n > 1,
+  logprobs: (req) => req.logprobs === true,
+  stop: (req) => req.stop !== undefined,
+};
+
 /** Where each client protocol asks for reasoning. */
 const REASONING_PARAM: Record<ProtocolName, string> = {
   openai: "reasoning_effort",
@@ -454,6 +465,11 @@ export class Translation {
     // upstream, the client's own protocol included (which gets the body as it is instead).
     if (feature === "n") throw this.refusal(name ?? "n", refuse("only one choice can be translated"));
     return name === undefined || this.keep(name);
+  }
+
+  /** The canonical fields an upstream lacks, each the request asks for as field() says, in the order given. */
+  lacks(req: CanonicalRequest, features: readonly CanonicalFeature[]): void {
+    for (const f of features) if (ASKS[f](req)) this.field(f);
   }
 
   /** The client-only and unknown parameters of a request: each dropped and named, or refused, per the table. */

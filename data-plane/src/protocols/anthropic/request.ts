@@ -21,6 +21,7 @@ import {
 } from "../shared.ts";
 import type { BuildOptions, UpstreamRequest } from "../types.ts";
 import { Translation, unknownFields } from "../translation.ts";
+import { type ParamTable, readParams, writeParams } from "../params.ts";
 import { JSON_ANSWER_TOOL } from "./response.ts";
 import { parseBody } from "../validate.ts";
 import { anthropicMessage, messagesFromAnthropic, messagesToAnthropic } from "./messages.ts";
@@ -92,6 +93,61 @@ const schema = z.looseObject({
   /** the structured-outputs beta's name for output_config.format */
   output_format: outputFormat.nullish(),
 });
+type Body = z.infer<typeof schema>;
+
+function toolChoiceOf(tc: z.infer<typeof toolChoice>): ToolChoice {
+  if (tc.type === "any") return { type: "required" };
+  return tc.type === "tool" ? { type: "tool", name: (tc as { name: string }).name } : { type: tc.type };
+}
+
+/**
+ * The reasoning asked for: thinking, and output_config.effort (how much the model spends, reasoning included;
+ * the others' effort is the same knob) unless thinking is off or has its explicit budget. An effort alone is the
+ * reasoning asked for, named by its parameter.
+ */
+function reasoningOf(b: Body): ReasoningConfig | undefined {
+  const t = b.thinking;
+  const r: ReasoningConfig | undefined = !t
+    ? undefined
+    : t.type === "enabled"
+      ? { enabled: true, budgetTokens: (t as { budget_tokens: number }).budget_tokens }
+      : t.type === "adaptive"
+        ? { enabled: true }
+        : { enabled: false };
+  const effort = effortOf(b.output_config?.effort);
+  if (effort === undefined || r?.enabled === false || r?.budgetTokens !== undefined) return r;
+  return { enabled: true, effort, hint: "output_config.effort" };
+}
+
+/**
+ * Messages' parameters (params.ts): read from a client's body, written to an upstream's. The builder works out
+ * tool_choice (with disable_parallel_tool_use in it) and thinking, which depend on more than their value.
+ */
+const PARAMS: ParamTable<Body> = {
+  toolChoice: { name: "tool_choice", read: (b) => b.tool_choice && toolChoiceOf(b.tool_choice), write: false },
+  parallelToolCalls: {
+    name: "tool_choice.disable_parallel_tool_use",
+    read: (b) =>
+      (b.tool_choice as { disable_parallel_tool_use?: boolean } | undefined)?.disable_parallel_tool_use === true
+        ? false
+        : undefined,
+    write: false,
+  },
+  stop: { name: "stop_sequences", read: (b) => (b.stop_sequences?.length ? b.stop_sequences : undefined) },
+  temperature: "temperature",
+  topP: "top_p",
+  topK: "top_k",
+  reasoning: { name: "thinking", read: reasoningOf, write: false },
+  user: { name: "metadata", read: (b) => b.metadata?.user_id, write: (user) => ({ user_id: user }) },
+  responseFormat: {
+    name: "output_config",
+    read: (b) => {
+      const format = b.output_config?.format ?? b.output_format;
+      return format && { type: "json_schema", name: "response", schema: format.schema };
+    },
+    write: outputConfigOut,
+  },
+};
 
 export function parseAnthropicRequest(body: unknown): CanonicalRequest {
   const b = parseBody(schema, body);
@@ -127,42 +183,10 @@ export function parseAnthropicRequest(body: unknown): CanonicalRequest {
     if (hosted.length > 0) req.hostedTools = hosted;
   }
   if (usesCacheControl(b)) untranslatable.push("cache_control");
-  if (b.tool_choice) {
-    const tc = b.tool_choice;
-    const choice: ToolChoice =
-      tc.type === "any"
-        ? { type: "required" }
-        : tc.type === "tool"
-          ? { type: "tool", name: (tc as { name: string }).name }
-          : { type: tc.type };
-    req.toolChoice = choice;
-    if ((tc as { disable_parallel_tool_use?: boolean }).disable_parallel_tool_use === true)
-      req.parallelToolCalls = false;
-  }
-  if (b.stop_sequences && b.stop_sequences.length > 0) req.stop = b.stop_sequences;
-  if (b.temperature !== undefined) req.temperature = b.temperature;
-  if (b.top_p !== undefined) req.topP = b.top_p;
-  if (b.top_k !== undefined) req.topK = b.top_k;
-  if (b.thinking) {
-    const t = b.thinking;
-    const r: ReasoningConfig =
-      t.type === "enabled"
-        ? { enabled: true, budgetTokens: (t as { budget_tokens: number }).budget_tokens }
-        : t.type === "adaptive"
-          ? { enabled: true }
-          : { enabled: false };
-    req.reasoning = r;
-  }
-  // output_config.effort: how much the model spends, reasoning included; the others' effort is the same knob.
-  const effort = effortOf(b.output_config?.effort);
-  if (effort !== undefined && req.reasoning?.enabled !== false) {
-    // An explicit budget stays; otherwise the effort is the reasoning asked for, named by its parameter.
-    if (req.reasoning?.budgetTokens === undefined)
-      req.reasoning = { enabled: true, effort, hint: "output_config.effort" };
-  } else if (b.output_config?.effort != null && effort === undefined) untranslatable.push("output_config.effort");
-  if (b.metadata?.user_id != null) req.user = b.metadata.user_id;
-  const format = b.output_config?.format ?? b.output_format;
-  if (format) req.responseFormat = { type: "json_schema", name: "response", schema: format.schema };
+  readParams(PARAMS, b, req);
+  // An effort level no other vendor has (Anthropic's own scale) is the client's alone.
+  const effort = b.output_config?.effort;
+  if (typeof effort === "string" && effortOf(effort) === undefined) untranslatable.push("output_config.effort");
   if (untranslatable.length > 0) req.untranslatable = untranslatable;
   const unknown = unknownFields(b, KNOWN);
   if (unknown.length > 0) req.unknown = unknown;
@@ -187,8 +211,8 @@ function usesCacheControl(b: { tools?: unknown[]; system?: unknown; messages: { 
 }
 
 /** Canonical → Anthropic structured outputs: a schema is carried (json_object goes through JSON_ANSWER_TOOL). */
-function outputConfigOut(rf: ResponseFormat | undefined): Json | undefined {
-  if (!rf || rf.type !== "json_schema") return undefined;
+function outputConfigOut(rf: ResponseFormat): Json | undefined {
+  if (rf.type !== "json_schema") return undefined;
   return { format: { type: "json_schema", schema: rf.schema } };
 }
 
@@ -243,12 +267,7 @@ export function buildAnthropicRequest(
 ): UpstreamRequest {
   const tr = new Translation(req.protocol ?? "openai", "anthropic", opts.strict);
   tr.clientParams(req);
-  const outputConfig = outputConfigOut(req.responseFormat);
-  if (req.n !== undefined && req.n > 1) tr.field("n");
-  if (req.logprobs === true) tr.field("logprobs");
-  if (req.presencePenalty !== undefined) tr.field("presencePenalty");
-  if (req.frequencyPenalty !== undefined) tr.field("frequencyPenalty");
-  if (req.seed !== undefined) tr.field("seed");
+  tr.lacks(req, ["n", "logprobs", "presencePenalty", "frequencyPenalty", "seed"]);
   if (req.temperature !== undefined && req.temperature > 1) {
     throw unsupported("temperature", "Anthropic", "the range is 0 to 1");
   }
@@ -291,14 +310,7 @@ export function buildAnthropicRequest(
       ? { type: "any" }
       : { type: "tool", name: JSON_ANSWER_TOOL }
     : toolChoiceOut(req.toolChoice, req.parallelToolCalls);
-  if (tc) body.tool_choice = tc;
-  if (req.stop) body.stop_sequences = req.stop;
-  if (req.temperature !== undefined) body.temperature = req.temperature;
-  if (req.topP !== undefined) body.top_p = req.topP;
-  if (req.topK !== undefined) body.top_k = req.topK;
-  if (thinking) body.thinking = thinking.thinking;
-  if (req.user !== undefined) body.metadata = { user_id: req.user };
-  if (outputConfig) body.output_config = outputConfig;
+  writeParams(PARAMS, req, body, { toolChoice: tc, reasoning: thinking?.thinking });
   if (opts.stream) body.stream = true;
   return { path: "/messages", body, headers: { "content-type": "application/json" }, ...tr.result() };
 }

@@ -7,6 +7,7 @@
 import type { CanonicalMessage, CanonicalRequest, ReasoningConfig, UserPart } from "../canonical.ts";
 import { type Json, budgetOf, invalid, parseArguments, systemNote, unsupported } from "../shared.ts";
 import { Translation } from "../translation.ts";
+import { type ParamTable, writeParams } from "../params.ts";
 import type { BuildOptions, UpstreamRequest } from "../types.ts";
 
 export const CONVERSE_LABEL = "Bedrock Converse";
@@ -124,6 +125,20 @@ function reasoningFields(r: ReasoningConfig, modelId: string, maxTokens: number 
   return undefined;
 }
 
+/** Converse's inferenceConfig, the parameters every model takes (params.ts; Converse is no client protocol). */
+interface InferenceConfig {
+  maxTokens?: number;
+  temperature?: number;
+  topP?: number;
+  stopSequences?: string[];
+}
+const INFERENCE: ParamTable<InferenceConfig> = {
+  maxOutputTokens: "maxTokens",
+  temperature: "temperature",
+  topP: "topP",
+  stop: { name: "stopSequences", write: (stop) => (stop.length > 0 ? stop : undefined) },
+};
+
 export function buildConverseRequest(
   req: CanonicalRequest,
   upstreamModel: string,
@@ -132,11 +147,7 @@ export function buildConverseRequest(
   const client = req.protocol ?? "openai";
   const tr = new Translation(client, "anthropic", opts.strict, CONVERSE_LABEL);
   tr.clientParams(req);
-  if (req.n !== undefined && req.n > 1) tr.field("n");
-  if (req.logprobs === true) tr.field("logprobs");
-  if (req.presencePenalty !== undefined) tr.field("presencePenalty");
-  if (req.frequencyPenalty !== undefined) tr.field("frequencyPenalty");
-  if (req.seed !== undefined) tr.field("seed");
+  tr.lacks(req, ["n", "logprobs", "presencePenalty", "frequencyPenalty", "seed"]);
   // top_k is a model's own field in Converse (additionalModelRequestFields), named differently by each family.
   if (req.topK !== undefined) tr.unknown(client === "anthropic" ? "top_k" : "generationConfig.topK");
   if (req.user !== undefined) tr.unknown(client === "anthropic" ? "metadata.user_id" : "user");
@@ -149,10 +160,7 @@ export function buildConverseRequest(
   const body: Json = { messages: messagesToConverse(req.messages) };
   if (req.system.length > 0) body.system = req.system.map((text) => ({ text }));
   const inference: Json = {};
-  if (req.maxOutputTokens !== undefined) inference.maxTokens = req.maxOutputTokens;
-  if (req.temperature !== undefined) inference.temperature = req.temperature;
-  if (req.topP !== undefined) inference.topP = req.topP;
-  if (req.stop && req.stop.length > 0) inference.stopSequences = req.stop;
+  writeParams(INFERENCE, req, inference);
   if (Object.keys(inference).length > 0) body.inferenceConfig = inference;
 
   // Converse has no "none": without tools in the history, no tools are offered; with them, the tools stay

@@ -23,6 +23,7 @@ import {
 } from "../shared.ts";
 import type { BuildOptions, ClientRoute, UpstreamRequest } from "../types.ts";
 import { Translation, unknownFields } from "../translation.ts";
+import { type ParamTable, readParams, writeParams } from "../params.ts";
 import { parseBody } from "../validate.ts";
 import {
   assistantPartsOfGemini,
@@ -94,6 +95,7 @@ const schema = z.looseObject({
     .optional(),
 });
 type Body = z.infer<typeof schema>;
+type GenerationConfig = NonNullable<Body["generationConfig"]>;
 
 // generateContent parameters no other protocol carries that change the answer. safetySettings is not one:
 // it tunes Google's own filter, and every other vendor applies its own.
@@ -168,9 +170,7 @@ function lowerTypes(v: unknown): unknown {
   return out;
 }
 
-function reasoningOf(
-  tc: NonNullable<NonNullable<Body["generationConfig"]>["thinkingConfig"]>,
-): ReasoningConfig | undefined {
+function reasoningOf(tc: NonNullable<GenerationConfig["thinkingConfig"]>): ReasoningConfig | undefined {
   if (tc.thinkingLevel !== undefined)
     return { enabled: true, effort: tc.thinkingLevel.toLowerCase() as "minimal" | "low" | "medium" | "high" };
   if (tc.thinkingBudget === undefined) return tc.includeThoughts ? { enabled: true } : undefined;
@@ -178,6 +178,26 @@ function reasoningOf(
   if (tc.thinkingBudget === -1) return { enabled: true };
   return { enabled: true, budgetTokens: tc.thinkingBudget };
 }
+
+/**
+ * generationConfig's parameters (params.ts): read from a client's, written to an upstream's. One candidate and no
+ * log-probabilities are all a translation gives (Translation.lacks refuses more), so those are not written; the
+ * builder writes the response format and thinking, which take more than one field.
+ */
+const PARAMS: ParamTable<GenerationConfig> = {
+  maxOutputTokens: "maxOutputTokens",
+  temperature: "temperature",
+  topP: "topP",
+  topK: "topK",
+  stop: { name: "stopSequences", read: (g) => (g.stopSequences?.length ? g.stopSequences : undefined) },
+  n: { name: "candidateCount", write: false },
+  seed: "seed",
+  presencePenalty: "presencePenalty",
+  frequencyPenalty: "frequencyPenalty",
+  logprobs: { name: "responseLogprobs", write: false },
+  responseFormat: { name: "responseMimeType", read: responseFormatOf, write: false },
+  reasoning: { name: "thinkingConfig", read: (g) => g.thinkingConfig && reasoningOf(g.thinkingConfig), write: false },
+};
 
 export function parseGeminiRequest(body: unknown, route: ClientRoute = {}): CanonicalRequest {
   if (!route.model)
@@ -242,25 +262,7 @@ export function parseGeminiRequest(body: unknown, route: ClientRoute = {}): Cano
   if (untranslatable.length > 0) req.untranslatable = untranslatable;
   const unknown = unknownFields(b, KNOWN);
   if (unknown.length > 0) req.unknown = unknown;
-  const g = b.generationConfig;
-  if (g) {
-    if (g.maxOutputTokens !== undefined) req.maxOutputTokens = g.maxOutputTokens;
-    if (g.temperature !== undefined) req.temperature = g.temperature;
-    if (g.topP !== undefined) req.topP = g.topP;
-    if (g.topK !== undefined) req.topK = g.topK;
-    if (g.stopSequences && g.stopSequences.length > 0) req.stop = g.stopSequences;
-    if (g.candidateCount !== undefined) req.n = g.candidateCount;
-    if (g.seed !== undefined) req.seed = g.seed;
-    if (g.presencePenalty !== undefined) req.presencePenalty = g.presencePenalty;
-    if (g.frequencyPenalty !== undefined) req.frequencyPenalty = g.frequencyPenalty;
-    if (g.responseLogprobs !== undefined) req.logprobs = g.responseLogprobs;
-    const rf = responseFormatOf(g);
-    if (rf) req.responseFormat = rf;
-    if (g.thinkingConfig) {
-      const r = reasoningOf(g.thinkingConfig);
-      if (r) req.reasoning = r;
-    }
-  }
+  if (b.generationConfig) readParams(PARAMS, b.generationConfig, req);
   return req;
 }
 
@@ -283,7 +285,7 @@ const NATIVE_TOOL: Partial<Record<HostedTool["kind"], Json>> = {
   code_execution: { codeExecution: {} },
 };
 
-function responseFormatOf(g: NonNullable<Body["generationConfig"]>): ResponseFormat | undefined {
+function responseFormatOf(g: GenerationConfig): ResponseFormat | undefined {
   const schema = g.responseJsonSchema ?? (g.responseSchema ? (lowerTypes(g.responseSchema) as Json) : undefined);
   if (g.responseMimeType === "application/json") {
     return schema ? { type: "json_schema", name: "response", schema } : { type: "json_object" };
@@ -354,8 +356,7 @@ function thinkingConfigOut(r: ReasoningConfig): Json {
 export function buildGeminiRequest(req: CanonicalRequest, upstreamModel: string, opts: BuildOptions): UpstreamRequest {
   const tr = new Translation(req.protocol ?? "openai", "gemini", opts.strict);
   tr.clientParams(req);
-  if (req.n !== undefined && req.n > 1) tr.field("n");
-  if (req.logprobs === true) tr.field("logprobs");
+  tr.lacks(req, ["n", "logprobs"]);
   const native: Json[] = [];
   for (const h of req.hostedTools ?? []) {
     const n = NATIVE_TOOL[h.kind];
@@ -382,14 +383,7 @@ export function buildGeminiRequest(req: CanonicalRequest, upstreamModel: string,
   if (native.length > 0) body.tools = [...((body.tools as Json[] | undefined) ?? []), ...native];
   if (req.toolChoice) body.toolConfig = toolConfigOut(req.toolChoice);
   const gc: Json = {};
-  if (req.maxOutputTokens !== undefined) gc.maxOutputTokens = req.maxOutputTokens;
-  if (req.temperature !== undefined) gc.temperature = req.temperature;
-  if (req.topP !== undefined) gc.topP = req.topP;
-  if (req.topK !== undefined) gc.topK = req.topK;
-  if (req.stop) gc.stopSequences = req.stop;
-  if (req.seed !== undefined) gc.seed = req.seed;
-  if (req.presencePenalty !== undefined) gc.presencePenalty = req.presencePenalty;
-  if (req.frequencyPenalty !== undefined) gc.frequencyPenalty = req.frequencyPenalty;
+  writeParams(PARAMS, req, gc);
   if (req.responseFormat && req.responseFormat.type !== "text") {
     gc.responseMimeType = "application/json";
     // responseJsonSchema for the same reason as parametersJsonSchema above.

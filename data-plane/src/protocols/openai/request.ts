@@ -13,7 +13,7 @@ import type {
 import {
   always,
   dataUrlOf,
-  effortOfBudget,
+  effortOut,
   imageSourceOfUrl,
   invalid,
   obj,
@@ -23,6 +23,7 @@ import {
 import { parseBody } from "../validate.ts";
 import type { BuildOptions, UpstreamRequest } from "../types.ts";
 import { Translation, unknownFields } from "../translation.ts";
+import { type ParamTable, readParams, writeParams } from "../params.ts";
 
 const textPart = z.looseObject({ type: z.literal("text"), text: z.string() });
 const imagePart = z.looseObject({
@@ -105,6 +106,7 @@ const schema = z.looseObject({
   logprobs: z.boolean().nullish(),
   reasoning_effort: z.enum(["none", "minimal", "low", "medium", "high"]).nullish(),
 });
+type Body = z.infer<typeof schema>;
 
 /** Chat Completions parameters no other protocol carries that change the answer (at a value other than the default). */
 const UNTRANSLATABLE: Record<string, (v: unknown) => boolean> = {
@@ -160,7 +162,7 @@ function textOnly(c: Content, param: string): string {
     .join("");
 }
 
-function reasoningOf(effort: z.infer<typeof schema>["reasoning_effort"]): ReasoningConfig | undefined {
+function reasoningOf(effort: Body["reasoning_effort"]): ReasoningConfig | undefined {
   if (effort == null) return undefined;
   if (effort === "none") return { enabled: false };
   return { enabled: true, effort };
@@ -183,6 +185,33 @@ function toolChoiceOf(tc: z.infer<typeof toolChoice>): ToolChoice {
   if (typeof tc === "string") return { type: tc };
   return { type: "tool", name: tc.function.name };
 }
+
+const toolChoiceOut = (tc: ToolChoice): unknown =>
+  tc.type === "tool" ? { type: "function", function: { name: tc.name } } : tc.type;
+
+/** Chat Completions' parameters (params.ts): read from a client's body, written to an upstream's. */
+const PARAMS: ParamTable<Body> = {
+  toolChoice: { name: "tool_choice", read: (b) => b.tool_choice && toolChoiceOf(b.tool_choice), write: toolChoiceOut },
+  parallelToolCalls: "parallel_tool_calls",
+  stop: { name: "stop", read: (b) => (typeof b.stop === "string" ? [b.stop] : b.stop) },
+  temperature: "temperature",
+  topP: "top_p",
+  // Written as max_completion_tokens, not the deprecated max_tokens: reasoning models reject the latter.
+  maxOutputTokens: { name: "max_completion_tokens", read: (b) => b.max_completion_tokens ?? b.max_tokens },
+  responseFormat: {
+    name: "response_format",
+    read: (b) => b.response_format && responseFormatOf(b.response_format),
+    write: (rf) => responseFormatOut(rf),
+  },
+  reasoning: { name: "reasoning_effort", read: (b) => reasoningOf(b.reasoning_effort), write: false },
+  // The canonical form carries one choice (Translation.lacks refuses more), which is every upstream's default.
+  n: { name: "n", write: false },
+  seed: "seed",
+  presencePenalty: "presence_penalty",
+  frequencyPenalty: "frequency_penalty",
+  logprobs: "logprobs",
+  user: "user",
+};
 
 export function parseOpenAIRequest(body: unknown): CanonicalRequest {
   const b = parseBody(schema, body);
@@ -225,22 +254,7 @@ export function parseOpenAIRequest(body: unknown): CanonicalRequest {
 
   const req: CanonicalRequest = { model: b.model, system, messages, stream: b.stream === true, protocol: "openai" };
   if (b.tools) req.tools = b.tools.map((t) => ({ name: t.function.name, ...optional(t.function) }));
-  if (b.tool_choice != null) req.toolChoice = toolChoiceOf(b.tool_choice);
-  if (b.parallel_tool_calls != null) req.parallelToolCalls = b.parallel_tool_calls;
-  if (b.stop != null) req.stop = typeof b.stop === "string" ? [b.stop] : b.stop;
-  if (b.temperature != null) req.temperature = b.temperature;
-  if (b.top_p != null) req.topP = b.top_p;
-  const max = b.max_completion_tokens ?? b.max_tokens;
-  if (max != null) req.maxOutputTokens = max;
-  if (b.response_format != null) req.responseFormat = responseFormatOf(b.response_format);
-  const reasoning = reasoningOf(b.reasoning_effort);
-  if (reasoning) req.reasoning = reasoning;
-  if (b.n != null) req.n = b.n;
-  if (b.seed != null) req.seed = b.seed;
-  if (b.presence_penalty != null) req.presencePenalty = b.presence_penalty;
-  if (b.frequency_penalty != null) req.frequencyPenalty = b.frequency_penalty;
-  if (b.logprobs != null) req.logprobs = b.logprobs;
-  if (b.user != null) req.user = b.user;
+  readParams(PARAMS, b, req);
   if (req.stream && b.stream_options?.include_usage === true) req.streamIncludeUsage = true;
   const untranslatable = untranslatableOf(b, UNTRANSLATABLE);
   if (untranslatable.length > 0) req.untranslatable = untranslatable;
@@ -327,7 +341,7 @@ function messagesOut(req: CanonicalRequest): Record<string, unknown>[] {
 export function buildOpenAIRequest(req: CanonicalRequest, upstreamModel: string, opts: BuildOptions): UpstreamRequest {
   const tr = new Translation(req.protocol ?? "openai", "openai", opts.strict);
   tr.clientParams(req);
-  if (req.topK !== undefined) tr.field("topK");
+  tr.lacks(req, ["topK"]);
   const body: Record<string, unknown> = { model: upstreamModel, messages: messagesOut(req) };
   // Hosted tools: Chat Completions runs none of them (web_search_options is a model's built-in, not a tool).
   for (const h of req.hostedTools ?? []) tr.keep(h.param, h.name);
@@ -341,33 +355,11 @@ export function buildOpenAIRequest(req: CanonicalRequest, upstreamModel: string,
       },
     }));
   }
-  if (req.toolChoice) {
-    body.tool_choice =
-      req.toolChoice.type === "tool"
-        ? { type: "function", function: { name: req.toolChoice.name } }
-        : req.toolChoice.type;
-  }
-  if (req.parallelToolCalls !== undefined) body.parallel_tool_calls = req.parallelToolCalls;
-  if (req.stop) body.stop = req.stop;
-  if (req.temperature !== undefined) body.temperature = req.temperature;
-  if (req.topP !== undefined) body.top_p = req.topP;
-  // max_completion_tokens, not the deprecated max_tokens: reasoning models reject the latter.
-  if (req.maxOutputTokens !== undefined) body.max_completion_tokens = req.maxOutputTokens;
-  if (req.responseFormat) body.response_format = responseFormatOut(req.responseFormat);
-  if (req.reasoning) {
-    // "Disabled" and "let the model decide" are the model's default; sending an effort to a model without
-    // reasoning is an upstream 400, so only an explicit effort or budget is forwarded, and an effort hint
-    // (Anthropic's output_config.effort) only to a model configured with reasoning.
-    const r = tr.reasoning(req.reasoning, opts.reasoning);
-    if (r?.enabled && r.effort) body.reasoning_effort = r.effort;
-    else if (r?.enabled && r.budgetTokens !== undefined) body.reasoning_effort = effortOfBudget(r.budgetTokens);
-  }
-  if (req.n !== undefined && req.n > 1) tr.field("n");
-  if (req.seed !== undefined) body.seed = req.seed;
-  if (req.presencePenalty !== undefined) body.presence_penalty = req.presencePenalty;
-  if (req.frequencyPenalty !== undefined) body.frequency_penalty = req.frequencyPenalty;
-  if (req.logprobs !== undefined) body.logprobs = req.logprobs;
-  if (req.user !== undefined) body.user = req.user;
+  // Only an explicit effort or budget is forwarded, and an effort hint (Anthropic's output_config.effort) only
+  // to a model configured with reasoning (Translation.reasoning).
+  const reasoning = effortOut(tr.reasoning(req.reasoning, opts.reasoning));
+  tr.lacks(req, ["n"]);
+  writeParams(PARAMS, req, body, { reasoning });
   if (opts.stream) {
     body.stream = true;
     // Always: the gateway bills from the stream's usage chunk, whatever the client asked for.

@@ -17,10 +17,11 @@ import type {
   ToolDefinition,
   UserPart,
 } from "../canonical.ts";
-import { dataUrlOf, effortOfBudget, imageSourceOfUrl, invalid, unsupported } from "../shared.ts";
+import { dataUrlOf, effortOut, imageSourceOfUrl, invalid, unsupported } from "../shared.ts";
 import { formatPath, parseBody } from "../validate.ts";
 import type { BuildOptions, UpstreamRequest } from "../types.ts";
 import { Translation, unknownFields } from "../translation.ts";
+import { type ParamTable, readParams, writeParams } from "../params.ts";
 
 const UPSTREAM = "OpenAI Responses";
 
@@ -191,6 +192,24 @@ function toolChoiceOf(tc: NonNullable<ResponsesBody["tool_choice"]>): ToolChoice
   );
 }
 
+const toolChoiceOut = (tc: ToolChoice): unknown => (tc.type === "tool" ? { type: "function", name: tc.name } : tc.type);
+
+/** The Responses API's parameters (params.ts): read from a client's body, written to an upstream's. */
+const PARAMS: ParamTable<ResponsesBody> = {
+  toolChoice: { name: "tool_choice", read: (b) => b.tool_choice && toolChoiceOf(b.tool_choice), write: toolChoiceOut },
+  parallelToolCalls: "parallel_tool_calls",
+  temperature: "temperature",
+  topP: "top_p",
+  maxOutputTokens: "max_output_tokens",
+  responseFormat: {
+    name: "text",
+    read: (b) => b.text?.format && formatOf(b.text.format),
+    write: (rf) => ({ format: formatOut(rf) }),
+  },
+  reasoning: { name: "reasoning", read: (b) => reasoningOf(b.reasoning), write: false },
+  user: "user",
+};
+
 export function parseResponsesRequest(body: unknown): CanonicalRequest {
   const b = parseResponsesBody(body);
   const system: string[] = [];
@@ -305,15 +324,7 @@ export function parseResponsesRequest(body: unknown): CanonicalRequest {
     if (tools.length > 0 || hosted.length === 0) req.tools = tools;
     if (hosted.length > 0) req.hostedTools = hosted;
   }
-  if (b.tool_choice != null) req.toolChoice = toolChoiceOf(b.tool_choice);
-  if (b.parallel_tool_calls != null) req.parallelToolCalls = b.parallel_tool_calls;
-  if (b.temperature != null) req.temperature = b.temperature;
-  if (b.top_p != null) req.topP = b.top_p;
-  if (b.max_output_tokens != null) req.maxOutputTokens = b.max_output_tokens;
-  if (b.text?.format) req.responseFormat = formatOf(b.text.format);
-  const reasoning = reasoningOf(b.reasoning);
-  if (reasoning) req.reasoning = reasoning;
-  if (b.user != null) req.user = b.user;
+  readParams(PARAMS, b, req);
   const untranslatable: string[] = [];
   if (b.text?.verbosity != null) untranslatable.push("text.verbosity");
   if (b.include != null && b.include.length > 0) untranslatable.push("include");
@@ -403,14 +414,10 @@ export function buildResponsesRequest(
 ): UpstreamRequest {
   const tr = new Translation(req.protocol ?? "openai", "openai-responses", opts.strict);
   tr.clientParams(req);
-  if (req.topK !== undefined) tr.field("topK");
+  tr.lacks(req, ["topK"]);
   // The Responses API has no stop sequences, and they change where the answer ends.
   if (req.stop && tr.field("stop")) throw unsupported("stop", UPSTREAM);
-  if (req.n !== undefined && req.n > 1) tr.field("n");
-  if (req.seed !== undefined) tr.field("seed");
-  if (req.presencePenalty !== undefined) tr.field("presencePenalty");
-  if (req.frequencyPenalty !== undefined) tr.field("frequencyPenalty");
-  if (req.logprobs) tr.field("logprobs");
+  tr.lacks(req, ["n", "seed", "presencePenalty", "frequencyPenalty", "logprobs"]);
   const native: Record<string, unknown>[] = [];
   for (const h of req.hostedTools ?? [])
     if (tr.keep(h.param, h.name) && h.kind === "web_search" && native.length === 0) native.push({ type: "web_search" });
@@ -427,21 +434,9 @@ export function buildResponsesRequest(
     }));
   }
   if (native.length > 0) body.tools = [...((body.tools as unknown[] | undefined) ?? []), ...native];
-  if (req.toolChoice)
-    body.tool_choice =
-      req.toolChoice.type === "tool" ? { type: "function", name: req.toolChoice.name } : req.toolChoice.type;
-  if (req.parallelToolCalls !== undefined) body.parallel_tool_calls = req.parallelToolCalls;
-  if (req.temperature !== undefined) body.temperature = req.temperature;
-  if (req.topP !== undefined) body.top_p = req.topP;
-  if (req.maxOutputTokens !== undefined) body.max_output_tokens = req.maxOutputTokens;
-  if (req.responseFormat) body.text = { format: formatOut(req.responseFormat) };
-  if (req.reasoning) {
-    // Only to a model configured with reasoning (Translation.reasoning).
-    const r = tr.reasoning(req.reasoning, opts.reasoning);
-    if (r?.enabled && r.effort) body.reasoning = { effort: r.effort };
-    else if (r?.enabled && r.budgetTokens !== undefined) body.reasoning = { effort: effortOfBudget(r.budgetTokens) };
-  }
-  if (req.user !== undefined) body.user = req.user;
+  // Only to a model configured with reasoning (Translation.reasoning).
+  const effort = effortOut(tr.reasoning(req.reasoning, opts.reasoning));
+  writeParams(PARAMS, req, body, { reasoning: effort && { effort } });
   if (opts.stream) body.stream = true;
   return { path: "/responses", body, headers: { "content-type": "application/json" }, ...tr.result() };
 }
