@@ -27,12 +27,16 @@ const BREAKER_FAILURES = 3;
 const BREAKER_OPEN_MS = 1_500;
 // 1000 prompt × 1 + 1000 completion × 2 per 1M tokens
 const COST = 3000n;
+/** calls the load of "Redis stopped and restarted" must have served before the outage, and again after it */
+const LOAD_CALLS = 30;
+/** calls it must have served while Redis was down (each one from the last snapshot) */
+const OUTAGE_CALLS = 10;
+/** how stale /readyz must say the snapshot is while Redis is down */
+const STALE_MS = 3_000;
 
 // /readyz names upstreams only to a caller with the operations token.
 const OPS_TOKEN = "faults-ops-token";
 const OPS = { headers: { authorization: `Bearer ${OPS_TOKEN}` } };
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 let good: OpenAIMock;
 let flaky: OpenAIMock;
@@ -304,11 +308,19 @@ describe("upstream faults", () => {
     expect(row!.promptTokens).toBeGreaterThan(0);
     expect(row!.promptTokens).toBeLessThan(100);
     expect(row!.costMicro).toBe(BigInt(row!.promptTokens) * 1n + 8n);
-    await sleep(500);
+    // A call served after the cut one on the same replica is the barrier: usage settles in the order a replica's
+    // calls end, so once its row is in, a second event for the cut call would have been settled too.
+    const { response: after } = await ask(A, MAIN);
+    const barrier = after.headers.get("x-gateway-request-id")!;
+    await eventually(
+      () => prisma().usageLog.count({ where: { requestId: barrier } }),
+      (n) => n === 1,
+      10_000,
+    );
     expect(await prisma().usageLog.count({ where: { requestId: id } })).toBe(1);
     const lines = await expectLedgerMatchesBatches(prisma(), [row!]);
     expect(lines.length).toBeGreaterThan(0);
-    expect(await balance()).toBe(before - row!.costMicro);
+    expect(await balance()).toBe(before - row!.costMicro - COST);
   });
 
   it("the circuit breaker opens after repeated failures, shows in /readyz, skips the upstream, and closes after a good probe", async () => {
@@ -339,8 +351,12 @@ describe("upstream faults", () => {
     ).toBeUndefined();
     // The upstream recovers; after the open period one probe goes through and closes the breaker.
     brk.fallback = { content: "fine", promptTokens: 1000, completionTokens: 1000 };
-    await sleep(BREAKER_OPEN_MS + 100);
-    expect((await readyz()).brk).toBe("half_open");
+    await eventually(
+      async () => (await readyz()).brk,
+      (state) => state === "half_open",
+      BREAKER_OPEN_MS + 5_000,
+    );
+    expect(brk.requests.length).toBe(before); // half open by the clock alone: no call went to try it
     await ask(B, BREAKER);
     expect((await readyz()).brk).toBe("closed");
   });
@@ -412,7 +428,13 @@ describe("Redis stopped and restarted under load", () => {
       }
     };
     const load = Promise.all([worker(A), worker(A), worker(A), worker(B), worker(B), worker(B)]);
-    await sleep(1_500);
+    // Under way on both replicas before Redis goes.
+    await eventually(
+      async () => ids.length,
+      (n) => n >= LOAD_CALLS,
+      15_000,
+      50,
+    );
     const beforeOutage = ids.length;
     stopRedis();
     await eventually(
@@ -420,8 +442,13 @@ describe("Redis stopped and restarted under load", () => {
       (up) => !up,
       5_000,
     );
-    await sleep(3_500);
-    const readyDuring = (await (await fetch(`${A}/readyz`, OPS)).json()) as { status: string; snapshotAgeMs: number };
+    // Down long enough for /readyz to say the snapshot is stale, and calls served meanwhile.
+    const readyDuring = await eventually(
+      async () => (await (await fetch(`${A}/readyz`, OPS)).json()) as { status: string; snapshotAgeMs: number },
+      (r) => r.snapshotAgeMs >= STALE_MS && ids.length - beforeOutage >= OUTAGE_CALLS,
+      STALE_MS + 10_000,
+      200,
+    );
     const servedDuring = ids.length - beforeOutage;
     startRedis();
     await eventually(
@@ -429,7 +456,14 @@ describe("Redis stopped and restarted under load", () => {
       (up) => up,
       10_000,
     );
-    await sleep(2_500);
+    // Serving again with Redis back: the calls that end now settle through the new stream.
+    const afterRestart = ids.length;
+    await eventually(
+      async () => ids.length,
+      (n) => n >= afterRestart + LOAD_CALLS,
+      15_000,
+      50,
+    );
     stop = true;
     await load;
     console.log(
@@ -438,7 +472,7 @@ describe("Redis stopped and restarted under load", () => {
     expect(failures).toEqual([]);
     expect(servedDuring).toBeGreaterThan(0);
     expect(readyDuring.status).toBe("ready");
-    expect(readyDuring.snapshotAgeMs).toBeGreaterThanOrEqual(3_000);
+    expect(readyDuring.snapshotAgeMs).toBeGreaterThanOrEqual(STALE_MS);
 
     // Every successful call the clients saw is in the usage log exactly once (request ids are unique there),
     // each call's batch has ledger lines matching its rows, and the wallet moved by exactly the sum.
