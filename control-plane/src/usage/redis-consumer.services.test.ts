@@ -2,6 +2,7 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { redisNames, signedEntryFields, type UsageEvent, usageEntryKey, usageShards } from "@modelgate/data-plane";
+import { eventually } from "../../../test/helpers/processes.ts";
 import { type RefusedEntry, RedisUsageConsumer } from "./redis-consumer.ts";
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
@@ -73,8 +74,12 @@ describe("RedisUsageConsumer", () => {
     );
     await consumer.start();
     try {
-      for (let i = 0; i < 100 && (await redis.xlen(names.usageStream)) > 0; i++)
-        await new Promise((r) => setTimeout(r, 50));
+      await eventually(
+        () => redis.xlen(names.usageStream),
+        (n) => n === 0,
+        5_000,
+        20,
+      );
     } finally {
       await consumer.stop();
     }
@@ -109,8 +114,12 @@ describe("RedisUsageConsumer", () => {
     const sent = [event(10), event(11), event(12)];
     try {
       for (let i = 0; i < 3; i++) await redis.xadd(shards[i]!, "*", ...signed(JSON.stringify([sent[i]])));
-      const until = Date.now() + 5_000;
-      while (settled.length < 3 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+      await eventually(
+        async () => settled.length,
+        (n) => n === 3,
+        5_000,
+        20,
+      );
     } finally {
       await consumer.stop();
     }

@@ -480,13 +480,16 @@ describe("RedisRateLimiter local admission", () => {
     const now = Date.now();
     const first = await l.acquire(call(...ids, { rpm: 100, concurrency: 50 }, now));
     expect(first.ok).toBe(true);
-    // Redis holds every command for a while: a call decided by Redis would wait for all of it.
-    await clients[1]!.call("CLIENT", "PAUSE", "700", "ALL");
+    // Redis holds every command for a while: a call decided by Redis would wait for all of it. A bounded negative
+    // check: a call decided here answers at once, so the window below fails only if this process stalls that long.
+    const PAUSE_MS = 700;
+    const NOT_WAITING_MS = 300;
+    await clients[1]!.call("CLIENT", "PAUSE", String(PAUSE_MS), "ALL");
     const raced = await Promise.race([
       Promise.resolve(l.acquire(call(...ids, { rpm: 100, concurrency: 50 }, now))).then((r) =>
         r.ok ? "granted" : "refused",
       ),
-      new Promise((resolve) => setTimeout(() => resolve("waiting for Redis"), 300)),
+      new Promise((resolve) => setTimeout(() => resolve("waiting for Redis"), NOT_WAITING_MS)),
     ]);
     expect(raced).toBe("granted");
     expect(l.local.granted).toBe(1);

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runAdminCommand } from "../../../control-plane/src/admin/commands.ts";
 import { demoConfig, syncConfig } from "../../../control-plane/src/config/sync.ts";
 import { auditRetentionDays, pruneAuditLog } from "../../../control-plane/src/audit/retention.ts";
-import { Client, customer, OPERATOR, operatorClient, startHarness, type Harness } from "./harness.ts";
+import { Client, customer, exportFinished, OPERATOR, operatorClient, startHarness, type Harness } from "./harness.ts";
 
 // The audit log (issue 18 §2): every kind of change leaves one row with who, from where, what, before and after;
 // owners see their own account's rows only; no secret is ever written; the table refuses UPDATE and DELETE.
@@ -392,16 +392,7 @@ describe("audit log", () => {
       accountId: b.accountId,
       after: { kind: "audit", format: "jsonl" },
     });
-    let e;
-    for (let i = 0; i < 100; i++) {
-      e = (
-        await b.client.gql(`query($id: ID!) { export(id: $id) { status rowCount downloadUrl } }`, {
-          id: started.startAuditExport.id,
-        })
-      ).export;
-      if (e.status === "ready" || e.status === "failed") break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    let e = await exportFinished(b.client, started.startAuditExport.id);
     expect(e.status).toBe("ready");
     const res = await fetch(`${h.url}${e.downloadUrl}`, { headers: { cookie: b.client.cookie! } });
     expect(res.headers.get("content-disposition")).toMatch(/filename="audit-/);
@@ -414,15 +405,7 @@ describe("audit log", () => {
     expect(lines.some((l) => l.action === "account.topup")).toBe(true);
 
     const csv = await ops.gql(`mutation { startAuditExport(format: CSV, filter: { action: "account.*" }) { id } }`);
-    for (let i = 0; i < 100; i++) {
-      e = (
-        await ops.gql(`query($id: ID!) { export(id: $id) { status rowCount downloadUrl } }`, {
-          id: csv.startAuditExport.id,
-        })
-      ).export;
-      if (e.status === "ready" || e.status === "failed") break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    e = await exportFinished(ops, csv.startAuditExport.id);
     const text = await (await fetch(`${h.url}${e.downloadUrl}`, { headers: { cookie: ops.cookie! } })).text();
     const body = text.trim().split("\r\n");
     expect(body[0]).toBe(

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { COLUMNS } from "../../../control-plane/src/exports/format.ts";
-import { customer, operatorClient, startHarness, type Client, type Harness } from "./harness.ts";
+import { customer, exportFinished, operatorClient, startHarness, type Client, type Harness } from "./harness.ts";
 
 let h: Harness;
 let ops: Client;
@@ -43,21 +43,12 @@ afterAll(async () => {
   await h?.close();
 });
 
-async function waitReady(c: Client, id: string) {
-  for (let i = 0; i < 300; i++) {
-    const e = (await c.gql(`query($id: ID!) { export(id: $id) { status rowCount downloadUrl error } }`, { id })).export;
-    if (e.status === "ready" || e.status === "failed") return e;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error("export did not finish");
-}
-
 describe("exports", () => {
   it("streams 100k rows to CSV, downloadable by its owner, checked line by line", async () => {
     const started = await a.client.gql(`mutation { startExport(format: CSV) { id status } }`);
     expect(started.startExport.status).toBe("pending");
     const id = started.startExport.id as string;
-    const done = await waitReady(a.client, id);
+    const done = await exportFinished(a.client, id);
     expect(done).toMatchObject({ status: "ready", rowCount: ROWS, downloadUrl: `/api/exports/${id}/download` });
 
     const res = await fetch(`${h.url}${done.downloadUrl}`, { headers: { cookie: a.client.cookie! } });
@@ -103,7 +94,7 @@ describe("exports", () => {
     const r = await a.client.gql(
       `mutation { startExport(format: JSONL, filter: { status: 429, from: "2026-04-01T00:00:00Z", to: "2026-04-01T01:00:00Z" }) { id } }`,
     );
-    const done = await waitReady(a.client, r.startExport.id);
+    const done = await exportFinished(a.client, r.startExport.id);
     // i % 100 == 0 and floor(i/3) < 3600 → i < 10800
     const expected = Array.from({ length: ROWS }, (_, n) => n + 1).filter(
       (i) => i % 100 === 0 && Math.floor(i / 3) < 3600,

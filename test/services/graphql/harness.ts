@@ -32,6 +32,7 @@ export async function startHarness(label: string): Promise<Harness> {
   let changes = 0;
   const app: AppContext = {
     prisma: db.db.prisma,
+    copyOut: db.db.copyOut,
     snapshotChanged: () => void changes++,
     masterKey: randomBytes(32),
     mail: createMailer({ outboxDir: join(dir, "outbox") }),
@@ -143,6 +144,15 @@ export class Client {
       { e: email, p: password },
     );
   }
+}
+
+/**
+ * The export once its job is done: the runner works in this process, so its being idle is the event (it was
+ * scheduled before the mutation that started it answered).
+ */
+export async function exportFinished(c: Client, id: string) {
+  await exportsIdle();
+  return (await c.gql(`query($id: ID!) { export(id: $id) { status rowCount downloadUrl error } }`, { id })).export;
 }
 
 export async function operatorClient(h: Harness) {
