@@ -13,6 +13,8 @@ import { eventually, freePort } from "../helpers/processes.ts";
 // of this file's own (the shared one must not be stopped).
 
 const SHUTDOWN_MS = 3_000;
+/** outage summaries (one a second, MODELGATE_LOG_SUMMARY_MS) the control plane must have logged before Redis is back */
+const SUMMARIES = 4;
 let redisPort: number;
 let redisDir: string;
 let gw: Gateway;
@@ -91,8 +93,13 @@ it("a Redis outage is a handful of control-plane log lines; Redis back empty get
   stopRedis();
   await waitRedis(false);
   const started = Date.now();
-  // Several seconds of outage: the reconnects, the consumer's reads, the heartbeat and the alert runner all fail.
-  await new Promise((r) => setTimeout(r, 6_000));
+  // Several seconds of outage, the reconnects, the consumer's reads, the heartbeat and the alert runner all
+  // failing: until that many summaries say so.
+  await eventually(
+    async () => cpLines().slice(before),
+    (lines) => lines.filter((l) => l.msg === "redis still unavailable").length >= SUMMARIES,
+    SUMMARIES * 1_000 + 10_000,
+  );
   const seconds = (Date.now() - started) / 1000;
   const during = cpLines().slice(before);
   startRedis(); // empty: no stream, no group
