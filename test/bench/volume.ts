@@ -9,13 +9,16 @@
 // (and of enough days for ≥ 200,000 rows when a day holds fewer), in rows per second with the process's peak
 // memory; settlement's Postgres CPU per call on the full log (its backend's /proc schedstat); and a retention
 // pass that drops the oldest week of partitions. Prints one table; VOLUME_KEEP=1 keeps the database.
-import { mkdtempSync, rmSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+// VOLUME_DB=<name> measures a kept database again instead of seeding one (its log as the run that seeded it left
+// it: a week fewer after its retention pass), and VOLUME_ONLY=export measures the exports alone.
+import { mkdtempSync, rmSync, readFileSync, statSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import pg from "pg";
 import type { UsageEvent } from "../../data-plane/src/contract/usage.ts";
 import type { SqlRunner } from "../../control-plane/src/db/client.ts";
+import { copyOutFrom } from "../../control-plane/src/db/copy-out.ts";
 import { runExport } from "../../control-plane/src/exports/runner.ts";
 import type { ServiceContext } from "../../control-plane/src/services/context.ts";
 import { usageStats } from "../../control-plane/src/stats/aggregate.ts";
@@ -23,7 +26,8 @@ import { operatorUsage, upstreamHealth } from "../../control-plane/src/stats/ope
 import { usagePage } from "../../control-plane/src/stats/usage-log.ts";
 import { createUsagePartition, dropExpiredUsage } from "../../control-plane/src/usage/partitions.ts";
 import { settleUsageBatch } from "../../control-plane/src/usage/settle.ts";
-import { freshDatabase } from "../helpers/postgres.ts";
+import { openDatabase } from "../../control-plane/src/db/client.ts";
+import { freshDatabase, urlFor } from "../helpers/postgres.ts";
 
 const N = Number(process.argv[2] ?? process.env.VOLUME_ROWS ?? 1_000_000);
 const SETTLED = Math.min(N, Number(process.env.VOLUME_SETTLED ?? 20_000));
@@ -36,8 +40,10 @@ const SPAN_DAYS = 30;
 const REPEAT = Number(process.env.VOLUME_REPEAT ?? 20);
 const CHUNK = 500_000;
 
-const now = Date.now();
-const t0 = now - SPAN_DAYS * DAY;
+const REUSE = process.env.VOLUME_DB;
+const ONLY = process.env.VOLUME_ONLY;
+if (ONLY && ONLY !== "export") throw new Error("VOLUME_ONLY: export is the one part that runs alone");
+
 const results: { what: string; figure: string; target?: string; met?: boolean }[] = [];
 const record = (what: string, figure: string, target?: string, met?: boolean) => {
   results.push({ what, figure, target, met });
@@ -67,28 +73,49 @@ async function timed(what: string, targetMs: number | null, fn: () => Promise<un
 }
 const onCpuNs = (pid: number) => Number(readFileSync(`/proc/${pid}/schedstat`, "utf8").split(" ")[0]);
 
-const db = await freshDatabase("volume");
+const db = REUSE
+  ? { name: REUSE, url: urlFor(REUSE), db: await openDatabase({ databaseUrl: urlFor(REUSE) }), drop: async () => {} }
+  : await freshDatabase("volume");
 const prisma = db.db.prisma;
-const ctx: ServiceContext = { prisma, snapshotChanged: () => undefined, masterKey: Buffer.alloc(32) };
+const ctx: ServiceContext = {
+  prisma,
+  copyOut: db.db.copyOut,
+  snapshotChanged: () => undefined,
+  masterKey: Buffer.alloc(32),
+};
 const client = new pg.Client({ connectionString: db.url });
 await client.connect();
 const q = async <T = Record<string, unknown>>(sql: string, params?: unknown[]) =>
   (await client.query(sql, params)).rows as T[];
+// a kept database's "now" is when its seeded rows end
+const now = REUSE
+  ? Number(
+      (
+        await q<{ ms: string }>(
+          `SELECT extract(epoch FROM max(started_at)) * 1000 AS ms FROM usage_logs WHERE request_id LIKE 'seed_%'`,
+        )
+      )[0]!.ms,
+    ) + 1
+  : Date.now();
+const t0 = now - SPAN_DAYS * DAY;
 const dataDir = mkdtempSync(join(tmpdir(), "mg-volume-"));
 try {
-  console.log(`bench:volume: ${N.toLocaleString("en")} usage rows in ${db.name}`);
-  await q(`INSERT INTO accounts (id, name, balance_micro) SELECT gen_random_uuid(), 'acct-' || lpad(i::text, 3, '0'), 1000000000000000
-           FROM generate_series(1, ${ACCOUNTS}) AS i`);
-  await q(`INSERT INTO api_keys (id, account_id, name, key_hash, prefix, allowed_models, ip_allowlist)
-           SELECT gen_random_uuid(), a.id, 'key-' || k, md5(a.id::text || k), 'sk-…', '{}', '{}'
-           FROM accounts a, generate_series(1, ${KEYS}) AS k`);
+  console.log(`bench:volume: ${N.toLocaleString("en")} usage rows in ${db.name}${REUSE ? " (kept)" : ""}`);
+
+  if (!REUSE) {
+    await q(`INSERT INTO accounts (id, name, balance_micro) SELECT gen_random_uuid(), 'acct-' || lpad(i::text, 3, '0'), 1000000000000000
+             FROM generate_series(1, ${ACCOUNTS}) AS i`);
+    await q(`INSERT INTO api_keys (id, account_id, name, key_hash, prefix, allowed_models, ip_allowlist)
+             SELECT gen_random_uuid(), a.id, 'key-' || k, md5(a.id::text || k), 'sk-…', '{}', '{}'
+             FROM accounts a, generate_series(1, ${KEYS}) AS k`);
+    for (let d = Math.floor(t0 / DAY) * DAY; d <= now + DAY; d += DAY) await createUsagePartition(prisma, d);
+  }
   const keys = await q<{ account: string; id: string }>(
     `SELECT a.id::text AS account, k.id::text AS id FROM accounts a JOIN api_keys k ON k.account_id = a.id ORDER BY a.name, k.name`,
   );
   const accountIds = [...new Set(keys.map((k) => k.account))];
   const busy = accountIds[0]!;
   const keyIds = keys.map((k) => k.id);
-  for (let d = Math.floor(t0 / DAY) * DAY; d <= now + DAY; d += DAY) await createUsagePartition(prisma, d);
 
   // Row i (0 ≤ i < N) starts at t0 + i·span/N; even rows are the busy account's, odd rows spread over the rest.
   const accountOf = (i: number) => (i % 2 === 0 ? 0 : 1 + (Math.floor(i / 2) % (ACCOUNTS - 1)));
@@ -167,18 +194,21 @@ try {
       perSecond: count / ((performance.now() - t) / 1000),
     };
   };
-  const early = await settle(SETTLED, 0, startOf);
-  record(
-    `settlement on an empty log (${SETTLED.toLocaleString("en")} calls, batches of 300)`,
-    `Postgres ${early.pgUs.toFixed(1)} µs/call, control plane ${early.nodeUs.toFixed(1)} µs/call, ${Math.round(early.perSecond)} calls/s`,
-  );
+  // a kept database is measured again as it is: nothing written to it
+  const early = REUSE ? null : await settle(SETTLED, 0, startOf);
+  if (early)
+    record(
+      `settlement on an empty log (${SETTLED.toLocaleString("en")} calls, batches of 300)`,
+      `Postgres ${early.pgUs.toFixed(1)} µs/call, control plane ${early.nodeUs.toFixed(1)} µs/call, ${Math.round(early.perSecond)} calls/s`,
+    );
 
   // 2. In bulk, through the parent table.
   let t = performance.now();
-  for (let lo = SETTLED; lo < N; lo += CHUNK) {
-    const hi = Math.min(N, lo + CHUNK);
-    await q(
-      `INSERT INTO usage_logs (id, request_id, account_id, api_key_id, model, protocol, upstream, status, error_code,
+  if (!REUSE) {
+    for (let lo = SETTLED; lo < N; lo += CHUNK) {
+      const hi = Math.min(N, lo + CHUNK);
+      await q(
+        `INSERT INTO usage_logs (id, request_id, account_id, api_key_id, model, protocol, upstream, status, error_code,
          prompt_tokens, completion_tokens, input_tokens, cost_micro, latency_ms, ttft_ms, stream, client_ip, started_at,
          input_price, cached_input_price, cache_write_5m_price, cache_write_1h_price, output_price, end_user, tags)
        SELECT gen_random_uuid(), 'seed_' || i, ($1::uuid[])[a + 1], ($2::uuid[])[a * ${KEYS} + i % ${KEYS} + 1],
@@ -192,56 +222,70 @@ try {
          CASE WHEN i % 7 = 0 THEN ARRAY['team=search', 'env=prod'] ELSE '{}' END
        FROM generate_series(${lo}::bigint, ${hi - 1}::bigint) AS i,
          LATERAL (SELECT CASE WHEN i % 2 = 0 THEN 0 ELSE 1 + (i / 2) % ${ACCOUNTS - 1} END AS a) AS x`,
-      [accountIds, keyIds, MODELS, UPSTREAMS],
-    );
-    process.stdout.write(`\r  seeded ${hi.toLocaleString("en")} rows`);
-  }
-  process.stdout.write("\n");
-  const seedS = (performance.now() - t) / 1000;
-  t = performance.now();
-  await q(`VACUUM ANALYZE usage_logs`);
-  await q(`VACUUM ANALYZE usage_hourly`);
-  await q(`VACUUM ANALYZE usage_operator_hourly`);
-  const [size] = await q<{ heap: string; total: string }>(
-    `SELECT pg_size_pretty(sum(pg_relation_size(c.oid))) AS heap, pg_size_pretty(sum(pg_total_relation_size(c.oid))) AS total
+        [accountIds, keyIds, MODELS, UPSTREAMS],
+      );
+      process.stdout.write(`\r  seeded ${hi.toLocaleString("en")} rows`);
+    }
+    process.stdout.write("\n");
+    const seedS = (performance.now() - t) / 1000;
+    t = performance.now();
+    await q(`VACUUM ANALYZE usage_logs`);
+    await q(`VACUUM ANALYZE usage_hourly`);
+    await q(`VACUUM ANALYZE usage_operator_hourly`);
+    const [size] = await q<{ heap: string; total: string }>(
+      `SELECT pg_size_pretty(sum(pg_relation_size(c.oid))) AS heap, pg_size_pretty(sum(pg_total_relation_size(c.oid))) AS total
      FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'usage_logs'::regclass`,
-  );
-  record(
-    "seeding in bulk (rollup trigger included), then VACUUM ANALYZE",
-    `${(N - SETTLED).toLocaleString("en")} rows in ${seedS.toFixed(0)} s (${Math.round((N - SETTLED) / seedS).toLocaleString("en")} rows/s), vacuum ${((performance.now() - t) / 1000).toFixed(0)} s; log ${size!.heap} heap, ${size!.total} with indexes`,
-  );
+    );
+    record(
+      "seeding in bulk (rollup trigger included), then VACUUM ANALYZE",
+      `${(N - SETTLED).toLocaleString("en")} rows in ${seedS.toFixed(0)} s (${Math.round((N - SETTLED) / seedS).toLocaleString("en")} rows/s), vacuum ${((performance.now() - t) / 1000).toFixed(0)} s; log ${size!.heap} heap, ${size!.total} with indexes`,
+    );
+  }
 
   // 3. As the busy account (half the rows).
-  const k0 = keyIds[0]!;
-  await timed("customer: usage log, first page (50)", 50, () => usagePage(ctx, busy, {}, 50));
-  await timed("customer: usage log filtered by key and model", 50, () =>
-    usagePage(ctx, busy, { apiKeyId: k0, model: MODELS[0] }, 50),
-  );
-  let after: string | null = null;
-  for (let p = 1; p < 100; p++) after = (await usagePage(ctx, busy, {}, 50, after)).endCursor;
-  const page100 = after;
-  await timed("customer: usage log, page 100 by cursor", 50, () => usagePage(ctx, busy, {}, 50, page100));
-  await timed("customer: statistics over 30 days by day", 100, () =>
-    usageStats(ctx, busy, { from: new Date(now - 30 * DAY), to: new Date(now), granularity: "day", timeZone: "UTC" }),
-  );
+  if (!ONLY) {
+    const k0 = keyIds[0]!;
+    await timed("customer: usage log, first page (50)", 50, () => usagePage(ctx, busy, {}, 50));
+    await timed("customer: usage log filtered by key and model", 50, () =>
+      usagePage(ctx, busy, { apiKeyId: k0, model: MODELS[0] }, 50),
+    );
+    let after: string | null = null;
+    for (let p = 1; p < 100; p++) after = (await usagePage(ctx, busy, {}, 50, after)).endCursor;
+    const page100 = after;
+    await timed("customer: usage log, page 100 by cursor", 50, () => usagePage(ctx, busy, {}, 50, page100));
+    await timed("customer: statistics over 30 days by day", 100, () =>
+      usageStats(ctx, busy, { from: new Date(now - 30 * DAY), to: new Date(now), granularity: "day", timeZone: "UTC" }),
+    );
 
-  // 4. As an operator.
-  await timed("operator: usage across customers, 7 days", 200, () =>
-    operatorUsage(ctx, new Date(now - 7 * DAY), new Date(now)),
-  );
-  await timed("operator: usage across customers, 30 days", 200, () =>
-    operatorUsage(ctx, new Date(now - 30 * DAY), new Date(now)),
-  );
-  await timed("operator: upstream health, last 15 minutes", null, () => upstreamHealth(ctx, undefined, 15));
+    // 4. As an operator.
+    await timed("operator: usage across customers, 7 days", 200, () =>
+      operatorUsage(ctx, new Date(now - 7 * DAY), new Date(now)),
+    );
+    await timed("operator: usage across customers, 30 days", 200, () =>
+      operatorUsage(ctx, new Date(now - 30 * DAY), new Date(now)),
+    );
+    await timed("operator: upstream health, last 15 minutes", null, () => upstreamHealth(ctx, undefined, 15));
+  }
 
-  // 5. Exports: the busy account's last day, and enough days for 200,000 rows when a day holds fewer.
+  // 5. Exports: the busy account's last day, enough days for 200,000 rows when a day holds fewer, and its whole
+  // log (memory must stay flat whatever the size); JSON lines once. With the load average, as others share the
+  // machine.
   const perDay = N / 2 / SPAN_DAYS;
   const spans = [1, ...(perDay < 200_000 ? [Math.min(SPAN_DAYS, Math.ceil(200_000 / perDay))] : [])];
-  for (const days of spans) {
+  const exportsRun: { days: number; format: "csv" | "jsonl" }[] = [
+    ...spans.map((days) => ({ days, format: "csv" as const })),
+    { days: SPAN_DAYS, format: "csv" },
+    { days: spans[spans.length - 1]!, format: "jsonl" },
+  ];
+  // the exports' COPY runs on a connection of their own, whose backend's CPU is measured
+  const exportPool = new pg.Pool({ connectionString: db.url, max: 1 });
+  const exportPid = (await exportPool.query<{ pid: number }>(`SELECT pg_backend_pid() AS pid`)).rows[0]!.pid;
+  const exportCtx = { ...ctx, copyOut: copyOutFrom(exportPool), dataDir };
+  for (const { days, format } of exportsRun) {
     const job = await prisma.export.create({
       data: {
         accountId: busy,
-        format: "csv",
+        format,
         filters: { from: new Date(now - days * DAY).toISOString(), to: new Date(now).toISOString() },
       },
     });
@@ -249,50 +293,61 @@ try {
     let peak = rss0;
     const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 50);
     const started = performance.now();
-    await runExport({ ...ctx, dataDir }, job.id);
+    const pgCpu = onCpuNs(exportPid);
+    const nodeCpu = process.cpuUsage();
+    await runExport(exportCtx, job.id);
     const s = (performance.now() - started) / 1000;
+    const node = process.cpuUsage(nodeCpu);
     clearInterval(sampler);
     const done = await prisma.export.findUniqueOrThrow({ where: { id: job.id } });
+    if (done.status !== "ready") throw new Error(`export ${done.status}: ${done.error}`);
+    const bytes = statSync(join(dataDir, "exports", done.filePath!)).size;
+    rmSync(join(dataDir, "exports", done.filePath!));
     const rate = done.rowCount / s;
+    const pgUs = (onCpuNs(exportPid) - pgCpu) / 1000 / done.rowCount;
+    const nodeUs = (node.user + node.system) / done.rowCount;
     record(
-      `export (CSV) of the busy account's last ${days} day${days > 1 ? "s" : ""}`,
-      `${done.rowCount.toLocaleString("en")} rows in ${s.toFixed(2)} s: ${Math.round(rate).toLocaleString("en")} rows/s; peak RSS +${((peak - rss0) / 1048576).toFixed(0)} MB`,
+      `export (${format === "csv" ? "CSV" : "JSON lines"}) of the busy account's ${days === SPAN_DAYS ? "whole log" : `last ${days} day${days > 1 ? "s" : ""}`}`,
+      `${done.rowCount.toLocaleString("en")} rows (${(bytes / 1048576).toFixed(0)} MB) in ${s.toFixed(2)} s: ${Math.round(rate).toLocaleString("en")} rows/s (load average ${loadavg()[0]!.toFixed(1)}); CPU per row: Postgres ${pgUs.toFixed(1)} µs, control plane ${nodeUs.toFixed(1)} µs, so ${Math.round(1e6 / Math.max(pgUs, nodeUs)).toLocaleString("en")} rows/s with a core each; peak RSS +${((peak - rss0) / 1048576).toFixed(0)} MB`,
       "≥ 100,000 rows/s, memory flat",
       rate >= 100_000,
     );
   }
+  await exportPool.end();
 
   // 6. Settlement on the full log (calls starting now).
-  const late = await settle(SETTLED, N, () => Date.now());
-  record(
-    `settlement on the full log (${SETTLED.toLocaleString("en")} calls)`,
-    `Postgres ${late.pgUs.toFixed(1)} µs/call (${(late.pgUs / early.pgUs).toFixed(2)}× the empty log's), control plane ${late.nodeUs.toFixed(1)} µs/call, ${Math.round(late.perSecond)} calls/s`,
-    "≤ 20 µs/call, flat",
-    late.pgUs <= 20,
-  );
+  if (early) {
+    const late = await settle(SETTLED, N, () => Date.now());
+    record(
+      `settlement on the full log (${SETTLED.toLocaleString("en")} calls)`,
+      `Postgres ${late.pgUs.toFixed(1)} µs/call (${(late.pgUs / early.pgUs).toFixed(2)}× the empty log's), control plane ${late.nodeUs.toFixed(1)} µs/call, ${Math.round(late.perSecond)} calls/s`,
+      "≤ 20 µs/call, flat",
+      late.pgUs <= 20,
+    );
 
-  // 7. Retention: the oldest week goes (days older than 23 days), while settlement goes on.
-  const before = (await q<{ n: string }>(`SELECT count(*)::text AS n FROM usage_logs`))[0]!.n;
-  let settling = true;
-  const latencies: number[] = [];
-  const background = (async () => {
-    let i = 0;
-    while (settling) {
-      const s = performance.now();
-      await settleUsageBatch(database, [event(10 * N + i++, Date.now())]);
-      latencies.push(performance.now() - s);
-    }
-  })();
-  t = performance.now();
-  const r = await dropExpiredUsage(prisma, SPAN_DAYS - 7);
-  const dropS = (performance.now() - t) / 1000;
-  settling = false;
-  await background;
-  const left = (await q<{ n: string }>(`SELECT count(*)::text AS n FROM usage_logs`))[0]!.n;
-  record(
-    "retention pass (MODELGATE_USAGE_RETENTION_DAYS=23)",
-    `${r.dropped.length} partitions, ${(Number(before) - Number(left)).toLocaleString("en")} rows, in ${(dropS * 1000).toFixed(0)} ms; a settlement batch meanwhile p95 ${pct(latencies, 95).toFixed(1)} ms (max ${Math.max(...latencies).toFixed(1)})`,
-  );
+    // 7. Retention: the oldest week goes (days older than 23 days), while settlement goes on.
+    const before = (await q<{ n: string }>(`SELECT count(*)::text AS n FROM usage_logs`))[0]!.n;
+    let settling = true;
+    const latencies: number[] = [];
+    const background = (async () => {
+      let i = 0;
+      while (settling) {
+        const s = performance.now();
+        await settleUsageBatch(database, [event(10 * N + i++, Date.now())]);
+        latencies.push(performance.now() - s);
+      }
+    })();
+    t = performance.now();
+    const r = await dropExpiredUsage(prisma, SPAN_DAYS - 7);
+    const dropS = (performance.now() - t) / 1000;
+    settling = false;
+    await background;
+    const left = (await q<{ n: string }>(`SELECT count(*)::text AS n FROM usage_logs`))[0]!.n;
+    record(
+      "retention pass (MODELGATE_USAGE_RETENTION_DAYS=23)",
+      `${r.dropped.length} partitions, ${(Number(before) - Number(left)).toLocaleString("en")} rows, in ${(dropS * 1000).toFixed(0)} ms; a settlement batch meanwhile p95 ${pct(latencies, 95).toFixed(1)} ms (max ${Math.max(...latencies).toFixed(1)})`,
+    );
+  }
 
   console.log(`\n| ${N.toLocaleString("en")} usage rows (${db.name}) | figure | target | met |\n|---|---|---|---|`);
   for (const x of results)

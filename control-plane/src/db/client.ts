@@ -1,5 +1,6 @@
 import { mkdirSync } from "node:fs";
 import { PrismaClient } from "../generated/prisma/client.ts";
+import { copyOutFrom, type CopyOut } from "./copy-out.ts";
 
 export type Db = InstanceType<typeof PrismaClient>;
 
@@ -18,6 +19,8 @@ export interface Database {
   prisma: Db;
   sql: SqlRunner;
   kind: "postgres" | "pglite";
+  /** Postgres only: a COPY … TO STDOUT's bytes as a stream (exports); PGlite has none */
+  copyOut?: CopyOut;
   close(): Promise<void>;
 }
 
@@ -61,6 +64,7 @@ async function openPostgres(url: string): Promise<Database> {
     prisma,
     sql,
     kind: "postgres",
+    copyOut: copyOutFrom(pool),
     async close() {
       await prisma.$disconnect();
       await pool.end();

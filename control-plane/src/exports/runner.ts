@@ -2,7 +2,7 @@ import { createWriteStream, type WriteStream } from "node:fs";
 import { mkdir, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { audit, type AuditDb } from "../audit/record.ts";
-import { Prisma, type ExportFormat } from "../generated/prisma/client.ts";
+import type { Prisma, ExportFormat } from "../generated/prisma/client.ts";
 import type { ServiceContext } from "../services/context.ts";
 import { AppError } from "../services/errors.ts";
 import { usageConditions, usageWhere, type UsageFilter } from "../stats/usage-log.ts";
@@ -16,15 +16,16 @@ import {
   type StoredAuditFilter,
   maskOperatorActors,
 } from "../audit/query.ts";
-import { csvCell, csvHeader, jsonLine, type ExportRow } from "./format.ts";
+import { csvCell, csvHeader } from "./format.ts";
+import { usageLines, type ExportPiece } from "./usage-lines.ts";
 
 // Exports run in the background: the usage log (or the audit log) is read in keyset-paginated batches ordered by
 // (started_at, id) (or (created_at, id)) and streamed to a file with back-pressure, so memory stays flat however
-// many rows there are. One writer (writeExport) serves both kinds; a kind is only its rows and its lines.
+// many rows there are. One writer (writeExport) serves both kinds; a kind is only the pieces of file it yields
+// (usage: usage-lines.ts, where Postgres writes the lines).
 
+/** Audit rows per batch. */
 export const BATCH = 2_000;
-/** Usage rows per batch: a batch is one index range scan, so larger batches only save round trips. */
-export const USAGE_BATCH = 10_000;
 /** The row count shown while an export runs is written at most this often, not per batch. */
 const PROGRESS_MS = 1_000;
 export const MAX_ACTIVE_PER_ACCOUNT = 2;
@@ -235,7 +236,7 @@ export async function resumeExports(ctx: Ctx) {
   return stale.length;
 }
 
-const write = (out: WriteStream, chunk: string) =>
+const write = (out: WriteStream, chunk: string | Buffer) =>
   new Promise<void>((resolve, reject) => {
     const onError = (err: Error) => reject(err);
     out.once("error", onError);
@@ -250,60 +251,17 @@ const write = (out: WriteStream, chunk: string) =>
     }
   });
 
-export async function runExport(ctx: Ctx, id: string) {
+export async function runExport(ctx: Ctx, id: string, opts: { batchRows?: number } = {}) {
   const claimed = await ctx.prisma.export.updateMany({
     where: { id, status: { in: ["pending", "running"] } },
     data: { status: "running", rowCount: 0 },
   });
   if (claimed.count !== 1) return;
   const job = await ctx.prisma.export.findUniqueOrThrow({ where: { id } });
-  if (job.kind === "audit") await writeExport(ctx, job, auditSource(ctx, job));
-  else await writeUsageExport(ctx, job);
-}
-
-type ExportJob = Awaited<ReturnType<Ctx["prisma"]["export"]["findUniqueOrThrow"]>>;
-/** Where a batch resumes: the last row written, by the (time, id) order both logs are read in. */
-type Cursor = { at: Date; id: string };
-
-/** What tells a usage export from an audit export: its rows (in (time, id) order) and how a row is written. */
-interface ExportSource<Row> {
-  /** the CSV header line, written before the first row */
-  csvHeader: string;
-  /** rows per batch (BATCH when not said) */
-  batchSize?: number;
-  /** up to batchSize rows after the cursor (from the start when null) */
-  batch(after: Cursor | null): Promise<Row[]>;
-  cursorOf(row: Row): Cursor;
-  line(row: Row): string;
-  /** how many log rows one Row stands for (1 when not said; a usage CSV batch comes as one chunk of lines) */
-  rowsIn?(row: Row): number;
-}
-
-/** The rows of `base` after the cursor in (timeField, id) order: keyset pagination, no OFFSET. */
-function after<Where>(base: Where, timeField: string, cursor: Cursor | null): Where {
-  if (!cursor) return base;
-  // Prisma's where types are per model; the shape is the same for both logs, so it is built once and cast.
-  return {
-    AND: [base, { OR: [{ [timeField]: { gt: cursor.at } }, { [timeField]: cursor.at, id: { gt: cursor.id } }] }],
-  } as Where;
-}
-
-/** What a usage export reads: the exported columns only, prices as decimal text (no object per cell). */
-const EXPORT_COLUMNS = Prisma.sql`id::text AS id, started_at AS "startedAt", request_id AS "requestId",
-  api_key_id::text AS "apiKeyId", model, protocol, status, error_code AS "errorCode",
-  prompt_tokens AS "promptTokens", completion_tokens AS "completionTokens", reasoning_tokens AS "reasoningTokens",
-  cached_tokens AS "cachedTokens", input_tokens AS "inputTokens", cache_write_5m_tokens AS "cacheWrite5mTokens",
-  cache_write_1h_tokens AS "cacheWrite1hTokens", cost_micro AS "costMicro", input_price::text AS "inputPrice",
-  cached_input_price::text AS "cachedInputPrice", cache_write_5m_price::text AS "cacheWrite5mPrice",
-  cache_write_1h_price::text AS "cacheWrite1hPrice", output_price::text AS "outputPrice", estimated,
-  end_user AS "endUser", tags, dropped, latency_ms AS "latencyMs", ttft_ms AS "ttftMs", stream`;
-
-/**
- * Writes the account's usage log, filtered as stored with the job; each row carries its key's name. Read in SQL with a
- * row-comparison cursor, "(started_at, id) > (…)", a bound of the (account, started_at, id) index: each batch is
- * one range scan of the rows it returns, in order, however deep into the export it is.
- */
-async function writeUsageExport(ctx: Ctx, job: ExportJob) {
+  if (job.kind === "audit") {
+    await writeExport(ctx, job, `${AUDIT_COLUMNS.join(",")}\r\n`, auditPieces(ctx, job));
+    return;
+  }
   if (!job.accountId) throw new Error("a usage export needs an account");
   const accountId = job.accountId;
   const keyNames = new Map(
@@ -312,190 +270,64 @@ async function writeUsageExport(ctx: Ctx, job: ExportJob) {
       k.name,
     ]),
   );
-  const base = usageConditions(accountId, loadFilters(job.filters as StoredFilters));
-  if (job.format === "csv") return writeExport(ctx, job, usageCsvSource(ctx, base, keyNames));
-  const line = jsonLine;
-  type Row = ExportRow & { id: string };
-  return writeExport(ctx, job, {
-    csvHeader: csvHeader(),
-    batchSize: USAGE_BATCH,
-    batch: (cursor) => {
-      const where = cursor
-        ? [
-            ...base,
-            Prisma.sql`(started_at, id) > (${cursor.at}::timestamptz, ${cursor.id}::uuid)`,
-            // the plain bound lets the planner leave out the partitions already read
-            Prisma.sql`started_at >= ${cursor.at}`,
-          ]
-        : base;
-      return ctx.prisma.$queryRaw<Row[]>`
-        SELECT ${EXPORT_COLUMNS} FROM usage_logs WHERE ${Prisma.join(where, " AND ")}
-        ORDER BY started_at, id LIMIT ${USAGE_BATCH}`;
-    },
-    cursorOf: (r) => ({ at: r.startedAt, id: r.id }),
-    line: (r) => line(r, r.apiKeyId ? (keyNames.get(r.apiKeyId) ?? null) : null),
-  } satisfies ExportSource<Row>);
+  const filter = usageConditions(accountId, loadFilters(job.filters as StoredFilters));
+  await writeExport(ctx, job, csvHeader(), usageLines(ctx, { format: job.format, keyNames, filter, ...opts }));
 }
 
-/**
- * A CSV line's cells that are ours (numbers, money, booleans), formatted by Postgres as csvLine formats them
- * (money as units without trailing zeros, defused like any text when negative; true/false; empty for null):
- * tokens to estimated in one cell group, latency to stream in another. Client text (request id, model, end user,
- * tags, dropped, the key's name) still goes through csvCell here. An export's rows then cost one short text
- * value each instead of some thirty typed ones, and no per-row number or date conversion.
- */
-const CSV_COLUMNS = Prisma.sql`id::text AS id,
-  to_char(started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS ts,
-  request_id AS "requestId", api_key_id::text AS "apiKeyId", model, protocol, status, error_code AS "errorCode",
-  concat_ws(',', prompt_tokens, completion_tokens, reasoning_tokens, cached_tokens, input_tokens,
-    cache_write_5m_tokens, cache_write_1h_tokens, prompt_tokens::bigint + completion_tokens,
-    CASE WHEN cost_micro < 0 THEN '''' ELSE '' END || trim_scale(cost_micro::numeric / 1000000)::text,
-    COALESCE(CASE WHEN input_price < 0 THEN '''' ELSE '' END || trim_scale(input_price / 1000000)::text, ''),
-    COALESCE(CASE WHEN cached_input_price < 0 THEN '''' ELSE '' END || trim_scale(cached_input_price / 1000000)::text, ''),
-    COALESCE(CASE WHEN cache_write_5m_price < 0 THEN '''' ELSE '' END || trim_scale(cache_write_5m_price / 1000000)::text, ''),
-    COALESCE(CASE WHEN cache_write_1h_price < 0 THEN '''' ELSE '' END || trim_scale(cache_write_1h_price / 1000000)::text, ''),
-    COALESCE(CASE WHEN output_price < 0 THEN '''' ELSE '' END || trim_scale(output_price / 1000000)::text, ''),
-    CASE WHEN estimated THEN 'true' ELSE 'false' END) AS mid,
-  end_user AS "endUser", COALESCE(array_to_json(tags)::text, '[]') AS tags,
-  COALESCE(array_to_json(dropped)::text, '[]') AS dropped,
-  concat_ws(',', latency_ms, COALESCE(ttft_ms::text, ''), CASE WHEN stream THEN 'true' ELSE 'false' END) AS tail`;
+type ExportJob = Awaited<ReturnType<Ctx["prisma"]["export"]["findUniqueOrThrow"]>>;
 
-// Client text that csvCell writes unchanged: empty, or starting with a letter, digit or one of _ . : / and
-// holding none of the characters that make a cell quoted or defused after its first (no separator, quote, line
-// break; a trigger such as - = + @ only where no separator precedes it). Most rows' text is such; a row whose
-// text is all such is written by Postgres whole, any other row in the control plane.
-const CLEAN = "^([A-Za-z0-9_.:/][A-Za-z0-9_.:/=+@ -]*)?$";
-const CLEAN_LIST = `^([A-Za-z0-9_.:/][A-Za-z0-9_.:/=+@ -]*)?(${String.fromCharCode(31)}([A-Za-z0-9_.:/][A-Za-z0-9_.:/=+@ -]*)?)*$`;
-const cleanList = (col: Prisma.Sql) =>
-  Prisma.sql`(${col} IS NULL OR cardinality(${col}) = 0 OR (array_position(${col}, NULL) IS NULL AND array_to_string(${col}, chr(31)) ~ ${CLEAN_LIST}))`;
-// a clean list's cell: its JSON text, quoted as csvCell quotes it ('[]' for none, as the row reader has it)
-const listCell = (col: Prisma.Sql) =>
-  Prisma.sql`CASE WHEN ${col} IS NULL OR cardinality(${col}) = 0 THEN '[]' ELSE '"[""' || array_to_string(${col}, '"",""') || '""]"' END`;
-
-/**
- * A batch of the usage CSV as one chunk: its lines joined by Postgres, a clean row's as the line itself, any other
- * row's as \u0001 and its cells as JSON (DirtyRow), formatted here. Neither holds a line break (clean text has none;
- * JSON escapes them), so the chunk splits back into rows on CRLF.
- */
-type CsvChunk = { text: string | null; n: number; lastId: string | null; lastTs: string | null };
-type DirtyRow = [
-  ts: string,
-  requestId: string,
-  apiKeyId: string | null,
-  model: string,
-  protocol: string,
-  status: number,
-  errorCode: string | null,
-  mid: string,
-  endUser: string | null,
-  tags: string,
-  dropped: string,
-  tail: string,
-];
-
-/** The usage log as CSV lines (the same as csvLine's), read with CSV_COLUMNS. */
-function usageCsvSource(ctx: Ctx, base: Prisma.Sql[], keyNames: Map<string, string>) {
-  // cells that repeat (model, protocol, error, key name) are formatted once
-  const memo = new Map<string, string>();
-  const cell = (v: string | null) => {
-    if (v === null) return "";
-    let c = memo.get(v);
-    if (c === undefined) {
-      c = csvCell(v);
-      if (memo.size < 10_000) memo.set(v, c);
-    }
-    return c;
-  };
-  const text = (v: string | null) => (v === null ? "" : csvCell(v));
-  // the key names' cells, formatted here (csvCell), joined to the rows by key id
-  const keyIds = [...keyNames.keys()];
-  const keyCells = keyIds.map((id) => csvCell(keyNames.get(id)!));
-  return {
-    csvHeader: csvHeader(),
-    batchSize: USAGE_BATCH,
-    batch: (cursor) => {
-      const where = cursor
-        ? [
-            ...base,
-            Prisma.sql`(started_at, id) > (${cursor.at}::timestamptz, ${cursor.id}::uuid)`,
-            // the plain bound lets the planner leave out the partitions already read
-            Prisma.sql`started_at >= ${cursor.at}`,
-          ]
-        : base;
-      return ctx.prisma.$queryRaw<CsvChunk[]>`
-        SELECT string_agg(CASE WHEN s.clean THEN s.ts || ',' || s."requestId" || ',' || COALESCE(s."apiKeyId", '') || ',' ||
-            COALESCE(kn.cell, '') || ',' || s.model || ',' || s.protocol || ',' || s.status || ',' ||
-            COALESCE(s."errorCode", '') || ',' || s.mid || ',' || COALESCE(s."endUser", '') || ',' || s."tagsCell" ||
-            ',' || s."droppedCell" || ',' || s.tail
-          ELSE chr(1) || json_build_array(s.ts, s."requestId", s."apiKeyId", s.model, s.protocol, s.status,
-            s."errorCode", s.mid, s."endUser", s.tags, s.dropped, s.tail)::text END,
-          chr(13) || chr(10) ORDER BY s.started_at, s.id) AS text,
-          count(*)::int AS n, (array_agg(s.id ORDER BY s.started_at DESC, s.id DESC))[1] AS "lastId", max(s.ts) AS "lastTs"
-        FROM (
-          SELECT ${CSV_COLUMNS}, started_at, ${listCell(Prisma.sql`tags`)} AS "tagsCell",
-            ${listCell(Prisma.sql`dropped`)} AS "droppedCell",
-            (request_id ~ ${CLEAN} AND model ~ ${CLEAN} AND protocol ~ ${CLEAN}
-             AND (error_code IS NULL OR error_code ~ ${CLEAN}) AND (end_user IS NULL OR end_user ~ ${CLEAN})
-             AND ${cleanList(Prisma.sql`tags`)} AND ${cleanList(Prisma.sql`dropped`)}) AS clean
-          FROM usage_logs WHERE ${Prisma.join(where, " AND ")}
-          ORDER BY started_at, id LIMIT ${USAGE_BATCH}
-        ) AS s
-        LEFT JOIN unnest(${keyIds}::uuid[], ${keyCells}::text[]) AS kn(id, cell) ON kn.id = s."apiKeyId"::uuid`;
-    },
-    cursorOf: (c) => ({ at: new Date(c.lastTs!), id: c.lastId! }),
-    rowsIn: (c) => c.n,
-    line: (c) => {
-      if (c.text === null) return "";
-      // most chunks hold clean rows only: written as they came
-      if (c.text.indexOf("\u0001") === -1) return `${c.text}\r\n`;
-      let out = "";
-      for (const line of c.text.split("\r\n")) {
-        if (line.charCodeAt(0) !== 1) {
-          out += `${line}\r\n`;
-          continue;
-        }
-        const [ts, requestId, apiKeyId, model, protocol, status, errorCode, mid, endUser, tags, dropped, tail] =
-          JSON.parse(line.slice(1)) as DirtyRow;
-        out += `${ts},${text(requestId)},${apiKeyId ?? ""},${apiKeyId ? cell(keyNames.get(apiKeyId) ?? null) : ""},${cell(model)},${cell(protocol)},${status},${cell(errorCode)},${mid},${text(endUser)},${text(tags)},${text(dropped)},${tail}\r\n`;
-      }
-      return out;
-    },
-  } satisfies ExportSource<CsvChunk>;
-}
-
-/** The audit log in (created_at, id) order; before/after as JSON text (in CSV, JSON inside the cell). */
-function auditSource(ctx: Ctx, job: ExportJob) {
+/** The audit log in (created_at, id) order, in keyset batches; before/after as JSON text (in CSV, inside the cell). */
+async function* auditPieces(ctx: Ctx, job: ExportJob): AsyncGenerator<ExportPiece> {
   const base = auditWhere(loadAuditFilter(job.filters as StoredAuditFilter));
   // read as whoever asked for it: a customer's export shows operators as "operator" (maskOperatorActors)
   const forOperator = job.userId
-    ? ctx.prisma.user
-        .findUnique({ where: { id: job.userId }, select: { role: true } })
-        .then((u) => u?.role === "operator")
-    : Promise.resolve(false);
-  return {
-    csvHeader: `${AUDIT_COLUMNS.join(",")}\r\n`,
-    batch: async (cursor) => {
-      const rows = await ctx.prisma.auditLog.findMany({
-        where: after(base, "createdAt", cursor),
-        orderBy: [{ createdAt: "asc" }, { id: "asc" }],
-        take: BATCH,
-      });
-      return (await forOperator) ? rows : maskOperatorActors(ctx.prisma, rows);
-    },
-    cursorOf: (r) => ({ at: r.createdAt, id: r.id }),
-    line: (r) => {
-      const rec = auditRecord(r);
-      if (job.format !== "csv") return `${JSON.stringify(rec)}\n`;
-      return `${AUDIT_COLUMNS.map((c) => csvCell(c === "before" || c === "after" ? (rec[c] === null ? null : JSON.stringify(rec[c])) : rec[c])).join(",")}\r\n`;
-    },
-  } satisfies ExportSource<Awaited<ReturnType<typeof ctx.prisma.auditLog.findMany>>[number]>;
+    ? (await ctx.prisma.user.findUnique({ where: { id: job.userId }, select: { role: true } }))?.role === "operator"
+    : false;
+  const batch = async (cursor: { at: Date; id: string } | null) => {
+    const where = cursor
+      ? {
+          AND: [base, { OR: [{ createdAt: { gt: cursor.at } }, { createdAt: cursor.at, id: { gt: cursor.id } }] }],
+        }
+      : base;
+    const rows = await ctx.prisma.auditLog.findMany({
+      where,
+      orderBy: [{ createdAt: "asc" }, { id: "asc" }],
+      take: BATCH,
+    });
+    return forOperator ? rows : maskOperatorActors(ctx.prisma, rows);
+  };
+  const line = (r: Awaited<ReturnType<typeof batch>>[number]) => {
+    const rec = auditRecord(r);
+    if (job.format !== "csv") return `${JSON.stringify(rec)}\n`;
+    return `${AUDIT_COLUMNS.map((c) => csvCell(c === "before" || c === "after" ? (rec[c] === null ? null : JSON.stringify(rec[c])) : rec[c])).join(",")}\r\n`;
+  };
+  // the next batch is read while this one is formatted and written (a failure is seen when it is awaited)
+  const read = (c: { at: Date; id: string } | null) => {
+    const p = batch(c);
+    p.catch(() => undefined);
+    return p;
+  };
+  let next = read(null);
+  for (;;) {
+    const rows = await next;
+    if (rows.length === 0) return;
+    const last = rows[rows.length - 1]!;
+    const more = rows.length >= BATCH;
+    if (more) next = read({ at: last.createdAt, id: last.id });
+    let data = "";
+    for (const r of rows) data += line(r);
+    yield { data, rows: rows.length };
+    if (!more) return;
+  }
 }
 
 /**
- * Streams the source to `<id>.<format>.part` batch by batch (recording the row count after each, so the console
- * shows progress), then renames it into place and marks the job ready; on any failure the partial file goes.
+ * Streams the pieces to `<id>.<format>.part` (the CSV header first), recording the row count at most every
+ * PROGRESS_MS so the console shows progress, then renames it into place and marks the job ready; on any failure
+ * the partial file goes. Each piece is written (with back-pressure) before the next is asked for, so memory holds
+ * one piece at a time whatever the export's size.
  */
-async function writeExport<Row>(ctx: Ctx, job: ExportJob, source: ExportSource<Row>) {
+async function writeExport(ctx: Ctx, job: ExportJob, header: string, pieces: AsyncIterable<ExportPiece>) {
   const dir = exportDir(ctx.dataDir);
   await mkdir(dir, { recursive: true });
   const fileName = `${job.id}.${job.format}`;
@@ -504,33 +336,15 @@ async function writeExport<Row>(ctx: Ctx, job: ExportJob, source: ExportSource<R
   const out = createWriteStream(partial, { mode: 0o600 });
   let count = 0;
   try {
-    if (job.format === "csv") await write(out, source.csvHeader);
-    let cursor: Cursor | null = null;
-    const size = source.batchSize ?? BATCH;
+    if (job.format === "csv") await write(out, header);
     let shown = Date.now();
-    // the next batch is read while this one is formatted and written (a failure is seen when it is awaited)
-    const read = (c: Cursor | null) => {
-      const p = source.batch(c);
-      p.catch(() => undefined);
-      return p;
-    };
-    let next = read(cursor);
-    for (;;) {
-      const rows = await next;
-      const n = source.rowsIn ? rows.reduce((sum, r) => sum + source.rowsIn!(r), 0) : rows.length;
-      if (n === 0) break;
-      cursor = source.cursorOf(rows[rows.length - 1]!);
-      const more = n >= size;
-      if (more) next = read(cursor);
-      let text = "";
-      for (const r of rows) text += source.line(r);
-      await write(out, text);
-      count += n;
+    for await (const piece of pieces) {
+      await write(out, piece.data);
+      count += piece.rows;
       if (Date.now() - shown >= PROGRESS_MS) {
         shown = Date.now();
         await ctx.prisma.export.update({ where: { id: job.id }, data: { rowCount: count } });
       }
-      if (!more) break;
     }
     await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
     await rename(partial, final);

@@ -40,6 +40,7 @@ export async function bootControlPlane(settings: Settings, bus: PolicyBus, logge
   });
   const ctx: ServiceContext = {
     prisma: db.prisma,
+    copyOut: db.copyOut,
     snapshotChanged: publisher.changed,
     policyPublished: () => publisher.flush(),
     masterKey: settings.masterKey,
