@@ -147,6 +147,14 @@ function leaveAt(when: "status" | "first-chunk" | "received", model = MODEL, str
   });
 }
 
+/**
+ * How long after a client left the upstream's answer is released. That the gateway has seen the close cannot be
+ * observed from outside, so this is a bounded window, not a wait for an event: it only decides whether the old
+ * behaviour (the answer arriving after the close went uncharged) is caught; with the fix the row is the same
+ * whichever comes first, so a slow machine can make it miss a regression, never fail a correct gateway.
+ */
+const CLOSE_SEEN_MS = 300;
+
 describe("a call the client leaves once the upstream has its prompt", () => {
   it("streamed, left on the status line: charged, and the upstream's count replaces the estimate", async () => {
     let end!: () => void;
@@ -185,7 +193,7 @@ describe("a call the client leaves once the upstream has its prompt", () => {
       const before = (await rows()).length;
       mock.queue.push({ prompt: EXACT_PROMPT, completion: 5, release: new Promise<void>((r) => (open = r)) });
       // The upstream has the whole request before the client goes; it answers only after.
-      await leaveAt("received", MODEL, stream).finally(() => setTimeout(open, 300));
+      await leaveAt("received", MODEL, stream).finally(() => setTimeout(open, CLOSE_SEEN_MS));
       const [row] = await eventually(rows, (r) => r.length === before + 1, 15_000);
       expect(row).toMatchObject({ status: 499, promptTokens: EXACT_PROMPT });
       expect(BigInt(row!.costMicro)).toBe(BigInt(EXACT_PROMPT + 10));
@@ -247,11 +255,8 @@ describe("a call the client leaves once the upstream has its prompt", () => {
         resolve();
       }, reject);
     });
-    // The answer is released a moment after the client left, so that the gateway has seen the close (it cannot
-    // be observed from outside). The pause only decides whether the old behaviour is caught: with the fix the
-    // row is the same whichever comes first (a destroyed socket is a 499 either way).
-    await new Promise((r) => setTimeout(r, 300));
-    embeddingsHeld.shift()!();
+    // The answer is released a moment after the client left (CLOSE_SEEN_MS; a destroyed socket is a 499 either way).
+    setTimeout(embeddingsHeld.shift()!, CLOSE_SEEN_MS);
     const [row] = await eventually(rows, (r) => r.length === before + 1, 15_000);
     expect(row).toMatchObject({ status: 499, promptTokens: EXACT_PROMPT });
     expect(BigInt(row!.costMicro)).toBe(BigInt(EXACT_PROMPT));

@@ -19,6 +19,8 @@ let replica: Proc | null = null;
 let base: string;
 let env: NodeJS.ProcessEnv;
 let key: string;
+/** resolves once the replica answers again after a kill: clients that lost their call wait for it */
+let replicaUp: Promise<void> = Promise.resolve();
 
 async function startReplica(): Promise<void> {
   replica = startTs("data-plane/src/main.ts", env);
@@ -78,7 +80,7 @@ it(`no answered call goes uncharged across ${KILLS} SIGKILLs under load`, async 
         const complete = stream ? text.trimEnd().endsWith("data: [DONE]") : text.endsWith("}");
         if (res.status === 200 && complete) answered.push(res.headers.get("x-gateway-request-id")!);
       } catch {
-        await new Promise((r) => setTimeout(r, 20)); // the replica is down: try again shortly
+        await replicaUp; // the replica is down: try again once it is back
       }
     }
   };
@@ -91,8 +93,11 @@ it(`no answered call goes uncharged across ${KILLS} SIGKILLs under load`, async 
       20_000,
       10,
     );
+    let up!: () => void;
+    replicaUp = new Promise((r) => (up = r));
     await replica!.stop("SIGKILL");
     await startReplica();
+    up();
   }
   await eventually(
     async () => answered.length,
