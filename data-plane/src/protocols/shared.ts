@@ -1,7 +1,7 @@
 // Constants and small helpers used by more than one protocol translator.
 
 import { GatewayError, type GatewayErrorKind } from "../errors.ts";
-import type { ImageSource, ReasoningConfig, ReasoningEffort, ToolMessage } from "./canonical.ts";
+import type { ImageSource, ReasoningConfig, ReasoningEffort, ResponseFormat, ToolMessage } from "./canonical.ts";
 
 /**
  * Anthropic requires max_tokens; OpenAI and Gemini clients may omit it. 4096 is what Anthropic's own
@@ -31,6 +31,31 @@ export const effortOfBudget = (budget: number): ReasoningEffort =>
  */
 export const effortOut = (r: ReasoningConfig | undefined): ReasoningEffort | undefined =>
   r?.enabled ? (r.effort ?? (r.budgetTokens === undefined ? undefined : effortOfBudget(r.budgetTokens))) : undefined;
+
+/** A JSON-schema answer format as OpenAI's two APIs carry it (Chat Completions' json_schema, Responses' text.format). */
+export interface JsonSchemaFormat {
+  name: string;
+  schema?: Record<string, unknown>;
+  description?: string | undefined;
+  strict?: boolean | null | undefined;
+}
+
+/** The canonical form of an OpenAI JSON-schema format (a null strict is none). */
+export const jsonSchemaFormatOf = (js: JsonSchemaFormat): ResponseFormat => ({
+  type: "json_schema",
+  name: js.name,
+  schema: js.schema ?? {},
+  ...(js.strict != null ? { strict: js.strict } : {}),
+  ...(js.description !== undefined ? { description: js.description } : {}),
+});
+
+/** A canonical JSON-schema format in OpenAI's terms. */
+export const jsonSchemaFormatOut = (rf: Extract<ResponseFormat, { type: "json_schema" }>): Record<string, unknown> => ({
+  name: rf.name,
+  ...(rf.description !== undefined ? { description: rf.description } : {}),
+  schema: rf.schema,
+  ...(rf.strict !== undefined ? { strict: rf.strict } : {}),
+});
 
 /** The budget to send to a vendor that wants tokens; undefined means "let the model decide". */
 export const budgetOf = (r: ReasoningConfig): number | undefined =>

@@ -15,6 +15,9 @@ import {
   dataUrlOf,
   effortOut,
   imageSourceOfUrl,
+  type JsonSchemaFormat,
+  jsonSchemaFormatOf,
+  jsonSchemaFormatOut,
   invalid,
   obj,
   unsupported,
@@ -170,15 +173,7 @@ function reasoningOf(effort: Body["reasoning_effort"]): ReasoningConfig | undefi
 
 function responseFormatOf(rf: z.infer<typeof responseFormat>): ResponseFormat {
   if (rf.type !== "json_schema") return { type: rf.type };
-  const js = (
-    rf as {
-      json_schema: { name: string; description?: string; schema?: Record<string, unknown>; strict?: boolean | null };
-    }
-  ).json_schema;
-  const out: ResponseFormat = { type: "json_schema", name: js.name, schema: js.schema ?? {} };
-  if (js.strict != null) out.strict = js.strict;
-  if (js.description !== undefined) out.description = js.description;
-  return out;
+  return jsonSchemaFormatOf((rf as { json_schema: JsonSchemaFormat }).json_schema);
 }
 
 function toolChoiceOf(tc: z.infer<typeof toolChoice>): ToolChoice {
@@ -370,9 +365,5 @@ export function buildOpenAIRequest(req: CanonicalRequest, upstreamModel: string,
 
 function responseFormatOut(rf: ResponseFormat): Record<string, unknown> {
   if (rf.type !== "json_schema") return { type: rf.type };
-  const js: Record<string, unknown> = { name: rf.name };
-  if (rf.description !== undefined) js.description = rf.description;
-  js.schema = rf.schema;
-  if (rf.strict !== undefined) js.strict = rf.strict;
-  return { type: "json_schema", json_schema: js };
+  return { type: "json_schema", json_schema: jsonSchemaFormatOut(rf) };
 }

@@ -17,7 +17,16 @@ import type {
   ToolDefinition,
   UserPart,
 } from "../canonical.ts";
-import { dataUrlOf, effortOut, imageSourceOfUrl, invalid, unsupported } from "../shared.ts";
+import {
+  type JsonSchemaFormat,
+  dataUrlOf,
+  effortOut,
+  imageSourceOfUrl,
+  invalid,
+  jsonSchemaFormatOf,
+  jsonSchemaFormatOut,
+  unsupported,
+} from "../shared.ts";
 import { formatPath, parseBody } from "../validate.ts";
 import type { BuildOptions, UpstreamRequest } from "../types.ts";
 import { Translation, unknownFields } from "../translation.ts";
@@ -175,11 +184,7 @@ function reasoningOf(r: ResponsesBody["reasoning"]): ReasoningConfig | undefined
 
 function formatOf(f: z.infer<typeof formatSchema>): ResponseFormat {
   if (f.type !== "json_schema") return { type: f.type };
-  const js = f as { name: string; schema: Record<string, unknown>; description?: string; strict?: boolean | null };
-  const out: ResponseFormat = { type: "json_schema", name: js.name, schema: js.schema };
-  if (js.strict != null) out.strict = js.strict;
-  if (js.description !== undefined) out.description = js.description;
-  return out;
+  return jsonSchemaFormatOf(f as JsonSchemaFormat);
 }
 
 function toolChoiceOf(tc: NonNullable<ResponsesBody["tool_choice"]>): ToolChoice {
@@ -443,9 +448,5 @@ export function buildResponsesRequest(
 
 export function formatOut(rf: ResponseFormat): Record<string, unknown> {
   if (rf.type !== "json_schema") return { type: rf.type };
-  const f: Record<string, unknown> = { type: "json_schema", name: rf.name };
-  if (rf.description !== undefined) f.description = rf.description;
-  f.schema = rf.schema;
-  if (rf.strict !== undefined) f.strict = rf.strict;
-  return f;
+  return { type: "json_schema", ...jsonSchemaFormatOut(rf) };
 }
