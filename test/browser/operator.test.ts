@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_MOCK_KEY, type MockUpstream } from "../mocks/script.ts";
 import { startOpenAIUpstream } from "../mocks/openai-upstream.ts";
 import { admin, eventually, freePort, repoRoot, startTs, waitForHttp, type Proc } from "../helpers/processes.ts";
+import { expectTableFits } from "./table-fit.ts";
 
 // The operator's console (issue 18 §1) in real Chromium against the embedded product: open a customer with an
 // owner, set a contract price, top up — the customer signs in and sees that price and balance; add an upstream
@@ -338,6 +339,10 @@ describe("operator console", () => {
       300,
     );
     await page.getByRole("button", { name: "Enable key revoked of mock-pool" }).waitFor();
+    // at 1280 px the health table (with a key pool) and the usage tables fit their cards: no column out of view
+    for (const table of ["health-table", "usage-customer", "usage-model", "usage-upstream"]) {
+      await expectTableFits(page, table);
+    }
     await screenshots("health");
   });
 

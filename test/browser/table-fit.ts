@@ -1,11 +1,12 @@
 import type { Page } from "playwright-core";
+import { expect } from "vitest";
 
 /**
- * How a table sits in its card at the page's current width: the right edges of its last column and of the card,
- * and how far its wrapper scrolls sideways (0 when the whole table is in view).
+ * Asserts that a table fits its card at the page's current width: its last column ends inside the card and its
+ * wrapper does not scroll sideways (no column hidden behind a scroll).
  */
-export async function tableFit(page: Page, testId: string) {
-  return page.getByTestId(testId).evaluate((table) => {
+export async function expectTableFits(page: Page, testId: string) {
+  const fit = await page.getByTestId(testId).evaluate((table) => {
     const card = table.closest(".card")!;
     const wrap = table.closest(".table-wrap")!;
     const last = table.querySelector("thead tr th:last-child")!;
@@ -15,4 +16,6 @@ export async function tableFit(page: Page, testId: string) {
       hiddenSideways: wrap.scrollWidth - wrap.clientWidth,
     };
   });
+  expect(fit.lastColumnRight, `${testId}: last column`).toBeLessThanOrEqual(fit.cardRight);
+  expect(fit.hiddenSideways, `${testId}: hidden behind a sideways scroll`).toBeLessThanOrEqual(0);
 }
