@@ -5,9 +5,9 @@
 // the parent table so the rollup trigger fires as it does for settlement). Then, timed with the product's own
 // service functions (what GraphQL's resolvers call): as the busy account, the usage log's first page, a page
 // filtered by key and model, page 100 by cursor, 30-day statistics; as an operator, usage across customers over
-// 7 and 30 days and upstream health; an export (CSV, to a temporary directory) of the busy account's last day
-// (and of enough days for ≥ 200,000 rows when a day holds fewer), in rows per second with the process's peak
-// memory; settlement's Postgres CPU per call on the full log (its backend's /proc schedstat); and a retention
+// 7 and 30 days and upstream health; exports (to a temporary directory) of the busy account's last day, of
+// enough days for ≥ 200,000 rows when a day holds fewer, of its whole log (CSV) and as JSON lines, in rows per
+// second with the CPU per row of the COPY's backend and of this process, and the process's peak memory; settlement's Postgres CPU per call on the full log (its backend's /proc schedstat); and a retention
 // pass that drops the oldest week of partitions. Prints one table; VOLUME_KEEP=1 keeps the database.
 // VOLUME_DB=<name> measures a kept database again instead of seeding one (its log as the run that seeded it left
 // it: a week fewer after its retention pass), and VOLUME_ONLY=export measures the exports alone.
