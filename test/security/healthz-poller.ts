@@ -3,11 +3,14 @@ import { Agent, request } from "node:http";
 // The /healthz poller of healthz-stall.test.ts, shared by the tests that measure how long one request holds
 // the server's event loop: back-to-back GETs on one kept-alive connection, the slowest answer kept.
 
+/** answers in a baseline: about what a poller sees in half a second on an idle server */
+export const QUIET_ANSWERS = 300;
+
 export function healthzPoller(
   base: string,
   /** false: a failed poll counts as the time it took (to measure a server that drops connections) */
   failOnError = true,
-): { worstDuring(work: () => Promise<unknown>): Promise<number> } {
+): { worstQuiet(answers?: number): Promise<number>; worstDuring(work: () => Promise<unknown>): Promise<number> } {
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   const { hostname, port } = new URL(base);
   const once = (): Promise<number> => {
@@ -22,11 +25,21 @@ export function healthzPoller(
     });
   };
   let warm = false;
+  const warmUp = async () => {
+    if (!warm) for (let i = 0; i < 20; i++) await once();
+    warm = true;
+  };
   return {
+    /** The slowest of `answers` back-to-back /healthz answers with nothing else running: the baseline. */
+    async worstQuiet(answers = QUIET_ANSWERS) {
+      await warmUp();
+      let worst = 0;
+      for (let i = 0; i < answers; i++) worst = Math.max(worst, await once());
+      return worst;
+    },
     /** The slowest /healthz answer while `work` runs. */
     async worstDuring(work) {
-      if (!warm) for (let i = 0; i < 20; i++) await once();
-      warm = true;
+      await warmUp();
       let done = false;
       let worst = 0;
       const poll = (async () => {

@@ -85,20 +85,18 @@ function expectTooLarge(a: Answer): void {
 it("hundreds of references to one large item are refused before anything is built, without stalling the server", async () => {
   const medium = await storeAnswer(64 * 1024);
   const large = await storeAnswer(512 * 1024);
-  const cases: [string, Uint8Array<ArrayBuffer> | null][] = [
-    ["nothing else (500 ms)", null],
+  const cases: [string, Uint8Array<ArrayBuffer>][] = [
     ["900 references to a 64 KB item", references(medium.itemId, 900)],
     ["5,000 references to a 64 KB item", references(medium.itemId, 5_000)],
     ["1,100 references to a 512 KB item", references(large.itemId, 1_100)],
   ];
-  const worst: Record<string, number> = {};
+  const worst: Record<string, number> = { "nothing else": Math.round(await poller.worstQuiet()) };
   const answers: [string, Answer, number][] = [];
   for (const [name, body] of cases) {
     const calls = mock.requests.length;
     let answer: Answer | null = null;
     worst[name] = Math.round(
       await poller.worstDuring(async () => {
-        if (body === null) return new Promise((r) => setTimeout(r, 500));
         answer = await post(body).catch((err: Error) => ({ status: 0, requestId: "", body: { error: err } }) as never);
       }),
     );
