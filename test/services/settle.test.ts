@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import fc from "fast-check";
 import type { UsageEvent } from "../../data-plane/src/contract/usage.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openDatabase } from "../../control-plane/src/db/client.ts";
 import { pgArray, settleUsageBatch } from "../../control-plane/src/usage/settle.ts";
 import { freshDatabase } from "../helpers/postgres.ts";
 
@@ -460,6 +461,40 @@ describe("settleUsageBatch", () => {
     expect(rows.reduce((s, r) => s + r.costMicro, 0n)).toBe(
       calls.reduce((s, e, i) => s + BigInt(e.estimated ? exactOf(e, i).cost : e.cost), 0n),
     );
+  });
+
+  it("refuses a call whose row is still in the unpartitioned log being copied, and settles it once moved", async () => {
+    // A database opened now (settlement remembers per database that the old log is gone).
+    const db = await openDatabase({ databaseUrl: fx.url });
+    const a = await accountWithKeys(10_000n, 1);
+    const estimate = event(a.accountId, a.keyIds[0]!, "300", "2026-11-23T06:00:00.000Z", { estimated: true });
+    const exact = { ...estimate, cost: "420", estimated: false };
+    const q = (sql: string) => db.sql.transaction((tx) => tx.query(sql));
+    try {
+      // The estimate was settled before the partitions (a per-call ledger row then); its row waits to be copied.
+      await q(`CREATE TABLE usage_logs_unpartitioned (LIKE usage_logs INCLUDING DEFAULTS)`);
+      await q(`INSERT INTO usage_logs_unpartitioned (id, request_id, account_id, api_key_id, model, protocol, status,
+          cost_micro, latency_ms, started_at, estimated)
+        VALUES (gen_random_uuid(), '${estimate.requestId}', '${a.accountId}', '${a.keyIds[0]}', 'm', 'openai', 499,
+          300, 1, '${estimate.startedAt}', true)`);
+      await db.prisma.account.update({ where: { id: a.accountId }, data: { balanceMicro: { decrement: 300n } } });
+      // Its exact count (or a replay) arrives meanwhile: refused whole, nothing written, nothing charged.
+      await expect(settleUsageBatch(db, [exact])).rejects.toThrow(/still in the usage log being copied/);
+      expect(await db.prisma.usageLog.count({ where: { requestId: estimate.requestId } })).toBe(0);
+      expect((await db.prisma.account.findUniqueOrThrow({ where: { id: a.accountId } })).balanceMicro).toBe(9_700n);
+      // The copy moves the row (one transaction), then the retried batch replaces the estimate once.
+      await q(`WITH moved AS (DELETE FROM usage_logs_unpartitioned RETURNING *)
+        INSERT INTO usage_logs SELECT * FROM moved`);
+      expect(await settleUsageBatch(db, [exact])).toBe(0);
+      expect(await settleUsageBatch(db, [exact, estimate])).toBe(0);
+      expect((await db.prisma.account.findUniqueOrThrow({ where: { id: a.accountId } })).balanceMicro).toBe(9_580n);
+      // a row from before batches has no batch id: its correction line has none either
+      const lines = await db.prisma.ledgerEntry.findMany({ where: { accountId: a.accountId } });
+      expect(lines.map((l) => [l.kind, l.batchId, l.calls, l.amountMicro])).toEqual([["correction", null, 1, -120n]]);
+    } finally {
+      await q(`DROP TABLE IF EXISTS usage_logs_unpartitioned`);
+      await db.close();
+    }
   });
 
   it("prefers the exact event when both arrive in one batch", async () => {

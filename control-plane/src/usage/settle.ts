@@ -32,7 +32,16 @@ RETURNING request_id`;
 // The log is partitioned by day on started_at, so the request id is unique together with started_at: every
 // event of a call carries the started_at the data plane fixed when the call started, so a redelivery still
 // conflicts with the row already there. This is what settles a call exactly once: the batch's debits and ledger
-// lines are made from the rows this statement returns, in the same transaction.
+// lines are made from the rows this statement returns, in the same transaction (see also OLD_LOG_HOLDS).
+
+// While an unpartitioned log from before the partitions is being copied across (usage/backfill.ts), a call's row
+// may still be there, where the INSERT above cannot conflict with it: a batch holding such a call (a replay, an
+// exact count for an estimate) is refused and retried until the copy has moved the row (the move is one
+// transaction, so the row is always in one of the two tables). Once the old table is gone it never comes back, so
+// a database where it was seen absent is not asked again.
+const OLD_LOG_EXISTS = `SELECT to_regclass('usage_logs_unpartitioned') IS NOT NULL AS present`;
+const OLD_LOG_HOLDS = `SELECT count(*)::int AS n FROM usage_logs_unpartitioned WHERE request_id = ANY($1::text[])`;
+const withoutOldLog = new WeakSet<Database>();
 
 // An exact count replacing an estimated row (a stream the client cut, whose upstream finished afterwards):
 // only a row still estimated is changed, so the replacement happens once, whoever delivers it and how often.
@@ -226,8 +235,8 @@ const inputOf = (e: UsageEvent) =>
  * for a row still flagged estimated replaces its counts and settles the difference, once. The batch gets an id
  * (time-ordered), written on each of its rows and on its ledger lines: one line per account, not per call. A
  * batch costs one transaction of six statements (usage rows, debits, ledger lines, key spend, period spend,
- * commit) however many events, accounts and keys it holds, plus two per replaced estimate. Returns how many
- * events were new.
+ * commit) however many events, accounts and keys it holds, plus two per replaced estimate (and, while an old
+ * unpartitioned log is being copied, a look-up there: OLD_LOG_HOLDS). Returns how many events were new.
  */
 export async function settleUsageBatch(
   db: Database,
@@ -241,6 +250,17 @@ export async function settleUsageBatch(
   const col = pgArray<UsageEvent>;
   const batchId = timeOrderedId();
   return db.sql.transaction(async (tx) => {
+    if (!withoutOldLog.has(db)) {
+      const [old] = await tx.query<{ present: boolean }>(OLD_LOG_EXISTS);
+      if (!old?.present) withoutOldLog.add(db);
+      else {
+        const [held] = await tx.query<{ n: number }>(OLD_LOG_HOLDS, [col(unique, (e) => e.requestId)]);
+        if (held && held.n > 0)
+          throw new Error(
+            `settlement: ${held.n} of the batch's calls are still in the usage log being copied into partitions; retried once moved`,
+          );
+      }
+    }
     const inserted = await tx.query<{ request_id: string }>(INSERT_USAGE, [
       col(unique, (e) => e.requestId),
       col(unique, (e) => e.accountId),
