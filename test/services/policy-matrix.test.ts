@@ -18,6 +18,8 @@ const UPSTREAM_KEY = "sk-upstream-matrix";
 // Prices per 1M tokens: input 1, output 2. The mock answers 1000 + 1000 tokens: 1000 × 1 + 1000 × 2 = 3000 micro.
 const COST = 3000n;
 const TOKENS = 2000;
+/** the account whose calls serve as barriers in the usage streams (settledSoFar) */
+const BARRIER = "barrier";
 const config = {
   upstreams: [{ name: "mock", protocol: "openai", baseUrl: "", apiKey: "${MATRIX_UPSTREAM_KEY}" }],
   models: [
@@ -36,8 +38,6 @@ const config = {
   ],
 };
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 interface OpenAIErrorBody {
   message: string;
   type: string;
@@ -52,6 +52,8 @@ describe.each(["embedded", "distributed"] as Mode[])("%s mode", (mode) => {
   const expected = new Map<string, bigint>();
   const refusedIds = new Set<string>();
   let altPeer: Agent | null = null;
+  /** a key of BARRIER's, whose calls mark a point in each data plane's usage stream (settledSoFar) */
+  let barrierKey: string;
 
   beforeAll(async () => {
     mock = await startOpenAIMock(UPSTREAM_KEY);
@@ -59,6 +61,8 @@ describe.each(["embedded", "distributed"] as Mode[])("%s mode", (mode) => {
     config.upstreams[0]!.baseUrl = mock.url;
     gw = await startGateway(mode, { config, env: { MATRIX_UPSTREAM_KEY: UPSTREAM_KEY } });
     await openAccount("acme", "100");
+    await openAccount(BARRIER, "100");
+    barrierKey = (await newKey(BARRIER)).key;
   }, 180_000);
 
   afterAll(async () => {
@@ -129,11 +133,28 @@ describe.each(["embedded", "distributed"] as Mode[])("%s mode", (mode) => {
         (b) => b === expected.get(a),
         15_000,
       );
-    await sleep(300);
+    await settledSoFar();
     for (const a of accounts) {
       expect(await gw.balance(a)).toBe(expected.get(a));
       expect((await gw.usage(a)).filter((r) => refusedIds.has(r.requestId))).toEqual([]);
     }
+  }
+
+  /**
+   * Usage settles in the order each data plane's calls end: once a call served after the refusals has its usage
+   * row, anything a refusal had charged or logged is in too. One such call through every data plane (BARRIER's
+   * own balance is asserted nowhere).
+   */
+  async function settledSoFar(): Promise<void> {
+    const ids: string[] = [];
+    for (const base of gw.bases)
+      ids.push((await ask(sdk(barrierKey, base))).response.headers.get("x-gateway-request-id")!);
+    await eventually(
+      () => gw.usage(BARRIER, 20),
+      (rows) => ids.every((id) => rows.some((r) => r.requestId === id)),
+      15_000,
+      50,
+    );
   }
 
   /** Waits until GET /v1/models (no upstream, no charge) says the key is refused with this code everywhere. */
@@ -178,8 +199,9 @@ describe.each(["embedded", "distributed"] as Mode[])("%s mode", (mode) => {
       const expiresAt = Date.now() + 2_000;
       const soon = await newKey("acme", { expires: new Date(expiresAt).toISOString() });
       await served("acme", sdk(soon.key));
-      await sleep(expiresAt - Date.now() + 50);
-      // No new snapshot is needed: the data plane checks the clock on every call.
+      // No new snapshot is needed: the data plane checks the clock on every call (the model list, which charges
+      // nothing, says when it has passed).
+      await propagated(soon.key, "key_expired");
       for (const base of gw.bases) await refused(sdk(soon.key, base), 401, "key_expired");
       const { body } = await refused(sdk(soon.key), 401, "key_expired");
       expect(body.message).toContain(new Date(expiresAt).toISOString());
@@ -349,7 +371,14 @@ describe.each(["embedded", "distributed"] as Mode[])("%s mode", (mode) => {
     /** tpm 1500: the first call's actual 2000 tokens (charged at release) use the minute up. */
     async function tpm(account: string, keys: OpenAI[], scope: string) {
       await served(account, keys[0]!);
-      await sleep(300); // the release that charges the actual tokens runs after the response
+      // The release that charges the actual tokens runs after the response: the model list (no tokens, no
+      // charge) shows when the minute's tokens are gone.
+      await eventually(
+        () => remainingTokens(keys[0]!),
+        (left) => left === "0",
+        5_000,
+        20,
+      );
       const { headers, body } = await refused(keys[1 % keys.length]!, 429, "rate_limit_exceeded");
       expect(body.message).toContain(`Rate limit reached for ${scope}: 1500 tokens per minute`);
       retryAfter(headers);
@@ -358,6 +387,16 @@ describe.each(["embedded", "distributed"] as Mode[])("%s mode", (mode) => {
       expect(TOKENS).toBeGreaterThan(1500);
       await nothingChargedFor(account);
     }
+
+    /** x-ratelimit-remaining-tokens of a model list (a refusal, once nothing is left, carries the header too) */
+    const remainingTokens = (c: OpenAI) =>
+      c.models
+        .list()
+        .withResponse()
+        .then(
+          ({ response }) => response.headers.get("x-ratelimit-remaining-tokens"),
+          (e: InstanceType<typeof OpenAI.APIError>) => e.headers?.get("x-ratelimit-remaining-tokens") ?? null,
+        );
 
     /** concurrency 1: a second call while the first is in flight is refused at once. */
     async function concurrency(account: string, keys: OpenAI[], scope: string) {
@@ -376,7 +415,18 @@ describe.each(["embedded", "distributed"] as Mode[])("%s mode", (mode) => {
       // OpenAI has no concurrency header; the key also has rpm 1000, whose headers come along.
       expect(headers.get("x-ratelimit-limit-requests")).toBe("1000");
       await first;
-      await sleep(200);
+      // The slot is given back after the response: the model list (which holds a slot while it runs, and charges
+      // nothing) is admitted once it is free.
+      await eventually(
+        () =>
+          keys[0]!.models.list().then(
+            () => "free",
+            (e: InstanceType<typeof OpenAI.APIError>) => String(e.code),
+          ),
+        (slot) => slot === "free",
+        5_000,
+        20,
+      );
       await served(account, keys[1 % keys.length]!); // the slot is free again
       await nothingChargedFor(account);
     }
@@ -456,7 +506,9 @@ describe.each(["embedded", "distributed"] as Mode[])("%s mode", (mode) => {
                 if (code === "insufficient_quota") return void quotaRefusals++;
                 if (code !== "rate_limit_exceeded") throw e;
                 concurrencyRefusals++;
-                await sleep(100 + Math.random() * 200); // a client backing off after the concurrency 429
+                // A client backing off after the concurrency 429, with jitter, as the load it models would: this
+                // paces the load loop, it waits for no event of the gateway's.
+                await new Promise((r) => setTimeout(r, 100 + Math.random() * 200));
               }
             }
           }),
