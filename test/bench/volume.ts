@@ -7,8 +7,9 @@
 // filtered by key and model, page 100 by cursor, 30-day statistics; as an operator, usage across customers over
 // 7 and 30 days and upstream health; exports (to a temporary directory) of the busy account's last day, of
 // enough days for ≥ 200,000 rows when a day holds fewer, of its whole log (CSV) and as JSON lines, in rows per
-// second with the CPU per row of the COPY's backend and of this process, and the process's peak memory; settlement's Postgres CPU per call on the full log (its backend's /proc schedstat); and a retention
-// pass that drops the oldest week of partitions. Prints one table; VOLUME_KEEP=1 keeps the database.
+// second with the CPU per row of the COPY's backend and of this process, and the process's peak memory;
+// settlement's Postgres CPU per call on the full log (its backend's /proc schedstat); and a retention pass that
+// drops the oldest week of partitions. Prints one table; VOLUME_KEEP=1 keeps the database.
 // VOLUME_DB=<name> measures a kept database again instead of seeding one (its log as the run that seeded it left
 // it: a week fewer after its retention pass), and VOLUME_ONLY=export measures the exports alone.
 import { mkdtempSync, rmSync, readFileSync, statSync } from "node:fs";
