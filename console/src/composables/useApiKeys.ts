@@ -1,9 +1,11 @@
 import { useMutation, useQuery } from "@urql/vue";
 import { computed } from "vue";
+import { SetApiKeyBudgetsMutation } from "../graphql/budgets";
 import { ApiKeysQuery, CreateApiKeyMutation, RevokeApiKeyMutation, UpdateApiKeyMutation } from "../graphql/keys";
-import type { ApiKeyRestrictionsInput } from "../graphql/generated/graphql";
+import type { ApiKeyRestrictionsInput, BudgetsInput } from "../graphql/generated/graphql";
+import { refreshing } from "./refreshing";
 
-/** The account's keys, with create, update and revoke; the list refreshes after each change. */
+/** The account's keys, with create, update, revoke and a key's own budgets; the list refreshes after each change. */
 export function useApiKeys() {
   const query = useQuery({
     query: ApiKeysQuery,
@@ -13,6 +15,7 @@ export function useApiKeys() {
   const createOp = useMutation(CreateApiKeyMutation);
   const updateOp = useMutation(UpdateApiKeyMutation);
   const revokeOp = useMutation(RevokeApiKeyMutation);
+  const setBudgetsOp = useMutation(SetApiKeyBudgetsMutation);
   const refresh = () => query.executeQuery({ requestPolicy: "network-only" });
 
   return {
@@ -24,20 +27,13 @@ export function useApiKeys() {
     creating: createOp.fetching,
     updating: updateOp.fetching,
     revoking: revokeOp.fetching,
-    async create(input: ApiKeyRestrictionsInput) {
-      const r = await createOp.executeMutation({ input });
-      if (!r.error) void refresh();
-      return r;
-    },
-    async update(id: string, input: ApiKeyRestrictionsInput) {
-      const r = await updateOp.executeMutation({ id, input });
-      if (!r.error) void refresh();
-      return r;
-    },
-    async revoke(id: string) {
-      const r = await revokeOp.executeMutation({ id });
-      if (!r.error) void refresh();
-      return r;
-    },
+    savingBudgets: setBudgetsOp.fetching,
+    create: refreshing((input: ApiKeyRestrictionsInput) => createOp.executeMutation({ input }), refresh),
+    update: refreshing(
+      (id: string, input: ApiKeyRestrictionsInput) => updateOp.executeMutation({ id, input }),
+      refresh,
+    ),
+    revoke: refreshing((id: string) => revokeOp.executeMutation({ id }), refresh),
+    setBudgets: refreshing((id: string, input: BudgetsInput) => setBudgetsOp.executeMutation({ id, input }), refresh),
   };
 }

@@ -1,4 +1,4 @@
-import { useMutation } from "@urql/vue";
+import { useClientHandle, useMutation } from "@urql/vue";
 import {
   ChangePasswordMutation,
   ConfirmTotpMutation,
@@ -8,10 +8,16 @@ import {
   RequestEmailVerificationMutation,
   VerifyEmailMutation,
 } from "../graphql/security";
+import { loadSession } from "./useSession";
 
-/** Password, e-mail binding and two-step verification mutations. */
+/**
+ * Password, e-mail binding and two-step verification mutations, and reading the signed-in user again after one
+ * changed what the session shows (a verified e-mail, two-step on or off, the recovery codes left).
+ */
 export function useSecurity() {
+  const client = useClientHandle().client;
   return {
+    reloadSession: () => loadSession(client, true),
     changePassword: useMutation(ChangePasswordMutation),
     requestEmail: useMutation(RequestEmailVerificationMutation),
     verifyEmail: useMutation(VerifyEmailMutation),
