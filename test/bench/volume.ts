@@ -11,7 +11,8 @@
 // settlement's Postgres CPU per call on the full log (its backend's /proc schedstat); and a retention pass that
 // drops the oldest week of partitions. Prints one table; VOLUME_KEEP=1 keeps the database.
 // VOLUME_DB=<name> measures a kept database again instead of seeding one (its log as the run that seeded it left
-// it: a week fewer after its retention pass), and VOLUME_ONLY=export measures the exports alone.
+// it: a week fewer after its retention pass), and VOLUME_ONLY=export (or queries) measures the exports (or the
+// customer's and operator's queries) alone.
 import { mkdtempSync, rmSync, readFileSync, statSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -22,7 +23,7 @@ import type { SqlRunner } from "../../control-plane/src/db/client.ts";
 import { copyOutFrom } from "../../control-plane/src/db/copy-out.ts";
 import { runExport } from "../../control-plane/src/exports/runner.ts";
 import type { ServiceContext } from "../../control-plane/src/services/context.ts";
-import { usageStats } from "../../control-plane/src/stats/aggregate.ts";
+import { usageByAttribution, usageStats } from "../../control-plane/src/stats/aggregate.ts";
 import { operatorUsage, upstreamHealth } from "../../control-plane/src/stats/operator.ts";
 import { usagePage } from "../../control-plane/src/stats/usage-log.ts";
 import { createUsagePartition, dropExpiredUsage } from "../../control-plane/src/usage/partitions.ts";
@@ -43,7 +44,8 @@ const CHUNK = 500_000;
 
 const REUSE = process.env.VOLUME_DB;
 const ONLY = process.env.VOLUME_ONLY;
-if (ONLY && ONLY !== "export") throw new Error("VOLUME_ONLY: export is the one part that runs alone");
+if (ONLY && ONLY !== "export" && ONLY !== "queries")
+  throw new Error("VOLUME_ONLY: export or queries are the parts that run alone");
 
 const results: { what: string; figure: string; target?: string; met?: boolean }[] = [];
 const record = (what: string, figure: string, target?: string, met?: boolean) => {
@@ -244,7 +246,7 @@ try {
   }
 
   // 3. As the busy account (half the rows).
-  if (!ONLY) {
+  if (!ONLY || ONLY === "queries") {
     const k0 = keyIds[0]!;
     await timed("customer: usage log, first page (50)", 50, () => usagePage(ctx, busy, {}, 50));
     await timed("customer: usage log filtered by key and model", 50, () =>
@@ -256,6 +258,23 @@ try {
     await timed("customer: usage log, page 100 by cursor", 50, () => usagePage(ctx, busy, {}, 50, page100));
     await timed("customer: statistics over 30 days by day", 100, () =>
       usageStats(ctx, busy, { from: new Date(now - 30 * DAY), to: new Date(now), granularity: "day", timeZone: "UTC" }),
+    );
+
+    // Cost attribution: the 100 largest end users and tags (the daily attribution rollup and the edge days'
+    // rows), and the statistics filtered by one end user (an index range of its rows) and by one tag (every row
+    // carrying it: the rollup does not keep tags per key and model).
+    const month = { from: new Date(now - 30 * DAY), to: new Date(now) };
+    await timed("customer: spend by end user over 30 days (the 100 largest)", 100, () =>
+      usageByAttribution(ctx, busy, month, "endUser"),
+    );
+    await timed("customer: spend by tag over 30 days (the 100 largest)", 100, () =>
+      usageByAttribution(ctx, busy, month, "tag"),
+    );
+    await timed("customer: statistics over 30 days filtered by an end user", 100, () =>
+      usageStats(ctx, busy, { ...month, endUser: "user-10", granularity: "day", timeZone: "UTC" }),
+    );
+    await timed("customer: statistics over 30 days filtered by a tag on a seventh of the calls", null, () =>
+      usageStats(ctx, busy, { ...month, tag: "team=search", granularity: "day", timeZone: "UTC" }),
     );
 
     // 4. As an operator.
@@ -278,6 +297,7 @@ try {
     { days: SPAN_DAYS, format: "csv" },
     { days: spans[spans.length - 1]!, format: "jsonl" },
   ];
+  if (ONLY === "queries") exportsRun.length = 0;
   // the exports' COPY runs on a connection of their own, whose backend's CPU is measured
   const exportPool = new pg.Pool({ connectionString: db.url, max: 1 });
   const exportPid = (await exportPool.query<{ pid: number }>(`SELECT pg_backend_pid() AS pid`)).rows[0]!.pid;

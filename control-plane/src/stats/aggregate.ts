@@ -181,11 +181,11 @@ export async function usageByAttribution(
   const key = by === "endUser" ? Prisma.sql`end_user` : Prisma.sql`t.tag`;
   const table =
     by === "endUser" ? Prisma.sql`usage_logs` : Prisma.sql`usage_logs CROSS JOIN LATERAL unnest(tags) AS t(tag)`;
-  const fromLog = (from: Date, to: Date) => Prisma.sql`
+  const fromLog = (from: Date, to: Date, ...more: Prisma.Sql[]) => Prisma.sql`
     SELECT ${key} AS key, 1 AS requests, (status < 200 OR status >= 300)::int AS errors, prompt_tokens,
            completion_tokens, reasoning_tokens, cached_tokens, cost_micro
     FROM ${table}
-    WHERE ${Prisma.join(logFilters, " AND ")} AND started_at >= ${from} AND started_at < ${to}`;
+    WHERE ${Prisma.join([...logFilters, ...more], " AND ")} AND started_at >= ${from} AND started_at < ${to}`;
   const fromDay = new Date(Math.ceil(f.from.getTime() / DAY) * DAY);
   const toDay = new Date(Math.floor(f.to.getTime() / DAY) * DAY);
   // Grouped by tag and filtered by a tag, a call counts under each tag it carries with the filter's; grouped by tag
@@ -202,28 +202,28 @@ export async function usageByAttribution(
       Prisma.sql`day < ${toDay}`,
     ];
     if (ownFilter) rollupFilters.push(Prisma.sql`value = ${ownFilter}`);
-    // The calls without an end user (the null group) are not in the rollup: over whole days they are the
-    // account's totals (the hourly rollup) minus its end users' (this rollup), every figure being a sum. (While an
-    // old unpartitioned log is being converted, its rows not yet copied are in the first and not in the second,
-    // so they count under null until they are copied.)
-    const diff = (c: string) => Prisma.raw(`h.${c} - a.${c} AS ${c}`);
+    // The edge days' attributed rows only: those with an end user are a range of the partial end-user index.
+    const attributed = by === "endUser" ? Prisma.sql`end_user IS NOT NULL` : Prisma.sql`tags <> '{}'`;
+    const named = Prisma.sql`
+      SELECT value AS key, requests, errors, prompt_tokens, completion_tokens, reasoning_tokens, cached_tokens,
+             cost_micro
+      FROM usage_attribution_daily WHERE ${Prisma.join(rollupFilters, " AND ")}
+      UNION ALL ${fromLog(f.from, fromDay, attributed)}
+      UNION ALL ${fromLog(toDay, f.to, attributed)}`;
+    // The calls without an end user (the null group) are in neither: they are the span's totals (the hourly
+    // rollup, and the log for the partial hours at its edges) minus its end users', every figure being a sum.
+    // (While an old unpartitioned log is being converted, its rows not yet copied are in the hourly rollup and
+    // not in this one, so they count under null until they are copied.)
+    const diff = (c: string) => Prisma.raw(`t.${c} - n.${c} AS ${c}`);
     const nullGroup =
       by === "endUser" && !ownFilter
         ? Prisma.sql`UNION ALL SELECT * FROM (
             SELECT NULL::text AS key, ${Prisma.join(FIGURES.map(diff))}
-            FROM (SELECT ${figureSums} FROM usage_hourly
-                  WHERE account_id = ${accountId}::uuid AND hour >= ${fromDay} AND hour < ${toDay}) h,
-                 (SELECT ${figureSums} FROM usage_attribution_daily
-                  WHERE account_id = ${accountId}::uuid AND dimension = 'end_user' AND day >= ${fromDay} AND day < ${toDay}) a
-          ) n WHERE requests <> 0`
+            FROM (SELECT ${figureSums} FROM (${usageSource(accountId, { from: f.from, to: f.to })}) AS s) t,
+                 (SELECT ${figureSums} FROM named) n
+          ) g WHERE requests <> 0`
         : Prisma.empty;
-    source = Prisma.sql`
-      SELECT value AS key, requests, errors, prompt_tokens, completion_tokens, reasoning_tokens, cached_tokens,
-             cost_micro
-      FROM usage_attribution_daily WHERE ${Prisma.join(rollupFilters, " AND ")}
-      ${nullGroup}
-      UNION ALL ${fromLog(f.from, fromDay)}
-      UNION ALL ${fromLog(toDay, f.to)}`;
+    source = Prisma.sql`WITH named AS MATERIALIZED (${named}) SELECT * FROM named ${nullGroup}`;
   }
   return ctx.prisma.$queryRaw<(Totals & { key: string | null })[]>`
     SELECT key, ${sums}
