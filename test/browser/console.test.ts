@@ -327,6 +327,14 @@ describe("customer console", () => {
     await page.getByLabel("Period").selectOption("7d");
     await page.getByRole("button", { name: "Requests", exact: true }).click();
     await expect.poll(() => chart.getAttribute("aria-label")).toMatch(/^Requests: 1 in total over 7 days/);
+
+    // the wallet's ledger: the call settled in a usage line of its batch, with its number of calls
+    await nav(page, "Wallet");
+    const calls = page.getByTestId("ledger-table").getByTestId("ledger-calls").first();
+    await expect
+      .poll(async () => ((await calls.textContent()) ?? "").replace(/\s+/g, " ").trim())
+      .toMatch(/^\d+ calls?$/);
+    await nav(page, "Dashboard");
     if (!existsSync(docsShot) || process.env.UPDATE_DOCS_SCREENSHOT) {
       await mkdir(join(repoRoot, "docs"), { recursive: true });
       await page.screenshot({ path: docsShot });
