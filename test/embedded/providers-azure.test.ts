@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { usageRowOf } from "../helpers/usage-row.ts";
 import { compat } from "../helpers/compat.ts";
 import { type Gateway, startGateway, waitForKey } from "../helpers/gateway.ts";
+import { type SdkCall, chatViaOpenAI, generateViaGenai, messagesViaAnthropic } from "../helpers/provider-suite.ts";
 import { type AzureMock, startAzureUpstream } from "../mocks/azure-upstream.ts";
 import { type MockUsage, mockEmbedding, mockTokens } from "../mocks/script.ts";
 
@@ -90,39 +91,23 @@ const last = () => mock.requests.at(-1)!;
 const script = (finish?: "content_filter") =>
   mock.openai.reply({ text: ["Hello", " from", " Azure."], usage: USAGE, ...(finish ? { finish } : {}) });
 
+/** One SDK call to the deployment, and what Azure was scripted to answer. */
+const call = (stream: boolean): SdkCall => ({
+  base,
+  key,
+  stream,
+  model: MODEL,
+  text: "Hello from Azure.",
+  usage: USAGE,
+});
+
 describe("Azure OpenAI through the gateway", () => {
   for (const stream of [false, true]) {
     const how = stream ? "streamed" : "not streamed";
 
     it(`openai SDK → a deployment, ${how}: passes through with the api-key; usage and bill ${compat("openai-sdk", "azure-openai", stream ? "stream" : "text", "usage")}`, async () => {
       script();
-      const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: key, maxRetries: 0 });
-      const params = { model: MODEL, messages: [{ role: "user" as const, content: "Hi" }] };
-      let text = "";
-      let usage: OpenAI.CompletionUsage | undefined;
-      let requestId: string | null;
-      if (!stream) {
-        const { data, response } = await client.chat.completions.create(params).withResponse();
-        requestId = response.headers.get("x-gateway-request-id");
-        text = data.choices[0]!.message.content ?? "";
-        usage = data.usage;
-        expect(data.model).toBe(MODEL);
-      } else {
-        const { data, response } = await client.chat.completions
-          .create({ ...params, stream: true, stream_options: { include_usage: true } })
-          .withResponse();
-        requestId = response.headers.get("x-gateway-request-id");
-        for await (const chunk of data) {
-          text += chunk.choices[0]?.delta.content ?? "";
-          if (chunk.usage) usage = chunk.usage;
-        }
-      }
-      expect(text).toBe("Hello from Azure.");
-      expect(usage).toMatchObject({
-        prompt_tokens: 1000,
-        completion_tokens: 50,
-        prompt_tokens_details: { cached_tokens: 400 },
-      });
+      const requestId = await chatViaOpenAI(call(stream));
       expect(last().url).toBe(CHAT_PATH);
       expect(last().headers["api-key"]).toBe(mock.apiKey);
       expect(last().headers.authorization).toBeUndefined();
@@ -131,21 +116,7 @@ describe("Azure OpenAI through the gateway", () => {
 
     it(`Anthropic SDK → a deployment, ${how}: translated; usage and bill ${compat("anthropic-sdk", "azure-openai", stream ? "stream" : "text", "usage")}`, async () => {
       script();
-      const client = new Anthropic({ baseURL: base, apiKey: key, maxRetries: 0 });
-      const params = { model: MODEL, max_tokens: 100, messages: [{ role: "user" as const, content: "Hi" }] };
-      let msg: Anthropic.Message;
-      let requestId: string | null;
-      if (!stream) {
-        const { data, response } = await client.messages.create(params).withResponse();
-        requestId = response.headers.get("x-gateway-request-id");
-        msg = data;
-      } else {
-        const s = client.messages.stream(params);
-        const { response } = await s.withResponse();
-        requestId = response.headers.get("x-gateway-request-id");
-        msg = await s.finalMessage();
-      }
-      expect(msg.content.map((b) => (b.type === "text" ? b.text : b.type))).toEqual(["Hello from Azure."]);
+      const { msg, requestId } = await messagesViaAnthropic(call(stream));
       expect(msg.usage).toMatchObject({ input_tokens: 600, cache_read_input_tokens: 400, output_tokens: 50 });
       expect(last().url).toBe(CHAT_PATH);
       await expectBilled(requestId);
@@ -153,25 +124,7 @@ describe("Azure OpenAI through the gateway", () => {
 
     it(`@google/genai → a deployment, ${how}: translated; usage and bill ${compat("genai-sdk", "azure-openai", stream ? "stream" : "text", "usage")}`, async () => {
       script();
-      const ai = new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: base, apiVersion: "v1beta" } });
-      const req = { model: MODEL, contents: "Hi" };
-      let text = "";
-      let usage: unknown;
-      let requestId: string | null = null;
-      if (!stream) {
-        const r = await ai.models.generateContent(req);
-        requestId = r.sdkHttpResponse?.headers?.["x-gateway-request-id"] ?? null;
-        text = r.text ?? "";
-        usage = r.usageMetadata;
-      } else {
-        for await (const chunk of await ai.models.generateContentStream(req)) {
-          requestId ??= chunk.sdkHttpResponse?.headers?.["x-gateway-request-id"] ?? null;
-          text += chunk.text ?? "";
-          if (chunk.usageMetadata) usage = chunk.usageMetadata;
-        }
-      }
-      expect(text).toBe("Hello from Azure.");
-      expect(usage).toMatchObject({ promptTokenCount: 1000, candidatesTokenCount: 50, cachedContentTokenCount: 400 });
+      const requestId = await generateViaGenai(call(stream));
       expect(last().url).toBe(CHAT_PATH);
       await expectBilled(requestId);
     });

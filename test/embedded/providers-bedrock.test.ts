@@ -1,10 +1,16 @@
 import Anthropic from "@anthropic-ai/sdk";
-import { GoogleGenAI } from "@google/genai";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { usageRowOf } from "../helpers/usage-row.ts";
 import { compat } from "../helpers/compat.ts";
 import { type Gateway, startGateway, waitForKey } from "../helpers/gateway.ts";
+import {
+  type SdkCall,
+  anthropicUsageOf,
+  chatViaOpenAI,
+  expectBilledExactly,
+  generateViaGenai,
+  messagesViaAnthropic,
+} from "../helpers/provider-suite.ts";
 import { type BedrockMock, DEFAULT_BEDROCK_CREDENTIALS, startBedrockUpstream } from "../mocks/bedrock-upstream.ts";
 import type { MockUsage } from "../mocks/script.ts";
 
@@ -96,21 +102,12 @@ afterAll(async () => {
   await mock?.close();
 });
 
-async function expectBilled(requestId: string | null, target: Target): Promise<void> {
-  expect(requestId).toMatch(/^req_/);
-  const u = USAGE[target];
-  expect(await usageRowOf(gw, "bedrock", requestId!)).toMatchObject({
+const expectBilled = (requestId: string | null, target: Target) =>
+  expectBilledExactly(gw, "bedrock", requestId, {
     model: MODELS[target],
-    status: 200,
-    promptTokens: u.promptTokens,
-    completionTokens: u.completionTokens,
-    cachedTokens: u.cachedTokens,
-    cacheWrite5mTokens: u.cacheWrite5mTokens ?? 0,
-    cacheWrite1hTokens: u.cacheWrite1hTokens ?? 0,
+    usage: USAGE[target],
     costMicro: COST[target],
-    estimated: false,
   });
-}
 
 /** What reached Bedrock for the last call: the operation and the model id (decoded from the path). */
 function lastCall(): { model: string; op: string; body: Record<string, unknown> } {
@@ -121,6 +118,16 @@ function lastCall(): { model: string; op: string; body: Record<string, unknown> 
 
 const expectedOp = (target: Target, stream: boolean) =>
   target === "claude" ? (stream ? "invoke-with-response-stream" : "invoke") : stream ? "converse-stream" : "converse";
+
+/** One SDK call's target, and what Bedrock was scripted to answer. */
+const call = (target: Target, stream: boolean): SdkCall => ({
+  base,
+  key,
+  stream,
+  model: MODELS[target],
+  text: "Hello from Bedrock.",
+  usage: USAGE[target],
+});
 
 const CASES: [Target, boolean][] = [
   ["claude", false],
@@ -135,74 +142,25 @@ describe("AWS Bedrock through the gateway", () => {
 
     it(`openai SDK → ${how}: the answer, its usage, and the bill ${compat("openai-sdk", "bedrock", stream ? "stream" : "text", "usage")}`, async () => {
       mock.reply({ text: ["Hello", " from", " Bedrock."], usage: USAGE[target] });
-      const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: key, maxRetries: 0 });
-      const params = { model: MODELS[target], messages: [{ role: "user" as const, content: "Hi" }], max_tokens: 100 };
-      let text = "";
-      let usage: OpenAI.CompletionUsage | undefined;
-      let requestId: string | null;
-      if (!stream) {
-        const { data, response } = await client.chat.completions.create(params).withResponse();
-        requestId = response.headers.get("x-gateway-request-id");
-        text = data.choices[0]!.message.content ?? "";
-        usage = data.usage;
-        expect(data.model).toBe(MODELS[target]);
-      } else {
-        const { data, response } = await client.chat.completions
-          .create({ ...params, stream: true, stream_options: { include_usage: true } })
-          .withResponse();
-        requestId = response.headers.get("x-gateway-request-id");
-        for await (const chunk of data) {
-          text += chunk.choices[0]?.delta.content ?? "";
-          if (chunk.usage) usage = chunk.usage;
-        }
-      }
-      expect(text).toBe("Hello from Bedrock.");
-      expect(usage).toMatchObject({
-        prompt_tokens: 1000,
-        completion_tokens: 50,
-        prompt_tokens_details: { cached_tokens: 400 },
-      });
+      const requestId = await chatViaOpenAI(call(target, stream), { max_tokens: 100 });
       expect(lastCall()).toMatchObject({ model: target === "claude" ? CLAUDE : NOVA, op: expectedOp(target, stream) });
       await expectBilled(requestId, target);
     });
 
     it(`Anthropic SDK → ${how}: ${target === "claude" ? "the body passes through as Bedrock takes it, betas included" : "translated to Converse"}; usage and bill ${compat("anthropic-sdk", "bedrock", stream ? "stream" : "text", "usage")}`, async () => {
       mock.reply({ text: ["Hello", " from", " Bedrock."], usage: USAGE[target] });
-      const client = new Anthropic({ baseURL: base, apiKey: key, maxRetries: 0 });
-      const params = {
-        model: MODELS[target],
-        max_tokens: 100,
-        system: "Be brief.",
-        messages: [{ role: "user" as const, content: "Hi" }],
-      };
-      const options = { headers: { "anthropic-beta": "context-1m-2025-08-07" } };
-      let msg: Anthropic.Message;
-      let requestId: string | null;
-      if (!stream) {
-        const { data, response } = await client.messages.create(params, options).withResponse();
-        requestId = response.headers.get("x-gateway-request-id");
-        msg = data;
-      } else {
-        const s = client.messages.stream(params, options);
-        const { response } = await s.withResponse();
-        requestId = response.headers.get("x-gateway-request-id");
-        msg = await s.finalMessage();
-      }
+      const { msg, requestId } = await messagesViaAnthropic(
+        call(target, stream),
+        { system: "Be brief." },
+        { headers: { "anthropic-beta": "context-1m-2025-08-07" } },
+      );
       expect(msg.model).toBe(MODELS[target]);
-      expect(msg.content.map((b) => (b.type === "text" ? b.text : b.type))).toEqual(["Hello from Bedrock."]);
-      const u = USAGE[target];
-      const writes = (u.cacheWrite5mTokens ?? 0) + (u.cacheWrite1hTokens ?? 0);
-      expect(msg.usage).toMatchObject({
-        input_tokens: u.promptTokens - u.cachedTokens! - writes,
-        cache_read_input_tokens: u.cachedTokens,
-        cache_creation_input_tokens: writes,
-        output_tokens: u.completionTokens,
-      });
-      const call = lastCall();
-      expect(call).toMatchObject({ model: target === "claude" ? CLAUDE : NOVA, op: expectedOp(target, stream) });
+      expect(msg.usage).toMatchObject(anthropicUsageOf(USAGE[target]));
+      const sent = lastCall();
+      expect(sent).toMatchObject({ model: target === "claude" ? CLAUDE : NOVA, op: expectedOp(target, stream) });
       if (target === "claude") {
         // Bedrock's form of the Messages body: the client's, without model and stream, with its version and betas.
-        expect(call.body).toEqual({
+        expect(sent.body).toEqual({
           max_tokens: 100,
           system: "Be brief.",
           messages: [{ role: "user", content: "Hi" }],
@@ -210,7 +168,7 @@ describe("AWS Bedrock through the gateway", () => {
           anthropic_beta: ["context-1m-2025-08-07"],
         });
       } else {
-        expect(call.body).toMatchObject({
+        expect(sent.body).toMatchObject({
           system: [{ text: "Be brief." }],
           messages: [{ role: "user", content: [{ text: "Hi" }] }],
           inferenceConfig: { maxTokens: 100 },
@@ -221,25 +179,7 @@ describe("AWS Bedrock through the gateway", () => {
 
     it(`@google/genai → ${how}: the answer, its usage, and the bill ${compat("genai-sdk", "bedrock", stream ? "stream" : "text", "usage")}`, async () => {
       mock.reply({ text: ["Hello", " from", " Bedrock."], usage: USAGE[target] });
-      const ai = new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: base, apiVersion: "v1beta" } });
-      const req = { model: MODELS[target], contents: "Hi", config: { maxOutputTokens: 100 } };
-      let text = "";
-      let usage: unknown;
-      let requestId: string | null = null;
-      if (!stream) {
-        const r = await ai.models.generateContent(req);
-        requestId = r.sdkHttpResponse?.headers?.["x-gateway-request-id"] ?? null;
-        text = r.text ?? "";
-        usage = r.usageMetadata;
-      } else {
-        for await (const chunk of await ai.models.generateContentStream(req)) {
-          requestId ??= chunk.sdkHttpResponse?.headers?.["x-gateway-request-id"] ?? null;
-          text += chunk.text ?? "";
-          if (chunk.usageMetadata) usage = chunk.usageMetadata;
-        }
-      }
-      expect(text).toBe("Hello from Bedrock.");
-      expect(usage).toMatchObject({ promptTokenCount: 1000, candidatesTokenCount: 50, cachedContentTokenCount: 400 });
+      const requestId = await generateViaGenai(call(target, stream), { maxOutputTokens: 100 });
       expect(lastCall()).toMatchObject({ model: target === "claude" ? CLAUDE : NOVA, op: expectedOp(target, stream) });
       await expectBilled(requestId, target);
     });

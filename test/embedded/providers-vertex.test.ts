@@ -8,6 +8,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { usageRowOf } from "../helpers/usage-row.ts";
 import { compat } from "../helpers/compat.ts";
 import { type Gateway, startGateway, waitForKey } from "../helpers/gateway.ts";
+import {
+  type SdkCall,
+  anthropicUsageOf,
+  chatViaOpenAI,
+  expectBilledExactly,
+  generateViaGenai,
+  messagesViaAnthropic,
+} from "../helpers/provider-suite.ts";
 import { type MockUsage, mockEmbedding, mockTokens } from "../mocks/script.ts";
 import { type VertexMock, startVertexUpstream } from "../mocks/vertex-upstream.ts";
 
@@ -82,21 +90,12 @@ afterAll(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-async function expectBilled(requestId: string | null, target: Target): Promise<void> {
-  expect(requestId).toMatch(/^req_/);
-  const u = USAGE[target];
-  expect(await usageRowOf(gw, "vertex", requestId!)).toMatchObject({
+const expectBilled = (requestId: string | null, target: Target) =>
+  expectBilledExactly(gw, "vertex", requestId, {
     model: MODELS[target],
-    status: 200,
-    promptTokens: u.promptTokens,
-    completionTokens: u.completionTokens,
-    cachedTokens: u.cachedTokens,
-    cacheWrite5mTokens: u.cacheWrite5mTokens ?? 0,
-    cacheWrite1hTokens: 0,
+    usage: USAGE[target],
     costMicro: COST[target],
-    estimated: false,
   });
-}
 
 /** The last model call Vertex got: publisher, model and method from its path, and its body. */
 function lastCall(): {
@@ -132,6 +131,16 @@ const script = (target: Target) =>
     usage: USAGE[target],
   });
 
+/** One SDK call's target, and what Vertex was scripted to answer. */
+const call = (target: Target, stream: boolean): SdkCall => ({
+  base,
+  key,
+  stream,
+  model: MODELS[target],
+  text: "Hello from Vertex.",
+  usage: USAGE[target],
+});
+
 const CASES: [Target, boolean][] = [
   ["gemini", false],
   ["gemini", true],
@@ -145,33 +154,7 @@ describe("Google Vertex AI through the gateway", () => {
 
     it(`openai SDK → ${how}: the answer, its usage, and the bill ${compat("openai-sdk", "vertex", stream ? "stream" : "text", "usage")}`, async () => {
       script(target);
-      const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: key, maxRetries: 0 });
-      const params = { model: MODELS[target], messages: [{ role: "user" as const, content: "Hi" }], max_tokens: 100 };
-      let text = "";
-      let usage: OpenAI.CompletionUsage | undefined;
-      let requestId: string | null;
-      if (!stream) {
-        const { data, response } = await client.chat.completions.create(params).withResponse();
-        requestId = response.headers.get("x-gateway-request-id");
-        text = data.choices[0]!.message.content ?? "";
-        usage = data.usage;
-        expect(data.model).toBe(MODELS[target]);
-      } else {
-        const { data, response } = await client.chat.completions
-          .create({ ...params, stream: true, stream_options: { include_usage: true } })
-          .withResponse();
-        requestId = response.headers.get("x-gateway-request-id");
-        for await (const chunk of data) {
-          text += chunk.choices[0]?.delta.content ?? "";
-          if (chunk.usage) usage = chunk.usage;
-        }
-      }
-      expect(text).toBe("Hello from Vertex.");
-      expect(usage).toMatchObject({
-        prompt_tokens: 1000,
-        completion_tokens: 50,
-        prompt_tokens_details: { cached_tokens: 400 },
-      });
+      const requestId = await chatViaOpenAI(call(target, stream), { max_tokens: 100 });
       expect(lastCall()).toMatchObject(expectedCall(target, stream));
       if (target === "claude") {
         expect(lastCall().body).toMatchObject({ anthropic_version: "vertex-2023-10-16", max_tokens: 100 });
@@ -182,41 +165,18 @@ describe("Google Vertex AI through the gateway", () => {
 
     it(`Anthropic SDK → ${how}: ${target === "claude" ? "the body passes through as Vertex takes it, betas included" : "translated to Gemini"}; usage and bill ${compat("anthropic-sdk", "vertex", stream ? "stream" : "text", "usage")}`, async () => {
       script(target);
-      const client = new Anthropic({ baseURL: base, apiKey: key, maxRetries: 0 });
-      const params = {
-        model: MODELS[target],
-        max_tokens: 100,
-        system: "Be brief.",
-        messages: [{ role: "user" as const, content: "Hi" }],
-      };
-      const options = { headers: { "anthropic-beta": "context-1m-2025-08-07" } };
-      let msg: Anthropic.Message;
-      let requestId: string | null;
-      if (!stream) {
-        const { data, response } = await client.messages.create(params, options).withResponse();
-        requestId = response.headers.get("x-gateway-request-id");
-        msg = data;
-      } else {
-        const s = client.messages.stream(params, options);
-        const { response } = await s.withResponse();
-        requestId = response.headers.get("x-gateway-request-id");
-        msg = await s.finalMessage();
-      }
+      const { msg, requestId } = await messagesViaAnthropic(
+        call(target, stream),
+        { system: "Be brief." },
+        { headers: { "anthropic-beta": "context-1m-2025-08-07" } },
+      );
       expect(msg.model).toBe(MODELS[target]);
-      expect(msg.content.map((b) => (b.type === "text" ? b.text : b.type))).toEqual(["Hello from Vertex."]);
-      const u = USAGE[target];
-      const writes = u.cacheWrite5mTokens ?? 0;
-      expect(msg.usage).toMatchObject({
-        input_tokens: u.promptTokens - u.cachedTokens! - writes,
-        cache_read_input_tokens: u.cachedTokens,
-        cache_creation_input_tokens: writes,
-        output_tokens: u.completionTokens,
-      });
-      const call = lastCall();
-      expect(call).toMatchObject(expectedCall(target, stream));
+      expect(msg.usage).toMatchObject(anthropicUsageOf(USAGE[target]));
+      const sent = lastCall();
+      expect(sent).toMatchObject(expectedCall(target, stream));
       if (target === "claude") {
         // Vertex's form of the Messages body: the client's, without model, with its version and the betas.
-        expect(call.body).toEqual({
+        expect(sent.body).toEqual({
           anthropic_version: "vertex-2023-10-16",
           max_tokens: 100,
           system: "Be brief.",
@@ -225,7 +185,7 @@ describe("Google Vertex AI through the gateway", () => {
           anthropic_beta: ["context-1m-2025-08-07"],
         });
       } else {
-        expect(call.body).toMatchObject({
+        expect(sent.body).toMatchObject({
           systemInstruction: { parts: [{ text: "Be brief." }] },
           contents: [{ role: "user", parts: [{ text: "Hi" }] }],
           generationConfig: { maxOutputTokens: 100 },
@@ -236,34 +196,16 @@ describe("Google Vertex AI through the gateway", () => {
 
     it(`@google/genai → ${how}: ${target === "gemini" ? "the body passes through on Vertex's path" : "translated to Claude"}; usage and bill ${compat("genai-sdk", "vertex", stream ? "stream" : "text", "usage")}`, async () => {
       script(target);
-      const ai = new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: base, apiVersion: "v1beta" } });
-      const req = { model: MODELS[target], contents: "Hi", config: { maxOutputTokens: 100 } };
-      let text = "";
-      let usage: unknown;
-      let requestId: string | null = null;
-      if (!stream) {
-        const r = await ai.models.generateContent(req);
-        requestId = r.sdkHttpResponse?.headers?.["x-gateway-request-id"] ?? null;
-        text = r.text ?? "";
-        usage = r.usageMetadata;
-      } else {
-        for await (const chunk of await ai.models.generateContentStream(req)) {
-          requestId ??= chunk.sdkHttpResponse?.headers?.["x-gateway-request-id"] ?? null;
-          text += chunk.text ?? "";
-          if (chunk.usageMetadata) usage = chunk.usageMetadata;
-        }
-      }
-      expect(text).toBe("Hello from Vertex.");
-      expect(usage).toMatchObject({ promptTokenCount: 1000, candidatesTokenCount: 50, cachedContentTokenCount: 400 });
-      const call = lastCall();
-      expect(call).toMatchObject(expectedCall(target, stream));
+      const requestId = await generateViaGenai(call(target, stream), { maxOutputTokens: 100 });
+      const sent = lastCall();
+      expect(sent).toMatchObject(expectedCall(target, stream));
       if (target === "gemini") {
-        expect(call.query).toBe(stream ? "?alt=sse" : "");
-        expect(call.body).toMatchObject({
+        expect(sent.query).toBe(stream ? "?alt=sse" : "");
+        expect(sent.body).toMatchObject({
           contents: [{ role: "user", parts: [{ text: "Hi" }] }],
           generationConfig: { maxOutputTokens: 100 },
         });
-      } else expect(call.body).toMatchObject({ anthropic_version: "vertex-2023-10-16", max_tokens: 100 });
+      } else expect(sent.body).toMatchObject({ anthropic_version: "vertex-2023-10-16", max_tokens: 100 });
       await expectBilled(requestId, target);
     });
   }
