@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { type Gateway, waitForKey } from "./gateway.ts";
 import { eventually } from "./processes.ts";
+import type { Scenario } from "./scenario-suite.ts";
 import { startOpenAIMock, type OpenAIMock } from "../mocks/openai-upstream.ts";
 import { startAnthropicUpstream } from "../mocks/anthropic-upstream.ts";
 import { DEFAULT_MOCK_KEY, type MockUpstream } from "../mocks/script.ts";
@@ -316,3 +317,11 @@ export function fallbackCases(get: () => { gw: Gateway; s: FallbackScenario }): 
     });
   });
 }
+
+/** The scenario as test/embedded/fallbacks.test.ts and test/services/fallbacks.test.ts run it. */
+export const fallbacks: Scenario<FallbackScenario> = {
+  name: "fallbacks and affinity",
+  start: startFallbackMocks,
+  config: fallbackConfig,
+  cases: fallbackCases,
+};

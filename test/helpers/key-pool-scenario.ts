@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import { expect, it } from "vitest";
 import { type Gateway, waitForKey } from "./gateway.ts";
 import { eventually } from "./processes.ts";
+import type { Scenario } from "./scenario-suite.ts";
 import { type KeyPoolMock, startKeyPoolMock } from "../mocks/key-pool-upstream.ts";
 
 // Upstream key pools end to end (issue 28 points 1–4, 8, 9; docs/routing.md), the same in both modes
@@ -425,3 +426,12 @@ export function keyPoolCases(get: () => { gw: Gateway; s: KeyPoolScenario }): vo
     expect(lastUse - refusedAt).toBeLessThan(1_000);
   });
 }
+
+/** The scenario as test/embedded/key-pools.test.ts and test/services/key-pools.test.ts run it. */
+export const keyPools: Scenario<KeyPoolScenario> = {
+  name: "key pools",
+  start: startKeyPoolMocks,
+  config: keyPoolConfig,
+  cases: keyPoolCases,
+  report: (mode) => console.log(`key pools, ${mode}: ${JSON.stringify(measured)}`),
+};
