@@ -7,6 +7,7 @@ import type { ServerResponse } from "node:http";
 import {
   DEFAULT_MOCK_KEY,
   type MockReply,
+  type MockToolCall,
   type MockUpstream,
   type MockUpstreamOptions,
   defaultUsage,
@@ -52,7 +53,8 @@ function sendError(res: ServerResponse, status: number, message: string, type?: 
   );
 }
 
-function usageOf(r: MockReply) {
+/** Anthropic's usage; `splitCacheWrites` false leaves out cache_creation (only the total, as Bedrock states it). */
+export function anthropicUsage(r: MockReply, splitCacheWrites = true) {
   const u = defaultUsage(r);
   const cached = u.cachedTokens ?? 0;
   const w5m = u.cacheWrite5mTokens ?? 0;
@@ -62,7 +64,7 @@ function usageOf(r: MockReply) {
     input_tokens: u.promptTokens - cached - w5m - w1h,
     cache_creation_input_tokens: w5m + w1h,
     cache_read_input_tokens: cached,
-    cache_creation: { ephemeral_5m_input_tokens: w5m, ephemeral_1h_input_tokens: w1h },
+    ...(splitCacheWrites ? { cache_creation: { ephemeral_5m_input_tokens: w5m, ephemeral_1h_input_tokens: w1h } } : {}),
     // Anthropic counts thinking inside output_tokens.
     output_tokens: u.completionTokens + (u.reasoningTokens ?? 0),
   };
@@ -70,25 +72,79 @@ function usageOf(r: MockReply) {
 
 const toolId = (i: number, id?: string): string => id ?? `toolu_mock${i.toString().padStart(2, "0")}`;
 
-function messageJson(r: MockReply, model: string): Record<string, unknown> {
+/** How an upstream names what it renders in Anthropic's shapes. */
+export interface AnthropicNaming {
+  /** The message's id. */
+  id: string;
+  model: string;
+  toolId: (i: number, id?: string) => string;
+  splitCacheWrites?: boolean;
+}
+
+/** A whole Messages answer. */
+export function anthropicMessage(r: MockReply, o: AnthropicNaming): Record<string, unknown> {
   const content: Record<string, unknown>[] = [];
   if (r.thinking)
     content.push({ type: "thinking", thinking: r.thinking.join(""), signature: r.signature ?? "mock-signature" });
   if (r.text) content.push({ type: "text", text: r.text.join("") });
   (r.toolCalls ?? []).forEach((c, i) =>
-    content.push({ type: "tool_use", id: toolId(i, c.id), name: c.name, input: c.arguments }),
+    content.push({ type: "tool_use", id: o.toolId(i, c.id), name: c.name, input: c.arguments }),
   );
   return {
-    id: "msg_mock01",
+    id: o.id,
     type: "message",
     role: "assistant",
-    model,
+    model: o.model,
     content,
     stop_reason: STOP_REASON[finishOf(r)],
     stop_sequence: null,
-    usage: usageOf(r),
+    usage: anthropicUsage(r, o.splitCacheWrites),
   };
 }
+
+/** A thinking block's stream events at `index`, opened with `start` (the upstream's own empty block). */
+export function thinkingEvents(
+  thinking: string[],
+  signature: string | undefined,
+  index: number,
+  start: Record<string, unknown>,
+): Record<string, unknown>[] {
+  return [
+    { type: "content_block_start", index, content_block: start },
+    ...thinking.map((t) => ({ type: "content_block_delta", index, delta: { type: "thinking_delta", thinking: t } })),
+    {
+      type: "content_block_delta",
+      index,
+      delta: { type: "signature_delta", signature: signature ?? "mock-signature" },
+    },
+    { type: "content_block_stop", index },
+  ];
+}
+
+/** A tool call's stream events at `index`, its input in fragments after `opening` ones. */
+export function toolUseEvents(
+  c: MockToolCall,
+  id: string,
+  index: number,
+  opening: string[],
+): Record<string, unknown>[] {
+  return [
+    { type: "content_block_start", index, content_block: { type: "tool_use", id, name: c.name, input: {} } },
+    ...[...opening, ...fragments(JSON.stringify(c.arguments))].map((f) => ({
+      type: "content_block_delta",
+      index,
+      delta: { type: "input_json_delta", partial_json: f },
+    })),
+    { type: "content_block_stop", index },
+  ];
+}
+
+/** The stream's closing message_delta. */
+export const messageDelta = (r: MockReply, outputTokens: number): Record<string, unknown> => ({
+  type: "message_delta",
+  delta: { stop_reason: STOP_REASON[finishOf(r)], stop_sequence: null },
+  usage: { output_tokens: outputTokens },
+});
 
 const frame = (data: Record<string, unknown>): string =>
   `event: ${String(data.type)}\ndata: ${JSON.stringify(data)}\n\n`;
@@ -103,7 +159,7 @@ async function stream(res: ServerResponse, r: MockReply, model: string): Promise
     res.write(frame(data));
     if (r.delayMs) await sleep(r.delayMs);
   };
-  const usage = usageOf(r);
+  const usage = anthropicUsage(r);
   await write({
     type: "message_start",
     message: {
@@ -120,19 +176,8 @@ async function stream(res: ServerResponse, r: MockReply, model: string): Promise
   await write({ type: "ping" });
   let index = 0;
   if (r.thinking) {
-    await write({
-      type: "content_block_start",
-      index,
-      content_block: { type: "thinking", thinking: "", signature: "" },
-    });
-    for (const t of r.thinking)
-      await write({ type: "content_block_delta", index, delta: { type: "thinking_delta", thinking: t } });
-    await write({
-      type: "content_block_delta",
-      index,
-      delta: { type: "signature_delta", signature: r.signature ?? "mock-signature" },
-    });
-    await write({ type: "content_block_stop", index });
+    const start = { type: "thinking", thinking: "", signature: "" };
+    for (const e of thinkingEvents(r.thinking, r.signature, index, start)) await write(e);
     index++;
   }
   if (r.text) {
@@ -164,25 +209,12 @@ async function stream(res: ServerResponse, r: MockReply, model: string): Promise
     return;
   }
   for (const [i, c] of (r.toolCalls ?? []).entries()) {
-    await write({
-      type: "content_block_start",
-      index,
-      content_block: { type: "tool_use", id: toolId(i, c.id), name: c.name, input: {} },
-    });
     // Anthropic opens every tool input with an empty fragment.
-    await write({ type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: "" } });
-    for (const f of fragments(JSON.stringify(c.arguments))) {
-      await write({ type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: f } });
-    }
-    await write({ type: "content_block_stop", index });
+    for (const e of toolUseEvents(c, toolId(i, c.id), index, [""])) await write(e);
     index++;
   }
   if (r.holdFinal) await r.holdFinal;
-  await write({
-    type: "message_delta",
-    delta: { stop_reason: STOP_REASON[finishOf(r)], stop_sequence: null },
-    usage: { output_tokens: usage.output_tokens },
-  });
+  await write(messageDelta(r, usage.output_tokens));
   await write({ type: "message_stop" });
   res.end();
 }
@@ -209,7 +241,7 @@ export async function startAnthropicUpstream(opts: MockUpstreamOptions = {}): Pr
       if (r.error) return sendError(res, r.error.status, r.error.message, r.error.type);
       if (b.stream === true) return stream(res, r, model);
       res.writeHead(200, { "content-type": "application/json", "request-id": requestId() });
-      res.end(JSON.stringify(messageJson(r, model)));
+      res.end(JSON.stringify(anthropicMessage(r, { id: "msg_mock01", model, toolId })));
     },
     (res, err) => sendError(res, 500, String(err)),
   );

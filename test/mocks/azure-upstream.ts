@@ -12,7 +12,7 @@
 
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { startOpenAIUpstream } from "./openai-upstream.ts";
-import { DEFAULT_MOCK_KEY, type MockUpstream, listen } from "./script.ts";
+import { DEFAULT_MOCK_KEY, type MockUpstream, chunksOf, listen } from "./script.ts";
 
 export const AZURE_API_VERSIONS = ["2024-10-21", "2025-04-01-preview"];
 
@@ -237,14 +237,4 @@ export async function startAzureUpstream(o: AzureMockOptions = {}): Promise<Azur
     await Promise.all([close(), openai.close()]);
   };
   return mock;
-}
-
-/** The chunks of a fetch body as they arrive. */
-async function* chunksOf(body: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
-  const reader = body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) return;
-    yield value;
-  }
 }

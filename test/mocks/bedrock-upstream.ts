@@ -28,6 +28,7 @@ import {
   sleep,
   startScriptedMock,
 } from "./script.ts";
+import { anthropicMessage, anthropicUsage, messageDelta, thinkingEvents, toolUseEvents } from "./anthropic-upstream.ts";
 
 export interface BedrockCredentials {
   accessKeyId: string;
@@ -157,26 +158,21 @@ async function signatureFault(
   return null;
 }
 
-/** An event-stream message: an event of `eventType` with a JSON payload. */
-const eventMessage = (eventType: string, payload: unknown): Uint8Array =>
+/** An event-stream message: an event (or exception) of `type` with a JSON payload. */
+const streamMessage = (messageType: "event" | "exception", type: string, payload: unknown): Uint8Array =>
   codec.encode({
     headers: {
-      ":event-type": { type: "string", value: eventType },
+      [`:${messageType}-type`]: { type: "string", value: type },
       ":content-type": { type: "string", value: "application/json" },
-      ":message-type": { type: "string", value: "event" },
+      ":message-type": { type: "string", value: messageType },
     } satisfies MessageHeaders,
     body: fromUtf8(JSON.stringify(payload)),
   });
 
+const eventMessage = (eventType: string, payload: unknown): Uint8Array => streamMessage("event", eventType, payload);
+
 const exceptionMessage = (exceptionType: string, message: string): Uint8Array =>
-  codec.encode({
-    headers: {
-      ":exception-type": { type: "string", value: exceptionType },
-      ":content-type": { type: "string", value: "application/json" },
-      ":message-type": { type: "string", value: "exception" },
-    },
-    body: fromUtf8(JSON.stringify({ message })),
-  });
+  streamMessage("exception", exceptionType, { message });
 
 /**
  * Writes messages so that none arrives whole: each write is the end of the last message and all but the last
@@ -198,53 +194,25 @@ function splitWriter(res: ServerResponse, delayMs: number | undefined) {
   };
 }
 
-const STOP_REASON = {
-  stop: "end_turn",
-  length: "max_tokens",
-  tool_calls: "tool_use",
-  content_filter: "refusal",
-} as const;
 const toolId = (i: number, id?: string): string => id ?? `tooluse_mock${i.toString().padStart(2, "0")}`;
 
-// ---- Anthropic's models: InvokeModel ----
-
-function anthropicUsage(r: MockReply, split: boolean) {
-  const u = defaultUsage(r);
-  const cached = u.cachedTokens ?? 0;
-  const w5m = u.cacheWrite5mTokens ?? 0;
-  const w1h = u.cacheWrite1hTokens ?? 0;
-  return {
-    input_tokens: u.promptTokens - cached - w5m - w1h,
-    cache_creation_input_tokens: w5m + w1h,
-    cache_read_input_tokens: cached,
-    ...(split ? { cache_creation: { ephemeral_5m_input_tokens: w5m, ephemeral_1h_input_tokens: w1h } } : {}),
-    output_tokens: u.completionTokens + (u.reasoningTokens ?? 0),
-  };
+/** Ends the stream with Bedrock's exception message where the reply breaks off (before text chunk `n`). */
+async function brokeOff(out: ReturnType<typeof splitWriter>, r: MockReply, n: number): Promise<boolean> {
+  if (!r.midStreamError || n !== (r.midStreamError.afterChunks ?? 1)) return false;
+  await out.write(exceptionMessage(r.midStreamError.type ?? "modelStreamErrorException", r.midStreamError.message));
+  out.end();
+  return true;
 }
+
+// ---- Anthropic's models: InvokeModel ----
 
 /** The Claude model name Bedrock's answers carry (not the Bedrock model id). */
 const claudeName = (modelId: string): string =>
   /anthropic\.(claude-[a-z0-9-]+?)(?:-v\d+(?::\d+)?)?$/.exec(modelId)?.[1] ?? "claude-mock";
 
-function anthropicMessage(r: MockReply, modelId: string, split: boolean): Record<string, unknown> {
-  const content: Record<string, unknown>[] = [];
-  if (r.thinking)
-    content.push({ type: "thinking", thinking: r.thinking.join(""), signature: r.signature ?? "mock-signature" });
-  if (r.text) content.push({ type: "text", text: r.text.join("") });
-  (r.toolCalls ?? []).forEach((c, i) =>
-    content.push({ type: "tool_use", id: toolId(i, c.id), name: c.name, input: c.arguments }),
-  );
-  return {
-    id: "msg_bdrk_mock01",
-    type: "message",
-    role: "assistant",
-    model: claudeName(modelId),
-    content,
-    stop_reason: STOP_REASON[finishOf(r)],
-    stop_sequence: null,
-    usage: anthropicUsage(r, split),
-  };
-}
+/** Claude's answer as InvokeModel gives it: Anthropic's Messages answer, with Bedrock's ids. */
+const claudeMessage = (r: MockReply, modelId: string, split: boolean): Record<string, unknown> =>
+  anthropicMessage(r, { id: "msg_bdrk_mock01", model: claudeName(modelId), toolId, splitCacheWrites: split });
 
 /** What InvokeModel refuses in an Anthropic body (Bedrock's own wording where it has one). */
 function invokeBodyFault(body: unknown): string | null {
@@ -276,55 +244,30 @@ async function invokeStream(res: ServerResponse, r: MockReply, modelId: string, 
   const send = (event: Record<string, unknown>) =>
     out.write(eventMessage("chunk", { bytes: Buffer.from(JSON.stringify(event)).toString("base64"), p: "abcdefgh" }));
   const usage = anthropicUsage(r, split);
-  const msg = anthropicMessage(r, modelId, split);
+  const msg = claudeMessage(r, modelId, split);
   await send({
     type: "message_start",
     message: { ...msg, content: [], stop_reason: null, usage: { ...usage, output_tokens: 1 } },
   });
   let index = 0;
   if (r.thinking) {
-    await send({ type: "content_block_start", index, content_block: { type: "thinking", thinking: "" } });
-    for (const t of r.thinking)
-      await send({ type: "content_block_delta", index, delta: { type: "thinking_delta", thinking: t } });
-    await send({
-      type: "content_block_delta",
-      index,
-      delta: { type: "signature_delta", signature: r.signature ?? "mock-signature" },
-    });
-    await send({ type: "content_block_stop", index });
+    for (const e of thinkingEvents(r.thinking, r.signature, index, { type: "thinking", thinking: "" })) await send(e);
     index++;
   }
   if (r.text) {
     await send({ type: "content_block_start", index, content_block: { type: "text", text: "" } });
     for (const [n, t] of r.text.entries()) {
-      if (r.midStreamError && n === (r.midStreamError.afterChunks ?? 1)) {
-        await out.write(
-          exceptionMessage(r.midStreamError.type ?? "modelStreamErrorException", r.midStreamError.message),
-        );
-        out.end();
-        return;
-      }
+      if (await brokeOff(out, r, n)) return;
       await send({ type: "content_block_delta", index, delta: { type: "text_delta", text: t } });
     }
     await send({ type: "content_block_stop", index });
     index++;
   }
   for (const [i, c] of (r.toolCalls ?? []).entries()) {
-    await send({
-      type: "content_block_start",
-      index,
-      content_block: { type: "tool_use", id: toolId(i, c.id), name: c.name, input: {} },
-    });
-    for (const f of fragments(JSON.stringify(c.arguments)))
-      await send({ type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: f } });
-    await send({ type: "content_block_stop", index });
+    for (const e of toolUseEvents(c, toolId(i, c.id), index, [])) await send(e);
     index++;
   }
-  await send({
-    type: "message_delta",
-    delta: { stop_reason: STOP_REASON[finishOf(r)], stop_sequence: null },
-    usage: { output_tokens: usage.output_tokens },
-  });
+  await send(messageDelta(r, usage.output_tokens));
   await send({
     type: "message_stop",
     "amazon-bedrock-invocationMetrics": {
@@ -468,13 +411,7 @@ async function converseStream(res: ServerResponse, r: MockReply): Promise<void> 
   }
   if (r.text) {
     for (const [n, t] of r.text.entries()) {
-      if (r.midStreamError && n === (r.midStreamError.afterChunks ?? 1)) {
-        await out.write(
-          exceptionMessage(r.midStreamError.type ?? "modelStreamErrorException", r.midStreamError.message),
-        );
-        out.end();
-        return;
-      }
+      if (await brokeOff(out, r, n)) return;
       await send("contentBlockDelta", { contentBlockIndex: index, delta: { text: t } });
     }
     await send("contentBlockStop", { contentBlockIndex: index });
@@ -540,7 +477,7 @@ export async function startBedrockUpstream(opts: BedrockMockOptions = {}): Promi
       if (op === "invoke-with-response-stream") return invokeStream(res, r, modelId, split);
       if (op === "converse-stream") return converseStream(res, r);
       res.writeHead(200, { "content-type": "application/json", "x-amzn-requestid": requestId() });
-      if (op === "invoke") return void res.end(JSON.stringify(anthropicMessage(r, modelId, split)));
+      if (op === "invoke") return void res.end(JSON.stringify(claudeMessage(r, modelId, split)));
       res.end(
         JSON.stringify({
           output: { message: { role: "assistant", content: converseContent(r) } },

@@ -199,3 +199,13 @@ export function mockEmbedding(text: string, dimensions = 8): number[] {
 
 /** The mock's token count of an embedding input: one per word. */
 export const mockTokens = (text: string): number => text.split(/\s+/).filter(Boolean).length;
+
+/** The chunks of a fetch body as they arrive (the cloud mocks relay their inner mock's stream with it). */
+export async function* chunksOf(body: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
+  const reader = body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return;
+    yield value;
+  }
+}

@@ -15,7 +15,7 @@ import { generateKeyPairSync, randomBytes, verify, type KeyObject } from "node:c
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { startAnthropicUpstream } from "./anthropic-upstream.ts";
 import { startGeminiUpstream } from "./gemini-upstream.ts";
-import { DEFAULT_MOCK_KEY, type MockUpstream, listen, mockEmbedding, mockTokens } from "./script.ts";
+import { DEFAULT_MOCK_KEY, type MockUpstream, chunksOf, listen, mockEmbedding, mockTokens } from "./script.ts";
 
 export const VERTEX_ANTHROPIC_VERSION = "vertex-2023-10-16";
 const JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer";
@@ -330,14 +330,4 @@ export async function startVertexUpstream(o: VertexMockOptions = {}): Promise<Ve
 function anthropicError(res: ServerResponse, status: number, message: string): void {
   res.writeHead(status, { "content-type": "application/json" });
   res.end(JSON.stringify({ type: "error", error: { type: "invalid_request_error", message } }));
-}
-
-/** The chunks of a fetch body as they arrive. */
-async function* chunksOf(body: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
-  const reader = body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) return;
-    yield value;
-  }
 }
