@@ -17,7 +17,7 @@ import { readFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 import pg from "pg";
 import type { UsageEvent } from "../../data-plane/src/contract/usage.ts";
-import type { Database, SqlRunner, SqlTx } from "../../control-plane/src/db/client.ts";
+import { type Database, pgQuery, type SqlRunner, type SqlTx } from "../../control-plane/src/db/client.ts";
 import { settleUsageBatch } from "../../control-plane/src/usage/settle.ts";
 import { type EntryChecks, eventsOfEntries } from "../../control-plane/src/usage/redis-consumer.ts";
 import { signedEntryFields, usageEntryKey } from "../../data-plane/src/usage/entry-signature.ts";
@@ -186,10 +186,10 @@ function measuredRunner(client: pg.Client, pid: number) {
     if (s.startsWith("WITH n AS")) return "UPDATE usage_logs (estimate replaced)";
     return s.split(" ").slice(0, 3).join(" ");
   };
-  const run = async (sql: string, params?: unknown[]) => {
+  const run = async (sql: string, params?: unknown[], prepared?: boolean) => {
     const name = label(sql);
     const before = onCpuNs(pid);
-    const res = await client.query(sql, params);
+    const res = await client.query(pgQuery(sql, params, prepared));
     const ns = onCpuNs(pid) - before;
     const s = byStatement.get(name) ?? { calls: 0, ns: 0, rows: 0 };
     s.calls++;
@@ -204,7 +204,7 @@ function measuredRunner(client: pg.Client, pid: number) {
       try {
         const tx: SqlTx = {
           exec: async (s) => void (await run(s)),
-          query: async (s, p) => (await run(s, p)).rows,
+          query: async (s, p, prepared) => (await run(s, p, prepared)).rows,
         };
         const result = await fn(tx);
         await run("COMMIT");

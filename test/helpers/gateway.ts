@@ -157,6 +157,9 @@ async function startDistributed(o: GatewayOptions): Promise<Gateway> {
   const redisUrl = o.redisUrl ?? process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
   const masterKeyHex = randomBytes(32).toString("hex");
   const env: NodeJS.ProcessEnv = {
+    // Settled within a tenth of a second (production waits up to 1 s to settle more events at once): the tests
+    // wait for settlement, not for the interval. A test may set its own.
+    MODELGATE_SETTLE_INTERVAL_MS: "100",
     ...o.env,
     DATABASE_URL: db.url,
     REDIS_URL: redisUrl,

@@ -1,4 +1,6 @@
+import { createHash } from "node:crypto";
 import { mkdirSync } from "node:fs";
+import type { QueryConfig } from "pg";
 import { PrismaClient } from "../generated/prisma/client.ts";
 import { copyOutFrom, type CopyOut } from "./copy-out.ts";
 
@@ -12,7 +14,12 @@ export interface SqlRunner {
 }
 export interface SqlTx {
   exec(sql: string): Promise<void>;
-  query<R = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<R[]>;
+  /**
+   * `prepared`: Postgres parses and plans the statement once per connection and reuses the plan (a named
+   * prepared statement), for statements run many times with different parameters (settlement's). PGlite runs
+   * it like any other.
+   */
+  query<R = Record<string, unknown>>(sql: string, params?: unknown[], prepared?: boolean): Promise<R[]>;
 }
 
 export interface Database {
@@ -47,7 +54,7 @@ async function openPostgres(url: string): Promise<Database> {
         await client.query("BEGIN");
         const result = await fn({
           exec: async (s) => void (await client.query(s)),
-          query: async (s, p) => (await client.query(s, p as unknown[])).rows,
+          query: async (s, p, prepared) => (await client.query(pgQuery(s, p as unknown[], prepared))).rows,
         });
         await client.query("COMMIT");
         return result;
@@ -70,6 +77,19 @@ async function openPostgres(url: string): Promise<Database> {
       await pool.end();
     },
   };
+}
+
+// A prepared statement's name, from its text: the same text gets the same name on every connection, and two
+// texts never share one (node-postgres refuses a name reused for another text).
+const statementNames = new Map<string, string>();
+
+/** node-postgres' query for SqlTx.query: a named (prepared) statement when asked for. */
+export function pgQuery(sql: string, params?: unknown[], prepared?: boolean): QueryConfig {
+  if (!prepared) return { text: sql, values: params };
+  let name = statementNames.get(sql);
+  if (name === undefined)
+    statementNames.set(sql, (name = `mg_${createHash("sha256").update(sql).digest("hex").slice(0, 24)}`));
+  return { name, text: sql, values: params };
 }
 
 async function openPglite(dataDir: string): Promise<Database> {

@@ -149,6 +149,9 @@ const consumer = new RedisUsageConsumer(
       }).catch((err: unknown) => logger.error({ err }, "audit of a refused usage entry failed"));
     },
   },
+  30_000,
+  2_000,
+  settings.settleIntervalMs,
 );
 // its own connections (one per shard after the first) belong to the outage's health too
 for (const c of consumer.connections.slice(1)) {

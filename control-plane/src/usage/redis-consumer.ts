@@ -100,7 +100,8 @@ export class RedisUsageConsumer {
      * next transaction. A settlement costs the same handful of statements, a commit and a few Redis commands
      * however few events it holds, so under a steady trickle of traffic settling each turn's entry on its own
      * cost more control-plane, Postgres and Redis CPU per event than the events themselves. Entries are
-     * acknowledged only after they settled, as before; the data planes' spend counters cover the wait.
+     * acknowledged only after they settled, as before; the data planes' spend counters cover the wait. The
+     * control plane sets it from MODELGATE_SETTLE_INTERVAL_MS (default 1 s).
      */
     private readonly minIntervalMs = 100,
     /** entries read at once (an entry holds a replica's turn of events) */

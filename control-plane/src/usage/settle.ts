@@ -237,6 +237,9 @@ const inputOf = (e: UsageEvent) =>
  * batch costs one transaction of six statements (usage rows, debits, ledger lines, key spend, period spend,
  * commit) however many events, accounts and keys it holds, plus two per replaced estimate (and, while an old
  * unpartitioned log is being copied, a look-up there: OLD_LOG_HOLDS). Returns how many events were new.
+ *
+ * The statements are prepared (parsed and planned once per connection): at a steady trickle a batch holds a few
+ * dozen events, and parsing and planning five statements cost Postgres as much as writing the rows did.
  */
 export async function settleUsageBatch(
   db: Database,
@@ -261,40 +264,44 @@ export async function settleUsageBatch(
           );
       }
     }
-    const inserted = await tx.query<{ request_id: string }>(INSERT_USAGE, [
-      col(unique, (e) => e.requestId),
-      col(unique, (e) => e.accountId),
-      col(unique, (e) => e.keyId),
-      col(unique, (e) => e.model),
-      col(unique, (e) => e.protocol),
-      col(unique, (e) => e.upstream),
-      col(unique, (e) => e.status),
-      col(unique, (e) => e.errorCode),
-      col(unique, (e) => e.promptTokens),
-      col(unique, (e) => e.completionTokens),
-      col(unique, (e) => e.reasoningTokens),
-      col(unique, (e) => e.cachedTokens),
-      col(unique, (e) => e.cost),
-      col(unique, (e) => e.latencyMs),
-      col(unique, (e) => e.ttftMs),
-      col(unique, (e) => e.stream),
-      col(unique, (e) => e.clientIp),
-      col(unique, (e) => e.startedAt),
-      col(unique, inputOf),
-      col(unique, (e) => e.cacheWrite5mTokens),
-      col(unique, (e) => e.cacheWrite1hTokens),
-      col(unique, (e) => e.prices?.input ?? null),
-      col(unique, (e) => e.prices?.cachedInput ?? null),
-      col(unique, (e) => e.prices?.cacheWrite5m ?? null),
-      col(unique, (e) => e.prices?.cacheWrite1h ?? null),
-      col(unique, (e) => e.prices?.output ?? null),
-      col(unique, (e) => e.estimated),
-      col(unique, (e) => e.endUser),
-      col(unique, (e) => arrayLiteral(e.tags)),
-      col(unique, () => timeOrderedId()),
-      col(unique, (e) => arrayLiteral(e.dropped ?? [])),
-      batchId,
-    ]);
+    const inserted = await tx.query<{ request_id: string }>(
+      INSERT_USAGE,
+      [
+        col(unique, (e) => e.requestId),
+        col(unique, (e) => e.accountId),
+        col(unique, (e) => e.keyId),
+        col(unique, (e) => e.model),
+        col(unique, (e) => e.protocol),
+        col(unique, (e) => e.upstream),
+        col(unique, (e) => e.status),
+        col(unique, (e) => e.errorCode),
+        col(unique, (e) => e.promptTokens),
+        col(unique, (e) => e.completionTokens),
+        col(unique, (e) => e.reasoningTokens),
+        col(unique, (e) => e.cachedTokens),
+        col(unique, (e) => e.cost),
+        col(unique, (e) => e.latencyMs),
+        col(unique, (e) => e.ttftMs),
+        col(unique, (e) => e.stream),
+        col(unique, (e) => e.clientIp),
+        col(unique, (e) => e.startedAt),
+        col(unique, inputOf),
+        col(unique, (e) => e.cacheWrite5mTokens),
+        col(unique, (e) => e.cacheWrite1hTokens),
+        col(unique, (e) => e.prices?.input ?? null),
+        col(unique, (e) => e.prices?.cachedInput ?? null),
+        col(unique, (e) => e.prices?.cacheWrite5m ?? null),
+        col(unique, (e) => e.prices?.cacheWrite1h ?? null),
+        col(unique, (e) => e.prices?.output ?? null),
+        col(unique, (e) => e.estimated),
+        col(unique, (e) => e.endUser),
+        col(unique, (e) => arrayLiteral(e.tags)),
+        col(unique, () => timeOrderedId()),
+        col(unique, (e) => arrayLiteral(e.dropped ?? [])),
+        batchId,
+      ],
+      true,
+    );
     const fresh = new Set(inserted.map((r) => r.request_id));
     const settled = unique.filter((e) => fresh.has(e.requestId));
     const charges: Charge[] = settled.map((e) => ({
@@ -325,36 +332,44 @@ export async function settleUsageBatch(
         completion_delta: number;
         reasoning_delta: number;
         cached_delta: number;
-      }>(REPLACE_ESTIMATE, [
-        col(exact, (e) => e.requestId),
-        col(exact, (e) => e.promptTokens),
-        col(exact, (e) => e.completionTokens),
-        col(exact, (e) => e.reasoningTokens),
-        col(exact, (e) => e.cachedTokens),
-        col(exact, inputOf),
-        col(exact, (e) => e.cacheWrite5mTokens),
-        col(exact, (e) => e.cacheWrite1hTokens),
-        col(exact, (e) => e.cost),
-        col(exact, (e) => e.prices?.input ?? null),
-        col(exact, (e) => e.prices?.cachedInput ?? null),
-        col(exact, (e) => e.prices?.cacheWrite5m ?? null),
-        col(exact, (e) => e.prices?.cacheWrite1h ?? null),
-        col(exact, (e) => e.prices?.output ?? null),
-      ]);
+      }>(
+        REPLACE_ESTIMATE,
+        [
+          col(exact, (e) => e.requestId),
+          col(exact, (e) => e.promptTokens),
+          col(exact, (e) => e.completionTokens),
+          col(exact, (e) => e.reasoningTokens),
+          col(exact, (e) => e.cachedTokens),
+          col(exact, inputOf),
+          col(exact, (e) => e.cacheWrite5mTokens),
+          col(exact, (e) => e.cacheWrite1hTokens),
+          col(exact, (e) => e.cost),
+          col(exact, (e) => e.prices?.input ?? null),
+          col(exact, (e) => e.prices?.cachedInput ?? null),
+          col(exact, (e) => e.prices?.cacheWrite5m ?? null),
+          col(exact, (e) => e.prices?.cacheWrite1h ?? null),
+          col(exact, (e) => e.prices?.output ?? null),
+        ],
+        true,
+      );
       for (const r of replaced) {
         const delta = BigInt(r.cost_delta);
-        await tx.query(ROLLUP_DELTA, [
-          r.account_id,
-          r.started_at,
-          r.api_key_id,
-          r.model,
-          r.prompt_delta,
-          r.completion_delta,
-          r.reasoning_delta,
-          r.cached_delta,
-          r.cost_delta,
-          r.upstream,
-        ]);
+        await tx.query(
+          ROLLUP_DELTA,
+          [
+            r.account_id,
+            r.started_at,
+            r.api_key_id,
+            r.model,
+            r.prompt_delta,
+            r.completion_delta,
+            r.reasoning_delta,
+            r.cached_delta,
+            r.cost_delta,
+            r.upstream,
+          ],
+          true,
+        );
         if (delta === 0n) continue;
         const startedAt = new Date(r.started_at);
         charges.push({
@@ -382,10 +397,11 @@ export async function settleUsageBatch(
     const timeZones = new Map<string, string>();
     if (accountIds.length > 0) {
       const totals = accountIds.map((id) => byAccount.get(id)!.reduce((s, c) => s + c.cost, 0n));
-      const debited = await tx.query<{ n: number; balance: string; time_zone: string }>(DEBIT_ACCOUNTS, [
-        pgArray(accountIds, same),
-        pgArray(totals, same),
-      ]);
+      const debited = await tx.query<{ n: number; balance: string; time_zone: string }>(
+        DEBIT_ACCOUNTS,
+        [pgArray(accountIds, same), pgArray(totals, same)],
+        true,
+      );
       const byPosition = new Map(debited.map((r) => [r.n - 1, r]));
       const ledger: (Line & { account: string; after: bigint })[] = [];
       accountIds.forEach((accountId, i) => {
@@ -399,15 +415,19 @@ export async function settleUsageBatch(
         }
       });
       const now = Date.now();
-      await tx.query(INSERT_LEDGER, [
-        pgArray(ledger, (l) => l.account),
-        pgArray(ledger, (l) => l.amount),
-        pgArray(ledger, (l) => l.after),
-        pgArray(ledger, (l) => l.batchId),
-        pgArray(ledger, (l) => l.calls),
-        pgArray(ledger, (l) => l.kind),
-        pgArray(ledger, () => timeOrderedId(now)),
-      ]);
+      await tx.query(
+        INSERT_LEDGER,
+        [
+          pgArray(ledger, (l) => l.account),
+          pgArray(ledger, (l) => l.amount),
+          pgArray(ledger, (l) => l.after),
+          pgArray(ledger, (l) => l.batchId),
+          pgArray(ledger, (l) => l.calls),
+          pgArray(ledger, (l) => l.kind),
+          pgArray(ledger, () => timeOrderedId(now)),
+        ],
+        true,
+      );
     }
 
     const byKey = new Map<string, { cost: bigint; last: string; lastMs: number }>();
@@ -427,11 +447,15 @@ export async function settleUsageBatch(
     }
     const keyIds = [...byKey.keys()].sort();
     if (keyIds.length > 0) {
-      await tx.query(UPDATE_KEYS, [
-        pgArray(keyIds, same),
-        pgArray(keyIds, (id) => byKey.get(id)!.cost),
-        pgArray(keyIds, (id) => byKey.get(id)!.last),
-      ]);
+      await tx.query(
+        UPDATE_KEYS,
+        [
+          pgArray(keyIds, same),
+          pgArray(keyIds, (id) => byKey.get(id)!.cost),
+          pgArray(keyIds, (id) => byKey.get(id)!.last),
+        ],
+        true,
+      );
     }
     await addPeriodSpend(tx, byAccount, timeZones, calendar);
     return settled.length;
@@ -511,5 +535,6 @@ async function addPeriodSpend(
   await tx.query(
     ADD_PERIODS,
     [0, 1, 2, 3, 4].map((i) => pgArray(rows, (r) => r[i])),
+    true,
   );
 }
