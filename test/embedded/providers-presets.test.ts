@@ -174,4 +174,33 @@ describe("OpenAI-compatible presets through the gateway", () => {
     expect(streamed.length).toBeGreaterThan(0);
     for (const r of streamed) expect(r.body).not.toHaveProperty("stream_options");
   });
+  it("mistral: an OpenAI client's stream_options is not passed on; the usage reaches the bill, and the client if it asked", async () => {
+    // The mock refuses a body with stream_options (422), as Mistral's API does: passed on, the call would fail.
+    const f = FIXTURES.mistral!;
+    for (const asked of [true, false]) {
+      const before = up.requests.length;
+      const { data, response } = await openai()
+        .chat.completions.create({
+          model: model("mistral"),
+          messages,
+          stream: true,
+          stream_options: { include_usage: asked },
+        })
+        .withResponse();
+      let text = "";
+      const usage: unknown[] = [];
+      for await (const c of data) {
+        text += c.choices[0]?.delta.content ?? "";
+        if (c.usage) usage.push(c.usage);
+      }
+      expect(text).toBe(f.text);
+      expect(usage, `include_usage: ${asked}`).toEqual(
+        asked ? [expect.objectContaining({ prompt_tokens: 12, completion_tokens: 3 })] : [],
+      );
+      const sent = up.requests.slice(before);
+      expect(sent).toHaveLength(1);
+      expect(sent[0]!.body).not.toHaveProperty("stream_options");
+      expect(await billed(response.headers.get("x-gateway-request-id")!)).toBe(micro(f.billed));
+    }
+  });
 });

@@ -3,6 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { GatewayError } from "../errors.ts";
 import { type CanonicalRequest, DEFAULT_ANTHROPIC_MAX_TOKENS, REASONING_BUDGET, protocols } from "./index.ts";
+import type { UpstreamTraits } from "./types.ts";
 
 const base = (over: Partial<CanonicalRequest> = {}): CanonicalRequest => ({
   model: "m",
@@ -42,6 +43,43 @@ describe("upstream auth and paths", () => {
     const body = protocols.openai.buildUpstreamRequest(base({ stream: true }), "gpt", { stream: true }).body;
     expect(body.stream).toBe(true);
     expect(body.stream_options).toEqual({ include_usage: true });
+  });
+  it("never writes stream_options for an upstream that streams its usage unasked and refuses the field (Mistral)", () => {
+    const traits = { streamUsageUnasked: true };
+    const built = protocols.openai.buildUpstreamRequest(base({ stream: true }), "mistral-large", {
+      stream: true,
+      ...traits,
+    }).body;
+    expect(built.stream).toBe(true);
+    expect(built).not.toHaveProperty("stream_options");
+
+    // OpenAI client to that upstream (passthrough): the client's stream_options is dropped, whatever it asked…
+    const pt = protocols.openai.passthrough!;
+    const send = (body: Record<string, unknown>, upstreamModel: string, upstream?: UpstreamTraits) => {
+      const raw = Buffer.from(JSON.stringify(body));
+      const out = pt.body(raw, body, pt.head(body), upstreamModel, upstream);
+      return { out, same: out === raw, json: JSON.parse(out.toString()) as Record<string, unknown> };
+    };
+    const messages = [{ role: "user", content: "hi" }];
+    for (const options of [{ include_usage: true }, { include_usage: false }, {}]) {
+      for (const upstreamModel of ["m", "mistral-large"]) {
+        const r = send({ model: "m", stream: true, stream_options: options, messages }, upstreamModel, traits);
+        expect(r.json).toEqual({ model: upstreamModel, stream: true, messages });
+      }
+    }
+    // …a non-streamed body's too (the API refuses the field, streamed or not);
+    expect(send({ model: "m", stream_options: { include_usage: true }, messages }, "m", traits).json).toEqual({
+      model: "m",
+      messages,
+    });
+    // without it and with the same model name, the client's bytes go as they are (no re-serialisation);
+    expect(send({ model: "m", stream: true, messages }, "m", traits).same).toBe(true);
+    expect(send({ model: "m", messages }, "m", traits).same).toBe(true);
+    // any other upstream is asked for the usage chunk, as before.
+    expect(send({ model: "m", stream: true, messages }, "m").json.stream_options).toEqual({ include_usage: true });
+    expect(send({ model: "m", stream: true, stream_options: { include_usage: true }, messages }, "m", {}).same).toBe(
+      true,
+    );
   });
 });
 

@@ -25,8 +25,20 @@ export interface UpstreamRequest {
   dropped?: string[];
 }
 
+/**
+ * What the route's provider declares about its API that changes the body a protocol writes (see
+ * providers/types.ts, Provider): read by the request builders and by the same-protocol passthrough alike.
+ */
+export interface UpstreamTraits {
+  /**
+   * The upstream's OpenAI Chat Completions streams end with their usage unasked, and its API refuses
+   * `stream_options` (Mistral): the field is never written, and a client's is not passed on.
+   */
+  streamUsageUnasked?: boolean;
+}
+
 /** How to build one upstream request. */
-export interface BuildOptions {
+export interface BuildOptions extends UpstreamTraits {
   stream: boolean;
   /** The model is `strict`: what would be dropped (hints, hosted tools) is refused instead. */
   strict?: boolean;
@@ -137,8 +149,17 @@ export interface Passthrough {
   forwardsHeader?(name: string): boolean;
   /** Whether this route can take the client's bytes (absent: always); otherwise the call is translated. */
   accepts?(req: RequestHead, upstreamModel: string, route?: ClientRoute): boolean;
-  /** The body to send: the client's bytes when nothing needs changing, else with the upstream's model name. */
-  body(raw: Buffer, parsed: Record<string, unknown>, req: RequestHead, upstreamModel: string): string | Buffer;
+  /**
+   * The body to send: the client's bytes when nothing needs changing, else with the upstream's model name (and
+   * what `upstream`, the route's provider's traits, requires of it).
+   */
+  body(
+    raw: Buffer,
+    parsed: Record<string, unknown>,
+    req: RequestHead,
+    upstreamModel: string,
+    upstream?: UpstreamTraits,
+  ): string | Buffer;
   path(upstreamModel: string, stream: boolean): string;
   /**
    * A non-streamed answer: the bytes to send (the client's model name put back) and its usage, `exact` when the

@@ -62,6 +62,13 @@ export interface Provider {
   /** Whether a route needs a credential configured (Ollama and vLLM run without one). */
   readonly needsKey: boolean;
   /**
+   * Its OpenAI Chat Completions streams end with their usage unasked, and its API refuses `stream_options`
+   * (Mistral): the OpenAI request builder never writes the field and the passthrough drops a client's
+   * (UpstreamTraits, protocols/types.ts). Absent: the gateway asks for the usage chunk with
+   * `stream_options.include_usage`.
+   */
+  readonly streamUsageUnasked?: boolean;
+  /**
    * The HTTP request for a protocol call: URL, auth, and any change the provider needs in the body. Async
    * when a signature or a token is needed; throws a ProviderAuthError when the credential cannot be had.
    */

@@ -22,6 +22,8 @@ import { relayJson, relayPassthroughJson, relayPassthroughStream, relayStream } 
 import { foreignIdRefusal, idKeeper, keepingIds } from "./provider-ids.ts";
 import { type Answer, type Outgoing, callUpstream } from "../upstreams/upstream-call.ts";
 import { tokensFromChars } from "../usage/record.ts";
+import { providerOf } from "../providers/index.ts";
+import type { UpstreamTraits } from "../protocols/types.ts";
 import { attributionOf } from "../usage/attribution.ts";
 
 /**
@@ -121,12 +123,14 @@ export async function handleGenerate(
     const abort = new CallAbort();
     entry.watchClient(call, abort);
     const outgoing = (route: RouteSnapshot, model: ModelSnapshot): Outgoing => {
+      // What the route's provider declares that changes the body (an unknown provider: none).
+      const traits = providerOf(route.provider)?.streamUsageUnasked === true ? STREAM_USAGE_UNASKED : undefined;
       if (sameProtocol(route)) {
         if (foreignId) throw foreignId;
         const pt = client.passthrough!;
         const out: Outgoing = {
           path: withClientQuery(pt.path(route.upstreamModel, head.stream), req.url),
-          body: pt.body(raw, body, head, route.upstreamModel),
+          body: pt.body(raw, body, head, route.upstreamModel, traits),
           stream: head.stream,
         };
         if (forwarded) out.headers = forwarded;
@@ -137,6 +141,7 @@ export async function handleGenerate(
         stream: canonical.stream,
         reasoning: model.reasoning,
         strict: model.strict === true,
+        ...traits,
       });
       if (up.dropped && up.dropped.length > 0) dropped.set(route, up.dropped);
       return { path: up.path, body: JSON.stringify(up.body), headers: up.headers, stream: canonical.stream };
@@ -252,6 +257,9 @@ function fallsBack(err: unknown): boolean {
 
 /** Lists the client parameters a translation left out (hints with no equivalent, tools the upstream cannot run). */
 export const DROPPED_HEADER = "x-modelgate-dropped";
+
+/** The traits of a provider whose streams carry their usage unasked (Provider.streamUsageUnasked: Mistral). */
+const STREAM_USAGE_UNASKED: UpstreamTraits = Object.freeze({ streamUsageUnasked: true });
 
 /** The client's own vendor headers (beta flags, API version) for an upstream of its protocol; null when none. */
 function sameProtocolHeaders(client: ProtocolAdapter, req: IncomingMessage): Record<string, string> | null {

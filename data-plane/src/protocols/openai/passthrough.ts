@@ -58,12 +58,20 @@ export const openAIPassthrough: Passthrough = {
   },
   forwardsHeader: forwardsOpenAIHeader,
   path: () => "/chat/completions",
-  body(raw, body, req, upstreamModel) {
+  body(raw, body, req, upstreamModel, upstream) {
+    // An upstream that refuses stream_options (UpstreamTraits.streamUsageUnasked: Mistral) is never sent the
+    // client's, and streams its usage unasked: the gateway learns it all the same, and the relay hides it from
+    // clients that did not ask.
+    const refusesOptions = upstream?.streamUsageUnasked === true;
+    const unchanged = refusesOptions
+      ? !Object.hasOwn(body, "stream_options")
+      : !req.stream || req.streamIncludeUsage === true;
     // The client's bytes as they are when nothing needs changing: the common case pays no re-serialisation.
-    if (upstreamModel === req.model && (!req.stream || req.streamIncludeUsage === true)) return raw;
+    if (upstreamModel === req.model && unchanged) return raw;
     const b: Record<string, unknown> = { ...body, model: upstreamModel };
-    // Always ask for usage: it is what the call is billed by. The relay hides it from clients that did not ask.
-    if (req.stream) b.stream_options = { ...(body.stream_options as object | undefined), include_usage: true };
+    // Otherwise always ask for usage: it is what the call is billed by.
+    if (refusesOptions) delete b.stream_options;
+    else if (req.stream) b.stream_options = { ...(body.stream_options as object | undefined), include_usage: true };
     return JSON.stringify(b);
   },
   readJson(text, clientModel, estimatedPromptTokens) {

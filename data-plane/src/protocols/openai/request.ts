@@ -357,8 +357,9 @@ export function buildOpenAIRequest(req: CanonicalRequest, upstreamModel: string,
   writeParams(PARAMS, req, body, { reasoning });
   if (opts.stream) {
     body.stream = true;
-    // Always: the gateway bills from the stream's usage chunk, whatever the client asked for.
-    body.stream_options = { include_usage: true };
+    // Always: the gateway bills from the stream's usage chunk, whatever the client asked for. An upstream that
+    // sends it unasked and refuses the field (UpstreamTraits.streamUsageUnasked: Mistral) is not sent it.
+    if (opts.streamUsageUnasked !== true) body.stream_options = { include_usage: true };
   }
   return { path: "/chat/completions", body, headers: { "content-type": "application/json" }, ...tr.result() };
 }

@@ -69,26 +69,18 @@ describe("OpenAI-compatible presets", () => {
     ) as { headers: Record<string, string> };
     expect(req.headers.authorization).toBeUndefined();
   });
-  it("Mistral is sent a stream without the stream_options it refuses; everything else as built", () => {
-    const streamed = JSON.stringify({
-      model: "m",
-      stream: true,
-      stream_options: { include_usage: true },
-      messages: [],
-    });
+  it("Mistral declares that its streams carry their usage unasked (no stream_options); its body is sent as built", () => {
+    // The OpenAI request builder and passthrough read the trait (rules.test.ts): prepare changes no byte.
+    expect(providers.mistral.streamUsageUnasked).toBe(true);
+    for (const name of Object.keys(PRESETS).filter((n) => n !== "mistral"))
+      expect(providers[name as keyof typeof PRESETS].streamUsageUnasked, name).toBeUndefined();
+    const streamed = JSON.stringify({ model: "m", stream: true, messages: [] });
     const req = providers.mistral.prepare(
       route("mistral", PRESETS.mistral),
-      { path: "/chat/completions", body: Buffer.from(streamed), op: "generate", stream: true },
+      { path: "/chat/completions", body: streamed, op: "generate", stream: true },
       ctx("k"),
     ) as { body: string };
-    expect(JSON.parse(req.body)).toEqual({ model: "m", stream: true, messages: [] });
-    const plain = JSON.stringify({ model: "m", messages: [] });
-    const same = providers.mistral.prepare(
-      route("mistral", PRESETS.mistral),
-      { path: "/chat/completions", body: plain, op: "generate", stream: false },
-      ctx("k"),
-    ) as { body: string };
-    expect(same.body).toBe(plain);
+    expect(req.body).toBe(streamed);
   });
   it("the operator's baseUrl wins over the preset's", () => {
     const req = providers.deepseek.prepare(
