@@ -274,7 +274,8 @@ describe("RedisSpendCounter reservations", () => {
     const key = makeKey(account.id, "0");
     /** commands sent for `calls` calls one after the other, each holding `micro` and costing `cost` */
     const count = async (calls: number, micro: bigint, cost: bigint, room: bigint): Promise<number> => {
-      const counter = new RedisSpendCounter(c1, { prefix, clock: () => 6_000_000 });
+      // addWindowMs 0: each call's add goes at the end of its turn (the window's batching has its own test)
+      const counter = new RedisSpendCounter(c1, { prefix, clock: () => 6_000_000, addWindowMs: 0 });
       await counter.get(key, account); // the view, fresh while the clock stands still
       const spy = vi.spyOn(c1, "sendCommand");
       try {
@@ -295,5 +296,59 @@ describe("RedisSpendCounter reservations", () => {
     console.log(`Redis commands per call: far from the limit ${far / 20}, near it ${near / 20}`);
     expect(far).toBe(20);
     expect(near).toBe(40);
+  });
+
+  it("adds the costs of the calls that end within one window in one script, counting them here at once", async () => {
+    const account = makeAccount("0");
+    const key = makeKey(account.id, "0");
+    const counter = new RedisSpendCounter(c1, { prefix, clock: () => 7_000_000, addWindowMs: 200 });
+    await counter.get(key, account);
+    const spy = vi.spyOn(c1, "sendCommand");
+    try {
+      const calls: Reservation[] = [];
+      for (let i = 0; i < 20; i++) calls.push(held(await counter.reserve(key, account, 100n, rooms(1_000_000n, null))));
+      const added = calls.map((r) => counter.settle(r, 30n));
+      // this replica sees the 20 costs before any of them reached Redis
+      expect(counter.get(key, account)).toEqual({ keySpent: 600n, accountSpent: 600n });
+      expect(spy.mock.calls.length).toBe(0);
+      await Promise.all(added);
+      expect(spy.mock.calls.length).toBe(1);
+    } finally {
+      spy.mockRestore();
+    }
+    const name = `${prefix}{acct:${account.id}}:k:${key.id}`;
+    expect(await c1.get(name)).toBe("600");
+    expect(await c1.hvals(`${name}:held`)).toEqual([]); // the holds went with the costs, in the same script
+    await counter.close();
+  });
+
+  it("never shows Redis less than a replica spent while its costs wait for their window", async () => {
+    const account = makeAccount("0");
+    const key = makeKey(account.id, "0");
+    const a = new RedisSpendCounter(c1, { prefix, refreshMs: 60_000, maxStaleMs: 120_000, addWindowMs: 60_000 });
+    const b = new RedisSpendCounter(c2, { prefix, refreshMs: 0, maxStaleMs: 0 });
+    const room = rooms(1_000n, null);
+    await a.get(key, account);
+    // far from the limit: a holds 100 without Redis, and its cost (800) waits for the window
+    const added = a.settle(held(await a.reserve(key, account, 100n, room)), 800n);
+    const name = `${prefix}{acct:${account.id}}:k:${key.id}`;
+    expect(await c1.get(name)).toBe(null);
+    // a's next call is near the limit, so Redis decides: the unsent 800 counts as spent (the call may go alone
+    // with the 200 left, as once the add went), and a's field carries it beside the new hold
+    const second = held(await a.reserve(key, account, 150n, room));
+    expect(await c1.hvals(`${name}:held`)).toEqual([expect.stringMatching(/^150 \d+ 800$/)]);
+    // b counts a's unsent cost as spent and a's hold as held: 150 + 800 of 1,000, so 100 more does not fit
+    expect(await b.get(key, account)).toEqual({ keySpent: 800n, accountSpent: 800n });
+    expect((await b.reserve(key, account, 100n, room)).ok).toBe(false);
+    // a's second call ends: Redis showed its hold, so the release goes at once (the cost still in its window)
+    await a.settle(second, 0n);
+    expect(await c1.hvals(`${name}:held`)).toEqual([expect.stringMatching(/^0 \d+ 800$/)]);
+    expect((await b.reserve(key, account, 150n, room)).ok).toBe(true); // alone: 800 of 1,000 spent, none held
+    // the window ends (close flushes it): the cost is in the counter and a's field is gone
+    await a.close();
+    await added;
+    expect(await c1.get(name)).toBe("800");
+    expect(await c1.hvals(`${name}:held`)).toEqual([expect.stringMatching(/^150 /)]); // b's hold
+    await b.close();
   });
 });

@@ -8,34 +8,50 @@ import { Reservation, refusal, refusedSpend, type ReserveResult, type Rooms } fr
 import { accountSettledSpend, keySettled, unsettled, type SpendCounter } from "./spend.ts";
 
 // What the calls in flight hold (reservations, see reservation.ts) lives beside each counter in a hash with one
-// field per replica: "<micro> <expiry>", this replica's total for the counter, written as an absolute figure
-// (so any script of the replica's may carry it, in any order, and the last one wins) and expiring
+// field per replica: "<micro> <expiry> [<unsent>]", this replica's total for the counter, written as an absolute
+// figure (so any script of the replica's may carry it, in any order, and the last one wins) and expiring
 // RESERVE_TTL_MS after it was written unless the replica writes it again (its heartbeat does, while calls
 // are in flight). A replica that dies holding reservations stops blocking the others once its fields expire.
 // Expiry goes by Redis' clock (TIME), so replicas' clocks do not matter. The sums are Lua numbers (doubles):
 // exact to 2^53 micro-units (9 billion units), far beyond any single account's money in flight.
+//
+// <unsent>: the costs of the replica's finished calls that wait for their add (RedisSpendCounter.unsent). They
+// are spend, not holds: every script counts them with the counter (so a call may still go alone with what is
+// left, reservation.ts) and answers the counters with the other replicas' unsent costs included.
 const HOLDS_LUA = `
 local function fmt(x) return string.format('%.0f', x) end
 local function clock()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
--- what the other replicas hold, dropping fields past their expiry
+-- what the other replicas hold, and their unsent costs, dropping fields past their expiry
 local function others(hash, me, now)
   local all = redis.call('HGETALL', hash)
-  local sum = 0
+  local held, unsent = 0, 0
   for i = 1, #all, 2 do
     local v = all[i + 1]
-    local sp = string.find(v, ' ', 1, true)
-    if tonumber(string.sub(v, sp + 1)) <= now then redis.call('HDEL', hash, all[i])
-    elseif all[i] ~= me then sum = sum + tonumber(string.sub(v, 1, sp - 1)) end
+    local s1 = string.find(v, ' ', 1, true)
+    local s2 = string.find(v, ' ', s1 + 1, true)
+    if tonumber(string.sub(v, s1 + 1, (s2 or 0) - 1)) <= now then redis.call('HDEL', hash, all[i])
+    elseif all[i] ~= me then
+      held = held + tonumber(string.sub(v, 1, s1 - 1))
+      if s2 then unsent = unsent + tonumber(string.sub(v, s2 + 1)) end
+    end
   end
-  return sum
+  return held, unsent
 end
-local function hold(hash, me, micro, now, ttl)
-  if tonumber(micro) <= 0 then redis.call('HDEL', hash, me) return end
-  redis.call('HSET', hash, me, micro .. ' ' .. fmt(now + ttl))
+local function hold(hash, me, micro, unsent, now, ttl)
+  micro, unsent = tonumber(micro), tonumber(unsent)
+  if micro <= 0 and unsent == 0 then redis.call('HDEL', hash, me) return end
+  local v = fmt(math.max(micro, 0)) .. ' ' .. fmt(now + ttl)
+  if unsent ~= 0 then v = v .. ' ' .. fmt(unsent) end
+  redis.call('HSET', hash, me, v)
   redis.call('PEXPIRE', hash, ttl * 2)
+end
+-- a counter with the other replicas' unsent costs (exact as a string while there are none)
+local function spent(cur, unsent)
+  if unsent == 0 then return cur end
+  return fmt(tonumber(cur) + unsent)
 end
 `;
 
@@ -43,9 +59,11 @@ end
 // figure when it fell behind (see spend.ts), and writes what this replica holds on them after the add (a
 // settled call's hold is gone from it: the release and the cost are one step). Money stays exact: Redis'
 // INCRBY is int64, the comparison is on decimal strings, and the totals come back as strings (a Lua number is a
-// double and would round past 2^53). Answers the two totals and what the other replicas hold.
+// double and would round past 2^53). Answers the two totals (with the other replicas' unsent costs) and what the
+// other replicas hold.
 // KEYS: key counter, account counter, key holds, account holds.
-// ARGV: micro, key floor, account floor ('' none), counter TTL, replica, key held, account held, hold TTL.
+// ARGV: micro, key floor, account floor ('' none: no lift), counter TTL, replica, key held, account held, hold TTL,
+// key unsent, account unsent (this replica's, after this add).
 const ADD_LUA =
   HOLDS_LUA +
   `
@@ -69,8 +87,10 @@ for i = 1, 2 do
 end
 local now = clock()
 for i = 1, 2 do
-  hold(KEYS[2 + i], ARGV[5], ARGV[5 + i], now, tonumber(ARGV[8]))
-  out[2 + i] = fmt(others(KEYS[2 + i], ARGV[5], now))
+  hold(KEYS[2 + i], ARGV[5], ARGV[5 + i], ARGV[8 + i], now, tonumber(ARGV[8]))
+  local held, unsent = others(KEYS[2 + i], ARGV[5], now)
+  out[i] = spent(out[i], unsent)
+  out[2 + i] = fmt(held)
 end
 return out
 `;
@@ -79,7 +99,8 @@ return out
 // replica's holds, and on success this replica's holds raised by the estimate. Answers the verdict (0 held,
 // 1 the key refused, 2 the account, 3 both), the two counters and what the other replicas hold.
 // KEYS: as ADD. ARGV: replica, estimate, key held, account held (this replica's, without this call), key floor,
-// account floor ('' none: its unsettled spend is 0), key room, account room ('' no limit), hold TTL.
+// account floor ('' none: its unsettled spend is 0), key room, account room ('' no limit), hold TTL, key unsent,
+// account unsent (this replica's, see above).
 const RESERVE_LUA =
   HOLDS_LUA +
   `
@@ -89,21 +110,21 @@ local out = {'0'}
 local verdict = 0
 for i = 1, 2 do
   local cur = redis.call('GET', KEYS[i]) or '0'
-  local o = others(KEYS[2 + i], ARGV[1], now)
+  local o, ou = others(KEYS[2 + i], ARGV[1], now)
   local r = o + tonumber(ARGV[2 + i])
   local u = 0
-  if ARGV[4 + i] ~= '' then u = math.max(0, tonumber(cur) - tonumber(ARGV[4 + i])) end
+  if ARGV[4 + i] ~= '' then u = math.max(0, tonumber(cur) + ou + tonumber(ARGV[9 + i]) - tonumber(ARGV[4 + i])) end
   if ARGV[6 + i] ~= '' then
     local room = tonumber(ARGV[6 + i])
     local over
     if r == 0 then over = u >= room else over = u + r + est > room end
     if over then verdict = verdict + i end
   end
-  out[1 + i] = cur
+  out[1 + i] = spent(cur, ou)
   out[3 + i] = fmt(o)
 end
 if verdict == 0 then
-  for i = 1, 2 do hold(KEYS[2 + i], ARGV[1], fmt(tonumber(ARGV[2 + i]) + est), now, tonumber(ARGV[9])) end
+  for i = 1, 2 do hold(KEYS[2 + i], ARGV[1], tonumber(ARGV[2 + i]) + est, ARGV[9 + i], now, tonumber(ARGV[9])) end
 end
 out[1] = tostring(verdict)
 return out
@@ -114,8 +135,9 @@ const VIEW_LUA =
   HOLDS_LUA +
   `
 local now = clock()
-return {redis.call('GET', KEYS[1]) or '0', redis.call('GET', KEYS[2]) or '0',
-  fmt(others(KEYS[3], ARGV[1], now)), fmt(others(KEYS[4], ARGV[1], now))}
+local kh, ku = others(KEYS[3], ARGV[1], now)
+local ah, au = others(KEYS[4], ARGV[1], now)
+return {spent(redis.call('GET', KEYS[1]) or '0', ku), spent(redis.call('GET', KEYS[2]) or '0', au), fmt(kh), fmt(ah)}
 `;
 
 declare module "ioredis" {
@@ -155,6 +177,12 @@ export interface RedisSpendCounterOptions {
    * 250, the cache's refresh); a call that ends sooner writes them with its cost, in the same script.
    */
   publishMs?: number;
+  /**
+   * Finished calls' costs are added to Redis within this long (default 100 ms; 0: at the end of the event-loop
+   * turn), summed per key: one script per key per window instead of one per call. This replica counts them at
+   * once; until they are sent, the hold figure it writes to Redis carries them (see `unsent`).
+   */
+  addWindowMs?: number;
   onError?: (err: unknown) => void;
   clock?: () => number;
 }
@@ -180,6 +208,8 @@ interface Cached {
 interface Held {
   held: bigint;
   published: bigint;
+  /** the holds part of `published` (without the unsent costs it carried) */
+  publishedHeld: bigint;
 }
 
 /**
@@ -202,7 +232,21 @@ export class RedisSpendCounter implements SpendCounter {
   private sweepAt: number;
   private sweeping: Iterator<[string, Cached]> | null = null;
   private failedAt = Number.NEGATIVE_INFINITY;
-  private readonly adds = new TurnBatcher<PendingAdd>((kName, adds) => this.send(kName, adds));
+  private readonly adds: TurnBatcher<PendingAdd>;
+  /** adds that release holds Redis shows (see settle): at the end of the turn */
+  private readonly urgentAdds = new TurnBatcher<PendingAdd>((kName, adds) => this.send(kName, adds));
+  /**
+   * Costs added on this replica and not yet sent to Redis, by counter name. Until its add goes out a finished
+   * call's cost is in no counter in Redis, and its hold is released here: so every script this replica sends
+   * writes them beside its holds (the field's <unsent>), where every replica's scripts count them as spend, and
+   * Redis never shows less than was spent. They leave the field in the same script that adds them.
+   */
+  private readonly unsent = new Map<string, bigint>();
+  /**
+   * Costs added on this replica that no reply from Redis has counted yet (unsent, or sent and not answered):
+   * the cached counters hold Redis' last figure plus these, so this replica sees its own spend at once.
+   */
+  private readonly unanswered = new Map<string, bigint>();
   /** this replica in the holds' hashes */
   private readonly replica = randomBytes(6).toString("hex");
   private readonly reserveTtlMs: number;
@@ -232,6 +276,11 @@ export class RedisSpendCounter implements SpendCounter {
     redis.defineCommand("modelgateSpendView", { numberOfKeys: 4, lua: VIEW_LUA });
     // Nobody waits for these: once per window, in the turn's one write to Redis.
     this.publishes = new TurnBatcher<string>((kName) => this.publish(kName), { windowMs: options.publishMs ?? 250 });
+    // At a steady trickle of calls, a script per call was the largest part of Redis' CPU per call (bench: about
+    // 100 µs per call at 300 req/s); summed per key per window, a busy key costs one script per window.
+    this.adds = new TurnBatcher<PendingAdd>((kName, adds) => this.send(kName, adds), {
+      windowMs: options.addWindowMs ?? 100,
+    });
     this.heartbeat = setInterval(() => this.renewHolds(), Math.max(1, Math.floor(this.reserveTtlMs / 3)));
     this.heartbeat.unref();
   }
@@ -258,22 +307,71 @@ export class RedisSpendCounter implements SpendCounter {
     return n;
   }
 
-  add(key: KeySnapshot, account: AccountSnapshot, micro: bigint): Promise<void> {
-    return this.adds.add(this.keyNameOf(key, account), { key, account, micro });
+  /**
+   * Counts the cost on this replica at once and sends it to Redis within addWindowMs; resolves once Redis took
+   * it (a caller need not wait: this replica's next call already sees it).
+   */
+  add(key: KeySnapshot, account: AccountSnapshot, micro: bigint, urgent = false): Promise<void> {
+    const kName = this.keyNameOf(key, account);
+    if (micro !== 0n) {
+      const aName = this.accountNameOf(account);
+      for (const name of [kName, aName]) {
+        shift(this.unsent, name, micro);
+        shift(this.unanswered, name, micro);
+        const c = this.cache.get(name);
+        if (c !== undefined) c.value += micro;
+      }
+    }
+    return (urgent ? this.urgentAdds : this.adds).add(kName, { key, account, micro });
+  }
+
+  /** What this replica's field in Redis carries (holds and unsent costs), summed: `Held.published`'s measure. */
+  private heldFigure(name: string, held: bigint): bigint {
+    return held + (this.unsent.get(name) ?? 0n);
+  }
+  /**
+   * A hold as the local rule weighs it: the figure Redis should have, against the one it was last sent. (The
+   * cached counter counts this replica's unsent costs too, so a local decision counts them twice: on the safe
+   * side, for at most addWindowMs of its spend.)
+   */
+  private figureOf(name: string, h: Held): Held {
+    return { held: this.heldFigure(name, h.held), published: h.published, publishedHeld: h.publishedHeld };
   }
 
   private async send(kName: string, adds: PendingAdd[]): Promise<void> {
-    // The latest snapshots of the turn carry the highest settled floors.
     const { key, account } = adds[adds.length - 1]!;
     let micro = 0n;
-    for (const a of adds) micro += a.micro;
+    // The floors a counter that fell behind is lifted to (spend.ts): the oldest snapshots of the batch. A cost
+    // waits here for its window while its usage event may settle, so a newer snapshot's settled figure can
+    // hold costs this batch, or a batch still waiting (another key's, on the account's counter), adds later:
+    // lifted to that, the counter would count them twice. The oldest snapshot of the batch predates every one
+    // of its calls; the account's costs still waiting elsewhere come off its floor (below).
+    let kFloor = keySettled(key);
+    let aFloor = accountSettledSpend(account);
+    for (const a of adds) {
+      micro += a.micro;
+      const k = keySettled(a.key);
+      if (k < kFloor) kFloor = k;
+      const f = accountSettledSpend(a.account);
+      if (f === null || aFloor === null) aFloor = null;
+      else if (f < aFloor) aFloor = f;
+    }
     const aName = this.accountNameOf(account);
-    const aSettled = accountSettledSpend(account);
     const kHeld = this.holdOf(kName);
     const aHeld = this.holdOf(aName);
+    // From this script on the batch's cost is in the counters, so it leaves the hold figure in the same step.
+    shift(this.unsent, kName, -micro);
+    shift(this.unsent, aName, -micro);
+    // A send that adds nothing (holds only) lifts nothing: the next add does, with its own calls' snapshots.
+    const kLift = micro === 0n ? "" : (kFloor - (this.unsent.get(kName) ?? 0n)).toString();
+    const aLift = micro === 0n || aFloor === null ? "" : (aFloor - (this.unsent.get(aName) ?? 0n)).toString();
+    const kFigure = this.heldFigure(kName, kHeld.held);
+    const aFigure = this.heldFigure(aName, aHeld.held);
     // what Redis will have of this replica's holds (the figures as of now: later changes write their own)
-    kHeld.published = kHeld.held;
-    aHeld.published = aHeld.held;
+    kHeld.published = kFigure;
+    aHeld.published = aFigure;
+    kHeld.publishedHeld = kHeld.held;
+    aHeld.publishedHeld = aHeld.held;
     try {
       batchWritesThisTurn(this.redis);
       const [kTotal, aTotal, kOthers, aOthers] = await this.redis.modelgateSpendAdd(
@@ -282,25 +380,32 @@ export class RedisSpendCounter implements SpendCounter {
         `${kName}:held`,
         `${aName}:held`,
         micro.toString(),
-        keySettled(key).toString(),
-        aSettled === null ? "" : aSettled.toString(),
+        kLift,
+        aLift,
         this.ttlMs,
         this.replica,
         kHeld.held.toString(),
         aHeld.held.toString(),
         this.reserveTtlMs,
+        (this.unsent.get(kName) ?? 0n).toString(),
+        (this.unsent.get(aName) ?? 0n).toString(),
       );
+      shift(this.unanswered, kName, -micro);
+      shift(this.unanswered, aName, -micro);
       const now = this.clock();
       this.store(kName, BigInt(kTotal!), BigInt(kOthers!), now);
       this.store(aName, BigInt(aTotal!), BigInt(aOthers!), now);
     } catch (err) {
-      // This replica still sees its own spend; the usage event (spooled if need be) settles it later. What
-      // Redis has of its holds is unknown: taken as nothing, so its next calls ask Redis (and fail static).
+      // This replica still sees its own spend (its cached counters count it); the usage event (spooled if need
+      // be) settles it later. What Redis has of its holds is unknown: taken as nothing, so its next calls ask
+      // Redis (and fail static).
       this.failed(err);
-      this.bump(kName, micro);
-      this.bump(aName, micro);
-      kHeld.published = 0n;
-      aHeld.published = 0n;
+      shift(this.unanswered, kName, -micro);
+      shift(this.unanswered, aName, -micro);
+      if (!this.cache.has(kName)) this.bump(kName, micro);
+      if (!this.cache.has(aName)) this.bump(aName, micro);
+      kHeld.published = kHeld.publishedHeld = 0n;
+      aHeld.published = aHeld.publishedHeld = 0n;
     }
     this.dropIdleHold(kName, key.id);
     this.dropIdleHold(aName, null);
@@ -326,8 +431,14 @@ export class RedisSpendCounter implements SpendCounter {
       if (age < this.maxStaleMs) {
         if (age >= this.refreshMs && !k.refreshing && !a.refreshing) void this.fetch(kName, aName);
         if (
-          fitsLocally(unsettled(k.value, keySettled(key)), k.others, kHeld, micro, rooms.key) &&
-          fitsLocally(unsettled(a.value, accountSettledSpend(account)), a.others, aHeld, micro, rooms.account)
+          fitsLocally(unsettled(k.value, keySettled(key)), k.others, this.figureOf(kName, kHeld), micro, rooms.key) &&
+          fitsLocally(
+            unsettled(a.value, accountSettledSpend(account)),
+            a.others,
+            this.figureOf(aName, aHeld),
+            micro,
+            rooms.account,
+          )
         ) {
           kHeld.held += micro;
           aHeld.held += micro;
@@ -352,6 +463,8 @@ export class RedisSpendCounter implements SpendCounter {
   ): Promise<ReserveResult> {
     const kBefore = kHeld.held;
     const aBefore = aHeld.held;
+    const kUnsent = this.unsent.get(kName) ?? 0n;
+    const aUnsent = this.unsent.get(aName) ?? 0n;
     // Held while Redis decides: this replica's other calls meanwhile count it (erring on the safe side).
     kHeld.held += micro;
     aHeld.held += micro;
@@ -375,6 +488,8 @@ export class RedisSpendCounter implements SpendCounter {
         rooms.key === null ? "" : rooms.key.toString(),
         rooms.account === null ? "" : rooms.account.toString(),
         this.reserveTtlMs,
+        kUnsent.toString(),
+        aUnsent.toString(),
       );
     } catch (err) {
       // Fail static: the rule against this replica's last view of Redis and its own holds.
@@ -399,14 +514,17 @@ export class RedisSpendCounter implements SpendCounter {
     this.store(kName, BigInt(kTotal!), BigInt(kOthers!), now);
     this.store(aName, BigInt(aTotal!), BigInt(aOthers!), now);
     if (verdict === "0") {
-      // Redis has this replica's holds as they were when the script went out, this call's included.
-      kHeld.published = kBefore + micro;
-      aHeld.published = aBefore + micro;
+      // Redis has this replica's hold figures as they were when the script went out, this call's included.
+      kHeld.published = kBefore + micro + kUnsent;
+      aHeld.published = aBefore + micro + aUnsent;
+      kHeld.publishedHeld = kBefore + micro;
+      aHeld.publishedHeld = aBefore + micro;
       return { ok: true, reservation: new Reservation(key, account, micro) };
     }
     this.unhold(kName, aName, key.id, micro);
-    const ku = unsettled(BigInt(kTotal!), kSettled);
-    const au = unsettled(BigInt(aTotal!), aSettled);
+    // what the rule weighed: the counters with this replica's unsent costs (see RESERVE_LUA)
+    const ku = unsettled(BigInt(kTotal!) + kUnsent, kSettled);
+    const au = unsettled(BigInt(aTotal!) + aUnsent, aSettled);
     const kr = BigInt(kOthers!) + kBefore;
     const ar = BigInt(aOthers!) + aBefore;
     return {
@@ -445,13 +563,18 @@ export class RedisSpendCounter implements SpendCounter {
     const aName = this.accountNameOf(r.account);
     this.release(kName, r.micro);
     this.release(aName, r.micro);
-    // Always sent, a free call too: the script writes the hold's release with the cost (0 adds nothing).
-    return this.add(r.key, r.account, micro);
+    // Always sent, a free call too: the script writes the hold's release with the cost (0 adds nothing). While
+    // Redis shows holds of this replica's (near a limit, where Redis decided, or a long call's), the other
+    // replicas weigh them: the release goes at the end of the turn, so a call elsewhere may go alone with
+    // what is left at once, as before the window. Far from every limit, nobody waits for it.
+    const urgent =
+      (this.holds.get(kName)?.publishedHeld ?? 0n) > 0n || (this.holds.get(aName)?.publishedHeld ?? 0n) > 0n;
+    return this.add(r.key, r.account, micro, urgent);
   }
 
   private holdOf(name: string): Held {
     let h = this.holds.get(name);
-    if (h === undefined) this.holds.set(name, (h = { held: 0n, published: 0n }));
+    if (h === undefined) this.holds.set(name, (h = { held: 0n, published: 0n, publishedHeld: 0n }));
     return h;
   }
 
@@ -481,10 +604,16 @@ export class RedisSpendCounter implements SpendCounter {
   /** Writes a key's (and its account's) holds when Redis does not have them as they are. */
   private async publish(kName: string): Promise<void> {
     const holder = this.holders.get(kName);
-    if (holder === undefined) return;
+    // an add about to go writes the holds too
+    if (holder === undefined || this.adds.waiting(kName) || this.urgentAdds.waiting(kName)) return;
+    const aName = this.accountNameOf(holder.account);
     const k = this.holds.get(kName);
-    const a = this.holds.get(this.accountNameOf(holder.account));
-    if ((k === undefined || k.held === k.published) && (a === undefined || a.held === a.published)) return;
+    const a = this.holds.get(aName);
+    if (
+      (k === undefined || this.heldFigure(kName, k.held) === k.published) &&
+      (a === undefined || this.heldFigure(aName, a.held) === a.published)
+    )
+      return;
     await this.send(kName, [{ key: holder.key, account: holder.account, micro: 0n }]);
   }
 
@@ -591,7 +720,9 @@ export class RedisSpendCounter implements SpendCounter {
     }
   }
 
-  private store(name: string, value: bigint, others: bigint, now: number): void {
+  /** Caches Redis' figure of a counter, plus this replica's costs no reply has counted yet. */
+  private store(name: string, redisValue: bigint, others: bigint, now: number): void {
+    const value = redisValue + (this.unanswered.get(name) ?? 0n);
     const c = this.cache.get(name);
     if (c === undefined) {
       this.cache.set(name, { value, others, fetchedAt: now, refreshing: false });
@@ -618,9 +749,17 @@ export class RedisSpendCounter implements SpendCounter {
   async close(): Promise<void> {
     clearInterval(this.heartbeat);
     await this.publishes.flush();
+    await this.urgentAdds.flush();
     await this.adds.flush();
     this.cache.clear();
   }
+}
+
+/** Adds `micro` to a name's figure in a map of sums, forgetting it at zero. */
+function shift(sums: Map<string, bigint>, name: string, micro: bigint): void {
+  const v = (sums.get(name) ?? 0n) + micro;
+  if (v === 0n) sums.delete(name);
+  else sums.set(name, v);
 }
 
 /**

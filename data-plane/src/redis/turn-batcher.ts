@@ -52,6 +52,11 @@ export class TurnBatcher<T, R = void> {
     return new Promise<R>((resolve, reject) => g.push({ item, resolve, reject }));
   }
 
+  /** Whether items of this group wait for the next send. */
+  waiting(group: string): boolean {
+    return this.pending.has(group);
+  }
+
   /** Sends everything pending now (also on shutdown); resolves when those sends are done. */
   readonly flush = (): Promise<void> => {
     if (this.pending.size === 0) {

@@ -155,7 +155,8 @@ export class Call {
     const cost = BigInt(event.cost);
     // The hold the call took at admission goes and its cost comes in one step (billing/reservation.ts).
     const held = this.admission.reservation;
-    const spent = held !== undefined ? this.addSpend(cost, held) : cost !== 0n ? this.addSpend(cost) : undefined;
+    if (held !== undefined) void this.addSpend(cost, held);
+    else if (cost !== 0n) void this.addSpend(cost);
     if (estimated && charge && status === 499) this.estimatedCharge = cost;
     this.opts.metrics.call(
       this.record.protocol,
@@ -167,10 +168,11 @@ export class Call {
       usage.completionTokens,
     );
     this.trace?.finish(status, errorCode, usage);
-    // The relays send the answer's last byte once this resolves: the event is in Redis or the spool, and the
-    // spend counters hold the call's cost, so the caller's next request already sees its quota and balance
-    // (both go out in the same turn's write to Redis, so waiting for the second costs nothing more).
-    return spent === undefined ? durable : Promise.all([durable, spent]).then(() => undefined);
+    // The relays send the answer's last byte once this resolves: the event is in Redis or the spool. The spend
+    // counters took the call's cost already (this replica counts it at once, so the caller's next request here
+    // sees its quota and balance; Redis gets it within the add window, billing/spend-redis.ts), so the answer
+    // does not wait for their round trip.
+    return durable;
   }
 
   /**
