@@ -322,6 +322,35 @@ describe("RedisSpendCounter reservations", () => {
     await counter.close();
   });
 
+  it("never counts twice a cost whose call settled before its add went", async () => {
+    const account = makeAccount("1000");
+    const k1 = makeKey(account.id, "400", "key-1");
+    const k2 = makeKey(account.id, "0", "key-2");
+    const name = `${prefix}{acct:${account.id}}`;
+    // the counters as Redis has them: up to date with everything settled so far
+    await c1.mset(`${name}:k:key-1`, "400", `${name}:k:key-2`, "0", `${name}:a`, "1000");
+    const counter = new RedisSpendCounter(c1, { prefix, refreshMs: 0, maxStaleMs: 0, addWindowMs: 60_000 });
+    // two calls end (100 on key 1, 30 on key 2); their adds wait for the window
+    const first = counter.add(k1, account, 100n);
+    const second = counter.add(k2, account, 30n);
+    // their usage events settle meanwhile: the next snapshots' settled figures hold both costs, and a third call
+    // on key 1, admitted on them, ends before the window does
+    const k1Later = { ...k1, spent: "500" };
+    const accountLater = { ...account, spent: "1130" };
+    const third = counter.add(k1Later, accountLater, 5n);
+    await counter.close(); // the window ends: key 1's batch (first, third) goes before key 2's
+    await Promise.all([first, second, third]);
+    // every cost counted once: key 1 has 400 settled before, +100 +5; the account 1000 +100 +30 +5
+    expect(await c1.get(`${name}:k:key-1`)).toBe("505");
+    expect(await c1.get(`${name}:a`)).toBe("1135");
+    const reader = new RedisSpendCounter(c2, { prefix, refreshMs: 0, maxStaleMs: 0 });
+    expect(await reader.get({ ...k1Later, spent: "505" }, { ...accountLater, spent: "1135" })).toEqual({
+      keySpent: 0n,
+      accountSpent: 0n,
+    });
+    await reader.close();
+  });
+
   it("never shows Redis less than a replica spent while its costs wait for their window", async () => {
     const account = makeAccount("0");
     const key = makeKey(account.id, "0");
