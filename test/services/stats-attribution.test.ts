@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ServiceContext } from "../../control-plane/src/services/context.ts";
-import { type AttributionDimension, usageByAttribution } from "../../control-plane/src/stats/aggregate.ts";
+import { type AttributionDimension, usageByAttribution, usageStats } from "../../control-plane/src/stats/aggregate.ts";
 import { settleUsageBatch } from "../../control-plane/src/usage/settle.ts";
 import { freshDatabase } from "../helpers/postgres.ts";
 
@@ -11,6 +11,7 @@ let db: Awaited<ReturnType<typeof freshDatabase>>;
 let ctx: ServiceContext;
 let accountId: string;
 let otherAccount: string;
+let keyId: string;
 const T0 = Date.parse("2026-03-01T00:00:00Z");
 const HOUR = 3600_000;
 const q = <T>(sql: string, params: unknown[] = []) => db.db.sql.transaction((tx) => tx.query<T>(sql, params));
@@ -34,7 +35,7 @@ beforeAll(async () => {
   ctx = { prisma: db.db.prisma, snapshotChanged: () => undefined, masterKey: Buffer.alloc(32) };
   accountId = (await db.db.prisma.account.create({ data: { name: "acme", balanceMicro: 10n ** 10n } })).id;
   otherAccount = (await db.db.prisma.account.create({ data: { name: "other", balanceMicro: 10n ** 10n } })).id;
-  const keyId = (
+  keyId = (
     await db.db.prisma.apiKey.create({
       data: { accountId, name: "k", keyHash: "k", prefix: "k", allowedModels: [], ipAllowlist: [] },
     })
@@ -79,6 +80,7 @@ interface Filter {
   model?: string;
   endUser?: string;
   tag?: string;
+  apiKeyId?: string;
 }
 
 async function raw(from: Date, to: Date, by: AttributionDimension, f: Filter) {
@@ -91,8 +93,17 @@ async function raw(from: Date, to: Date, by: AttributionDimension, f: Filter) {
      FROM ${table}
      WHERE account_id = $1 AND started_at >= $2 AND started_at < $3 AND ($4::text IS NULL OR model = $4)
        AND ($5::text IS NULL OR end_user = $5) AND ($6::text IS NULL OR tags @> ARRAY[$6]::text[])
+       AND ($7::uuid IS NULL OR api_key_id = $7)
      GROUP BY 1 ORDER BY sum(cost_micro) DESC, 1`,
-    [accountId, from.toISOString(), to.toISOString(), f.model ?? null, f.endUser ?? null, f.tag ?? null],
+    [
+      accountId,
+      from.toISOString(),
+      to.toISOString(),
+      f.model ?? null,
+      f.endUser ?? null,
+      f.tag ?? null,
+      f.apiKeyId ?? null,
+    ],
   );
 }
 
@@ -103,13 +114,19 @@ describe("cost attribution over the daily rollup", () => {
     ["inside one day", 30 * HOUR, 40 * HOUR],
     ["crossing one midnight", 20 * HOUR, 28 * HOUR + 1_000],
   ];
-  const filters: Filter[] = [{}, { model: "m-1" }, { endUser: "user-2" }, { tag: "team=ml" }];
+  const filters = (): Filter[] => [
+    {},
+    { model: "m-1" },
+    { endUser: "user-2" },
+    { tag: "team=ml" },
+    { apiKeyId: keyId },
+  ];
   for (const [label, a, b] of windows)
     for (const by of ["endUser", "tag"] as const)
       it(`equals the raw log's aggregation by ${by}: ${label}`, async () => {
         const from = new Date(T0 + a);
         const to = new Date(T0 + b);
-        for (const f of filters) {
+        for (const f of filters()) {
           const expected = await raw(from, to, by, f);
           const got = await usageByAttribution(ctx, accountId, { from, to, ...f }, by);
           expect(
@@ -133,5 +150,62 @@ describe("cost attribution over the daily rollup", () => {
     // 9 end users and 3 tags over the 4 UTC days the rows touch
     expect(Number(r!.n)).toBeLessThanOrEqual(4 * (9 + 3));
     expect(Number(r!.n)).toBeGreaterThan(3 * (9 + 3));
+  });
+});
+
+describe("statistics filtered by a tag, over the tag's hourly rollup", () => {
+  const windows: [string, number, number][] = [
+    ["aligned days", 0, 4 * 24 * HOUR],
+    ["ragged edges", 7 * HOUR + 13 * 60_000, 3 * 24 * HOUR + 5 * HOUR],
+    ["inside one hour", 30 * HOUR + 60_000, 30 * HOUR + 50 * 60_000],
+  ];
+  const fig = (r: { requests: bigint; errors: bigint; promptTokens: bigint; costMicro: bigint }) =>
+    `${r.requests}/${r.errors}/${r.promptTokens}/${r.costMicro}`;
+  for (const [label, a, b] of windows)
+    for (const granularity of ["hour", "day"] as const)
+      it(`equals the raw log's aggregation by ${granularity}: ${label}`, async () => {
+        const from = new Date(T0 + a);
+        const to = new Date(T0 + b);
+        for (const tag of ["team=ml", "env=prod", "team=search", "nobody"]) {
+          const expected = async (group: string) =>
+            (
+              await q<{ g: string | null; f: string }>(
+                `SELECT ${group} AS g, count(*) || '/' || count(*) FILTER (WHERE status < 200 OR status >= 300)
+                          || '/' || sum(prompt_tokens) || '/' || sum(cost_micro) AS f
+                 FROM usage_logs WHERE account_id = $1 AND started_at >= $2 AND started_at < $3
+                   AND tags @> ARRAY[$4]::text[]
+                 GROUP BY 1 ORDER BY 1`,
+                [accountId, from.toISOString(), to.toISOString(), tag],
+              )
+            ).map((r) => [r.g, r.f]);
+          const got = await usageStats(ctx, accountId, { from, to, tag, granularity, timeZone: "UTC" });
+          const at = `${label} by ${granularity}, tag ${tag}`;
+          expect(
+            got.series.map((r) => [r.bucket.toISOString(), fig(r)]),
+            at,
+          ).toEqual(
+            await expected(`to_char(date_trunc('${granularity}', started_at, 'UTC'), 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`),
+          );
+          const sorted = (rows: (string | null)[][]) =>
+            [...rows].sort((x, y) => String(x[0]).localeCompare(String(y[0])));
+          expect(sorted(got.byModel.map((r) => [r.model, fig(r)])), at).toEqual(await expected("model"));
+          expect(sorted(got.byKey.map((r) => [r.apiKeyId, fig(r)])), at).toEqual(await expected("api_key_id::text"));
+          const total = await expected("NULL::text");
+          expect(got.total.requests === 0n ? [] : [[null, fig(got.total)]], at).toEqual(total);
+        }
+      });
+
+  it("keeps the rollup to a row per account, tag, hour, key and model", async () => {
+    const [r] = await q<{ n: string; calls: string }>(
+      `SELECT count(*)::text AS n, sum(requests)::text AS calls FROM usage_tag_hourly WHERE account_id = $1`,
+      [accountId],
+    );
+    const [l] = await q<{ n: string }>(
+      `SELECT sum(cardinality(tags))::text AS n FROM usage_logs WHERE account_id = $1`,
+      [accountId],
+    );
+    expect(r!.calls).toBe(l!.n); // every tag of every call, once
+    // 3 tags × 3 models (and the key of the two settled calls) over the ~80 hours the rows touch
+    expect(Number(r!.n)).toBeLessThanOrEqual(81 * 3 * 3 + 2);
   });
 });

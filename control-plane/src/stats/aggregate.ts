@@ -11,7 +11,7 @@ export interface StatsFilter {
   to: Date;
   apiKeyId?: string | null;
   model?: string | null;
-  /** cost attribution filters: these read usage_logs alone (the hourly rollup does not keep them) */
+  /** cost attribution filters: an end user reads usage_logs alone, a tag its hourly rollup (usage_tag_hourly) */
   endUser?: string | null;
   tag?: string | null;
   granularity: Granularity;
@@ -57,8 +57,9 @@ const NIL_KEY = "00000000-0000-0000-0000-000000000000";
 
 /**
  * The account's usage in [from, to) as rows of (ts, model, api_key_id, counts…): whole hours come from the
- * hourly rollup (kept by a trigger on usage_logs), the partial hours at either edge from usage_logs itself,
- * so a month costs about 720 × keys × models rollup rows plus at most two hours of log rows, exactly.
+ * hourly rollup (kept by a trigger on usage_logs; for one tag, the tag's hourly rollup), the partial hours at
+ * either edge from usage_logs itself, so a month costs about 720 × keys × models rollup rows plus at most two
+ * hours of log rows, exactly. An end user's usage is a range of the log's end-user index.
  */
 function usageSource(accountId: string, f: Omit<StatsFilter, "granularity" | "timeZone">) {
   const fromCeil = new Date(Math.ceil(f.from.getTime() / HOUR) * HOUR);
@@ -79,12 +80,14 @@ function usageSource(accountId: string, f: Omit<StatsFilter, "granularity" | "ti
     SELECT started_at AS ts, model, api_key_id, 1 AS requests, (status < 200 OR status >= 300)::int AS errors,
            prompt_tokens, completion_tokens, reasoning_tokens, cached_tokens, cost_micro
     FROM usage_logs WHERE ${Prisma.join(logFilters, " AND ")} AND started_at >= ${from} AND started_at < ${to}`;
-  // Less than one whole hour, or an attribution filter: the log alone.
-  if (fromCeil >= toFloor || f.endUser || f.tag) return fromLog(f.from, f.to);
+  // Less than one whole hour, or an end user: the log alone.
+  if (fromCeil >= toFloor || f.endUser) return fromLog(f.from, f.to);
+  if (f.tag) hourFilters.push(Prisma.sql`tag = ${f.tag}`);
+  const rollup = f.tag ? Prisma.sql`usage_tag_hourly` : Prisma.sql`usage_hourly`;
   return Prisma.sql`
     SELECT hour AS ts, model, NULLIF(api_key_id, ${NIL_KEY}::uuid) AS api_key_id, requests, errors,
            prompt_tokens, completion_tokens, reasoning_tokens, cached_tokens, cost_micro
-    FROM usage_hourly WHERE ${Prisma.join(hourFilters, " AND ")} AND hour >= ${fromCeil} AND hour < ${toFloor}
+    FROM ${rollup} WHERE ${Prisma.join(hourFilters, " AND ")} AND hour >= ${fromCeil} AND hour < ${toFloor}
     UNION ALL ${fromLog(f.from, fromCeil)}
     UNION ALL ${fromLog(toFloor, f.to)}`;
 }
@@ -160,11 +163,16 @@ const figureSums = Prisma.raw(FIGURES.map((c) => `coalesce(sum(${c}), 0)::bigint
 
 /**
  * Usage grouped by end user or by tag (a call with several tags counts under each): the largest 100 by cost.
- * Calls without an end user group under null; calls without tags are left out of byTag. Whole UTC days come
- * from the daily attribution rollup (kept by a trigger on usage_logs), the partial days at either edge from the
- * log, so a month costs about 30 × the values used a day plus at most two days of attributed log rows. The
- * rollup knows neither keys nor models nor which tags a call carried together, so a filter on a key, a model or
- * a tag reads the log alone (an end-user filter is one row of the rollup per day).
+ * Calls without an end user group under null; calls without tags are left out of byTag.
+ *
+ * By end user: whole UTC days come from the daily attribution rollup (kept by a trigger on usage_logs), the
+ * partial days at either edge from the log, so a month costs about 30 × the values used a day plus at most two
+ * days of attributed log rows; it knows neither keys nor models, so a filter on a key, a model or a tag reads the
+ * log alone (an end-user filter is one row of the rollup per day).
+ *
+ * By tag: whole hours come from the tag's hourly rollup (per key and model, so those filters read it too), the
+ * partial hours at either edge from the log. It does not know which tags a call carried together, nor its end
+ * user, so a filter on a tag or an end user reads the log alone.
  */
 export async function usageByAttribution(
   ctx: ServiceContext,
@@ -192,7 +200,25 @@ export async function usageByAttribution(
   // and filtered by an end user, under that user's tags: neither is in the rollup.
   const ownFilter = by === "endUser" ? f.endUser : null;
   let source: Prisma.Sql;
-  if (fromDay >= toDay || f.apiKeyId || f.model || f.tag || (by === "tag" && f.endUser)) source = fromLog(f.from, f.to);
+  const fromHour = new Date(Math.ceil(f.from.getTime() / HOUR) * HOUR);
+  const toHour = new Date(Math.floor(f.to.getTime() / HOUR) * HOUR);
+  if (by === "tag" && !f.tag && !f.endUser && fromHour < toHour) {
+    const hourFilters = [
+      Prisma.sql`account_id = ${accountId}::uuid`,
+      Prisma.sql`hour >= ${fromHour}`,
+      Prisma.sql`hour < ${toHour}`,
+    ];
+    if (f.apiKeyId) hourFilters.push(Prisma.sql`api_key_id = ${f.apiKeyId}::uuid`);
+    if (f.model) hourFilters.push(Prisma.sql`model = ${f.model}`);
+    const tagged = Prisma.sql`tags <> '{}'`;
+    source = Prisma.sql`
+      SELECT tag AS key, requests, errors, prompt_tokens, completion_tokens, reasoning_tokens, cached_tokens,
+             cost_micro
+      FROM usage_tag_hourly WHERE ${Prisma.join(hourFilters, " AND ")}
+      UNION ALL ${fromLog(f.from, fromHour, tagged)}
+      UNION ALL ${fromLog(toHour, f.to, tagged)}`;
+  } else if (fromDay >= toDay || f.apiKeyId || f.model || f.tag || (by === "tag" && f.endUser))
+    source = fromLog(f.from, f.to);
   else {
     const dimension = by === "endUser" ? "end_user" : "tag";
     const rollupFilters = [
