@@ -260,9 +260,9 @@ try {
       usageStats(ctx, busy, { from: new Date(now - 30 * DAY), to: new Date(now), granularity: "day", timeZone: "UTC" }),
     );
 
-    // Cost attribution: the 100 largest end users and tags (the daily attribution rollup and the edge days'
-    // rows), and the statistics filtered by one end user (an index range of its rows) and by one tag (every row
-    // carrying it: the rollup does not keep tags per key and model).
+    // Cost attribution: the 100 largest end users (the daily attribution rollup and the edge days' rows) and tags
+    // (the hourly tag rollup and the edge hours' rows), and the statistics filtered by one end user (an index
+    // range of its rows) and by one tag (the hourly tag rollup, per key and model).
     const month = { from: new Date(now - 30 * DAY), to: new Date(now) };
     await timed("customer: spend by end user over 30 days (the 100 largest)", 100, () =>
       usageByAttribution(ctx, busy, month, "endUser"),
@@ -273,7 +273,7 @@ try {
     await timed("customer: statistics over 30 days filtered by an end user", 100, () =>
       usageStats(ctx, busy, { ...month, endUser: "user-10", granularity: "day", timeZone: "UTC" }),
     );
-    await timed("customer: statistics over 30 days filtered by a tag on a seventh of the calls", null, () =>
+    await timed("customer: statistics over 30 days filtered by a tag on a seventh of the calls", 100, () =>
       usageStats(ctx, busy, { ...month, tag: "team=search", granularity: "day", timeZone: "UTC" }),
     );
 
