@@ -394,6 +394,8 @@ async function startModelgate(mockOrigin: string): Promise<Target> {
     BENCH_UPSTREAM_KEY: UPSTREAM_KEY,
     // Production log level, to files: when a per-request log line lands, its cost is in the numbers.
     LOG_LEVEL: "info",
+    // an A/B of how often settlement runs (default: the product's)
+    ...(env.MODELGATE_SETTLE_INTERVAL_MS ? { MODELGATE_SETTLE_INTERVAL_MS: env.MODELGATE_SETTLE_INTERVAL_MS } : {}),
   };
   const cpPort = await freePort();
   if (cpProf) {
