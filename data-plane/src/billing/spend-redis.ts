@@ -8,16 +8,18 @@ import { Reservation, refusal, refusedSpend, type ReserveResult, type Rooms } fr
 import { accountSettledSpend, keySettled, unsettled, type SpendCounter } from "./spend.ts";
 
 // What the calls in flight hold (reservations, see reservation.ts) lives beside each counter in a hash with one
-// field per replica: "<micro> <expiry> [<unsent>]", this replica's total for the counter, written as an absolute
-// figure (so any script of the replica's may carry it, in any order, and the last one wins) and expiring
+// field per replica: "<micro> <expiry>", this replica's total for the counter, written as an absolute figure
+// (so any script of the replica's may carry it, in any order, and the last one wins) and expiring
 // RESERVE_TTL_MS after it was written unless the replica writes it again (its heartbeat does, while calls
 // are in flight). A replica that dies holding reservations stops blocking the others once its fields expire.
 // Expiry goes by Redis' clock (TIME), so replicas' clocks do not matter. The sums are Lua numbers (doubles):
 // exact to 2^53 micro-units (9 billion units), far beyond any single account's money in flight.
 //
-// <unsent>: the costs of the replica's finished calls that wait for their add (RedisSpendCounter.unsent). They
-// are spend, not holds: every script counts them with the counter (so a call may still go alone with what is
-// left, reservation.ts) and answers the counters with the other replicas' unsent costs included.
+// A second field per replica, "<replica>:u" = "<micro> <expiry>": the costs of its finished calls that wait for
+// their add (RedisSpendCounter.unsent). They are spend, not holds: every script counts them with the counter (so
+// a call may still go alone with what is left, reservation.ts) and answers the counters with the other replicas'
+// unsent costs included. (A replica of the release before reads that field as another replica's hold: on the
+// safe side while replicas of both run during an upgrade.)
 const HOLDS_LUA = `
 local function fmt(x) return string.format('%.0f', x) end
 local function clock()
@@ -28,25 +30,25 @@ end
 local function others(hash, me, now)
   local all = redis.call('HGETALL', hash)
   local held, unsent = 0, 0
+  local mine = me .. ':u'
   for i = 1, #all, 2 do
-    local v = all[i + 1]
-    local s1 = string.find(v, ' ', 1, true)
-    local s2 = string.find(v, ' ', s1 + 1, true)
-    if tonumber(string.sub(v, s1 + 1, (s2 or 0) - 1)) <= now then redis.call('HDEL', hash, all[i])
-    elseif all[i] ~= me then
-      held = held + tonumber(string.sub(v, 1, s1 - 1))
-      if s2 then unsent = unsent + tonumber(string.sub(v, s2 + 1)) end
+    local f, v = all[i], all[i + 1]
+    local sp = string.find(v, ' ', 1, true)
+    if tonumber(string.sub(v, sp + 1)) <= now then redis.call('HDEL', hash, f)
+    elseif f ~= me and f ~= mine then
+      if string.sub(f, -2) == ':u' then unsent = unsent + tonumber(string.sub(v, 1, sp - 1))
+      else held = held + tonumber(string.sub(v, 1, sp - 1)) end
     end
   end
   return held, unsent
 end
 local function hold(hash, me, micro, unsent, now, ttl)
   micro, unsent = tonumber(micro), tonumber(unsent)
-  if micro <= 0 and unsent == 0 then redis.call('HDEL', hash, me) return end
-  local v = fmt(math.max(micro, 0)) .. ' ' .. fmt(now + ttl)
-  if unsent ~= 0 then v = v .. ' ' .. fmt(unsent) end
-  redis.call('HSET', hash, me, v)
-  redis.call('PEXPIRE', hash, ttl * 2)
+  local until_ = ' ' .. fmt(now + ttl)
+  if micro > 0 then redis.call('HSET', hash, me, fmt(micro) .. until_) else redis.call('HDEL', hash, me) end
+  if unsent ~= 0 then redis.call('HSET', hash, me .. ':u', fmt(unsent) .. until_)
+  else redis.call('HDEL', hash, me .. ':u') end
+  if micro > 0 or unsent ~= 0 then redis.call('PEXPIRE', hash, ttl * 2) end
 end
 -- a counter with the other replicas' unsent costs (exact as a string while there are none)
 local function spent(cur, unsent)
