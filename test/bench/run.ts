@@ -762,12 +762,15 @@ async function runClosed(
   r: Request = request(t, false),
 ): Promise<MeasuredClosed> {
   await closed(r, connections, cfg.warmupSec);
+  if (measureCpu) await waitSettled(t); // the warm-up's events settle outside the window
   const side = await sideStart(t, measureCpu);
   const proxy0 = cpuMsOf(t.proxyPids);
   const res = await closed(r, connections, durationSec);
   const proxyCpu = cpuMsOf(t.proxyPids) - proxy0;
   // Usage settlement continues after the load stops: wait for it, and count it.
-  const settleMs = t.sidePids.length && cpLive ? await waitIdle([...t.proxyPids, ...t.sidePids], 20_000) : 0;
+  const drain0 = Date.now();
+  await waitSettled(t);
+  const settleMs = t.sidePids.length && cpLive ? Date.now() - drain0 : 0;
   checkClosed(t, `c=${connections}`, res);
   const costs = await sideEnd(t, side, res.requests, `c=${connections}`, proxyCpu);
   return {
@@ -779,6 +782,25 @@ async function runClosed(
   };
 }
 
+/**
+ * Waits until the control plane has settled every usage event in the stream (it deletes an entry once settled),
+ * then for the processes to be idle. CPU idleness alone is not enough: settlement runs once a second
+ * (MODELGATE_SETTLE_INTERVAL_MS), so half a second of quiet can fall between two settlements, and a window
+ * would then count another run's settlement, or miss its own.
+ */
+async function waitSettled(t: Target): Promise<void> {
+  if (!t.sidePids.length || !cpLive) return;
+  const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
+  try {
+    const t0 = Date.now();
+    while (Date.now() - t0 < 20_000 && (await redis.xlen(`${prefix}usage`)) > 0)
+      await new Promise((r) => setTimeout(r, 50));
+  } finally {
+    redis.disconnect();
+  }
+  await waitIdle([...t.proxyPids, ...t.sidePids], 20_000);
+}
+
 async function runOpen(
   t: Target,
   rate = cfg.openRate,
@@ -786,11 +808,12 @@ async function runOpen(
 ): Promise<OpenLoopResult & { cost?: CallCost }> {
   const r = request(t, false);
   await open(r, rate, 1); // warm-up at the same rate
+  await waitSettled(t); // the warm-up's events settle outside the window
   const side = await sideStart(t, true);
   const cpu0 = cpuMsOf(t.proxyPids);
   const res = await open(r, rate, durationSec);
   // Usage settlement continues after the load stops: wait for it, and count it.
-  if (t.sidePids.length && cpLive) await waitIdle([...t.proxyPids, ...t.sidePids], 20_000);
+  await waitSettled(t);
   const proxyMs = cpuMsOf(t.proxyPids) - cpu0;
   const costs = res.sent ? await sideEnd(t, side, res.sent, `open loop at ${rate}/s`, proxyMs) : undefined;
   // At a fixed rate every target batches alike (a closed loop's CPU per request falls as its throughput rises).
