@@ -147,7 +147,10 @@ export class RedisKeyHealth extends KeyHealth {
 
   /** Replaces the local view with the shared one (plus what this replica wrote that is still on its way). */
   async poll(): Promise<void> {
-    if (this.polling) return;
+    // Not before the connection is ready (the first poll runs at construction, while it connects): with no
+    // offline queue that poll failed at every start-up and opened a Redis outage in the log that was none. An
+    // outage proper is reported by the connection's own errors.
+    if (this.polling || this.redis.status !== "ready") return;
     this.polling = true;
     try {
       const all = await this.redis.hgetall(this.names.keyStates);
