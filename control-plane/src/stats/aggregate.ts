@@ -196,12 +196,11 @@ export async function usageByAttribution(
     WHERE ${Prisma.join([...logFilters, ...more], " AND ")} AND started_at >= ${from} AND started_at < ${to}`;
   const fromDay = new Date(Math.ceil(f.from.getTime() / DAY) * DAY);
   const toDay = new Date(Math.floor(f.to.getTime() / DAY) * DAY);
-  // Grouped by tag and filtered by a tag, a call counts under each tag it carries with the filter's; grouped by tag
-  // and filtered by an end user, under that user's tags: neither is in the rollup.
-  const ownFilter = by === "endUser" ? f.endUser : null;
   let source: Prisma.Sql;
   const fromHour = new Date(Math.ceil(f.from.getTime() / HOUR) * HOUR);
   const toHour = new Date(Math.floor(f.to.getTime() / HOUR) * HOUR);
+  // Grouped by tag and filtered by a tag, a call counts under each tag it carries with the filter's; grouped by tag
+  // and filtered by an end user, under that user's tags: neither is in the rollup.
   if (by === "tag" && !f.tag && !f.endUser && fromHour < toHour) {
     const hourFilters = [
       Prisma.sql`account_id = ${accountId}::uuid`,
@@ -217,19 +216,20 @@ export async function usageByAttribution(
       FROM usage_tag_hourly WHERE ${Prisma.join(hourFilters, " AND ")}
       UNION ALL ${fromLog(f.from, fromHour, tagged)}
       UNION ALL ${fromLog(toHour, f.to, tagged)}`;
-  } else if (fromDay >= toDay || f.apiKeyId || f.model || f.tag || (by === "tag" && f.endUser))
-    source = fromLog(f.from, f.to);
+  }
+  // Grouped by tag, only a tag or end-user filter or a span without a whole hour gets past the hourly rollup, and
+  // none of them could use the daily one (a whole day is whole hours): they read the log.
+  else if (by === "tag" || fromDay >= toDay || f.apiKeyId || f.model || f.tag) source = fromLog(f.from, f.to);
   else {
-    const dimension = by === "endUser" ? "end_user" : "tag";
     const rollupFilters = [
       Prisma.sql`account_id = ${accountId}::uuid`,
-      Prisma.sql`dimension = ${dimension}`,
+      Prisma.sql`dimension = 'end_user'`,
       Prisma.sql`day >= ${fromDay}`,
       Prisma.sql`day < ${toDay}`,
     ];
-    if (ownFilter) rollupFilters.push(Prisma.sql`value = ${ownFilter}`);
+    if (f.endUser) rollupFilters.push(Prisma.sql`value = ${f.endUser}`);
     // The edge days' attributed rows only: those with an end user are a range of the partial end-user index.
-    const attributed = by === "endUser" ? Prisma.sql`end_user IS NOT NULL` : Prisma.sql`tags <> '{}'`;
+    const attributed = Prisma.sql`end_user IS NOT NULL`;
     const named = Prisma.sql`
       SELECT value AS key, requests, errors, prompt_tokens, completion_tokens, reasoning_tokens, cached_tokens,
              cost_micro
@@ -241,14 +241,13 @@ export async function usageByAttribution(
     // (While an old unpartitioned log is being converted, its rows not yet copied are in the hourly rollup and
     // not in this one, so they count under null until they are copied.)
     const diff = (c: string) => Prisma.raw(`t.${c} - n.${c} AS ${c}`);
-    const nullGroup =
-      by === "endUser" && !ownFilter
-        ? Prisma.sql`UNION ALL SELECT * FROM (
+    const nullGroup = !f.endUser
+      ? Prisma.sql`UNION ALL SELECT * FROM (
             SELECT NULL::text AS key, ${Prisma.join(FIGURES.map(diff))}
             FROM (SELECT ${figureSums} FROM (${usageSource(accountId, { from: f.from, to: f.to })}) AS s) t,
                  (SELECT ${figureSums} FROM named) n
           ) g WHERE requests <> 0`
-        : Prisma.empty;
+      : Prisma.empty;
     source = Prisma.sql`WITH named AS MATERIALIZED (${named}) SELECT * FROM named ${nullGroup}`;
   }
   return ctx.prisma.$queryRaw<(Totals & { key: string | null })[]>`
