@@ -1,11 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Client, customer, operatorClient, startHarness, type Harness } from "./harness.ts";
+import { startTwoTenants, type Tenant } from "../../helpers/graphql-tenants.ts";
+import { Client, customer, type Harness } from "./harness.ts";
 
 let h: Harness;
 let ops: Client;
-let a: Awaited<ReturnType<typeof customer>>;
-let b: Awaited<ReturnType<typeof customer>>;
+let a: Tenant;
+let b: Tenant;
 let keyA: string;
 let keyB: string;
 const MODEL = "acme-chat-2025-01-01";
@@ -34,20 +35,15 @@ async function usage(
 }
 
 beforeAll(async () => {
-  h = await startHarness("gql_customer");
-  ops = await operatorClient(h);
+  ({ h, ops, a, b } = await startTwoTenants("gql_customer"));
+  keyA = a.apiKey.id;
+  keyB = b.apiKey.id;
   await ops.gql(
     `mutation { upsertModel(input: { id: "${MODEL}", displayName: "Acme Chat", inputPrice: "0.15", outputPrice: "0.6" }) { id } }`,
   );
   await ops.gql(
     `mutation { upsertModel(input: { id: "${MODEL2}", reasoning: true, inputPrice: "3", outputPrice: "15", cachedInputPrice: "0.3" }) { id } }`,
   );
-  a = await customer(h, ops, "Alpha");
-  b = await customer(h, ops, "Beta");
-  keyA = (await a.client.gql(`mutation { createApiKey(input: { name: "a-prod" }) { apiKey { id } } }`)).createApiKey
-    .apiKey.id;
-  keyB = (await b.client.gql(`mutation { createApiKey(input: { name: "b-prod" }) { apiKey { id } } }`)).createApiKey
-    .apiKey.id;
 });
 afterAll(async () => {
   await h?.close();

@@ -2,9 +2,10 @@ import { readFileSync } from "node:fs";
 import { buildSchema, getNamedType, isObjectType } from "graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { settleUsageBatch } from "../../../control-plane/src/usage/settle.ts";
+import { startTwoTenants, type Tenant } from "../../helpers/graphql-tenants.ts";
 import { repoRoot } from "../../helpers/processes.ts";
 import { usageEvent } from "../../helpers/usage-event.ts";
-import { Client, customer, operatorClient, startHarness, type Harness } from "./harness.ts";
+import { Client, type Harness } from "./harness.ts";
 
 // Tenant isolation of the ledger's settlement lines (LedgerEntry.batchId and .calls: one usage line per account
 // per settlement batch). Two customers' calls are settled, one batch holding both accounts' and one only A's;
@@ -13,8 +14,8 @@ import { Client, customer, operatorClient, startHarness, type Harness } from "./
 
 let h: Harness;
 let ops: Client;
-let a: Awaited<ReturnType<typeof customer>>;
-let b: Awaited<ReturnType<typeof customer>>;
+let a: Tenant;
+let b: Tenant;
 /** B's personal access token (read and write), and one of B's gateway API keys (sk-mg-…): B's other credentials */
 let bToken: Client;
 let bApiKey: Client;
@@ -58,28 +59,18 @@ const usageLines = (lines: Line[]) =>
   lines.filter((l) => l.kind === "usage").sort((x, y) => (x.calls ?? 0) - (y.calls ?? 0));
 
 beforeAll(async () => {
-  h = await startHarness("gql_ledger");
-  ops = await operatorClient(h);
-  a = await customer(h, ops, "Alpha");
-  b = await customer(h, ops, "Bravo");
-  const keyOf = async (c: Client) =>
-    (await c.gql(`mutation { createApiKey(input: { name: "svc" }) { key apiKey { id } } }`)).createApiKey as {
-      key: string;
-      apiKey: { id: string };
-    };
-  const keyA = await keyOf(a.client);
-  const keyB = await keyOf(b.client);
-  bApiKey = new Client(h.url, keyB.key);
+  ({ h, ops, a, b } = await startTwoTenants("gql_ledger"));
+  bApiKey = new Client(h.url, b.apiKey.key);
   const pat = await b.client.gql(
     `mutation { createPersonalAccessToken(name: "cli", scopes: [read, write]) { token } }`,
   );
   bToken = new Client(h.url, pat.createPersonalAccessToken.token as string);
 
   // one batch: two calls of A's, one of B's; then a batch of three calls of A's alone
-  const first = [call(a.accountId, keyA.apiKey.id, 1_000), call(a.accountId, keyA.apiKey.id, 2_000)];
-  const firstB = [call(b.accountId, keyB.apiKey.id, 500)];
+  const first = [call(a.accountId, a.apiKey.id, 1_000), call(a.accountId, a.apiKey.id, 2_000)];
+  const firstB = [call(b.accountId, b.apiKey.id, 500)];
   expect(await settleUsageBatch(h.db, [...first, ...firstB])).toBe(3);
-  const second = [1, 2, 3].map(() => call(a.accountId, keyA.apiKey.id, 4_000));
+  const second = [1, 2, 3].map(() => call(a.accountId, a.apiKey.id, 4_000));
   expect(await settleUsageBatch(h.db, second)).toBe(3);
   shared = await batchOf(
     a.accountId,
