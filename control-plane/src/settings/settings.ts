@@ -55,6 +55,15 @@ export function masterKeyFrom(env: NodeJS.ProcessEnv, dataDir: string): Buffer {
   return parseMasterKey(readFileSync(file, "utf8").trim());
 }
 
+/** MODELGATE_SETTLE_INTERVAL_MS: whole milliseconds from 0 (no wait between a shard's settlements) to 60,000. */
+export function settleIntervalMs(env: NodeJS.ProcessEnv): number {
+  // A settlement costs Postgres and the control plane a few milliseconds of CPU however few events it holds
+  // (bench:settle: 195 µs of Postgres per event in batches of 30, 62 in batches of 300), so at a steady
+  // trickle of traffic how often it runs sets the cost per call. The data planes' spend counters cover the
+  // wait; a wallet's balance in the console lags by about this much.
+  return wholeNumberEnv(env, "MODELGATE_SETTLE_INTERVAL_MS", 1_000, { unit: "ms", max: 60_000 });
+}
+
 export function readSettings(env: NodeJS.ProcessEnv, defaultPort: number): Settings {
   // A bad number in any setting stops the start here, naming the variable (data-plane/src/env.ts).
   checkNumericSettings(env, "control");
@@ -68,11 +77,7 @@ export function readSettings(env: NodeJS.ProcessEnv, defaultPort: number): Setti
     databaseUrl: env.DATABASE_URL || undefined,
     redisUrl: env.REDIS_URL || undefined,
     usageShards: usageShardCount(env),
-    // A settlement costs Postgres and the control plane a few milliseconds of CPU however few events it holds
-    // (bench:settle: 195 µs of Postgres per event in batches of 30, 62 in batches of 300), so at a steady
-    // trickle of traffic how often it runs sets the cost per call. The data planes' spend counters cover the
-    // wait; a wallet's balance in the console lags by about this much.
-    settleIntervalMs: wholeNumberEnv(env, "MODELGATE_SETTLE_INTERVAL_MS", 1_000, { unit: "ms", max: 60_000 }),
+    settleIntervalMs: settleIntervalMs(env),
     configPath: env.GATEWAY_CONFIG || undefined,
     masterKey: masterKeyFrom(env, dataDir),
     dev: env.NODE_ENV === "development",
