@@ -384,4 +384,31 @@ describe("RedisSpendCounter reservations", () => {
     expect(await fields()).toEqual(["held 150"]); // b's hold
     await b.close();
   });
+
+  it("releases at once a hold Redis showed, however much spend waits for the window beside it", async () => {
+    const account = makeAccount("0");
+    const key = makeKey(account.id, "0");
+    const clock = () => 8_000_000;
+    const counter = new RedisSpendCounter(c1, { prefix, clock, addWindowMs: 60_000, publishMs: 60_000 });
+    const name = `${prefix}{acct:${account.id}}:k:${key.id}`;
+    const fields = async () =>
+      Object.entries(await c1.hgetall(`${name}:held`))
+        .map(([f, v]) => `${f.endsWith(":u") ? "unsent" : "held"} ${v.split(" ")[0]}`)
+        .sort();
+    await counter.get(key, account);
+    // 600 of 1,000 is more than half of what is free: Redis decides, and shows the hold
+    const r = held(await counter.reserve(key, account, 600n, rooms(1_000n, null)));
+    expect(await fields()).toEqual(["held 600"]);
+    // a correction larger than that hold waits for the window: Redis' figure less the unsent costs is now below 0
+    const corrected = counter.add(key, account, 700n);
+    const settled = counter.settle(r, 5n);
+    // the release (and its cost) goes at the end of the turn; the correction still waits beside it
+    await vi.waitFor(async () => expect(await fields()).toEqual(["unsent 700"]), { timeout: 2_000, interval: 5 });
+    await settled;
+    expect(await c1.get(name)).toBe("5");
+    await counter.close();
+    await corrected;
+    expect(await c1.get(name)).toBe("705");
+    expect(await fields()).toEqual([]);
+  });
 });

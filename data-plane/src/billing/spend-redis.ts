@@ -210,7 +210,12 @@ interface Cached {
 interface Held {
   held: bigint;
   published: bigint;
-  /** the holds part of `published` (without the unsent costs it carried) */
+  /**
+   * The holds part of `published` (without the unsent costs it carried). Kept, not derived as `published` less
+   * `unsent`: a finished call's cost joins `unsent` at once but Redis' figure only with the next script, so that
+   * difference is short by the costs counted since the write (and long by a refund): a settle just after a
+   * cost larger than the holds Redis shows would find none and leave its release to the window.
+   */
   publishedHeld: bigint;
 }
 
@@ -563,14 +568,15 @@ export class RedisSpendCounter implements SpendCounter {
     if (!r.end()) return Promise.resolve();
     const kName = this.keyNameOf(r.key, r.account);
     const aName = this.accountNameOf(r.account);
-    this.release(kName, r.micro);
-    this.release(aName, r.micro);
+    const kHeld = this.holds.get(kName);
+    const aHeld = this.holds.get(aName);
+    release(kHeld, r.micro);
+    release(aHeld, r.micro);
     // Always sent, a free call too: the script writes the hold's release with the cost (0 adds nothing). While
     // Redis shows holds of this replica's (near a limit, where Redis decided, or a long call's), the other
     // replicas weigh them: the release goes at the end of the turn, so a call elsewhere may go alone with
     // what is left at once, as before the window. Far from every limit, nobody waits for it.
-    const urgent =
-      (this.holds.get(kName)?.publishedHeld ?? 0n) > 0n || (this.holds.get(aName)?.publishedHeld ?? 0n) > 0n;
+    const urgent = (kHeld?.publishedHeld ?? 0n) > 0n || (aHeld?.publishedHeld ?? 0n) > 0n;
     return this.add(r.key, r.account, micro, urgent);
   }
 
@@ -580,16 +586,10 @@ export class RedisSpendCounter implements SpendCounter {
     return h;
   }
 
-  private release(name: string, micro: bigint): void {
-    const h = this.holds.get(name);
-    if (h === undefined) return;
-    h.held = h.held > micro ? h.held - micro : 0n;
-  }
-
   /** Gives back a hold taken for a call Redis refused or did not answer (Redis may have it: written again). */
   private unhold(kName: string, aName: string, keyId: string, micro: bigint): void {
-    this.release(kName, micro);
-    this.release(aName, micro);
+    release(this.holds.get(kName), micro);
+    release(this.holds.get(aName), micro);
     void this.publishes.add(kName, kName);
     this.dropIdleHold(kName, keyId);
     this.dropIdleHold(aName, null);
@@ -762,6 +762,10 @@ function shift(sums: Map<string, bigint>, name: string, micro: bigint): void {
   const v = (sums.get(name) ?? 0n) + micro;
   if (v === 0n) sums.delete(name);
   else sums.set(name, v);
+}
+
+function release(h: Held | undefined, micro: bigint): void {
+  if (h !== undefined) h.held = h.held > micro ? h.held - micro : 0n;
 }
 
 /**
