@@ -63,13 +63,14 @@ import type {
 //   BENCH_DP_NODE_ARGS="--flag …"  Node options for modelgate's data plane (diagnostics: --inspect=…, --trace-gc)
 //   BENCH_KEEP_LOGS=1     keep the work directory with every process's log (its path is printed)
 //   BENCH_STREAM_TRACE=f  append each concurrent stream's client, start, TTFB and total (ms) to file f
-//   BENCH_SCENARIOS=a,b   a subset of c1,c64,c256,open,cost,streams,anthropic,responses,workers,tracing,hold,settle (for
-//                         of them; a partial run leaves the other columns empty). anthropic: an Anthropic client
+//   BENCH_SCENARIOS=a,b   a subset of c1,c64,c256,open,cost,idle,streams,anthropic,responses,workers,tracing,hold,
+//                         settle (default all of them; a partial run leaves the other columns empty). anthropic: an Anthropic client
 //                         through the OpenAI upstream (translation both ways), c=64, modelgate only. workers:
 //                         c=256 with 2 worker processes, modelgate (MODELGATE_WORKERS=2) against the floor with 2.
 //                         tracing: c=64 with OpenTelemetry on (every call exported to a local sink). cost:
 //                         open loop at BENCH_COST_RATE, each process's CPU per call (data plane, control plane,
-//                         Redis, Postgres) against the floor's.
+//                         Redis, Postgres) against the floor's. idle: each of modelgate's processes' CPU per
+//                         second with no calls (BENCH_IDLE_DURATION=S, default 10), the fixed cost a low rate pays.
 // Exits non-zero when any target answered with a non-2xx status or a transport error.
 
 const env = process.env;
@@ -88,6 +89,7 @@ const cfg = {
   openDuration: num(env.BENCH_OPEN_DURATION, quick ? 3 : 5),
   costRate: num(env.BENCH_COST_RATE, 300),
   costDuration: num(env.BENCH_COST_DURATION, quick ? 4 : 8),
+  idleDuration: num(env.BENCH_IDLE_DURATION, quick ? 3 : 10),
   streamSequential: quick ? 40 : 100,
   streamConcurrent: quick ? 16 : 32,
   streamPerClient: quick ? 2 : 3,
@@ -103,7 +105,7 @@ const REDIS_URL = env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
 const portkeyEntry = join(repoRoot, "bench/portkey/node_modules/@portkey-ai/gateway/build/start-server.js");
 const resultsDir = join(repoRoot, "bench/results");
 const scenarios = new Set(
-  (env.BENCH_SCENARIOS ?? "c1,c64,c256,open,cost,streams,anthropic,responses,workers,tracing,hold,settle")
+  (env.BENCH_SCENARIOS ?? "c1,c64,c256,open,cost,idle,streams,anthropic,responses,workers,tracing,hold,settle")
     .split(",")
     .map((s) => s.trim()),
 );
@@ -205,6 +207,8 @@ interface RoundResult {
   open?: OpenLoopResult;
   /** CPU per call of each process at the cost scenario's fixed rate (ms) */
   cost?: CallCost;
+  /** CPU per second of each process with no calls (ms), the idle scenario */
+  idle?: CallCost;
   streams?: StreamResult & { proxyCpuMsPerStream: number };
 }
 const results = new Map<TargetId, RoundResult[]>();
@@ -836,6 +840,27 @@ async function runOpen(
   return { ...res, cost };
 }
 
+/**
+ * What the running system costs with no calls at all, per second of each process (polls, timers, heartbeats,
+ * publication): at a low rate this fixed cost is spread over few calls, so it shows in the cost scenario.
+ * The window is a fixed time on purpose: nothing happens in it to wait for.
+ */
+async function runIdle(t: Target): Promise<CallCost> {
+  await waitSettled(t);
+  const seconds = cfg.idleDuration;
+  const side = await sideStart(t, true);
+  const cpu0 = cpuMsOf(t.proxyPids);
+  await new Promise((r) => setTimeout(r, seconds * 1000));
+  const proxyMs = cpuMsOf(t.proxyPids) - cpu0;
+  const costs = await sideEnd(t, side, seconds, "idle, per second (not per request)", proxyMs);
+  return {
+    proxy: proxyMs / seconds,
+    control: costs.sideCpuMsPerReq,
+    redis: costs.redisCpuMsPerReq,
+    postgres: costs.pgCpuMsPerReq,
+  };
+}
+
 async function runStreams(t: Target): Promise<StreamResult & { proxyCpuMsPerStream: number }> {
   const cpu0 = cpuMsOf(t.proxyPids);
   const res = (
@@ -1044,6 +1069,11 @@ async function main(): Promise<number> {
         const res = await runOpen(t, cfg.costRate, cfg.costDuration);
         rr.get(t.id)!.cost = res.cost;
       });
+    if (scenarios.has("idle"))
+      await step("idle", async (t) => {
+        if (t.id !== "modelgate" && t.id !== "baseline") return;
+        rr.get(t.id)!.idle = await runIdle(t);
+      });
     if (scenarios.has("streams"))
       await step("streams", async (t) => void (rr.get(t.id)!.streams = await runStreams(t)));
     const mgT = targets.find((t) => t.id === "modelgate");
@@ -1181,6 +1211,7 @@ async function main(): Promise<number> {
     rss: peak.get(id) ?? NaN,
     cost: costMedian(id),
     c64Cost: c64Median(id),
+    idle: costOf(id, (r) => r.idle),
   });
   const rows = new Map(targets.map((t) => [t.id, row(t.id)]));
   const floor = rows.get("floor");
@@ -1263,6 +1294,14 @@ async function main(): Promise<number> {
     lines.push(
       "",
       `CPU time per call of each process (from /proc), the control plane's and Postgres's including the settlement that drains after each run; Redis and Postgres are shared services, so other work on the machine counts too. The floor is one process. At a fixed rate every target batches alike; at c=64 a faster target's fixed costs spread over more calls.`,
+      "",
+    );
+  }
+  const idle = mgRow?.idle;
+  if (idle) {
+    const ms = (v: number) => fmt(v, 1);
+    lines.push(
+      `With no calls (${cfg.idleDuration} s after the last run settled), modelgate's processes use per second: data plane ${ms(idle.proxy)} ms of CPU, control plane ${ms(idle.control)}, Redis ${ms(idle.redis)}, Postgres ${ms(idle.postgres)}: ${fmt(wholeOf(idle), 1)} ms/s in all, ${fmt((1000 * wholeOf(idle)) / cfg.costRate, 0)} µs of each call's cost at ${cfg.costRate} req/s. Ticks of 10 ms, and the garbage collection after a run lands here.`,
       "",
     );
   }
