@@ -115,6 +115,13 @@ export const NUMERIC_SETTINGS: readonly NumericSetting[] = [
   { name: "MODELGATE_ALERTS_BREAKER_MS", planes: control, unit: "milliseconds", min: 1 },
   { name: "MODELGATE_REPUBLISH_MS", planes: control, unit: "milliseconds", min: 1 },
   { name: "MODELGATE_SHUTDOWN_MS", planes: control, unit: "milliseconds", min: 0 },
+  { name: "MODELGATE_KEY_REPORT_MS", planes: control, unit: "milliseconds", min: 1 },
+  { name: "MODELGATE_SETTLE_INTERVAL_MS", planes: control, unit: "milliseconds", min: 0, max: 60_000 },
+  { name: "MODELGATE_POLICY_FULL_LEASE_MS", planes: control, unit: "milliseconds", min: 1_000 },
+  { name: "MODELGATE_POLICY_COMPACT_TOMBSTONES", planes: control, unit: "tombstones", min: 0 },
+  { name: "MODELGATE_USAGE_SHARDS", planes: both, unit: "shards", min: 1, max: 256 },
+  { name: "MODELGATE_USAGE_RETENTION_DAYS", planes: control, unit: "days", min: 0 },
+  { name: "MODELGATE_AUDIT_RETENTION_DAYS", planes: control, unit: "days", min: 0 },
 ];
 
 /** Throws, naming the variable and what it accepts, on the first numeric setting of `plane` that is not valid. */

@@ -108,6 +108,8 @@ describe("usage log partitions", () => {
     expect(usageRetentionDays({ MODELGATE_USAGE_RETENTION_DAYS: " 90 " })).toBe(90);
     expect(() => usageRetentionDays({ MODELGATE_USAGE_RETENTION_DAYS: "1.5" })).toThrow(/whole number/);
     expect(() => usageRetentionDays({ MODELGATE_USAGE_RETENTION_DAYS: "-3" })).toThrow(/whole number/);
+    for (const bad of ["1e3", "0x10", "30.0", "9007199254740993"])
+      expect(() => usageRetentionDays({ MODELGATE_USAGE_RETENTION_DAYS: bad }), bad).toThrow(/whole number/);
   });
 
   it("copies a large unpartitioned log across in batches, newest first, leaving usage_hourly as it was", async () => {

@@ -14,7 +14,8 @@ export function auditRetentionDays(env: NodeJS.ProcessEnv = process.env): number
   const raw = env.MODELGATE_AUDIT_RETENTION_DAYS?.trim();
   if (!raw || raw === "0") return null;
   const days = Number(raw);
-  if (!Number.isInteger(days) || days < 1)
+  // digits only, as the other settings: Number() would also read "1e3" or "0x10"
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(days) || days < 1)
     throw new Error(`MODELGATE_AUDIT_RETENTION_DAYS must be a whole number of days (0: keep forever), not '${raw}'`);
   return days;
 }

@@ -16,6 +16,7 @@ import {
   initTracing,
   inSpan,
   usageEntryKey,
+  wholeNumberEnv,
 } from "@modelgate/data-plane";
 import { audit } from "../audit/record.ts";
 import { type AlertRunner, readBreakerReports } from "../alerts/runner.ts";
@@ -171,7 +172,8 @@ const stopKeyReports = followKeyReports(
   names,
   (d) => keyDisabledReported(core.ctx, () => alerts.runner, d, logger),
   redisFailure("upstream key reports", "upstream key reports: Redis unavailable"),
-  Number(process.env.MODELGATE_KEY_REPORT_MS ?? 250),
+  // checked at start (NUMERIC_SETTINGS): Number("abc") here was NaN, which setInterval takes as 1 ms
+  wholeNumberEnv(process.env, "MODELGATE_KEY_REPORT_MS", 250, { unit: "milliseconds", min: 1 }),
   () => clearEnabledKeyStates(core.ctx),
 );
 const health = async (req: IncomingMessage, res: ServerResponse) => {

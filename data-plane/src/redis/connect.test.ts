@@ -79,6 +79,9 @@ describe("usage stream shards", () => {
     expect(usageShardCount({})).toBe(1);
     expect(usageShardCount({ MODELGATE_USAGE_SHARDS: "8" })).toBe(8);
     expect(() => usageShardCount({ MODELGATE_USAGE_SHARDS: "0" })).toThrow(/1 to 256/);
+    for (const bad of ["1e1", "0x10", "8.0", "-8", "257", "eight"])
+      expect(() => usageShardCount({ MODELGATE_USAGE_SHARDS: bad }), bad).toThrow(/1 to 256/);
+    expect(usageShardCount({ MODELGATE_USAGE_SHARDS: " 4 " })).toBe(4);
   });
 
   it("puts a replica on a stable shard, and replicas across all of them", () => {

@@ -498,6 +498,8 @@ describe("audit log", () => {
     expect(auditRetentionDays({ MODELGATE_AUDIT_RETENTION_DAYS: "0" })).toBeNull();
     expect(auditRetentionDays({ MODELGATE_AUDIT_RETENTION_DAYS: "400" })).toBe(400);
     expect(() => auditRetentionDays({ MODELGATE_AUDIT_RETENTION_DAYS: "a year" })).toThrow(/whole number of days/);
+    for (const bad of ["1e3", "0x10", "30.0", "-30", "9007199254740993"])
+      expect(() => auditRetentionDays({ MODELGATE_AUDIT_RETENTION_DAYS: bad }), bad).toThrow(/whole number of days/);
     const prisma = h.app.prisma;
     // The newest row's time is the cutoff: everything before it is "older than the retention".
     const [row] = await prisma.$queryRaw<{ newest: Date }[]>`SELECT max(created_at) AS newest FROM audit_logs`;
