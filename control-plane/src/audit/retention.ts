@@ -1,3 +1,4 @@
+import { wholeNumberEnv } from "@modelgate/data-plane";
 import type { Db } from "../db/client.ts";
 import { audit, SYSTEM_ACTOR } from "./record.ts";
 
@@ -11,13 +12,8 @@ export const PRUNE_BATCH = 5_000;
 
 /** MODELGATE_AUDIT_RETENTION_DAYS: days an audit row is kept; null keeps every row forever (the default). */
 export function auditRetentionDays(env: NodeJS.ProcessEnv = process.env): number | null {
-  const raw = env.MODELGATE_AUDIT_RETENTION_DAYS?.trim();
-  if (!raw || raw === "0") return null;
-  const days = Number(raw);
-  // digits only, as the other settings: Number() would also read "1e3" or "0x10"
-  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(days) || days < 1)
-    throw new Error(`MODELGATE_AUDIT_RETENTION_DAYS must be a whole number of days (0: keep forever), not '${raw}'`);
-  return days;
+  const days = wholeNumberEnv(env, "MODELGATE_AUDIT_RETENTION_DAYS", 0, { unit: "days", note: "0: keep forever" });
+  return days === 0 ? null : days;
 }
 
 /** Deletes the rows older than `days` (recording each batch); returns how many went. */

@@ -1,3 +1,4 @@
+import { wholeNumberEnv } from "@modelgate/data-plane";
 import type { Db } from "../db/client.ts";
 
 // The usage log is partitioned by UTC day on started_at (migration 20261202090000_usage_log_partitions). This
@@ -18,13 +19,8 @@ const LOCK = 4242000029;
 
 /** MODELGATE_USAGE_RETENTION_DAYS: days of usage log kept; null (unset or 0) keeps every day (the default). */
 export function usageRetentionDays(env: NodeJS.ProcessEnv = process.env): number | null {
-  const raw = env.MODELGATE_USAGE_RETENTION_DAYS?.trim();
-  if (!raw || raw === "0") return null;
-  const days = Number(raw);
-  // digits only, as the other settings: Number() would also read "1e3" or "0x10"
-  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(days) || days < 1)
-    throw new Error(`MODELGATE_USAGE_RETENTION_DAYS must be a whole number of days (0: keep forever), not '${raw}'`);
-  return days;
+  const days = wholeNumberEnv(env, "MODELGATE_USAGE_RETENTION_DAYS", 0, { unit: "days", note: "0: keep forever" });
+  return days === 0 ? null : days;
 }
 
 const dayStart = (t: number) => Math.floor(t / DAY) * DAY;

@@ -1,3 +1,5 @@
+import { wholeNumberEnv } from "../env.ts";
+
 // Every Redis key and channel modelgate uses, under one prefix (MODELGATE_REDIS_PREFIX), so several
 // deployments or test runs can share one Redis without seeing each other.
 //
@@ -95,11 +97,5 @@ export function usageShardFor(identity: string, count: number): number {
 
 /** MODELGATE_USAGE_SHARDS: how many usage stream shards (1–256, default 1); every process must agree. */
 export function usageShardCount(env: NodeJS.ProcessEnv = process.env): number {
-  const raw = env.MODELGATE_USAGE_SHARDS?.trim();
-  if (raw === undefined || raw === "") return 1;
-  const n = Number(raw);
-  // digits only: Number() would also read "1e1", "0x10" or "8.0", which no other setting accepts
-  if (!/^\d+$/.test(raw) || n < 1 || n > 256)
-    throw new Error(`MODELGATE_USAGE_SHARDS must be a whole number from 1 to 256, not "${raw}"`);
-  return n;
+  return wholeNumberEnv(env, "MODELGATE_USAGE_SHARDS", 1, { unit: "shards", min: 1, max: 256 });
 }
