@@ -9,7 +9,8 @@
 //
 // Knobs (environment): SETTLE_EVENTS (50000), SETTLE_BATCH (300), SETTLE_ACCOUNTS (4), SETTLE_PREFILL (usage rows
 // already in the table before the run, 0), SETTLE_EXPLAIN (1; 0 skips the EXPLAIN pass), SETTLE_EXTRA_SQL (run
-// after migrating, e.g. to try an index), SETTLE_SEED (1), SETTLE_ENTRY_EVENTS (25). Autovacuum is off for the run's tables, so that the
+// after migrating, e.g. to try an index), SETTLE_SEED (1), SETTLE_ENTRY_EVENTS (25), SETTLE_COPY (1; 0 writes every batch through the partitioned table, as
+// settlement did before it wrote into the day partitions). Autovacuum is off for the run's tables, so that the
 // maintenance inserts leave behind (dead tuples, a GIN index's pending list) is done by a VACUUM at the end, on
 // the same connection, and reported as its own line rather than landing on a worker at a random moment.
 import { randomBytes } from "node:crypto";
@@ -18,6 +19,7 @@ import { performance } from "node:perf_hooks";
 import pg from "pg";
 import type { UsageEvent } from "../../data-plane/src/contract/usage.ts";
 import { type Database, pgQuery, type SqlRunner, type SqlTx } from "../../control-plane/src/db/client.ts";
+import { copyInto } from "../../control-plane/src/db/copy-in.ts";
 import { settleUsageBatch } from "../../control-plane/src/usage/settle.ts";
 import { type EntryChecks, eventsOfEntries } from "../../control-plane/src/usage/redis-consumer.ts";
 import { signedEntryFields, usageEntryKey } from "../../data-plane/src/usage/entry-signature.ts";
@@ -143,9 +145,16 @@ function makeBatches(fx: Fixture, events: number, batch: number, t0: number): Us
       t += int(0, 330) / 1000; // ~6,000/s
       made++;
       b.push(e);
+      // marked as the data planes mark them (an exact count after an estimate; a spool replayed)
       if (e.estimated && rand() < 0.7)
-        later.push({ ...e, estimated: false, completionTokens: e.completionTokens + 40, cost: String(+e.cost + 7) });
-      else if (rand() < 0.002) later.push(e);
+        later.push({
+          ...e,
+          estimated: false,
+          completionTokens: e.completionTokens + 40,
+          cost: String(+e.cost + 7),
+          maybeSettled: true,
+        });
+      else if (rand() < 0.002) later.push({ ...e, maybeSettled: true });
     }
     out.push(b);
   }
@@ -184,6 +193,8 @@ function measuredRunner(client: pg.Client, pid: number) {
   const label = (sql: string) => {
     const s = sql.trim().replace(/\s+/g, " ");
     if (s.startsWith("WITH n AS")) return "UPDATE usage_logs (estimate replaced)";
+    if (s.startsWith("WITH g AS")) return "rollups of the rows written into partitions (WITH g AS)";
+    if (/^(COPY|INSERT INTO) "usage_logs_/.test(s)) return `${s.split(" ")[0]} into a day partition`;
     return s.split(" ").slice(0, 3).join(" ");
   };
   const run = async (sql: string, params?: unknown[], prepared?: boolean) => {
@@ -198,6 +209,15 @@ function measuredRunner(client: pg.Client, pid: number) {
     byStatement.set(name, s);
     return res;
   };
+  const copy = async (sql: string, data: string) => {
+    const name = label(sql);
+    const before = onCpuNs(pid);
+    await copyInto(client, sql, data);
+    const s = byStatement.get(name) ?? { calls: 0, ns: 0, rows: 0 };
+    s.calls++;
+    s.ns += onCpuNs(pid) - before;
+    byStatement.set(name, s);
+  };
   const runner: SqlRunner = {
     async transaction(fn) {
       await run("BEGIN");
@@ -205,6 +225,8 @@ function measuredRunner(client: pg.Client, pid: number) {
         const tx: SqlTx = {
           exec: async (s) => void (await run(s)),
           query: async (s, p, prepared) => (await run(s, p, prepared)).rows,
+          // SETTLE_COPY=0: every batch through the partitioned table (INSERT … ON CONFLICT and its triggers)
+          ...(process.env.SETTLE_COPY === "0" ? {} : { copyIn: copy }),
         };
         const result = await fn(tx);
         await run("COMMIT");
@@ -220,7 +242,8 @@ function measuredRunner(client: pg.Client, pid: number) {
 }
 
 /**
- * A runner that, before each statement, runs it under EXPLAIN (ANALYZE, BUFFERS, WAL) inside a savepoint rolled
+ * A runner that, before each statement, runs it under EXPLAIN (no COPY: EXPLAIN cannot run one, so the batch goes
+ * through the partitioned table, the way settlement takes when a write into a partition fails) (ANALYZE, BUFFERS, WAL) inside a savepoint rolled
  * back afterwards, then runs it for real: the plans of one batch's statements, triggers included.
  */
 function explainingRunner(client: pg.Client, plans: { sql: string; plan: string }[]): SqlRunner {

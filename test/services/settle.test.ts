@@ -3,7 +3,8 @@ import fc from "fast-check";
 import type { UsageEvent } from "../../data-plane/src/contract/usage.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openDatabase } from "../../control-plane/src/db/client.ts";
-import { pgArray, settleUsageBatch } from "../../control-plane/src/usage/settle.ts";
+import { settleUsageBatch } from "../../control-plane/src/usage/settle.ts";
+import { pgArray } from "../../control-plane/src/usage/usage-rows.ts";
 import { freshDatabase } from "../helpers/postgres.ts";
 
 // Settlement in plain SQL: rows, one ledger line per account per batch with running balances, wallet, key spend;

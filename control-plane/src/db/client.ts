@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import type { QueryConfig } from "pg";
 import { PrismaClient } from "../generated/prisma/client.ts";
+import { copyInto } from "./copy-in.ts";
 import { copyOutFrom, type CopyOut } from "./copy-out.ts";
 
 export type Db = InstanceType<typeof PrismaClient>;
@@ -20,6 +21,8 @@ export interface SqlTx {
    * it like any other.
    */
   query<R = Record<string, unknown>>(sql: string, params?: unknown[], prepared?: boolean): Promise<R[]>;
+  /** Postgres only: runs `COPY … FROM STDIN` with `data` (COPY's text format) as its input */
+  copyIn?(sql: string, data: string): Promise<void>;
 }
 
 export interface Database {
@@ -55,6 +58,7 @@ async function openPostgres(url: string): Promise<Database> {
         const result = await fn({
           exec: async (s) => void (await client.query(s)),
           query: async (s, p, prepared) => (await client.query(pgQuery(s, p as unknown[], prepared))).rows,
+          copyIn: (s, data) => copyInto(client, s, data),
         });
         await client.query("COMMIT");
         return result;

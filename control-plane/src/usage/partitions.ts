@@ -28,12 +28,17 @@ export const partitionName = (day: number) =>
   `usage_logs_p${new Date(day).toISOString().slice(0, 10).replace(/-/g, "")}`;
 const iso = (t: number) => new Date(t).toISOString();
 
+/** The usage log's partitions' names (the default one's too). */
+export const USAGE_PARTITIONS_SQL = `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+  WHERE i.inhparent = 'usage_logs'::regclass`;
+
 /** The day partitions that exist, by the start of their day (epoch ms, UTC). */
 export async function listUsagePartitions(prisma: Db): Promise<Map<number, string>> {
-  const rows = await prisma.$queryRawUnsafe<{ name: string }[]>(
-    `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-     WHERE i.inhparent = 'usage_logs'::regclass`,
-  );
+  return partitionsByDay(await prisma.$queryRawUnsafe<{ name: string }[]>(USAGE_PARTITIONS_SQL));
+}
+
+/** Of the log's partitions' names, the day partitions by the start of their day (epoch ms, UTC). */
+export function partitionsByDay(rows: readonly { name: string }[]): Map<number, string> {
   const out = new Map<number, string>();
   for (const { name } of rows) {
     const m = PARTITION.exec(name);

@@ -144,7 +144,7 @@ export class RedisUsageConsumer {
             "COUNT",
             100,
           )) as [string, Entry[]];
-          await this.handle(redis, stream, claimed[1] ?? []);
+          await this.handle(redis, stream, claimed[1] ?? [], true);
         }
         // Our own pending entries first (left over from a failed settle), then new ones.
         if (ownPending) {
@@ -159,7 +159,7 @@ export class RedisUsageConsumer {
             "0",
           )) as [string, Entry[]][] | null;
           if (own?.[0]?.[1].length) {
-            await this.handle(redis, stream, own[0][1]);
+            await this.handle(redis, stream, own[0][1], true);
             continue;
           }
           ownPending = false;
@@ -181,7 +181,7 @@ export class RedisUsageConsumer {
         )) as [string, Entry[]][] | null;
         if (fresh?.[0]?.[1].length) {
           lastSettle = Date.now();
-          await this.handle(redis, stream, fresh[0][1]);
+          await this.handle(redis, stream, fresh[0][1], false);
         }
       } catch (err) {
         ownPending = true;
@@ -204,8 +204,13 @@ export class RedisUsageConsumer {
     }
   }
 
-  /** Settles a read's entries in one transaction, then acknowledges (and deletes) them together. */
-  private async handle(redis: Redis, stream: string, entries: Entry[]): Promise<void> {
+  /**
+   * Settles a read's entries in one transaction, then acknowledges (and deletes) them together. `again`: the
+   * entries were delivered before (claimed from a consumer that died, or our own left pending by a settlement
+   * or acknowledgement that failed), so their events may have settled: marked maybeSettled, they are inserted
+   * with a check for their rows rather than in bulk.
+   */
+  private async handle(redis: Redis, stream: string, entries: Entry[], again: boolean): Promise<void> {
     if (entries.length === 0) return;
     const refused: string[] = [];
     const events = eventsOfEntries(entries, this.onError, {
@@ -224,6 +229,7 @@ export class RedisUsageConsumer {
         .xack(stream, USAGE_GROUP, ...refused)
         .xdel(stream, ...refused)
         .exec();
+    if (again) for (const e of events) e.maybeSettled = true;
     // An entry holds a replica's turn of events (up to 500), so one read can hold tens of thousands: they
     // settle in transactions of a bounded size, and the entries are acknowledged once all of them did.
     for (let i = 0; i < events.length; i += this.maxSettleBatch)

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { timeOrderedId } from "./settle.ts";
+import { timeOrderedId } from "./usage-rows.ts";
 
 describe("timeOrderedId", () => {
   it("is a version 7 UUID whose first 48 bits are the milliseconds, so later ids sort after earlier ones", () => {

@@ -1,34 +1,14 @@
-import { randomUUID } from "node:crypto";
 import { type BudgetCalendar, budgetPeriods, type UsageEvent } from "@modelgate/data-plane";
 import { controlCalendar } from "../budgets/calendar.ts";
 import type { Database, SqlTx } from "../db/client.ts";
+import { forgetPartitions, PartitionWriteFailed, writeIntoPartitions } from "./partition-write.ts";
+import { inputOf, insertUsageSql, pgArray, same, timeOrderedId, usageRowParams } from "./usage-rows.ts";
 
 // Settlement runs for every call the data planes serve, so it is plain SQL over arrays (unnest) rather than
 // Prisma: building and interpreting Prisma's queries cost about a millisecond of control-plane CPU per event,
 // which capped settlement below the data plane's throughput. The schema is Prisma's (see prisma/).
 
-const INSERT_USAGE = `
-INSERT INTO usage_logs (id, request_id, account_id, api_key_id, model, protocol, upstream, status, error_code,
-  prompt_tokens, completion_tokens, reasoning_tokens, cached_tokens, cost_micro, latency_ms, ttft_ms, stream,
-  client_ip, started_at, input_tokens, cache_write_5m_tokens, cache_write_1h_tokens, input_price,
-  cached_input_price, cache_write_5m_price, cache_write_1h_price, output_price, estimated, end_user, tags, dropped,
-  batch_id)
-SELECT u.id, u.request_id, u.account_id, u.api_key_id, u.model, u.protocol, u.upstream, u.status,
-  u.error_code, u.prompt_tokens, u.completion_tokens, u.reasoning_tokens, u.cached_tokens, u.cost_micro,
-  u.latency_ms, u.ttft_ms, u.stream, u.client_ip, u.started_at, u.input_tokens, u.cache_write_5m_tokens,
-  u.cache_write_1h_tokens, u.input_price, u.cached_input_price, u.cache_write_5m_price, u.cache_write_1h_price,
-  u.output_price, u.estimated, u.end_user,
-  u.tags::text[], u.dropped::text[], $32::uuid
-FROM unnest($1::text[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::text[],
-  $7::int[], $8::text[], $9::int[], $10::int[], $11::int[], $12::int[], $13::bigint[], $14::int[], $15::int[],
-  $16::bool[], $17::text[], $18::timestamptz[], $19::int[], $20::int[], $21::int[], $22::numeric[], $23::numeric[],
-  $24::numeric[], $25::numeric[], $26::numeric[], $27::bool[], $28::text[], $29::text[], $30::uuid[], $31::text[])
-  AS u(request_id, account_id, api_key_id, model, protocol, upstream, status, error_code, prompt_tokens,
-       completion_tokens, reasoning_tokens, cached_tokens, cost_micro, latency_ms, ttft_ms, stream, client_ip,
-       started_at, input_tokens, cache_write_5m_tokens, cache_write_1h_tokens, input_price, cached_input_price,
-       cache_write_5m_price, cache_write_1h_price, output_price, estimated, end_user, tags, id, dropped)
-ON CONFLICT (request_id, started_at) DO NOTHING
-RETURNING request_id`;
+const INSERT_USAGE = insertUsageSql("usage_logs");
 // The log is partitioned by day on started_at, so the request id is unique together with started_at: every
 // event of a call carries the started_at the data plane fixed when the call started, so a redelivery still
 // conflicts with the row already there. This is what settles a call exactly once: the batch's debits and ledger
@@ -45,7 +25,10 @@ const withoutOldLog = new WeakSet<Database>();
 
 // An exact count replacing an estimated row (a stream the client cut, whose upstream finished afterwards):
 // only a row still estimated is changed, so the replacement happens once, whoever delivers it and how often.
-// It returns the old cost and token counts, for the difference to settle and to roll up.
+// It returns the old cost and token counts, for the difference to settle and to roll up. $15 and $16 bound the
+// calls' start times (the rows' started_at): planned with them, the statement reads and plans only the partitions
+// of those days, where without them its planning alone grew with the number of day partitions (about 2 ms with
+// five; a year's retention keeps hundreds).
 const REPLACE_ESTIMATE = `
 WITH n AS (
   SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::int[], $5::int[], $6::int[], $7::int[], $8::int[],
@@ -56,7 +39,7 @@ WITH n AS (
 ), old AS (
   SELECT l.id, l.started_at, l.cost_micro, l.prompt_tokens, l.completion_tokens, l.reasoning_tokens, l.cached_tokens
   FROM usage_logs l JOIN n ON n.request_id = l.request_id
-  WHERE l.estimated
+  WHERE l.estimated AND l.started_at BETWEEN $15::timestamptz AND $16::timestamptz
   ORDER BY l.id
   FOR UPDATE OF l
 )
@@ -68,6 +51,7 @@ UPDATE usage_logs u SET prompt_tokens = n.prompt_tokens, completion_tokens = n.c
   output_price = n.output_price, estimated = false
 FROM n, old
 WHERE u.started_at = old.started_at AND u.id = old.id AND n.request_id = u.request_id
+  AND u.started_at BETWEEN $15::timestamptz AND $16::timestamptz
 RETURNING u.request_id, u.account_id::text AS account_id, u.api_key_id::text AS api_key_id, u.model, u.upstream,
   u.started_at, u.batch_id::text AS batch_id,
   (u.cost_micro - old.cost_micro)::text AS cost_delta,
@@ -171,62 +155,23 @@ function pick(a: UsageEvent | undefined, b: UsageEvent): UsageEvent {
   return a.estimated && !b.estimated ? b : a;
 }
 
-/** One element of a Postgres array literal: text quoted (escaped only when it holds a quote or a backslash). */
-function arrayElement(v: unknown): string {
-  if (typeof v === "string")
-    return v.indexOf('"') === -1 && v.indexOf("\\") === -1 ? `"${v}"` : `"${v.replace(/["\\]/g, "\\$&")}"`;
-  if (v === null || v === undefined) return "NULL";
-  // digits, a sign, a point, an exponent, NaN, Infinity, true, false: nothing the literal's syntax reads
-  if (typeof v === "number" || typeof v === "bigint" || typeof v === "boolean") return String(v);
-  throw new TypeError(`settlement: no array element for a ${typeof v}`);
-}
-
-/**
- * A column of values as the text of one Postgres array literal, for an array parameter ($1::uuid[], …). Given
- * a JS array, node-postgres writes the same text, but through its generic value conversion and two regular
- * expressions per element; this runs for ~40 elements per settled call (a profile of the control plane under
- * load had node-postgres's array conversion at ~7% of its CPU). Text is always quoted, so any string (commas,
- * braces, quotes, backslashes, whitespace, "NULL", "") is read back as itself.
- */
-export function pgArray<T>(list: readonly T[], f: (item: T) => unknown): string {
-  let out = "{";
-  for (let i = 0; i < list.length; i++) {
-    if (i > 0) out += ",";
-    out += arrayElement(f(list[i]!));
-  }
-  return out + "}";
-}
-const same = <T>(v: T) => v;
-
-/**
- * A list of text as one Postgres array literal, each element quoted: a row's tags travel as one element of a
- * text[] parameter and are cast per row (cheaper for Postgres than JSON taken apart per row).
- */
-const arrayLiteral = (items: readonly string[]): string => (items.length === 0 ? "{}" : pgArray(items, same));
-
-/**
- * A time-ordered id (UUID version 7: milliseconds since the epoch, then random bits) for a new row: new rows'
- * ids land at the end of the primary-key index instead of on a random leaf page each, which on a large table
- * costs a full-page image in the WAL for most rows after every checkpoint (npm run bench:settle with
- * SETTLE_PREFILL). crypto.randomUUID() is a version 4 UUID: its first 48 bits become the time, its version
- * digit 7; the variant bits stay.
- */
-export const timeOrderedId = (now = Date.now()): string => {
-  if (now !== idMs) {
-    const t = now.toString(16).padStart(12, "0");
-    idPrefix = `${t.slice(0, 8)}-${t.slice(8, 12)}-7`;
-    idMs = now;
-  }
-  return idPrefix + randomUUID().slice(15);
-};
-// the last millisecond's prefix: a batch's rows are made within a few milliseconds
-let idMs = -1;
-let idPrefix = "";
-
 const EPOCH = new Date(0).toISOString();
 
-const inputOf = (e: UsageEvent) =>
-  Math.max(0, e.promptTokens - e.cachedTokens - e.cacheWrite5mTokens - e.cacheWrite1hTokens);
+/**
+ * The earliest and latest start of the events, a millisecond wider on each side (the log keeps milliseconds,
+ * rounded); the whole range when one is unreadable here.
+ */
+function startBounds(events: readonly UsageEvent[]): [string, string] {
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const e of events) {
+    const t = Date.parse(e.startedAt);
+    if (Number.isNaN(t)) return ["-infinity", "infinity"];
+    lo = Math.min(lo, t);
+    hi = Math.max(hi, t);
+  }
+  return [new Date(lo - 1).toISOString(), new Date(hi + 1).toISOString()];
+}
 
 /**
  * Settles usage events: the usage-log rows, the wallet debits, the ledger lines and the keys' spend, all in
@@ -247,217 +192,211 @@ export async function settleUsageBatch(
   calendar: BudgetCalendar = controlCalendar,
 ): Promise<number> {
   const byRequest = new Map<string, UsageEvent>();
-  for (const e of events) byRequest.set(e.requestId, pick(byRequest.get(e.requestId), e));
+  for (const e of events) {
+    const kept = byRequest.get(e.requestId);
+    const picked = pick(kept, e);
+    // one of the two marked as maybe settled: so is the one that settles
+    byRequest.set(
+      e.requestId,
+      kept && (kept.maybeSettled || e.maybeSettled) ? { ...picked, maybeSettled: true } : picked,
+    );
+  }
   const unique = [...byRequest.values()];
   if (unique.length === 0) return 0;
+  try {
+    return await db.sql.transaction((tx) => settleInTransaction(db, tx, unique, calendar, true));
+  } catch (err) {
+    if (!(err instanceof PartitionWriteFailed)) throw err;
+    // Rolled back: settled again through the partitioned table, which skips the rows that exist.
+    forgetPartitions(db);
+    return db.sql.transaction((tx) => settleInTransaction(db, tx, unique, calendar, false));
+  }
+}
+
+async function settleInTransaction(
+  db: Database,
+  tx: SqlTx,
+  unique: UsageEvent[],
+  calendar: BudgetCalendar,
+  intoPartitions: boolean,
+): Promise<number> {
   const col = pgArray<UsageEvent>;
   const batchId = timeOrderedId();
-  return db.sql.transaction(async (tx) => {
-    if (!withoutOldLog.has(db)) {
-      const [old] = await tx.query<{ present: boolean }>(OLD_LOG_EXISTS);
-      if (!old?.present) withoutOldLog.add(db);
-      else {
-        const [held] = await tx.query<{ n: number }>(OLD_LOG_HOLDS, [col(unique, (e) => e.requestId)]);
-        if (held && held.n > 0)
-          throw new Error(
-            `settlement: ${held.n} of the batch's calls are still in the usage log being copied into partitions; retried once moved`,
-          );
-      }
+  if (!withoutOldLog.has(db)) {
+    const [old] = await tx.query<{ present: boolean }>(OLD_LOG_EXISTS);
+    if (!old?.present) withoutOldLog.add(db);
+    else {
+      const [held] = await tx.query<{ n: number }>(OLD_LOG_HOLDS, [col(unique, (e) => e.requestId)]);
+      if (held && held.n > 0)
+        throw new Error(
+          `settlement: ${held.n} of the batch's calls are still in the usage log being copied into partitions; retried once moved`,
+        );
     }
-    const inserted = await tx.query<{ request_id: string }>(
-      INSERT_USAGE,
+  }
+  // Into the day partitions (COPY for the events that cannot have a row yet) where Postgres takes COPY; else, or
+  // for a row with no day partition, or after that failed, through the partitioned table and its triggers.
+  let settled =
+    intoPartitions && tx.copyIn ? await writeIntoPartitions(db, { ...tx, copyIn: tx.copyIn }, unique, batchId) : null;
+  if (settled === null) {
+    const inserted = await tx.query<{ request_id: string }>(INSERT_USAGE, usageRowParams(unique, batchId), true);
+    const isNew = new Set(inserted.map((r) => r.request_id));
+    settled = unique.filter((e) => isNew.has(e.requestId));
+  }
+  const fresh = new Set(settled.map((e) => e.requestId));
+  const charges: Charge[] = settled.map((e) => ({
+    accountId: e.accountId,
+    keyId: e.keyId,
+    batchId,
+    cost: BigInt(e.cost),
+    startedAt: e.startedAt,
+    startedMs: Date.parse(e.startedAt),
+    correction: false,
+  }));
+  // the calls each account's usage line counts: all its new rows, free ones too (the rows with this batch id)
+  const calls = new Map<string, number>();
+  for (const e of settled) calls.set(e.accountId, (calls.get(e.accountId) ?? 0) + 1);
+
+  const exact = unique.filter((e) => !fresh.has(e.requestId) && !e.estimated);
+  if (exact.length > 0) {
+    // Not prepared: a generic plan of an UPDATE on the partitioned log opens every partition (bench:settle: the
+    // replacements cost 4x as much Postgres CPU prepared), where a custom plan prunes to the few concerned.
+    const replaced = await tx.query<{
+      request_id: string;
+      account_id: string;
+      api_key_id: string | null;
+      model: string;
+      upstream: string | null;
+      started_at: Date | string;
+      batch_id: string | null;
+      cost_delta: string;
+      prompt_delta: number;
+      completion_delta: number;
+      reasoning_delta: number;
+      cached_delta: number;
+    }>(REPLACE_ESTIMATE, [
+      col(exact, (e) => e.requestId),
+      col(exact, (e) => e.promptTokens),
+      col(exact, (e) => e.completionTokens),
+      col(exact, (e) => e.reasoningTokens),
+      col(exact, (e) => e.cachedTokens),
+      col(exact, inputOf),
+      col(exact, (e) => e.cacheWrite5mTokens),
+      col(exact, (e) => e.cacheWrite1hTokens),
+      col(exact, (e) => e.cost),
+      col(exact, (e) => e.prices?.input ?? null),
+      col(exact, (e) => e.prices?.cachedInput ?? null),
+      col(exact, (e) => e.prices?.cacheWrite5m ?? null),
+      col(exact, (e) => e.prices?.cacheWrite1h ?? null),
+      col(exact, (e) => e.prices?.output ?? null),
+      ...startBounds(exact),
+    ]);
+    for (const r of replaced) {
+      const delta = BigInt(r.cost_delta);
+      await tx.query(
+        ROLLUP_DELTA,
+        [
+          r.account_id,
+          r.started_at,
+          r.api_key_id,
+          r.model,
+          r.prompt_delta,
+          r.completion_delta,
+          r.reasoning_delta,
+          r.cached_delta,
+          r.cost_delta,
+          r.upstream,
+        ],
+        true,
+      );
+      if (delta === 0n) continue;
+      const startedAt = new Date(r.started_at);
+      charges.push({
+        accountId: r.account_id,
+        keyId: r.api_key_id,
+        batchId: r.batch_id,
+        cost: delta,
+        startedAt: startedAt.toISOString(),
+        startedMs: startedAt.getTime(),
+        correction: true,
+      });
+    }
+  }
+
+  // Per account: one debit for the batch; its ledger lines with their running balance.
+  const byAccount = new Map<string, Charge[]>();
+  for (const c of charges) {
+    if (c.cost === 0n) continue;
+    const list = byAccount.get(c.accountId);
+    if (list) list.push(c);
+    else byAccount.set(c.accountId, [c]);
+  }
+  // Sorted ids: concurrent settlers lock rows in the same order, so they cannot deadlock.
+  const accountIds = [...byAccount.keys()].sort();
+  const timeZones = new Map<string, string>();
+  if (accountIds.length > 0) {
+    const totals = accountIds.map((id) => byAccount.get(id)!.reduce((s, c) => s + c.cost, 0n));
+    const debited = await tx.query<{ n: number; balance: string; time_zone: string }>(
+      DEBIT_ACCOUNTS,
+      [pgArray(accountIds, same), pgArray(totals, same)],
+      true,
+    );
+    const byPosition = new Map(debited.map((r) => [r.n - 1, r]));
+    const ledger: (Line & { account: string; after: bigint })[] = [];
+    accountIds.forEach((accountId, i) => {
+      const row = byPosition.get(i);
+      if (row === undefined) throw new Error(`settlement: account ${accountId} does not exist`);
+      timeZones.set(accountId, row.time_zone);
+      let balance = BigInt(row.balance) + totals[i]!;
+      for (const line of ledgerLines(byAccount.get(accountId)!, calls.get(accountId) ?? 0)) {
+        balance -= line.amount;
+        ledger.push({ ...line, account: accountId, amount: -line.amount, after: balance });
+      }
+    });
+    const now = Date.now();
+    await tx.query(
+      INSERT_LEDGER,
       [
-        col(unique, (e) => e.requestId),
-        col(unique, (e) => e.accountId),
-        col(unique, (e) => e.keyId),
-        col(unique, (e) => e.model),
-        col(unique, (e) => e.protocol),
-        col(unique, (e) => e.upstream),
-        col(unique, (e) => e.status),
-        col(unique, (e) => e.errorCode),
-        col(unique, (e) => e.promptTokens),
-        col(unique, (e) => e.completionTokens),
-        col(unique, (e) => e.reasoningTokens),
-        col(unique, (e) => e.cachedTokens),
-        col(unique, (e) => e.cost),
-        col(unique, (e) => e.latencyMs),
-        col(unique, (e) => e.ttftMs),
-        col(unique, (e) => e.stream),
-        col(unique, (e) => e.clientIp),
-        col(unique, (e) => e.startedAt),
-        col(unique, inputOf),
-        col(unique, (e) => e.cacheWrite5mTokens),
-        col(unique, (e) => e.cacheWrite1hTokens),
-        col(unique, (e) => e.prices?.input ?? null),
-        col(unique, (e) => e.prices?.cachedInput ?? null),
-        col(unique, (e) => e.prices?.cacheWrite5m ?? null),
-        col(unique, (e) => e.prices?.cacheWrite1h ?? null),
-        col(unique, (e) => e.prices?.output ?? null),
-        col(unique, (e) => e.estimated),
-        col(unique, (e) => e.endUser),
-        col(unique, (e) => arrayLiteral(e.tags)),
-        col(unique, () => timeOrderedId()),
-        col(unique, (e) => arrayLiteral(e.dropped ?? [])),
-        batchId,
+        pgArray(ledger, (l) => l.account),
+        pgArray(ledger, (l) => l.amount),
+        pgArray(ledger, (l) => l.after),
+        pgArray(ledger, (l) => l.batchId),
+        pgArray(ledger, (l) => l.calls),
+        pgArray(ledger, (l) => l.kind),
+        pgArray(ledger, () => timeOrderedId(now)),
       ],
       true,
     );
-    const fresh = new Set(inserted.map((r) => r.request_id));
-    const settled = unique.filter((e) => fresh.has(e.requestId));
-    const charges: Charge[] = settled.map((e) => ({
-      accountId: e.accountId,
-      keyId: e.keyId,
-      batchId,
-      cost: BigInt(e.cost),
-      startedAt: e.startedAt,
-      startedMs: Date.parse(e.startedAt),
-      correction: false,
-    }));
-    // the calls each account's usage line counts: all its new rows, free ones too (the rows with this batch id)
-    const calls = new Map<string, number>();
-    for (const e of settled) calls.set(e.accountId, (calls.get(e.accountId) ?? 0) + 1);
+  }
 
-    const exact = unique.filter((e) => !fresh.has(e.requestId) && !e.estimated);
-    if (exact.length > 0) {
-      // Not prepared: a generic plan of an UPDATE on the partitioned log opens every partition (bench:settle: the
-      // replacements cost 4x as much Postgres CPU prepared), where a custom plan prunes to the few concerned.
-      const replaced = await tx.query<{
-        request_id: string;
-        account_id: string;
-        api_key_id: string | null;
-        model: string;
-        upstream: string | null;
-        started_at: Date | string;
-        batch_id: string | null;
-        cost_delta: string;
-        prompt_delta: number;
-        completion_delta: number;
-        reasoning_delta: number;
-        cached_delta: number;
-      }>(REPLACE_ESTIMATE, [
-        col(exact, (e) => e.requestId),
-        col(exact, (e) => e.promptTokens),
-        col(exact, (e) => e.completionTokens),
-        col(exact, (e) => e.reasoningTokens),
-        col(exact, (e) => e.cachedTokens),
-        col(exact, inputOf),
-        col(exact, (e) => e.cacheWrite5mTokens),
-        col(exact, (e) => e.cacheWrite1hTokens),
-        col(exact, (e) => e.cost),
-        col(exact, (e) => e.prices?.input ?? null),
-        col(exact, (e) => e.prices?.cachedInput ?? null),
-        col(exact, (e) => e.prices?.cacheWrite5m ?? null),
-        col(exact, (e) => e.prices?.cacheWrite1h ?? null),
-        col(exact, (e) => e.prices?.output ?? null),
-      ]);
-      for (const r of replaced) {
-        const delta = BigInt(r.cost_delta);
-        await tx.query(
-          ROLLUP_DELTA,
-          [
-            r.account_id,
-            r.started_at,
-            r.api_key_id,
-            r.model,
-            r.prompt_delta,
-            r.completion_delta,
-            r.reasoning_delta,
-            r.cached_delta,
-            r.cost_delta,
-            r.upstream,
-          ],
-          true,
-        );
-        if (delta === 0n) continue;
-        const startedAt = new Date(r.started_at);
-        charges.push({
-          accountId: r.account_id,
-          keyId: r.api_key_id,
-          batchId: r.batch_id,
-          cost: delta,
-          startedAt: startedAt.toISOString(),
-          startedMs: startedAt.getTime(),
-          correction: true,
-        });
+  const byKey = new Map<string, { cost: bigint; last: string; lastMs: number }>();
+  for (const c of charges) {
+    if (c.keyId === null) continue;
+    // The key's last use is not moved by a correction: the call's own row already did.
+    const last = c.correction ? EPOCH : c.startedAt;
+    const lastMs = c.correction ? 0 : c.startedMs;
+    const k = byKey.get(c.keyId);
+    if (k) {
+      k.cost += c.cost;
+      if (lastMs > k.lastMs) {
+        k.last = last;
+        k.lastMs = lastMs;
       }
-    }
-
-    // Per account: one debit for the batch; its ledger lines with their running balance.
-    const byAccount = new Map<string, Charge[]>();
-    for (const c of charges) {
-      if (c.cost === 0n) continue;
-      const list = byAccount.get(c.accountId);
-      if (list) list.push(c);
-      else byAccount.set(c.accountId, [c]);
-    }
-    // Sorted ids: concurrent settlers lock rows in the same order, so they cannot deadlock.
-    const accountIds = [...byAccount.keys()].sort();
-    const timeZones = new Map<string, string>();
-    if (accountIds.length > 0) {
-      const totals = accountIds.map((id) => byAccount.get(id)!.reduce((s, c) => s + c.cost, 0n));
-      const debited = await tx.query<{ n: number; balance: string; time_zone: string }>(
-        DEBIT_ACCOUNTS,
-        [pgArray(accountIds, same), pgArray(totals, same)],
-        true,
-      );
-      const byPosition = new Map(debited.map((r) => [r.n - 1, r]));
-      const ledger: (Line & { account: string; after: bigint })[] = [];
-      accountIds.forEach((accountId, i) => {
-        const row = byPosition.get(i);
-        if (row === undefined) throw new Error(`settlement: account ${accountId} does not exist`);
-        timeZones.set(accountId, row.time_zone);
-        let balance = BigInt(row.balance) + totals[i]!;
-        for (const line of ledgerLines(byAccount.get(accountId)!, calls.get(accountId) ?? 0)) {
-          balance -= line.amount;
-          ledger.push({ ...line, account: accountId, amount: -line.amount, after: balance });
-        }
-      });
-      const now = Date.now();
-      await tx.query(
-        INSERT_LEDGER,
-        [
-          pgArray(ledger, (l) => l.account),
-          pgArray(ledger, (l) => l.amount),
-          pgArray(ledger, (l) => l.after),
-          pgArray(ledger, (l) => l.batchId),
-          pgArray(ledger, (l) => l.calls),
-          pgArray(ledger, (l) => l.kind),
-          pgArray(ledger, () => timeOrderedId(now)),
-        ],
-        true,
-      );
-    }
-
-    const byKey = new Map<string, { cost: bigint; last: string; lastMs: number }>();
-    for (const c of charges) {
-      if (c.keyId === null) continue;
-      // The key's last use is not moved by a correction: the call's own row already did.
-      const last = c.correction ? EPOCH : c.startedAt;
-      const lastMs = c.correction ? 0 : c.startedMs;
-      const k = byKey.get(c.keyId);
-      if (k) {
-        k.cost += c.cost;
-        if (lastMs > k.lastMs) {
-          k.last = last;
-          k.lastMs = lastMs;
-        }
-      } else byKey.set(c.keyId, { cost: c.cost, last, lastMs });
-    }
-    const keyIds = [...byKey.keys()].sort();
-    if (keyIds.length > 0) {
-      await tx.query(
-        UPDATE_KEYS,
-        [
-          pgArray(keyIds, same),
-          pgArray(keyIds, (id) => byKey.get(id)!.cost),
-          pgArray(keyIds, (id) => byKey.get(id)!.last),
-        ],
-        true,
-      );
-    }
-    await addPeriodSpend(tx, byAccount, timeZones, calendar);
-    return settled.length;
-  });
+    } else byKey.set(c.keyId, { cost: c.cost, last, lastMs });
+  }
+  const keyIds = [...byKey.keys()].sort();
+  if (keyIds.length > 0) {
+    await tx.query(
+      UPDATE_KEYS,
+      [
+        pgArray(keyIds, same),
+        pgArray(keyIds, (id) => byKey.get(id)!.cost),
+        pgArray(keyIds, (id) => byKey.get(id)!.last),
+      ],
+      true,
+    );
+  }
+  await addPeriodSpend(tx, byAccount, timeZones, calendar);
+  return settled.length;
 }
 
 /**

@@ -70,6 +70,7 @@ describe("readUsageEvent", () => {
     endUser: fc.option(fc.string({ maxLength: ATTRIBUTION_LIMITS.endUserChars })),
     tags: fc.array(fc.string({ maxLength: ATTRIBUTION_LIMITS.tagChars }), { maxLength: ATTRIBUTION_LIMITS.tags }),
     dropped: fc.array(fc.string({ maxLength: DROPPED_LIMITS.nameChars }), { maxLength: DROPPED_LIMITS.names }),
+    maybeSettled: fc.boolean(),
   };
   // the fields added later may be absent (older replicas): the defaults apply
   const valid = fc.record(fields, { requiredKeys: Object.keys(fields).slice(0, 18) as (keyof typeof fields)[] });

@@ -62,6 +62,13 @@ export const usageEventSchema = z.object({
   tags: z.array(z.string().max(ATTRIBUTION_LIMITS.tagChars)).max(ATTRIBUTION_LIMITS.tags).default([]),
   /** client parameters a translation left out (hints, tools the upstream cannot run): x-modelgate-dropped */
   dropped: z.array(z.string().max(DROPPED_LIMITS.nameChars)).max(DROPPED_LIMITS.names).optional(),
+  /**
+   * The request may have a usage row already: a resend (a spool replayed, entries sent again to a Redis that
+   * restarted), or the exact count that follows an estimate. Settlement inserts such an event with a check for
+   * the row; the others go in bulk (usage/settle.ts in the control plane). Only a hint for speed: a row found
+   * where none was expected still settles once.
+   */
+  maybeSettled: z.boolean().optional(),
 });
 export type UsageEvent = z.infer<typeof usageEventSchema>;
 export type UnitPrices = z.infer<typeof unitPricesSchema>;
@@ -105,6 +112,7 @@ export function plainUsageEvent(raw: unknown): UsageEvent | undefined {
     endUser = null,
     tags = [],
     dropped,
+    maybeSettled,
   } = raw;
   if (
     typeof requestId !== "string" ||
@@ -134,7 +142,8 @@ export function plainUsageEvent(raw: unknown): UsageEvent | undefined {
     (endUser !== null && (typeof endUser !== "string" || endUser.length > ATTRIBUTION_LIMITS.endUserChars)) ||
     !Array.isArray(tags) ||
     tags.length > ATTRIBUTION_LIMITS.tags ||
-    (dropped !== undefined && (!Array.isArray(dropped) || dropped.length > DROPPED_LIMITS.names))
+    (dropped !== undefined && (!Array.isArray(dropped) || dropped.length > DROPPED_LIMITS.names)) ||
+    (maybeSettled !== undefined && typeof maybeSettled !== "boolean")
   )
     return undefined;
   for (const t of tags as unknown[])
@@ -182,6 +191,7 @@ export function plainUsageEvent(raw: unknown): UsageEvent | undefined {
     tags: tags as string[],
     // present when the entry has the key, as the schema's output has it (undefined included)
     ...(Object.hasOwn(raw, "dropped") ? { dropped: dropped as string[] } : {}),
+    ...(Object.hasOwn(raw, "maybeSettled") ? { maybeSettled: maybeSettled as boolean | undefined } : {}),
   };
 }
 

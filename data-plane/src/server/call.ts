@@ -228,7 +228,11 @@ export class Call {
     if (before === null) return;
     const { usage, estimated } = this.billedUsage();
     if (estimated) return;
-    const event = usageEvent(this.record, usage, this.admission.price, 499, "client_closed", true, false);
+    // the estimate's row is in the log (or on its way): settlement checks for it rather than inserting in bulk
+    const event = {
+      ...usageEvent(this.record, usage, this.admission.price, 499, "client_closed", true, false),
+      maybeSettled: true,
+    };
     const durable = this.opts.usage.emit(event);
     const delta = BigInt(event.cost) - before;
     if (delta !== 0n) void this.addSpend(delta);

@@ -151,7 +151,8 @@ export class RedisUsageSink implements UsageSink {
   async replay(): Promise<number> {
     if ((await this.spool.backlogBytes()) === 0) return 0;
     const r = await this.spool.replay(async (batch) => {
-      const json = JSON.stringify(batch);
+      // A spooled event's first XADD failed, but may have reached Redis all the same (a timeout after the write).
+      const json = JSON.stringify(batch.map(resent));
       this.remember(await this.redis.xadd(this.stream, "*", ...signedEntryFields(this.entryKey, json)), json);
     });
     return r.sent;
@@ -238,7 +239,7 @@ export class RedisUsageSink implements UsageSink {
     const resend = this.recent
       .slice(this.head)
       .filter((r) => r.at >= cutoff)
-      .flatMap((r) => JSON.parse(r.json) as UsageEvent[]);
+      .flatMap((r) => (JSON.parse(r.json) as UsageEvent[]).map(resent));
     this.recent = [];
     this.head = 0;
     this.retainedChars = 0;
@@ -259,6 +260,9 @@ export class RedisUsageSink implements UsageSink {
     await this.spool.close();
   }
 }
+
+/** An event sent again, which may have settled already (see UsageEvent.maybeSettled). */
+const resent = (e: UsageEvent): UsageEvent => (e.maybeSettled ? e : { ...e, maybeSettled: true });
 
 /** Stream ids ("<ms>-<seq>") in Redis's order. */
 export function streamIdLess(a: string, b: string): boolean {
