@@ -68,19 +68,34 @@ const event = (
   ...extra,
 });
 
-/** The i-th minute of a day of test calls. */
-const at = (i: number) => new Date(Date.UTC(2026, 10, 24, 6, i)).toISOString();
+const today = new Date().toISOString().slice(0, 10);
+// Every case runs twice: on days that have their partitions (today's and tomorrow's: the rows are written into
+// them, COPY for the new ones), and on days before the partitions (their rows go to the default partition through
+// the partitioned table, as after a failed write into a partition).
+const variants = [
+  {
+    name: "into the day partitions",
+    day: today,
+    next: new Date(Date.parse(today) + 86_400_000).toISOString().slice(0, 10),
+  },
+  { name: "through the partitioned table", day: "2026-11-23", next: "2026-11-24" },
+];
 
-describe("settleUsageBatch", () => {
+describe.each(variants)("settleUsageBatch, rows written $name", ({ day, next }) => {
+  /** A time of the variant's day. */
+  const d = (time: string) => `${day}T${time}Z`;
+  /** The i-th minute of the next day's test calls. */
+  const at = (i: number) => new Date(Date.parse(`${next}T06:00:00.000Z`) + i * 60_000).toISOString();
+
   it("writes every row, debits each wallet once with one ledger line per account, adds key spend; a redelivery changes nothing", async () => {
     const a = await accountWithKeys(1_000_000n, 2);
     const b = await accountWithKeys(500n, 1);
     const events = [
-      event(a.accountId, a.keyIds[0]!, "100", "2026-11-23T01:00:00.000Z"),
-      event(a.accountId, a.keyIds[1]!, "250", "2026-11-23T01:00:02.000Z"),
-      event(b.accountId, b.keyIds[0]!, "700", "2026-11-23T01:00:01.000Z"), // overdraws: settlement records what was served
-      event(a.accountId, a.keyIds[0]!, "9007199254740993", "2026-11-23T01:00:03.000Z"), // beyond 2^53, exact
-      event(a.accountId, a.keyIds[0]!, "0", "2026-11-23T01:00:04.000Z", {
+      event(a.accountId, a.keyIds[0]!, "100", d("01:00:00.000")),
+      event(a.accountId, a.keyIds[1]!, "250", d("01:00:02.000")),
+      event(b.accountId, b.keyIds[0]!, "700", d("01:00:01.000")), // overdraws: settlement records what was served
+      event(a.accountId, a.keyIds[0]!, "9007199254740993", d("01:00:03.000")), // beyond 2^53, exact
+      event(a.accountId, a.keyIds[0]!, "0", d("01:00:04.000"), {
         status: 502,
         errorCode: "upstream_error",
         ttftMs: null,
@@ -111,7 +126,7 @@ describe("settleUsageBatch", () => {
       latencyMs: 12,
       ttftMs: 5,
       clientIp: "10.0.0.1",
-      startedAt: new Date("2026-11-23T01:00:00.000Z"),
+      startedAt: new Date(d("01:00:00.000")),
     });
 
     const spentA = 100n + 250n + 9_007_199_254_740_993n;
@@ -145,7 +160,7 @@ describe("settleUsageBatch", () => {
 
     const k0 = await p.apiKey.findUniqueOrThrow({ where: { id: a.keyIds[0]! } });
     expect(k0.spentMicro).toBe(100n + 9_007_199_254_740_993n);
-    expect(k0.lastUsedAt).toEqual(new Date("2026-11-23T01:00:04.000Z"));
+    expect(k0.lastUsedAt).toEqual(new Date(d("01:00:04.000")));
 
     // Redelivered (a replay from a spool, a claimed entry): nothing new, nothing moves.
     expect(await settleUsageBatch(fx.db, events)).toBe(0);
@@ -160,17 +175,17 @@ describe("settleUsageBatch", () => {
 
   it("keeps a key's last use at the latest call, whatever order batches arrive in", async () => {
     const a = await accountWithKeys(1000n, 1);
-    await settleUsageBatch(fx.db, [event(a.accountId, a.keyIds[0]!, "1", "2026-11-23T02:00:00.000Z")]);
-    await settleUsageBatch(fx.db, [event(a.accountId, a.keyIds[0]!, "1", "2026-11-23T01:00:00.000Z")]);
+    await settleUsageBatch(fx.db, [event(a.accountId, a.keyIds[0]!, "1", d("02:00:00.000"))]);
+    await settleUsageBatch(fx.db, [event(a.accountId, a.keyIds[0]!, "1", d("01:00:00.000"))]);
     expect((await fx.db.prisma.apiKey.findUniqueOrThrow({ where: { id: a.keyIds[0]! } })).lastUsedAt).toEqual(
-      new Date("2026-11-23T02:00:00.000Z"),
+      new Date(d("02:00:00.000")),
     );
   });
 
   it("settles nothing of a batch that fails (the consumer retries it whole)", async () => {
     const a = await accountWithKeys(1000n, 1);
-    const good = event(a.accountId, a.keyIds[0]!, "5", "2026-11-23T01:00:00.000Z");
-    const bad = event(randomUUID(), a.keyIds[0]!, "5", "2026-11-23T01:00:00.000Z"); // no such account
+    const good = event(a.accountId, a.keyIds[0]!, "5", d("01:00:00.000"));
+    const bad = event(randomUUID(), a.keyIds[0]!, "5", d("01:00:00.000")); // no such account
     await expect(settleUsageBatch(fx.db, [good, bad])).rejects.toThrow();
     expect(await fx.db.prisma.usageLog.count({ where: { requestId: good.requestId } })).toBe(0);
     expect((await fx.db.prisma.account.findUniqueOrThrow({ where: { id: a.accountId } })).balanceMicro).toBe(1000n);
@@ -178,7 +193,7 @@ describe("settleUsageBatch", () => {
 
   it("stores the breakdown, the unit prices, the estimate flag and the attribution", async () => {
     const a = await accountWithKeys(1000n, 1);
-    const e = event(a.accountId, a.keyIds[0]!, "42", "2026-11-23T03:00:00.000Z", {
+    const e = event(a.accountId, a.keyIds[0]!, "42", d("03:00:00.000"), {
       promptTokens: 100,
       cachedTokens: 10,
       cacheWrite5mTokens: 20,
@@ -218,8 +233,8 @@ describe("settleUsageBatch", () => {
   it("stores any tag text as given (quotes, backslashes, braces, commas, NULL, empty)", async () => {
     const a = await accountWithKeys(1000n, 1);
     const tags = ['say "hi"', "back\\slash", "{a,b}", "NULL", " spaced ", "", "ünï=cödé"];
-    const e = event(a.accountId, a.keyIds[0]!, "1", "2026-11-23T03:30:00.000Z", { tags });
-    const plain = event(a.accountId, a.keyIds[0]!, "1", "2026-11-23T03:30:00.000Z");
+    const e = event(a.accountId, a.keyIds[0]!, "1", d("03:30:00.000"), { tags });
+    const plain = event(a.accountId, a.keyIds[0]!, "1", d("03:30:00.000"));
     expect(await settleUsageBatch(fx.db, [e, plain])).toBe(2);
     const rows = await fx.db.prisma.usageLog.findMany({ where: { requestId: { in: [e.requestId, plain.requestId] } } });
     expect(rows.find((r) => r.requestId === e.requestId)!.tags).toEqual(tags);
@@ -229,8 +244,8 @@ describe("settleUsageBatch", () => {
   it("stores the parameters a translation dropped (x-modelgate-dropped) on the row; none from an older replica", async () => {
     const a = await accountWithKeys(1000n, 1);
     const dropped = ["generationConfig.topK", "tools[].web_search", "{a,b}"];
-    const e = event(a.accountId, a.keyIds[0]!, "1", "2026-11-23T03:30:00.000Z", { dropped });
-    const old = event(a.accountId, a.keyIds[0]!, "1", "2026-11-23T03:30:00.000Z");
+    const e = event(a.accountId, a.keyIds[0]!, "1", d("03:30:00.000"), { dropped });
+    const old = event(a.accountId, a.keyIds[0]!, "1", d("03:30:00.000"));
     expect(await settleUsageBatch(fx.db, [e, old])).toBe(2);
     const rows = await fx.db.prisma.usageLog.findMany({ where: { requestId: { in: [e.requestId, old.requestId] } } });
     expect(rows.find((r) => r.requestId === e.requestId)!.dropped).toEqual(dropped);
@@ -253,7 +268,7 @@ describe("settleUsageBatch", () => {
     ];
     // each event carries one hostile string in every text column; the last has the nullable ones null
     const events = hostile.map((text, i) =>
-      event(a.accountId, a.keyIds[0]!, "1", "2026-11-23T03:40:00.000Z", {
+      event(a.accountId, a.keyIds[0]!, "1", d("03:40:00.000"), {
         requestId: `req_${i}_${text}_${randomUUID()}`,
         model: text,
         protocol: text as UsageEvent["protocol"],
@@ -264,7 +279,7 @@ describe("settleUsageBatch", () => {
         tags: [text, `${text}2`],
       }),
     );
-    const nulls = event(a.accountId, a.keyIds[0]!, "1", "2026-11-23T03:40:00.000Z", {
+    const nulls = event(a.accountId, a.keyIds[0]!, "1", d("03:40:00.000"), {
       upstream: null,
       errorCode: null,
       clientIp: null,
@@ -335,7 +350,7 @@ describe("settleUsageBatch", () => {
 
   it("replaces an estimate with the exact count once, settling the difference in wallet, ledger, key and rollup", async () => {
     const a = await accountWithKeys(10_000n, 1);
-    const estimate = event(a.accountId, a.keyIds[0]!, "300", "2026-11-23T04:10:00.000Z", {
+    const estimate = event(a.accountId, a.keyIds[0]!, "300", d("04:10:00.000"), {
       status: 499,
       errorCode: "client_closed",
       estimated: true,
@@ -468,7 +483,7 @@ describe("settleUsageBatch", () => {
     // A database opened now (settlement remembers per database that the old log is gone).
     const db = await openDatabase({ databaseUrl: fx.url });
     const a = await accountWithKeys(10_000n, 1);
-    const estimate = event(a.accountId, a.keyIds[0]!, "300", "2026-11-23T06:00:00.000Z", { estimated: true });
+    const estimate = event(a.accountId, a.keyIds[0]!, "300", d("06:00:00.000"), { estimated: true });
     const exact = { ...estimate, cost: "420", estimated: false };
     const q = (sql: string) => db.sql.transaction((tx) => tx.query(sql));
     try {
@@ -500,7 +515,7 @@ describe("settleUsageBatch", () => {
 
   it("prefers the exact event when both arrive in one batch", async () => {
     const a = await accountWithKeys(1000n, 1);
-    const estimate = event(a.accountId, a.keyIds[0]!, "30", "2026-11-23T05:00:00.000Z", { estimated: true });
+    const estimate = event(a.accountId, a.keyIds[0]!, "30", d("05:00:00.000"), { estimated: true });
     expect(await settleUsageBatch(fx.db, [estimate, { ...estimate, estimated: false, cost: "35" }, estimate])).toBe(1);
     expect(await fx.db.prisma.usageLog.findFirstOrThrow({ where: { requestId: estimate.requestId } })).toMatchObject({
       costMicro: 35n,
