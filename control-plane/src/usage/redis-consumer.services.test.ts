@@ -3,7 +3,7 @@ import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { redisNames, signedEntryFields, type UsageEvent, usageEntryKey, usageShards } from "@modelgate/data-plane";
 import { eventually } from "../../../test/helpers/processes.ts";
-import { type RefusedEntry, RedisUsageConsumer } from "./redis-consumer.ts";
+import { type RefusedEntry, RedisUsageConsumer, USAGE_GROUP } from "./redis-consumer.ts";
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 
@@ -41,10 +41,28 @@ const event = (n: number): UsageEvent => ({
 describe("RedisUsageConsumer", () => {
   const redis = new Redis(REDIS_URL);
   const names = redisNames(`mgtest:consumer:${randomUUID()}:`);
+  /** streams of their own, for the tests that read entries again */
+  const again = [`${names.prefix}again:own`, `${names.prefix}again:claimed`];
   afterAll(async () => {
-    await redis.del(...usageShards(names.prefix, 4));
+    await redis.del(...usageShards(names.prefix, 4), ...again);
     redis.disconnect();
   });
+
+  /** A settle callback that records what each call got; `failFirst`: the first call throws. */
+  function recordingSettle(failFirst: boolean) {
+    const calls: { requestId: string; maybeSettled: boolean | undefined }[][] = [];
+    const waiters: { count: number; resolve: () => void }[] = [];
+    const settle = async (events: UsageEvent[]) => {
+      // a copy: the consumer's marking must be there when settle is called, not added afterwards
+      calls.push(events.map((e) => ({ requestId: e.requestId, maybeSettled: e.maybeSettled })));
+      for (const w of waiters) if (calls.length >= w.count) w.resolve();
+      if (failFirst && calls.length === 1) throw new Error("settlement failed");
+    };
+    /** resolves once settle has been called `count` times */
+    const called = (count: number) =>
+      new Promise<void>((resolve) => (calls.length >= count ? resolve() : waiters.push({ count, resolve })));
+    return { calls, settle, called };
+  }
 
   it("settles signed entries in bounded batches, refuses unsigned ones, then acknowledges and deletes them all", async () => {
     const turn1 = [event(1), event(2), event(3)];
@@ -125,5 +143,65 @@ describe("RedisUsageConsumer", () => {
     }
     expect(settled.sort()).toEqual(sent.map((e) => e.requestId).sort());
     for (const s of shards) expect(await redis.xlen(s)).toBe(0);
+  });
+
+  it("marks the events of its own entries read again after a failed settle maybeSettled, not those read fresh", async () => {
+    const stream = again[0]!;
+    const turn = [event(20), event(21)];
+    await redis.xadd(stream, "*", ...signed(JSON.stringify(turn)));
+    const { calls, settle, called } = recordingSettle(true);
+    const errors: string[] = [];
+    const consumer = new RedisUsageConsumer(
+      redis.duplicate(),
+      [stream],
+      "c3",
+      settle,
+      (err) => errors.push(String(err)),
+      ignoreRefused,
+    );
+    await consumer.start();
+    try {
+      await called(2); // the fresh read's settle failed; the entry, pending for c3, is read again
+    } finally {
+      await consumer.stop();
+    }
+    const ids = turn.map((e) => e.requestId);
+    // the first delivery, read with ">": its events cannot have settled, so they may go in bulk
+    expect(calls[0]).toEqual(ids.map((requestId) => ({ requestId, maybeSettled: undefined })));
+    // the same entry again, from the consumer's own pending entries: the failed settle may have written rows
+    expect(calls[1]).toEqual(ids.map((requestId) => ({ requestId, maybeSettled: true })));
+    expect(calls).toHaveLength(2);
+    expect(errors).toEqual(["Error: settlement failed"]);
+    expect(await redis.xlen(stream)).toBe(0); // settled the second time, then acknowledged and deleted
+  });
+
+  it("marks the events of entries claimed from a consumer that stopped maybeSettled", async () => {
+    const stream = again[1]!;
+    await redis.xgroup("CREATE", stream, USAGE_GROUP, "0", "MKSTREAM");
+    const turn = [event(30), event(31)];
+    await redis.xadd(stream, "*", ...signed(JSON.stringify(turn)));
+    // another consumer read the entry and stopped before it settled it: it stays pending for that consumer
+    const read = (await redis.xreadgroup("GROUP", USAGE_GROUP, "gone", "COUNT", 10, "STREAMS", stream, ">")) as
+      [string, [string, string[]][]][] | null;
+    expect(read?.[0]?.[1]).toHaveLength(1);
+    const { calls, settle, called } = recordingSettle(false);
+    // claimIdleMs 0: the entry is claimed on the first read, with no wait for it to idle
+    const consumer = new RedisUsageConsumer(
+      redis.duplicate(),
+      [stream],
+      "c4",
+      settle,
+      () => undefined,
+      ignoreRefused,
+      0,
+    );
+    await consumer.start();
+    try {
+      await called(1);
+    } finally {
+      await consumer.stop();
+    }
+    expect(calls).toEqual([turn.map((e) => ({ requestId: e.requestId, maybeSettled: true }))]);
+    expect(await redis.xlen(stream)).toBe(0);
   });
 });

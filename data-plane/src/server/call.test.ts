@@ -71,6 +71,8 @@ describe("Call.cut", () => {
       completionTokens: 10,
       cost: "120",
     });
+    // the estimate is the request's first event: not marked, so settlement may insert it in bulk
+    expect(events[0]!.maybeSettled).toBeFalsy();
 
     call.observe({ type: "usage", usage: usage(100, 50) });
     call.usageComplete = true; // the relay saw the upstream's end
@@ -82,6 +84,8 @@ describe("Call.cut", () => {
       estimated: false,
       completionTokens: 50,
       cost: "200",
+      // the estimate's row may be in the log already: settlement must check for it
+      maybeSettled: true,
     });
     await call.finish(200); // a second end changes nothing
     expect(events).toHaveLength(2);

@@ -157,3 +157,117 @@ describe("RedisUsageSink retention", () => {
     expect(streamIdLess("1700000000000-0", "1700000000000-0")).toBe(false);
   });
 });
+
+describe("RedisUsageSink marks the events it sends again maybeSettled (settlement checks those for a row)", () => {
+  const streams: string[] = [];
+  const dirs: string[] = [];
+  let redis: Redis;
+  beforeAll(async () => {
+    redis = new Redis(REDIS_URL);
+    await redis.ping(); // ready, so a sink learns the server's run id at once
+  });
+  afterAll(async () => {
+    if (streams.length > 0) await redis.del(...streams);
+    redis.disconnect();
+    for (const d of dirs) await rm(d, { recursive: true, force: true });
+  });
+
+  async function newSink(onResend?: (count: number) => void) {
+    const stream = `mgtest:usage-resent:${randomUUID()}`;
+    const dir = await mkdtemp(join(tmpdir(), "mg-sink-resent-"));
+    streams.push(stream);
+    dirs.push(dir);
+    // no replay or forgetting by timer: only when the test says so
+    const sink = new RedisUsageSink(
+      redis,
+      stream,
+      key,
+      await UsageSpool.open(dir),
+      () => undefined,
+      3_600_000,
+      30_000,
+      onResend,
+    );
+    return { sink, stream };
+  }
+  /** each entry's events in the stream, as (request id, maybeSettled) */
+  const entries = async (stream: string) =>
+    (await redis.xrange(stream, "-", "+")).map(([, fields]) => {
+      expect(checkUsageEntry(key, fields).ok).toBe(true);
+      return (usageEntryEvents(fields) as UsageEvent[]).map((e) => [e.requestId, e.maybeSettled]);
+    });
+
+  it("replayed from the spool: marked; sent at once: not", async () => {
+    const { sink, stream } = await newSink();
+    try {
+      // The first XADD reaches Redis, but its answer is lost (a timeout after the write): the sink spools the
+      // events, and its replay sends them a second time.
+      const xadd = redis.xadd.bind(redis) as (...args: unknown[]) => Promise<string | null>;
+      const spy = vi.spyOn(redis, "xadd").mockImplementationOnce((async (...args: unknown[]) => {
+        await xadd(...args);
+        throw new Error("Command timed out");
+      }) as never);
+      sink.emit(event(1));
+      sink.emit(event(2));
+      await sink.flush(); // the failed send's events are in the spool
+      spy.mockRestore();
+      sink.emit(event(3));
+      await sink.flush();
+      expect(await sink.replay()).toBe(2);
+      expect(await entries(stream)).toEqual([
+        [
+          ["req-1", undefined],
+          ["req-2", undefined],
+        ],
+        [["req-3", undefined]],
+        [
+          ["req-1", true],
+          ["req-2", true],
+        ],
+      ]);
+    } finally {
+      await sink.close();
+    }
+  });
+
+  it("resent to a Redis with another run id (restarted, or failed over): marked", async () => {
+    const resends: number[] = [];
+    const { sink, stream } = await newSink((n) => resends.push(n));
+    try {
+      sink.emit(event(4));
+      sink.emit(event(5));
+      // Redis answers in order: the sink's check of the server at its start (its run id) came before this.
+      await sink.flush();
+      // The next check reads another server's run id (the entry still there: the resend does not depend on
+      // the stream being empty).
+      const fake = {
+        xrange: () => fake,
+        info: () => fake,
+        exec: async () => [
+          [null, await redis.xrange(stream, "-", "+", "COUNT", 1)],
+          [null, "# Server\r\nrun_id:0123456789abcdef\r\n"],
+        ],
+      };
+      const spy = vi.spyOn(redis, "pipeline").mockReturnValue(fake as never);
+      try {
+        await sink.forgetSettled();
+      } finally {
+        spy.mockRestore();
+      }
+      expect(resends).toEqual([2]);
+      await sink.flush(); // the resend's XADD
+      expect(await entries(stream)).toEqual([
+        [
+          ["req-4", undefined],
+          ["req-5", undefined],
+        ],
+        [
+          ["req-4", true],
+          ["req-5", true],
+        ],
+      ]);
+    } finally {
+      await sink.close();
+    }
+  });
+});
