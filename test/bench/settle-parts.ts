@@ -8,9 +8,12 @@
 //    more index each; a variant's cost over the first is that index's.
 // 2. Triggers: usage_logs itself (partitioned, every index), in batches of 300 rows as settlement writes them, with
 //    its AFTER INSERT statement triggers on or off one at a time, and with settlement's ON CONFLICT … RETURNING.
+// 3. COPY: the same batches by COPY, into the day's partition (as settlement writes new rows) and into usage_logs.
 // Knobs: PARTS_ROWS (30000), PARTS_ROUNDS (6).
 import { readFileSync } from "node:fs";
 import pg from "pg";
+import { to as copyTo } from "pg-copy-streams";
+import { copyInto } from "../../control-plane/src/db/copy-in.ts";
 import { freshDatabase } from "../helpers/postgres.ts";
 
 const ROWS = Number(process.env.PARTS_ROWS ?? 30_000);
@@ -34,7 +37,7 @@ await q(`INSERT INTO s (id, request_id, account_id, api_key_id, model, protocol,
   SELECT gen_random_uuid(), 'req_' || md5(i::text), ('00000000-0000-0000-0000-00000000000' || (i % 4))::uuid,
     ('00000000-0000-0000-0001-0000000000' || lpad((i % 20)::text, 2, '0'))::uuid,
     (ARRAY['gpt-4o', 'gpt-4o-mini', 'claude-sonnet-4', 'gemini-2.5-flash', 'gpt-4.1'])[1 + i % 5], 'openai', 'u',
-    200, 100 + i % 900, 50 + i % 400, 1000 + i, 100 + i % 900, now() - interval '2 hours' + i * interval '10 ms',
+    200, 100 + i % 900, 50 + i % 400, 1000 + i, 100 + i % 900, date_trunc('day', now()) + interval '1 hour' + i * interval '10 ms',
     CASE WHEN i % 10 = 0 THEN 'user-' || (i % 200) END,
     CASE WHEN i % 6 = 0 THEN ARRAY['team=search', 'env=prod'] ELSE '{}' END, gen_random_uuid(), i
   FROM generate_series(1, ${ROWS}) AS i`);
@@ -127,5 +130,40 @@ const byTrigger = await roundRobin(
 );
 console.log(`\n| usage_logs, batches of ${BATCH} | µs per row |\n|---|---|`);
 for (const [i, [name]] of logVariants.entries()) console.log(`| ${name} | ${byTrigger[i]!.toFixed(2)} |`);
+
+// 3. COPY: the same batches as COPY's text, into the day's partition (as settlement writes new rows: no trigger
+//    fires there) and into usage_logs (its triggers fire, and COPY then inserts row by row).
+const day = (await q<{ d: string }>(`SELECT to_char(min(started_at) AT TIME ZONE 'UTC', 'YYYYMMDD') AS d FROM s`))[0]!
+  .d;
+const texts: string[] = [];
+for (let b = 0; b < ROWS; b += BATCH) {
+  let text = "";
+  for await (const chunk of c.query(
+    copyTo(`COPY (SELECT ${cols} FROM s WHERE n > ${b} AND n <= ${b + BATCH} ORDER BY n) TO STDOUT`),
+  ))
+    text += (chunk as Buffer).toString();
+  texts.push(text);
+}
+for (const t of triggers) await q(`ALTER TABLE usage_logs ENABLE TRIGGER ${t}`);
+const copyVariants: [string, string][] = [
+  ["COPY into the day's partition (no trigger fires)", `"usage_logs_p${day}"`],
+  ["COPY into usage_logs (every trigger)", "usage_logs"],
+];
+const byCopy = await roundRobin(
+  copyVariants.map(([, table]) => ({
+    prepare: async () => void (await q(`TRUNCATE usage_logs, ${rollups.join(", ")}`)),
+    insert: async () => {
+      let ns = 0;
+      for (const text of texts) {
+        const t0 = onCpuNs(pid);
+        await copyInto(c, `COPY ${table} (${cols}) FROM STDIN`, text);
+        ns += onCpuNs(pid) - t0;
+      }
+      return ns;
+    },
+  })),
+);
+console.log(`\n| COPY, batches of ${BATCH} | µs per row |\n|---|---|`);
+for (const [i, [name]] of copyVariants.entries()) console.log(`| ${name} | ${byCopy[i]!.toFixed(2)} |`);
 await c.end();
 await fx.drop();
