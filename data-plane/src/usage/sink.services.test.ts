@@ -101,28 +101,64 @@ describe("RedisUsageSink retention", () => {
   });
 
   it("forgets nothing on the word of a Redis that is not the server its entries went to (restarted empty)", async () => {
-    sink.emit(event(7));
-    await sink.flush();
-    expect(sink.retainedEntries).toBe(1);
-    // the next read answers from a server with another run id and an empty stream
-    const fake = {
-      info: () => fake,
-      xrange: () => fake,
+    const resends: number[] = [];
+    const restarted = `${stream}:restarted`;
+    // A sink of its own, with onResend: it ends up taking another server's run id for the stream's, which the
+    // shared sink must not carry into the tests after this one.
+    const own = new RedisUsageSink(
+      redis,
+      restarted,
+      key,
+      await UsageSpool.open(join(dir, "restarted")),
+      () => undefined,
+      3_600_000,
+      30_000,
+      (n) => resends.push(n),
+    );
+    // From here on the sink's reads answer as a server with another run id would, the stream read from Redis
+    // (in the order the sink's pipeline asks: XRANGE, then INFO).
+    const newServer = {
+      xrange: () => newServer,
+      info: () => newServer,
       exec: async () => [
+        [null, await redis.xrange(restarted, "-", "+", "COUNT", 1)],
         [null, "# Server\r\nrun_id:0123456789abcdef\r\n"],
-        [null, []],
       ],
     };
-    const spy = vi.spyOn(redis, "pipeline").mockReturnValue(fake as never);
+    let spy: { mockRestore(): void } | undefined;
     try {
-      await sink.forgetSettled();
+      // Redis answers in order: the sink's check of the server at its start (its run id) came before this.
+      own.emit(event(7));
+      await own.flush();
+      expect(own.retainedEntries).toBe(1);
+      // Redis restarts empty: the entry is gone, not settled, and an empty stream must not pass for "all settled".
+      await redis.del(restarted);
+      spy = vi.spyOn(redis, "pipeline").mockReturnValue(newServer as never);
+      await own.forgetSettled();
+      // The sink forgot the entry only to send its events to the new server again, marked as maybe settled.
+      expect(resends).toEqual([1]);
+      await own.flush(); // the resend's XADD
+      const entries = await redis.xrange(restarted, "-", "+");
+      expect(
+        entries.map(([, fields]) => {
+          expect(checkUsageEntry(key, fields).ok).toBe(true);
+          return (usageEntryEvents(fields) as UsageEvent[]).map((e) => [e.requestId, e.maybeSettled]);
+        }),
+      ).toEqual([[["req-7", true]]]);
+      // What it retains now is the resent entry, and the new server's word counts: not settled yet, kept...
+      expect(own.retainedEntries).toBe(1);
+      await own.forgetSettled();
+      expect(own.retainedEntries).toBe(1);
+      // ...until the control plane has settled (deleted) it there, and no further resend.
+      await redis.xdel(restarted, entries[0]![0]);
+      await own.forgetSettled();
+      expect(own.retainedEntries).toBe(0);
+      expect(resends).toEqual([1]);
     } finally {
-      spy.mockRestore();
+      spy?.mockRestore();
+      await own.close();
+      await redis.del(restarted);
     }
-    expect(sink.retainedEntries).toBe(1);
-    await redis.del(stream); // settled (deleted) on the real server: now it may go
-    await sink.forgetSettled();
-    expect(sink.retainedEntries).toBe(0);
   });
 
   it("keeps at most its size bound, dropping the oldest entries first", async () => {
