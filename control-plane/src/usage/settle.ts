@@ -179,9 +179,12 @@ function startBounds(events: readonly UsageEvent[]): [string, string] {
  * data plane's spool) changes nothing, so nothing is ever charged twice, with one exception: an exact event
  * for a row still flagged estimated replaces its counts and settles the difference, once. The batch gets an id
  * (time-ordered), written on each of its rows and on its ledger lines: one line per account, not per call. A
- * batch costs one transaction of six statements (usage rows, debits, ledger lines, key spend, period spend,
- * commit) however many events, accounts and keys it holds, plus two per replaced estimate (and, while an old
- * unpartitioned log is being copied, a look-up there: OLD_LOG_HOLDS). Returns how many events were new.
+ * batch costs one transaction of seven statements (usage rows, their rollups, debits, ledger lines, key spend,
+ * period spend, commit) however many events, accounts and keys it holds, plus one for the rows that may exist
+ * already and two per replaced estimate (and, while an old unpartitioned log is being copied, a look-up there:
+ * OLD_LOG_HOLDS). The rows go straight into their day partitions (partition-write.ts); when that fails (a row
+ * existed after all) the transaction is rolled back and the batch settled again through the partitioned table,
+ * whose triggers add the rollups. Returns how many events were new.
  *
  * The statements are prepared (parsed and planned once per connection): at a steady trickle a batch holds a few
  * dozen events, and parsing and planning five statements cost Postgres as much as writing the rows did.
