@@ -5,6 +5,7 @@ import type { UsageEvent } from "../../data-plane/src/contract/usage.ts";
 import type { Database, SqlTx } from "../../control-plane/src/db/client.ts";
 import { settleUsageBatch } from "../../control-plane/src/usage/settle.ts";
 import { freshDatabase } from "../helpers/postgres.ts";
+import { usageEvent } from "../helpers/usage-event.ts";
 
 // Settlement writes a batch's rows straight into their day partitions (COPY for events that cannot have a row yet,
 // INSERT … ON CONFLICT for those marked maybeSettled) and adds the rollups itself; through the partitioned table,
@@ -72,29 +73,13 @@ async function seed(fx: Fx) {
 }
 
 const event = (over: Partial<UsageEvent> & Pick<UsageEvent, "startedAt">): UsageEvent => ({
+  ...usageEvent(0),
   requestId: `req_${randomUUID()}`,
   keyId: KEYS[0]!,
   accountId: ACCOUNTS[0]!,
-  model: "m",
-  protocol: "openai",
-  upstream: "u",
-  stream: false,
   promptTokens: 10,
   completionTokens: 20,
-  reasoningTokens: 0,
-  cachedTokens: 0,
   cost: "100",
-  status: 200,
-  errorCode: null,
-  latencyMs: 5,
-  ttftMs: null,
-  clientIp: null,
-  cacheWrite5mTokens: 0,
-  cacheWrite1hTokens: 0,
-  prices: null,
-  estimated: false,
-  endUser: null,
-  tags: [],
   ...over,
 });
 
