@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { runAdminCommand, type CommandName } from "../../control-plane/src/admin/commands.ts";
 import type { Database } from "../../control-plane/src/db/client.ts";
 import { redisNames } from "../../data-plane/src/contract/redis-names.ts";
+import { spendCounterName } from "../../data-plane/src/billing/spend-redis.ts";
 import { connectRedis, isCluster } from "../../data-plane/src/redis/connect.ts";
 import { freshDatabase } from "./postgres.ts";
 import { eventually, freePort, type Proc, startTs, waitForHttp } from "./processes.ts";
@@ -43,6 +44,8 @@ export interface Gateway {
   usage(account: string, limit?: number): Promise<UsageRow[]>;
   /** distributed: the system of record, for ledger and usage-log checks */
   prisma: Database["prisma"] | null;
+  /** distributed: the replicas' running spend counters in Redis for a key and its account (null: none) */
+  spendCounters(accountId: string, keyId: string): Promise<{ key: bigint | null; account: bigint | null }>;
   /** environment for running the real admin CLI against this gateway */
   cliEnv: NodeJS.ProcessEnv;
   stop(): Promise<void>;
@@ -140,6 +143,7 @@ async function startEmbedded(o: GatewayOptions): Promise<Gateway> {
         costMicro: BigInt(r.costMicro),
       })),
     prisma: null,
+    spendCounters: () => Promise.reject(new Error("an embedded gateway counts spend in its process, not in Redis")),
     cliEnv: env,
     async stop() {
       await proc.stop();
@@ -266,6 +270,13 @@ async function startDistributed(o: GatewayOptions): Promise<Gateway> {
         costMicro: r.costMicro,
       })),
     prisma: db.db.prisma,
+    spendCounters: async (accountId, keyId) => {
+      const [key, account] = await redis.mget(
+        spendCounterName(`${prefix}spend:`, accountId, keyId),
+        spendCounterName(`${prefix}spend:`, accountId),
+      );
+      return { key: key == null ? null : BigInt(key), account: account == null ? null : BigInt(account) };
+    },
     cliEnv: env,
     stop: cleanup,
   };

@@ -10,8 +10,9 @@ import { makeAccount, makeKey, spendCounterContract } from "./spend.suite.ts";
 spendCounterContract("redis", async () => {
   const redis = new Redis(REDIS_URL);
   const prefix = `mgtest:spend:${randomUUID()}:`;
-  // refreshMs 0: every get reads Redis, so the contract sees exactly what Redis holds
-  const counter = new RedisSpendCounter(redis, { prefix, refreshMs: 0, maxStaleMs: 0 });
+  // refreshMs 0: every get reads Redis, so the contract sees exactly what Redis holds. liftAfterMs 0: the
+  // contract's lift is at once, as in one process; the delay across replicas is tested below.
+  const counter = new RedisSpendCounter(redis, { prefix, refreshMs: 0, maxStaleMs: 0, liftAfterMs: 0 });
   return {
     counter,
     cleanup: async () => {
@@ -349,6 +350,57 @@ describe("RedisSpendCounter reservations", () => {
       accountSpent: 0n,
     });
     await reader.close();
+  });
+
+  it("never counts twice another replica's cost that settled before its add went", async () => {
+    let clock = 9_000_000;
+    const account = makeAccount("0");
+    const key = makeKey(account.id, "0");
+    const name = `${prefix}{acct:${account.id}}`;
+    const opts = { prefix, clock: () => clock, refreshMs: 0, maxStaleMs: 0 };
+    // replica A's call ends: its cost waits for A's window, while its usage event goes to the stream at once
+    const a = new RedisSpendCounter(c1, { ...opts, addWindowMs: 60_000 });
+    const b = new RedisSpendCounter(c2, { ...opts, addWindowMs: 0 });
+    const first = a.add(key, account, 100n);
+    // settlement is quicker than the window: B's next snapshot has A's cost settled, and B's call ends on it
+    const keyLater = { ...key, spent: "100" };
+    const accountLater = { ...account, spent: "100" };
+    await b.add(keyLater, accountLater, 5n);
+    // B saw the counter (0) below the settled figure (100) but did not lift it: A's add was on its way
+    expect(await c1.get(`${name}:k:${key.id}`)).toBe("5");
+    await a.close();
+    await first;
+    expect(await c1.get(`${name}:k:${key.id}`)).toBe("105");
+    expect(await c1.get(`${name}:a`)).toBe("105");
+    expect(await b.get({ ...keyLater, spent: "105" }, { ...accountLater, spent: "105" })).toEqual({
+      keySpent: 0n,
+      accountSpent: 0n,
+    });
+
+    // A minute later Redis lost the counters, with 1000 settled: the first add lifts them to the figure B saw a
+    // minute ago (100), the one it sees now only once it has seen it for liftAfterMs
+    clock += 60_000;
+    await c1.del(`${name}:k:${key.id}`, `${name}:a`);
+    const keyNow = { ...key, spent: "1000" };
+    const accountNow = { ...account, spent: "1000" };
+    await b.add(keyNow, accountNow, 7n);
+    expect(await c1.get(`${name}:k:${key.id}`)).toBe("107");
+    clock += 9_999;
+    await b.add(keyNow, accountNow, 1n);
+    expect(await c1.get(`${name}:k:${key.id}`)).toBe("108");
+    clock += 1;
+    await b.add(keyNow, accountNow, 3n);
+    expect(await c1.get(`${name}:k:${key.id}`)).toBe("1003");
+    expect(await c1.get(`${name}:a`)).toBe("1003");
+    // never above the batch's own figure: a lower one (spend lowered since) is the floor at once
+    await c1.del(`${name}:k:${key.id}`);
+    clock += 60_000;
+    await b.add({ ...key, spent: "40" }, accountNow, 2n);
+    expect(await c1.get(`${name}:k:${key.id}`)).toBe("2");
+    clock += 10_000;
+    await b.add({ ...key, spent: "40" }, accountNow, 2n);
+    expect(await c1.get(`${name}:k:${key.id}`)).toBe("42");
+    await b.close();
   });
 
   it("never shows Redis less than a replica spent while its costs wait for their window", async () => {

@@ -14,9 +14,11 @@ import { Reservation, refusal, type ReserveResult, type Rooms } from "./reservat
 // A counter below the snapshot's settled figure (Redis lost its data, the counter expired, or a call's add
 // failed while its usage event still settled) is lifted to the settled figure by the next add, so it never
 // hides spend for long: the error is at most the spend whose add failed, until that spend settles. (In Redis an
-// add waits up to 100 ms for its window while its call may settle: it lifts to the oldest snapshot of its batch,
-// less the account's costs still waiting, so a cost is never counted twice; a counter lifted so reads low by at
-// most those waiting costs, until they settle. See spend-redis.ts.)
+// add waits up to 100 ms for its window while its call may settle, on this replica or another: it lifts to the
+// oldest snapshot of its batch, less the account's costs still waiting, and only to a settled figure the replica
+// has seen for 10 s, by when every cost in it has been added or has failed; so a cost is never counted twice,
+// and a lost counter misses at most the last 10 s of settled spend until a later add lifts it. See
+// spend-redis.ts, liftFloor.)
 //
 // Maximum overrun: a call's cost is known only when it ends, so each admitted call holds an estimate of it
 // (reserve, released with the actual cost by settle; see reservation.ts for the rule). A burst then overruns
