@@ -70,8 +70,32 @@ function positive(v: string | undefined, fallback: number): number {
 /** The operators' alert settings (alerts/runner.ts OPERATORS_CONFIG; repeated here to keep the import one-way). */
 const OPERATORS = "operators";
 
-/** One attempt of one delivery; updates its row and returns it. */
+/**
+ * How long an attempt holds its delivery: the POST's timeout and a margin. A control plane that stops in the
+ * middle of an attempt leaves the delivery to be tried again once this has passed.
+ */
+export const attemptLeaseMs = (o: DeliveryOptions): number => o.timeoutMs + 5_000;
+
+/**
+ * One attempt of one delivery that is due; updates its row and returns it. The attempt first claims the
+ * delivery (its next attempt moves past the lease, in one conditional UPDATE), so the delivery loops of every
+ * control plane, and a test send, never POST one delivery twice at once: two loops that read the same due row
+ * both sent it, and a test send raced its own loop (a receiver got the test alert twice).
+ */
 export async function attemptDelivery(prisma: Db, id: string, o: DeliveryOptions) {
+  const now = Date.now();
+  const claimed = await prisma.webhookDelivery.updateMany({
+    // due within a second: a new row's time is the database's now(), and hosts' clocks differ by a little; a
+    // held row's is a lease (at least 5 s) ahead
+    where: { id, status: "pending", nextAttemptAt: { lte: new Date(now + 1_000) } },
+    data: { nextAttemptAt: new Date(now + attemptLeaseMs(o)) },
+  });
+  if (claimed.count === 0) return prisma.webhookDelivery.findUnique({ where: { id } });
+  return attemptClaimed(prisma, id, o);
+}
+
+/** One attempt of a delivery this caller holds (attemptDelivery claimed it, or it created it held). */
+export async function attemptClaimed(prisma: Db, id: string, o: DeliveryOptions) {
   const d = await prisma.webhookDelivery.findUnique({ where: { id }, include: { webhook: true } });
   if (!d || d.status !== "pending") return d;
   const timestamp = Math.floor(Date.now() / 1000);

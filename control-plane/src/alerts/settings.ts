@@ -6,7 +6,7 @@ import type { AlertConfig } from "../generated/prisma/client.ts";
 import type { ServiceContext } from "../services/context.ts";
 import { badInput, notFound } from "../services/errors.ts";
 import { parseField } from "../services/inputs.ts";
-import { attemptDelivery, type DeliveryOptions } from "./deliver.ts";
+import { attemptClaimed, attemptLeaseMs, type DeliveryOptions } from "./deliver.ts";
 import { checkDestination, privateAllowed } from "./destination.ts";
 import { OPERATORS_CONFIG } from "./runner.ts";
 
@@ -172,7 +172,10 @@ export async function webhookOf(ctx: ServiceContext, id: string, accountId: stri
   return w;
 }
 
-/** Sends a test alert now (one attempt, awaited); a failure is retried like any delivery. */
+/**
+ * Sends a test alert now (one attempt, awaited); a failure is retried like any delivery. The row is created
+ * held for the attempt, so the delivery loop does not send it too.
+ */
 export async function testWebhook(ctx: ServiceContext, webhookId: string, o: DeliveryOptions) {
   const body = JSON.stringify({
     id: null,
@@ -181,6 +184,8 @@ export async function testWebhook(ctx: ServiceContext, webhookId: string, o: Del
     data: {},
     firedAt: new Date().toISOString(),
   });
-  const d = await ctx.prisma.webhookDelivery.create({ data: { webhookId, kind: "test", body } });
-  return (await attemptDelivery(ctx.prisma, d.id, o))!;
+  const d = await ctx.prisma.webhookDelivery.create({
+    data: { webhookId, kind: "test", body, nextAttemptAt: new Date(Date.now() + attemptLeaseMs(o)) },
+  });
+  return (await attemptClaimed(ctx.prisma, d.id, o))!;
 }
