@@ -5,6 +5,7 @@ import type { UnsettledSpend } from "../policy/check.ts";
 import { TurnBatcher } from "../redis/turn-batcher.ts";
 import { batchWritesThisTurn } from "../redis/write-batch.ts";
 import { Reservation, refusal, refusedSpend, type ReserveResult, type Rooms } from "./reservation.ts";
+import { LiftFloors } from "./lift-floors.ts";
 import { accountSettledSpend, keySettled, unsettled, type SpendCounter } from "./spend.ts";
 
 // What the calls in flight hold (reservations, see reservation.ts) lives beside each counter in a hash with one
@@ -187,7 +188,7 @@ export interface RedisSpendCounterOptions {
   addWindowMs?: number;
   /**
    * A counter that fell behind the settled figure is lifted only to a figure this replica has seen for at least
-   * this long (default 10000; 0: the batch's own snapshots, at once). See `liftFloor`.
+   * this long (default 10000; 0: the batch's own snapshots, at once). See lift-floors.ts.
    */
   liftAfterMs?: number;
   onError?: (err: unknown) => void;
@@ -206,12 +207,6 @@ interface PendingAdd {
  */
 export function spendCounterName(prefix: string, accountId: string, keyId?: string): string {
   return keyId === undefined ? `${prefix}{acct:${accountId}}:a` : `${prefix}{acct:${accountId}}:k:${keyId}`;
-}
-
-/** A settled figure of a counter and when this replica first saw it in a batch of adds (see liftFloor). */
-interface SeenFloor {
-  micro: bigint;
-  seenAt: number;
 }
 
 /** the gap between two slices of the idle sweep */
@@ -282,9 +277,8 @@ export class RedisSpendCounter implements SpendCounter {
   private readonly holders = new Map<string, { key: KeySnapshot; account: AccountSnapshot }>();
   private readonly publishes: TurnBatcher<string>;
   private readonly heartbeat: NodeJS.Timeout;
-  private readonly liftAfterMs: number;
-  /** the settled figures the batches of adds carried, by counter name, oldest first and rising (liftFloor) */
-  private readonly floors = new Map<string, SeenFloor[]>();
+  /** the settled figures the batches of adds carried, for the lift (lift-floors.ts) */
+  private readonly floors: LiftFloors;
 
   constructor(
     private readonly redis: Redis,
@@ -300,7 +294,7 @@ export class RedisSpendCounter implements SpendCounter {
     this.sweepSlice = options.sweepSlice ?? 2_000;
     this.sweepAt = this.clock() + this.idleMs;
     this.reserveTtlMs = options.reserveTtlMs ?? 30_000;
-    this.liftAfterMs = options.liftAfterMs ?? 10_000;
+    this.floors = new LiftFloors(options.liftAfterMs ?? 10_000);
     redis.defineCommand("modelgateSpendAdd", { numberOfKeys: 4, lua: ADD_LUA });
     redis.defineCommand("modelgateSpendReserve", { numberOfKeys: 4, lua: RESERVE_LUA });
     redis.defineCommand("modelgateSpendView", { numberOfKeys: 4, lua: VIEW_LUA });
@@ -376,7 +370,7 @@ export class RedisSpendCounter implements SpendCounter {
     // hold costs this batch, or a batch still waiting (another key's, on the account's counter), adds later:
     // lifted to that, the counter would count them twice. The oldest snapshot of the batch predates every one
     // of its calls; the account's costs still waiting elsewhere come off its floor (below). Other replicas' costs
-    // on their way are kept out by lifting only to a figure seen long enough ago (liftFloor).
+    // on their way are kept out by lifting only to a figure seen long enough ago (lift-floors.ts).
     let kFloor = keySettled(key);
     let aFloor = accountSettledSpend(account);
     for (const a of adds) {
@@ -395,8 +389,8 @@ export class RedisSpendCounter implements SpendCounter {
     shift(this.unsent, aName, -micro);
     // A send that adds nothing (holds only) lifts nothing: the next add does, with its own calls' snapshots.
     const now = this.clock();
-    const kTo = micro === 0n ? null : this.liftFloor(kName, kFloor, now);
-    const aTo = micro === 0n || aFloor === null ? null : this.liftFloor(aName, aFloor, now);
+    const kTo = micro === 0n ? null : this.floors.floor(kName, kFloor, now);
+    const aTo = micro === 0n || aFloor === null ? null : this.floors.floor(aName, aFloor, now);
     const kLift = kTo === null ? "" : (kTo - (this.unsent.get(kName) ?? 0n)).toString();
     const aLift = aTo === null ? "" : (aTo - (this.unsent.get(aName) ?? 0n)).toString();
     const kFigure = this.heldFigure(kName, kHeld.held);
@@ -443,38 +437,6 @@ export class RedisSpendCounter implements SpendCounter {
     }
     this.dropIdleHold(kName, key.id);
     this.dropIdleHold(aName, null);
-  }
-
-  /**
-   * The figure a counter that fell behind may be lifted to (null: none yet): the newest settled figure the
-   * batches of adds carried at least liftAfterMs ago, never above `figure` (this batch's).
-   *
-   * A counter reads below the settled figure for two reasons. Spend it never got: Redis lost it, the counter
-   * expired, an add failed while its usage event still settled. The lift repairs that. And spend on its way:
-   * another replica's costs wait up to addWindowMs for their add (and the script up to its command timeout),
-   * while their usage events may settle within milliseconds and reach this replica's snapshot first. A lift to
-   * that figure counts those costs, and then their adds count them again, for good: nothing ever lowers a
-   * counter. Two replicas did that in the reconciliation test, a few calls' cost per burst, until a key was
-   * refused below its daily budget. A figure seen liftAfterMs ago holds only costs whose adds went (or failed)
-   * long since, so a lift to it counts nothing twice; what it leaves out is the last liftAfterMs of a lost
-   * counter's spend, lifted by a later add.
-   */
-  private liftFloor(name: string, figure: bigint, now: number): bigint | null {
-    if (this.liftAfterMs === 0) return figure;
-    let seen = this.floors.get(name);
-    if (seen === undefined) this.floors.set(name, (seen = []));
-    // Lower than a figure seen before: spend was lowered (a quota reset) or a snapshot of this batch is older;
-    // the higher figures are no floor any more.
-    while (seen.length > 0 && seen[seen.length - 1]!.micro > figure) seen.pop();
-    const last = seen[seen.length - 1];
-    // One figure per half delay keeps the list at three or fewer: a figure recorded later than it was first
-    // seen only lifts later.
-    if (last === undefined || (last.micro < figure && now - last.seenAt >= this.liftAfterMs / 2))
-      seen.push({ micro: figure, seenAt: now });
-    let ripe = -1;
-    for (let i = 0; i < seen.length; i++) if (now - seen[i]!.seenAt >= this.liftAfterMs) ripe = i;
-    if (ripe > 0) seen.splice(0, ripe);
-    return ripe < 0 ? null : seen[0]!.micro;
   }
 
   /**
@@ -747,7 +709,7 @@ export class RedisSpendCounter implements SpendCounter {
       const [name, c] = next.value;
       if (!c.refreshing && now - c.fetchedAt >= this.idleMs) {
         this.cache.delete(name);
-        this.floors.delete(name);
+        this.floors.forget(name);
       }
     }
     this.sweepAt = now + SWEEP_GAP_MS;
@@ -807,7 +769,7 @@ export class RedisSpendCounter implements SpendCounter {
   async reset(accountId: string, keyId?: string): Promise<void> {
     const name = keyId === undefined ? this.accountName(accountId) : this.keyName(accountId, keyId);
     this.cache.delete(name);
-    this.floors.delete(name);
+    this.floors.forget(name);
     await this.redis.del(name);
   }
 

@@ -18,7 +18,7 @@ import { Reservation, refusal, type ReserveResult, type Rooms } from "./reservat
 // oldest snapshot of its batch, less the account's costs still waiting, and only to a settled figure the replica
 // has seen for 10 s, by when every cost in it has been added or has failed; so a cost is never counted twice,
 // and a lost counter misses at most the last 10 s of settled spend until a later add lifts it. See
-// spend-redis.ts, liftFloor.)
+// spend-redis.ts and lift-floors.ts.)
 //
 // Maximum overrun: a call's cost is known only when it ends, so each admitted call holds an estimate of it
 // (reserve, released with the actual cost by settle; see reservation.ts for the rule). A burst then overruns
