@@ -145,7 +145,7 @@ const options = createDataPlaneOptions({
     // leaves the replica ready, following policy by its 250 ms poll, and it subscribes again (distributed.md)
     policySubscription: source.subscriptionLive === null ? "unknown" : source.subscriptionLive ? "live" : "not live",
   }),
-  redis: { client: redis, prefix: names.prefix },
+  redis: { client: redis, prefix: names.prefix, subscriber },
   outage,
 });
 const handler = createDataPlaneHandler(options, true);

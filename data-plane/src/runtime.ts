@@ -40,7 +40,8 @@ export interface RuntimeInput {
   dependencies?(): Record<string, string>;
   env?: NodeJS.ProcessEnv;
   /** distributed mode: rate limits and spend shared through Redis (keys under `prefix`) */
-  redis?: { client: Redis; prefix: string };
+  /** `subscriber`: a connection in subscriber mode, for announcements (pooled keys' states) */
+  redis?: { client: Redis; prefix: string; subscriber?: Redis };
   /** Redis failures go here (one line per change of state and a periodic summary) instead of a line each */
   outage?: OutageLog;
 }
@@ -76,14 +77,16 @@ export function createDataPlaneOptions(input: RuntimeInput): DataPlaneOptions & 
     openMs: wholeNumberEnv(env, "MODELGATE_BREAKER_OPEN_MS", 30_000, { unit: "milliseconds", min: 1 }),
     minAccounts: wholeNumberEnv(env, "MODELGATE_BREAKER_MIN_ACCOUNTS", 2, { unit: "accounts", min: 1 }),
   });
-  // Pooled upstream keys' health: shared by the replicas through Redis, polled often enough that a key one
-  // replica saw refused is out of every replica's rotation within a second.
+  // Pooled upstream keys' health: shared by the replicas through Redis, read again when a change is announced
+  // and polled in case an announcement was missed, so a key one replica saw refused is out of every replica's
+  // rotation at once, and within a second at worst.
   const keyHealth = input.redis
     ? new RedisKeyHealth(
         input.redis.client,
         redisNames(input.redis.prefix),
-        wholeNumberEnv(env, "MODELGATE_KEY_STATE_POLL_MS", 250, { unit: "milliseconds", min: 10 }),
+        wholeNumberEnv(env, "MODELGATE_KEY_STATE_POLL_MS", 1_000, { unit: "milliseconds", min: 10 }),
         onError("upstream key states: Redis unavailable, this replica's own view only"),
+        input.redis.subscriber,
       )
     : new KeyHealth();
   const retryBudget = new RetryBudget({

@@ -70,6 +70,10 @@ export function keyPoolConfig(s: KeyPoolScenario): { config: unknown; env: NodeJ
       MODELGATE_OPERATOR_PASSWORD: OPERATOR.password,
       MODELGATE_BREAKER_MIN_ACCOUNTS: "1",
       MODELGATE_WEBHOOK_RETRY_MS: "200",
+      // Distributed mode: no timed read within a case, so each state change must travel by its announcement
+      // (a replica's disable to the others and to the control plane, an enable back to the replicas).
+      MODELGATE_KEY_STATE_POLL_MS: "600000",
+      MODELGATE_KEY_REPORT_MS: "600000",
     },
     config: {
       upstreams: [

@@ -96,9 +96,11 @@ const core = await bootControlPlane(
 // `PUBLISH <prefix>control:changed republish` asks for a full publication (a new epoch, written beside the current
 // one while changes keep flowing to it).
 await subscribeWhenReady(subscriber, names.changedChannel);
-subscriber.on("message", (_channel: string, message: string) =>
-  message === "republish" ? core.publisher.republish() : core.publisher.changed(),
-);
+subscriber.on("message", (channel: string, message: string) => {
+  if (channel !== names.changedChannel) return;
+  if (message === "republish") core.publisher.republish();
+  else core.publisher.changed();
+});
 // Redis may have come back empty (no persistence): a round finds no feed there and publishes in full at once,
 // rather than leave replicas without changes until the next one.
 redis.on("ready", () => core.publisher.changed());
@@ -167,15 +169,22 @@ const { routes, alerts: runner } = await controlPlaneRoutes(core.ctx, settings, 
   readBreakerReports(redis, names.breakerReports),
 );
 alerts.runner = runner;
-const stopKeyReports = followKeyReports(
+const keyReports = followKeyReports(
   redis,
   names,
   (d) => keyDisabledReported(core.ctx, () => alerts.runner, d, logger),
   redisFailure("upstream key reports", "upstream key reports: Redis unavailable"),
   // checked at start (NUMERIC_SETTINGS): Number("abc") here was NaN, which setInterval takes as 1 ms
-  wholeNumberEnv(process.env, "MODELGATE_KEY_REPORT_MS", 250, { unit: "milliseconds", min: 1 }),
+  wholeNumberEnv(process.env, "MODELGATE_KEY_REPORT_MS", 2_000, { unit: "milliseconds", min: 1 }),
   () => clearEnabledKeyStates(core.ctx),
 );
+// A replica's disable is read as it is announced; an admin CLI change may be an enable of a key a replica
+// disabled, whose shared state is then cleared at once (the timed reads are the fallback).
+subscriber.on("message", (channel: string) => {
+  if (channel === names.keyStatesChannel) keyReports.wake();
+  else if (channel === names.changedChannel) keyReports.wake(true);
+});
+await subscribeWhenReady(subscriber, names.keyStatesChannel);
 const health = async (req: IncomingMessage, res: ServerResponse) => {
   if (req.url !== "/healthz" && req.url !== "/readyz") return false;
   res.writeHead(200, { "content-type": "application/json" });
@@ -198,7 +207,7 @@ onShutdown(
       shutdownMs,
       async () => {
         await consumer.stop();
-        await stopKeyReports();
+        await keyReports.stop();
         await alerts.runner?.stop();
         await core.publisher.flush();
         await exportsIdle();

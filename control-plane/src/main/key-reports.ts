@@ -29,10 +29,17 @@ type RedisLike = {
   hgetall(key: string): Promise<Record<string, string>>;
   hdel(key: string, ...fields: string[]): Promise<number>;
   lpop(key: string, count: number): Promise<string[] | null>;
+  publish(channel: string, message: string): Promise<number>;
 };
 
-/** Distributed mode: the replicas' shared key states, read and cleared in Redis. */
-export function redisKeyStates(redis: RedisLike, names: Pick<RedisNames, "keyStates">): KeyStateLink {
+/**
+ * Distributed mode: the replicas' shared key states, read and cleared in Redis. A clear is announced on the
+ * states' channel, so the replicas put the key back in their rotation at once rather than at their next poll.
+ */
+export function redisKeyStates(
+  redis: RedisLike,
+  names: Pick<RedisNames, "keyStates" | "keyStatesChannel">,
+): KeyStateLink {
   return {
     async states() {
       const out: Record<string, KeyEntry> = {};
@@ -46,27 +53,41 @@ export function redisKeyStates(redis: RedisLike, names: Pick<RedisNames, "keySta
       return out;
     },
     async clear(upstream, key) {
-      await redis.hdel(names.keyStates, `${upstream}\u0000${key}`);
+      const field = `${upstream}\u0000${key}`;
+      await redis.hdel(names.keyStates, field);
+      await redis.publish(names.keyStatesChannel, field);
     },
   };
 }
 
+/** What followKeyReports returns. */
+export interface KeyReports {
+  /**
+   * Reads the reports now (a replica announced a change on the states' channel); `reconcile`: clear the states
+   * of keys enabled since, too (the admin CLI announced a change of the database).
+   */
+  wake(reconcile?: boolean): void;
+  stop(): Promise<void>;
+}
+
 /**
- * Distributed mode: reads the replicas' disable reports every `everyMs`, and about once a second clears the
- * shared state of keys enabled since (`reconcile`, e.g. clearEnabledKeyStates); returns a stop function.
+ * Distributed mode: reads the replicas' disable reports when woken (the caller wakes it on each announcement of
+ * the states' channel) and every `everyMs` in case one was missed, and with each timed read clears the shared
+ * state of keys enabled since (`reconcile`, e.g. clearEnabledKeyStates). One read at a time; a wake during one
+ * makes it read once more.
  */
 export function followKeyReports(
   redis: RedisLike,
   names: Pick<RedisNames, "keyEvents">,
   onReport: (d: KeyDisabled) => Promise<void>,
   onError: (err: unknown) => void,
-  everyMs = 250,
+  everyMs = 2_000,
   reconcile: () => Promise<unknown> = async () => undefined,
-): () => Promise<void> {
+): KeyReports {
   let running: Promise<void> | null = null;
-  let ticks = 0;
-  const tick = async () => {
-    if (ticks++ % Math.max(1, Math.round(1_000 / everyMs)) === 0) await reconcile();
+  let again = false;
+  let reconcileNext = false;
+  const drain = async () => {
     for (;;) {
       const batch = await redis.lpop(names.keyEvents, 100);
       if (!batch || batch.length === 0) return;
@@ -82,15 +103,34 @@ export function followKeyReports(
       }
     }
   };
-  const timer = setInterval(() => {
-    if (running) return;
-    running = tick()
-      .catch(onError)
-      .finally(() => (running = null));
-  }, everyMs);
+  const wake = (withReconcile = false) => {
+    if (withReconcile) reconcileNext = true;
+    if (running) {
+      again = true;
+      return;
+    }
+    running = (async () => {
+      do {
+        again = false;
+        try {
+          if (reconcileNext) {
+            reconcileNext = false;
+            await reconcile();
+          }
+          await drain();
+        } catch (err) {
+          onError(err);
+        }
+      } while (again);
+    })().finally(() => (running = null));
+  };
+  const timer = setInterval(() => wake(true), everyMs);
   timer.unref();
-  return async () => {
-    clearInterval(timer);
-    await running;
+  return {
+    wake,
+    async stop() {
+      clearInterval(timer);
+      await running;
+    },
   };
 }

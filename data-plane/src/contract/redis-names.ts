@@ -52,6 +52,11 @@ export interface RedisNames {
    * when an operator enables it.
    */
   keyStates: string;
+  /**
+   * a key's state changed in keyStates (message: its field): replicas read the hash again at once rather than at
+   * their next poll, and the control plane reads the disables (keyEvents) at once
+   */
+  keyStatesChannel: string;
   /** keys a replica disabled (a list of {"upstream","key","reason","at"}), for the control plane to record */
   keyEvents: string;
   /** the usage stream's first shard (the only one unless MODELGATE_USAGE_SHARDS says more) */
@@ -70,6 +75,7 @@ export const redisNames = (prefix = process.env.MODELGATE_REDIS_PREFIX ?? "model
   controlHeartbeat: `${prefix}{ctl}:control:heartbeat`,
   breakerReports: `${prefix}{ctl}:breakers`,
   keyStates: `${prefix}{ctl}:upstream-keys:states`,
+  keyStatesChannel: `${prefix}{ctl}:upstream-keys:changed`,
   keyEvents: `${prefix}{ctl}:upstream-keys:events`,
   usageStream: usageShard(prefix, 0),
 });
