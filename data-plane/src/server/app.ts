@@ -132,6 +132,7 @@ export function createDataPlaneHandler(opts: DataPlaneOptions, strict: boolean) 
 
     const requestId = newRequestId();
     setRequestId(res, requestId);
+    opts.metrics.loopWatch.call(res);
     // The protocol a request speaks is its endpoint's; guessed from its path and headers only when it has none.
     let client: ProtocolAdapter | null = null;
     try {

@@ -1,3 +1,4 @@
+import { EventEmitter } from "node:events";
 import { describe, expect, it } from "vitest";
 import type { SnapshotStore } from "../snapshot/store.ts";
 import type { BreakerRegistry } from "../upstreams/breaker.ts";
@@ -56,6 +57,9 @@ describe("event-loop delay", () => {
 
   it("reports the lateness beyond the sampling interval: an idle loop reads near 0, a 60 ms block about 50 ms", async () => {
     const m = createMetrics(store, breakers);
+    // sampled while a call is served (loop-watch.ts)
+    const call = new EventEmitter();
+    m.loopWatch.call(call);
     await m.registry.metrics(); // resets the histogram: what follows starts now
     // The loop idles for ~20 samples (time itself is what is measured here), then one turn blocks it for 60 ms.
     await new Promise((resolve) => setTimeout(resolve, 200));
@@ -66,5 +70,19 @@ describe("event-loop delay", () => {
     // perf_hooks records whole intervals (an idle loop ~10 ms); the series must not.
     expect(quantile(text, "p50")).toBeLessThan(0.008);
     expect(quantile(text, "max")).toBeGreaterThanOrEqual(0.045);
+    call.emit("close");
+    m.loopWatch.stop();
+  });
+
+  it("samples nothing while no call is served: a block then costs no call, and the series reads 0", async () => {
+    const m = createMetrics(store, breakers);
+    await m.registry.metrics();
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    const until = performance.now() + 60;
+    while (performance.now() < until);
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    const text = await m.registry.metrics();
+    expect(m.loopWatch.sampling).toBe(false);
+    expect(quantile(text, "max")).toBe(0);
   });
 });

@@ -3,6 +3,7 @@ import { Counter, Gauge, Registry } from "prom-client";
 import { FastCounter, FastHistogram, type HistogramSeries, type Series } from "./series.ts";
 import type { SnapshotStore } from "../snapshot/store.ts";
 import type { BreakerRegistry } from "../upstreams/breaker.ts";
+import { LoopWatch } from "./loop-watch.ts";
 
 /** Prometheus metrics of one data plane (GET /metrics). Labels stay low-cardinality: no key or account ids. */
 export function createMetrics(
@@ -97,13 +98,14 @@ export function createMetrics(
   // Event-loop delay since the previous scrape: what a full load or anything else costs the calls waiting
   // behind it. perf_hooks samples with a timer every `resolution` ms and records the whole interval between
   // two firings, so an idle loop reads ~10 ms, not 0; the series reports the lateness beyond the interval.
+  // Sampled while calls are served (loop-watch.ts): a scrape with none since the previous one reads 0.
   const LOOP_RESOLUTION_MS = 10;
   const loopDelay = monitorEventLoopDelay({ resolution: LOOP_RESOLUTION_MS });
-  loopDelay.enable();
+  const loopWatch = new LoopWatch(loopDelay);
   const loopSeconds = (ns: number) => (Number.isFinite(ns) ? Math.max(0, ns / 1e6 - LOOP_RESOLUTION_MS) / 1e3 : 0);
   new Gauge({
     name: "modelgate_event_loop_delay_seconds",
-    help: "Event-loop delay (lateness beyond the 10 ms sampling interval) since the previous scrape, by quantile (p50, p99, max)",
+    help: "Event-loop delay (lateness beyond the 10 ms sampling interval) since the previous scrape while calls were served, by quantile (p50, p99, max)",
     labelNames: ["quantile"] as const,
     registers: [registry],
     collect() {
@@ -159,6 +161,8 @@ export function createMetrics(
   return {
     registry,
     upstreamErrors,
+    /** tell it of each call (not probes or scrapes): the loop's delay is sampled while calls are served */
+    loopWatch,
     /** One finished call: count, duration and tokens. */
     call(
       protocol: string,

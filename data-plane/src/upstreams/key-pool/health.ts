@@ -10,9 +10,10 @@
 // the state, audits it and alerts the operators). The control plane clears a key's entry when an operator enables
 // it, and announces that too.
 //
-// Why a channel and a slower poll rather than the 250 ms poll alone: the poll was most of an idle replica's
-// wake-ups after the event-loop metric's, about 3 ms of CPU a second per replica for a hash that changes when a
-// provider refuses a key (bench's idle scenario: data plane 12.8 → 9.5 ms/s with both polls slower).
+// Why a channel and a slower poll rather than the 250 ms poll alone: a change now reaches the other replicas at
+// once (the key-pool test measured 131 ms with the poll), and the polls were 4 reads a second per replica and 5
+// for the control plane of a hash that changes when a provider refuses a key (bench's idle scenario, alternated
+// twice: the control plane 7.3–7.5 → 5.3–6.0 ms of CPU a second, a replica's change within the run-to-run noise).
 
 import type { Redis } from "ioredis";
 import { subscribeWhenReady } from "../../redis/connect.ts";
