@@ -154,7 +154,8 @@ export class RedisKeyHealth extends KeyHealth {
     this.timer.unref();
     if (subscriber) {
       subscriber.on("message", this.onMessage);
-      // ioredis subscribes again after a reconnect; a read right after catches what the gap missed
+      // a read once subscribed; after a reconnect (ioredis subscribes again) the timed read catches what the gap
+      // missed
       subscribeWhenReady(subscriber, names.keyStatesChannel).then(() => this.poll(), this.onError);
     }
     void this.poll();
