@@ -36,6 +36,7 @@ export { open, parseMasterKey, seal } from "./crypto/secret-box.ts";
 export type { KeyDisabled, KeyEntry } from "./upstreams/key-pool/health.ts";
 export { initTracing, inSpan, SpanKind, SpanStatusCode, tracingNow } from "./telemetry/tracing.ts";
 export { createLogger } from "./logger.ts";
+export { singleFlight } from "./redis/single-flight.ts";
 export { OutageLog } from "./logging/outage-log.ts";
 export { compileAllowlist } from "./policy/ip.ts";
 export { resolveClientIp } from "./policy/client-ip.ts";

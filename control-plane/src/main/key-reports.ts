@@ -1,4 +1,4 @@
-import type { KeyDisabled, KeyEntry, RedisNames } from "@modelgate/data-plane";
+import { type KeyDisabled, type KeyEntry, type RedisNames, singleFlight } from "@modelgate/data-plane";
 import type { Logger } from "pino";
 import type { AlertRunner } from "../alerts/runner.ts";
 import type { ServiceContext } from "../services/context.ts";
@@ -84,8 +84,6 @@ export function followKeyReports(
   everyMs = 2_000,
   reconcile: () => Promise<unknown> = async () => undefined,
 ): KeyReports {
-  let running: Promise<void> | null = null;
-  let again = false;
   let reconcileNext = false;
   const drain = async () => {
     for (;;) {
@@ -103,26 +101,21 @@ export function followKeyReports(
       }
     }
   };
+  let running: Promise<void> | null = null;
+  const run = singleFlight(async () => {
+    try {
+      if (reconcileNext) {
+        reconcileNext = false;
+        await reconcile();
+      }
+      await drain();
+    } catch (err) {
+      onError(err);
+    }
+  });
   const wake = (withReconcile = false) => {
     if (withReconcile) reconcileNext = true;
-    if (running) {
-      again = true;
-      return;
-    }
-    running = (async () => {
-      do {
-        again = false;
-        try {
-          if (reconcileNext) {
-            reconcileNext = false;
-            await reconcile();
-          }
-          await drain();
-        } catch (err) {
-          onError(err);
-        }
-      } while (again);
-    })().finally(() => (running = null));
+    running = run();
   };
   const timer = setInterval(() => wake(true), everyMs);
   timer.unref();

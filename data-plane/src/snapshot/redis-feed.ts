@@ -3,6 +3,7 @@ import type { Worker } from "node:worker_threads";
 import type { Redis } from "ioredis";
 import { POLICY_SHARDS, type PolicyKind, type RedisNames, versionOf } from "../contract/index.ts";
 import { connectionOf, type RedisConnection, subscribeWhenReady } from "../redis/connect.ts";
+import { singleFlight } from "../redis/single-flight.ts";
 import { PolicyLoadWorker } from "./load-thread.ts";
 import { scanShards, type ShardToRead } from "./scan.ts";
 import type { SnapshotStore } from "./store.ts";
@@ -32,8 +33,6 @@ const APPLY_SLICE_MS = 2;
 
 export class RedisPolicySource {
   private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | null = null;
-  private again = false;
   private epoch: string | null = null;
   private seq = 0;
   private lastId = "0-0";
@@ -162,25 +161,13 @@ export class RedisPolicySource {
    * Applies what the change stream holds now, without waiting for a full load in progress (it keeps running).
    * One pass at a time (a request during a pass makes it run once more).
    */
-  follow(): Promise<void> {
-    if (this.running) {
-      this.again = true;
-      return this.running;
+  readonly follow: () => Promise<void> = singleFlight(async () => {
+    try {
+      await this.pass();
+    } catch (err) {
+      this.onError(err);
     }
-    this.running = (async () => {
-      do {
-        this.again = false;
-        try {
-          await this.pass();
-        } catch (err) {
-          this.onError(err);
-        }
-      } while (this.again);
-    })().finally(() => {
-      this.running = null;
-    });
-    return this.running;
-  }
+  });
 
   private async pass(): Promise<void> {
     for (;;) {

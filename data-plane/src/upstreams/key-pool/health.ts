@@ -17,6 +17,7 @@
 
 import type { Redis } from "ioredis";
 import { subscribeWhenReady } from "../../redis/connect.ts";
+import { singleFlight } from "../../redis/single-flight.ts";
 import { headroomFactor, rateHeadroom } from "./rate-headers.ts";
 
 export type KeyReason = "unauthorized" | "forbidden" | "payment_required" | "insufficient_quota";
@@ -131,9 +132,6 @@ export class RedisKeyHealth extends KeyHealth {
   /** entries written here and perhaps not yet in Redis: kept over a poll that does not have them yet */
   private readonly pending = new Map<string, KeyEntry>();
   private readonly timer: NodeJS.Timeout;
-  /** the read in progress; `again`: a change was announced while it ran, so read once more after it */
-  private polling: Promise<void> | null = null;
-  private again = false;
   private readonly onMessage = (channel: string) => {
     if (channel === this.names.keyStatesChannel) void this.poll();
   };
@@ -185,21 +183,12 @@ export class RedisKeyHealth extends KeyHealth {
     // Not before the connection is ready (the first poll runs at construction, while it connects): with no
     // offline queue that poll failed at every start-up and opened a Redis outage in the log that was none. An
     // outage proper is reported by the connection's own errors.
-    if (this.polling) {
-      this.again = true;
-      return this.polling;
-    }
-    if (this.redis.status !== "ready") return Promise.resolve();
-    this.polling = (async () => {
-      do {
-        this.again = false;
-        await this.read();
-      } while (this.again && this.redis.status === "ready");
-    })().finally(() => {
-      this.polling = null;
-    });
-    return this.polling;
+    return this.redis.status === "ready" ? this.reads() : Promise.resolve();
   }
+  private readonly reads = singleFlight(
+    () => this.read(),
+    () => this.redis.status === "ready",
+  );
 
   private async read(): Promise<void> {
     try {
@@ -230,6 +219,5 @@ export class RedisKeyHealth extends KeyHealth {
   override async close(): Promise<void> {
     clearInterval(this.timer);
     this.subscriber?.off("message", this.onMessage);
-    await this.polling;
   }
 }
