@@ -132,6 +132,26 @@ export function cpuMs(pid: number): number {
 
 export const cpuMsOf = (pids: number[]): number => pids.reduce((s, p) => s + cpuMs(p), 0);
 
+/**
+ * Read and write system calls of processes so far (/proc/<pid>/io: syscr counts read(2)-like calls, syscw
+ * write(2)-like ones, writev included; 0 for a process that is gone). Each is a kernel entry, which costs far
+ * more on this kind of virtual machine than the bytes it moves.
+ */
+export function syscallsOf(pids: number[]): { reads: number; writes: number } {
+  let reads = 0;
+  let writes = 0;
+  for (const pid of pids) {
+    try {
+      const io = readFileSync(`/proc/${pid}/io`, "utf8");
+      reads += Number(/^syscr: (\d+)/m.exec(io)?.[1] ?? 0);
+      writes += Number(/^syscw: (\d+)/m.exec(io)?.[1] ?? 0);
+    } catch {
+      // gone
+    }
+  }
+  return { reads, writes };
+}
+
 /** VmRSS and VmHWM (peak RSS) in MB. */
 export function memoryMb(pid: number): { rss: number; peak: number } {
   try {

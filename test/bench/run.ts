@@ -15,6 +15,7 @@ import {
   childrenOf,
   cpuMs,
   cpuMsOf,
+  syscallsOf,
   machineBusyMs,
   memoryMb,
   spawnNode,
@@ -769,8 +770,14 @@ async function runClosed(
   if (measureCpu) await waitSettled(t); // the warm-up's events settle outside the window
   const side = await sideStart(t, measureCpu);
   const proxy0 = cpuMsOf(t.proxyPids);
+  const sys0 = syscallsOf(t.proxyPids);
   const res = await closed(r, connections, durationSec);
   const proxyCpu = cpuMsOf(t.proxyPids) - proxy0;
+  const sys1 = syscallsOf(t.proxyPids);
+  if (measureCpu)
+    console.log(
+      `    ${t.id} c=${connections}: system calls per request: ${((sys1.reads - sys0.reads) / res.requests).toFixed(2)} reads, ${((sys1.writes - sys0.writes) / res.requests).toFixed(2)} writes`,
+    );
   // Usage settlement continues after the load stops: wait for it, and count it.
   const drain0 = Date.now();
   await waitSettled(t);
@@ -815,14 +822,19 @@ async function runOpen(
   await waitSettled(t); // the warm-up's events settle outside the window
   const side = await sideStart(t, true);
   const cpu0 = cpuMsOf(t.proxyPids);
+  const sys0 = syscallsOf(t.proxyPids);
   const res = await open(r, rate, durationSec);
   // Usage settlement continues after the load stops: wait for it, and count it.
   await waitSettled(t);
   const proxyMs = cpuMsOf(t.proxyPids) - cpu0;
+  const sys1 = syscallsOf(t.proxyPids);
   const costs = res.sent ? await sideEnd(t, side, res.sent, `open loop at ${rate}/s`, proxyMs) : undefined;
   // At a fixed rate every target batches alike (a closed loop's CPU per request falls as its throughput rises).
   if (t.proxyPids.length && res.sent)
-    console.log(`    ${t.id} open loop at ${rate}/s: proxy CPU ${(proxyMs / res.sent).toFixed(4)} ms/req`);
+    console.log(
+      `    ${t.id} open loop at ${rate}/s: proxy CPU ${(proxyMs / res.sent).toFixed(4)} ms/req; system calls per request: ` +
+        `${((sys1.reads - sys0.reads) / res.sent).toFixed(2)} reads, ${((sys1.writes - sys0.writes) / res.sent).toFixed(2)} writes`,
+    );
   if (res.unfinished)
     (unfinishedByTarget.get(t.label) ?? unfinishedByTarget.set(t.label, []).get(t.label)!).push(
       `${res.unfinished} of ${res.sent}`,

@@ -13,13 +13,11 @@
 // VOLUME_DB=<name> measures a kept database again instead of seeding one (its log as the run that seeded it left
 // it: a week fewer after its retention pass), and VOLUME_ONLY=export (or queries) measures the exports (or the
 // customer's and operator's queries) alone.
-import { mkdtempSync, rmSync, readFileSync, statSync } from "node:fs";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import pg from "pg";
-import type { UsageEvent } from "../../data-plane/src/contract/usage.ts";
-import type { SqlRunner } from "../../control-plane/src/db/client.ts";
 import { copyOutFrom } from "../../control-plane/src/db/copy-out.ts";
 import { runExport } from "../../control-plane/src/exports/runner.ts";
 import type { ServiceContext } from "../../control-plane/src/services/context.ts";
@@ -30,14 +28,20 @@ import { createUsagePartition, dropExpiredUsage } from "../../control-plane/src/
 import { settleUsageBatch } from "../../control-plane/src/usage/settle.ts";
 import { openDatabase } from "../../control-plane/src/db/client.ts";
 import { freshDatabase, urlFor } from "../helpers/postgres.ts";
+import {
+  accountKeys,
+  clientRunner,
+  DAY,
+  MODELS,
+  onCpuNs,
+  pct,
+  seedAccounts,
+  seedRows,
+  usageEvent,
+} from "./usage-data.ts";
 
 const N = Number(process.argv[2] ?? process.env.VOLUME_ROWS ?? 1_000_000);
 const SETTLED = Math.min(N, Number(process.env.VOLUME_SETTLED ?? 20_000));
-const ACCOUNTS = 50;
-const KEYS = 3;
-const MODELS = ["gpt-4o-2024-08-06", "gpt-4o-mini-2024-07-18", "claude-sonnet-4-20250514", "gemini-2.5-flash"];
-const UPSTREAMS = ["openai", "anthropic", "vertex"];
-const DAY = 86_400_000;
 const SPAN_DAYS = 30;
 const REPEAT = Number(process.env.VOLUME_REPEAT ?? 20);
 const CHUNK = 500_000;
@@ -53,10 +57,6 @@ const record = (what: string, figure: string, target?: string, met?: boolean) =>
   console.log(`  ${what}: ${figure}`);
 };
 
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
-};
 async function timed(what: string, targetMs: number | null, fn: () => Promise<unknown>) {
   await fn(); // warm
   const ms: number[] = [];
@@ -74,7 +74,6 @@ async function timed(what: string, targetMs: number | null, fn: () => Promise<un
     targetMs === null ? undefined : p95 < targetMs,
   );
 }
-const onCpuNs = (pid: number) => Number(readFileSync(`/proc/${pid}/schedstat`, "utf8").split(" ")[0]);
 
 const db = REUSE
   ? { name: REUSE, url: urlFor(REUSE), db: await openDatabase({ databaseUrl: urlFor(REUSE) }), drop: async () => {} }
@@ -105,88 +104,26 @@ const dataDir = mkdtempSync(join(tmpdir(), "mg-volume-"));
 try {
   console.log(`bench:volume: ${N.toLocaleString("en")} usage rows in ${db.name}${REUSE ? " (kept)" : ""}`);
 
-  if (!REUSE) {
-    await q(`INSERT INTO accounts (id, name, balance_micro) SELECT gen_random_uuid(), 'acct-' || lpad(i::text, 3, '0'), 1000000000000000
-             FROM generate_series(1, ${ACCOUNTS}) AS i`);
-    await q(`INSERT INTO api_keys (id, account_id, name, key_hash, prefix, allowed_models, ip_allowlist)
-             SELECT gen_random_uuid(), a.id, 'key-' || k, md5(a.id::text || k), 'sk-…', '{}', '{}'
-             FROM accounts a, generate_series(1, ${KEYS}) AS k`);
-    for (let d = Math.floor(t0 / DAY) * DAY; d <= now + DAY; d += DAY) await createUsagePartition(prisma, d);
-  }
-  const keys = await q<{ account: string; id: string }>(
-    `SELECT a.id::text AS account, k.id::text AS id FROM accounts a JOIN api_keys k ON k.account_id = a.id ORDER BY a.name, k.name`,
-  );
-  const accountIds = [...new Set(keys.map((k) => k.account))];
-  const busy = accountIds[0]!;
-  const keyIds = keys.map((k) => k.id);
+  const ids = REUSE ? await accountKeys(client) : await seedAccounts(client);
+  if (!REUSE) for (let d = Math.floor(t0 / DAY) * DAY; d <= now + DAY; d += DAY) await createUsagePartition(prisma, d);
+  const busy = ids.accountIds[0]!;
+  const keyIds = ids.keyIds;
 
-  // Row i (0 ≤ i < N) starts at t0 + i·span/N; even rows are the busy account's, odd rows spread over the rest.
-  const accountOf = (i: number) => (i % 2 === 0 ? 0 : 1 + (Math.floor(i / 2) % (ACCOUNTS - 1)));
+  // Row i (0 ≤ i < N) starts at t0 + i·span/N.
   const startOf = (i: number) => t0 + Math.floor((i * SPAN_DAYS * DAY) / N);
 
   // 1. Through settlement: the first SETTLED rows, in batches of 300 on one connection (its backend's CPU).
-  const settleRunner = (c: pg.Client): SqlRunner => ({
-    async transaction(fn) {
-      await c.query("BEGIN");
-      try {
-        const r = await fn({
-          exec: async (s) => void (await c.query(s)),
-          query: async (s, p) => (await c.query(s, p as unknown[])).rows,
-        });
-        await c.query("COMMIT");
-        return r;
-      } catch (err) {
-        await c.query("ROLLBACK").catch(() => undefined);
-        throw err;
-      }
-    },
-    close: async () => undefined,
-  });
-  const event = (i: number, at: number): UsageEvent => {
-    const a = accountOf(i);
-    return {
-      requestId: `settled_${i}_${at}`,
-      keyId: keyIds[a * KEYS + (i % KEYS)]!,
-      accountId: accountIds[a]!,
-      model: MODELS[i % MODELS.length]!,
-      protocol: "openai",
-      upstream: UPSTREAMS[i % UPSTREAMS.length]!,
-      stream: i % 5 < 3,
-      promptTokens: 100 + (i % 900),
-      completionTokens: 50 + (i % 400),
-      reasoningTokens: 0,
-      cachedTokens: 0,
-      cost: String(10 + (i % 1000)),
-      status: i % 50 === 0 ? 429 : 200,
-      errorCode: i % 50 === 0 ? "rate_limited" : null,
-      latencyMs: 100 + (i % 2000),
-      ttftMs: i % 5 < 3 ? 50 + (i % 500) : null,
-      clientIp: "203.0.113.7",
-      startedAt: new Date(at).toISOString(),
-      cacheWrite5mTokens: 0,
-      cacheWrite1hTokens: 0,
-      prices: {
-        input: "2500000",
-        cachedInput: "1250000",
-        cacheWrite5m: "2500000",
-        cacheWrite1h: "2500000",
-        output: "10000000",
-      },
-      estimated: false,
-      endUser: i % 10 === 0 ? `user-${i % 2000}` : null,
-      tags: i % 7 === 0 ? ["team=search", "env=prod"] : [],
-    };
-  };
+  const event = (i: number, at: number) => usageEvent(i, at, ids);
   const settler = new pg.Client({ connectionString: db.url });
   await settler.connect();
   const [{ pid }] = (await settler.query<{ pid: number }>(`SELECT pg_backend_pid() AS pid`)).rows as [{ pid: number }];
-  const database = { ...db.db, sql: settleRunner(settler) };
+  const database = { ...db.db, sql: clientRunner(settler) };
   const settle = async (count: number, first: number, at: (i: number) => number) => {
     const cpu = onCpuNs(pid);
     const node = process.cpuUsage();
     const t = performance.now();
     for (let s = 0; s < count; s += 300) {
-      const batch: UsageEvent[] = [];
+      const batch = [];
       for (let i = s; i < Math.min(count, s + 300); i++) batch.push(event(first + i, at(first + i)));
       await settleUsageBatch(database, batch);
     }
@@ -210,23 +147,7 @@ try {
   if (!REUSE) {
     for (let lo = SETTLED; lo < N; lo += CHUNK) {
       const hi = Math.min(N, lo + CHUNK);
-      await q(
-        `INSERT INTO usage_logs (id, request_id, account_id, api_key_id, model, protocol, upstream, status, error_code,
-         prompt_tokens, completion_tokens, input_tokens, cost_micro, latency_ms, ttft_ms, stream, client_ip, started_at,
-         input_price, cached_input_price, cache_write_5m_price, cache_write_1h_price, output_price, end_user, tags)
-       SELECT gen_random_uuid(), 'seed_' || i, ($1::uuid[])[a + 1], ($2::uuid[])[a * ${KEYS} + i % ${KEYS} + 1],
-         ($3::text[])[i % ${MODELS.length} + 1], 'openai', ($4::text[])[i % ${UPSTREAMS.length} + 1],
-         CASE WHEN i % 50 = 0 THEN 429 ELSE 200 END, CASE WHEN i % 50 = 0 THEN 'rate_limited' END,
-         100 + i % 900, 50 + i % 400, 100 + i % 900, 10 + i % 1000, 100 + i % 2000,
-         CASE WHEN i % 5 < 3 THEN 50 + i % 500 END, i % 5 < 3, '203.0.113.7',
-         to_timestamp((${t0} + floor(i::numeric * ${SPAN_DAYS * DAY} / ${N})) / 1000.0),
-         2500000, 1250000, 2500000, 2500000, 10000000,
-         CASE WHEN i % 10 = 0 THEN 'user-' || (i % 2000) END,
-         CASE WHEN i % 7 = 0 THEN ARRAY['team=search', 'env=prod'] ELSE '{}' END
-       FROM generate_series(${lo}::bigint, ${hi - 1}::bigint) AS i,
-         LATERAL (SELECT CASE WHEN i % 2 = 0 THEN 0 ELSE 1 + (i / 2) % ${ACCOUNTS - 1} END AS a) AS x`,
-        [accountIds, keyIds, MODELS, UPSTREAMS],
-      );
+      await seedRows(client, { lo, hi, n: N, t0, spanMs: SPAN_DAYS * DAY }, ids);
       process.stdout.write(`\r  seeded ${hi.toLocaleString("en")} rows`);
     }
     process.stdout.write("\n");
