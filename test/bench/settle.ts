@@ -8,7 +8,8 @@
 // arrives as entries of SETTLE_ENTRY_EVENTS events (25), JSON-encoded like a data plane's turn.
 //
 // Knobs (environment): SETTLE_EVENTS (50000), SETTLE_BATCH (300), SETTLE_ACCOUNTS (4), SETTLE_PREFILL (usage rows
-// already in the table before the run, 0), SETTLE_EXPLAIN (1; 0 skips the EXPLAIN pass), SETTLE_EXTRA_SQL (run
+// already in the table before the run, 0), SETTLE_PREFILL_HOURS (the hours back they span, 720), SETTLE_IDS (time;
+// random: request ids as the data plane made them before they were time-ordered), SETTLE_EXPLAIN (1; 0 skips the EXPLAIN pass), SETTLE_EXTRA_SQL (run
 // after migrating, e.g. to try an index), SETTLE_SEED (1), SETTLE_ENTRY_EVENTS (25), SETTLE_COPY (1; 0 writes every batch through the partitioned table, as
 // settlement did before it wrote into the day partitions). Autovacuum is off for the run's tables, so that the
 // maintenance inserts leave behind (dead tuples, a GIN index's pending list) is done by a VACUUM at the end, on
@@ -30,6 +31,10 @@ const BATCH = Number(process.env.SETTLE_BATCH ?? 300);
 const ACCOUNTS = Number(process.env.SETTLE_ACCOUNTS ?? 4);
 const KEYS_PER_ACCOUNT = 5;
 const PREFILL = Number(process.env.SETTLE_PREFILL ?? 0);
+/** the prefilled rows' span back from now, in hours (default 30 days; 12 puts most in today's partition, as on a busy day) */
+const PREFILL_HOURS = Number(process.env.SETTLE_PREFILL_HOURS ?? 720);
+/** request ids: "time" as the data plane makes them (its millisecond, then random: server/request-id.ts), or "random" as it made them before */
+const IDS = process.env.SETTLE_IDS ?? "time";
 const EXPLAIN = process.env.SETTLE_EXPLAIN !== "0";
 const ENTRY_EVENTS = Number(process.env.SETTLE_ENTRY_EVENTS ?? 25);
 const WARMUP_BATCHES = 5;
@@ -100,7 +105,7 @@ function makeEvent(fx: Fixture, startedAt: number): UsageEvent {
     : 0;
   const latencyMs = ok ? int(200, 20_000) : int(5, 2_000);
   return {
-    requestId: `req_${hex(12)}`,
+    requestId: IDS === "random" ? `req_${hex(12)}` : `req_${Date.now().toString(16).padStart(12, "0")}${hex(6)}`,
     keyId: pick(account.keys),
     accountId: account.id,
     model,
@@ -298,9 +303,9 @@ try {
     await q(`INSERT INTO usage_logs (id, request_id, account_id, api_key_id, model, protocol, upstream, status,
                prompt_tokens, completion_tokens, cost_micro, latency_ms, stream, client_ip, started_at, input_tokens,
                input_price, cached_input_price, cache_write_5m_price, cache_write_1h_price, output_price, end_user, tags)
-             SELECT gen_random_uuid(), 'req_' || md5(i::text), k.account_id, k.id, 'model-' || (i % 5), 'openai', 'openai', 200,
+             SELECT gen_random_uuid(), ${IDS === "random" ? "'req_' || substr(md5(i::text), 1, 24)" : `'req_' || lpad(to_hex(${Date.now() - PREFILL_HOURS * 3_600_000} + i), 12, '0') || substr(md5(i::text), 1, 12)`}, k.account_id, k.id, 'model-' || (i % 5), 'openai', 'openai', 200,
                100 + i % 900, 50 + i % 400, 10 + i % 1000, 100 + i % 2000, i % 5 < 3, '203.0.113.7',
-               now() - interval '31 days' + (i * interval '30 days' / ${PREFILL}), 100 + i % 900,
+               now() - interval '${PREFILL_HOURS} hours' - interval '1 minute' + (i * interval '${PREFILL_HOURS} hours' / ${PREFILL}), 100 + i % 900,
                2500000, 1250000, 2500000, 2500000, 10000000,
                CASE WHEN i % 10 = 0 THEN 'user-' || (i % 2000) END,
                CASE WHEN i % 7 = 0 THEN ARRAY['team=search', 'env=prod'] ELSE '{}' END
