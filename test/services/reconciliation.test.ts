@@ -788,15 +788,26 @@ describe("reconciliation across a budget reset", () => {
         15_000,
         100,
       );
-    // Day 2: the same mix, well within the budget, every call served.
-    const phase2 = Array.from({ length: 36 }, (_, n) => next + n);
-    const phase2Cost = phase2.reduce((s, i) => {
+    // Day 2: the same mix, within three quarters of the budget, every call served. A call's cost grows with its
+    // index (the mocks' prompts do), and how many indices day 1 used depends on timing (a replica whose snapshot
+    // lags refuses early, and the probes above go on until each replica refuses): day 2 takes as many of the next
+    // 36 calls as fit, at least 27, so that every (upstream, client, mode) is among them. A fixed 36 came to
+    // 261,922 micro-units in one CI run, whose day 1 had used more indices than usual.
+    const phase2: number[] = [];
+    let phase2Cost = 0n;
+    for (let i = next; i < next + 36; i++) {
       const up = planned(i).upstream;
-      return s + expectedCost(usageOf(up, i), up === "anthropic" ? CONTRACT : LIST[up]);
-    }, 0n);
-    expect(phase2Cost).toBeLessThan((DAILY_MICRO * 3n) / 4n);
+      const c = expectedCost(usageOf(up, i), up === "anthropic" ? CONTRACT : LIST[up]);
+      if (phase2Cost + c >= (DAILY_MICRO * 3n) / 4n) break;
+      phase2.push(i);
+      phase2Cost += c;
+    }
+    console.log(
+      `reconciliation across a reset: day 1 used ${phase2[0]! - BUDGET_BASE} calls; day 2 makes ${phase2.length} (${phase2Cost} micro-units)`,
+    );
+    expect(phase2.length).toBeGreaterThanOrEqual(27);
     for (let n = 0; n < phase2.length; n += 6) {
-      const batch = await Promise.all(Array.from({ length: 6 }, () => run(2)));
+      const batch = await Promise.all(Array.from({ length: Math.min(6, phase2.length - n) }, () => run(2)));
       expect(batch.filter((o) => !o.ok)).toEqual([]);
     }
     await settled();
