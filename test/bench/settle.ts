@@ -24,6 +24,7 @@ import { copyInto } from "../../control-plane/src/db/copy-in.ts";
 import { settleUsageBatch } from "../../control-plane/src/usage/settle.ts";
 import { type EntryChecks, eventsOfEntries } from "../../control-plane/src/usage/redis-consumer.ts";
 import { signedEntryFields, usageEntryKey } from "../../data-plane/src/usage/entry-signature.ts";
+import { newRequestId } from "../../data-plane/src/server/request-id.ts";
 import { freshDatabase } from "../helpers/postgres.ts";
 
 const EVENTS = Number(process.env.SETTLE_EVENTS ?? 50_000);
@@ -105,7 +106,7 @@ function makeEvent(fx: Fixture, startedAt: number): UsageEvent {
     : 0;
   const latencyMs = ok ? int(200, 20_000) : int(5, 2_000);
   return {
-    requestId: IDS === "random" ? `req_${hex(12)}` : `req_${Date.now().toString(16).padStart(12, "0")}${hex(6)}`,
+    requestId: IDS === "random" ? `req_${hex(12)}` : newRequestId(),
     keyId: pick(account.keys),
     accountId: account.id,
     model,
@@ -303,7 +304,7 @@ try {
     await q(`INSERT INTO usage_logs (id, request_id, account_id, api_key_id, model, protocol, upstream, status,
                prompt_tokens, completion_tokens, cost_micro, latency_ms, stream, client_ip, started_at, input_tokens,
                input_price, cached_input_price, cache_write_5m_price, cache_write_1h_price, output_price, end_user, tags)
-             SELECT gen_random_uuid(), ${IDS === "random" ? "'req_' || substr(md5(i::text), 1, 24)" : `'req_' || lpad(to_hex(${Date.now() - PREFILL_HOURS * 3_600_000} + i), 12, '0') || substr(md5(i::text), 1, 12)`}, k.account_id, k.id, 'model-' || (i % 5), 'openai', 'openai', 200,
+             SELECT gen_random_uuid(), ${IDS === "random" ? "'req_' || substr(md5(i::text), 1, 24)" : `'req_' || lpad(to_hex((${Date.now() - PREFILL_HOURS * 3_600_000} + i) % ${2 ** 40}), 10, '0') || substr(md5(i::text), 1, 14)`}, k.account_id, k.id, 'model-' || (i % 5), 'openai', 'openai', 200,
                100 + i % 900, 50 + i % 400, 10 + i % 1000, 100 + i % 2000, i % 5 < 3, '203.0.113.7',
                now() - interval '${PREFILL_HOURS} hours' - interval '1 minute' + (i * interval '${PREFILL_HOURS} hours' / ${PREFILL}), 100 + i % 900,
                2500000, 1250000, 2500000, 2500000, 10000000,
